@@ -1,0 +1,28 @@
+"""The Backend protocol every LLM backend implements (DESIGN.md section 2).
+
+Batch-first: ``generate`` takes all requests of a round at once so backends that can decode several
+sequences together (llama.cpp batches, vLLM, concurrent HTTP) do so.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+from deliberation.types import Completion, GenerationRequest
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An LLM that turns requests into completions, one completion per request, in order."""
+
+    name: str  # registry name, e.g. "llamacpp"
+    model: str  # model identity; part of the response-cache key
+    supports_logprobs: bool  # whether Completion.logprobs (with top alternatives) is filled in
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        """Return one Completion per request, in the same order."""
+        ...
+
+    def close(self) -> None:
+        """Release models, servers, connections."""
+        ...

@@ -1,0 +1,39 @@
+"""The Benchmark interface: load examples, extract an answer from model text, score it.
+
+An unparseable answer is always wrong (DESIGN.md section 2).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from deliberation.types import Example
+
+
+class Benchmark(ABC):
+    """One evaluation dataset with its answer format and scorer."""
+
+    name: str = ""
+    splits: tuple[str, ...] = ()
+    # Instruction appended to every question so agents answer in a form ``extract`` can read.
+    answer_instruction: str = "Put your final answer in \\boxed{}."
+
+    @abstractmethod
+    def load(self, split: str, limit: int | None = None, data_dir: str | None = None) -> list[Example]:
+        """The first ``limit`` examples of ``split`` (all when None), in the dataset's order."""
+
+    @abstractmethod
+    def extract(self, text: str) -> str | None:
+        """The answer stated in ``text``, or None when none can be read."""
+
+    @abstractmethod
+    def score(self, example: Example, text: str) -> bool:
+        """Whether ``text`` answers ``example`` correctly. Unparseable is wrong."""
+
+    def format_question(self, example: Example) -> str:
+        """The question as shown to an agent, with the answer-format instruction."""
+        return f"{example.question}\n\n{self.answer_instruction}"
+
+    def answer_key(self, answer: str) -> str:
+        """A canonical form of an extracted answer, so equal answers vote together."""
+        return answer.strip()

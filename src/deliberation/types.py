@@ -1,0 +1,204 @@
+"""The shared vocabulary: frozen dataclasses that cross module boundaries.
+
+No dicts cross module boundaries (DESIGN.md section 2); every record here round-trips through JSON with
+``to_json`` / ``from_json`` so run directories and rollout files can be read back into the same types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class Action(str, enum.Enum):
+    """A meta-action an agent takes in a deliberation round (DESIGN.md section 1)."""
+
+    PERSIST = "persist"  # keep the answer, no LLM call
+    REFINE = "refine"  # one LLM call: improve the own solution in the light of the peers'
+    CONCEDE = "concede"  # adopt the answer of a peer chosen by a fixed rule, no LLM call
+
+
+ACTIONS: tuple[Action, ...] = (Action.PERSIST, Action.REFINE, Action.CONCEDE)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What a backend is asked to generate. ``seed`` makes sampling reproducible per request."""
+
+    messages: tuple[Message, ...]
+    max_tokens: int = 512
+    temperature: float = 0.7
+    seed: int = 0
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """Log-probability of one generated token, with the ``top`` alternatives (token, logprob)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A backend's answer to one GenerationRequest. Token counts are always filled in."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    finish_reason: str = "stop"
+    latency_s: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Example:
+    """One benchmark item. MMLU: ``choices`` holds the options, ``answer`` the letter. HumanEval:
+    ``question`` is the prompt, ``answer`` the canonical solution, ``meta`` holds test and entry_point."""
+
+    id: str
+    question: str
+    answer: str
+    choices: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One agent's response in one round. Round 0 is the independent answer (``action`` None)."""
+
+    agent: int
+    round: int
+    action: Action | None
+    answer: str | None
+    text: str
+    confidence: float | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    cached: bool = False
+    correct: bool = False
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One method run on one example: every turn, the team's answer and whether it is right."""
+
+    example_id: str
+    method: str
+    final_answer: str | None
+    correct: bool
+    turns: tuple[Turn, ...]
+    rounds_run: int = 0
+    wall_seconds: float = 0.0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(t.prompt_tokens for t in self.turns)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(t.completion_tokens for t in self.turns)
+
+    @property
+    def llm_calls(self) -> int:
+        return sum(t.llm_calls for t in self.turns)
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """What the engine knows about one agent after a round: its latest response and confidence."""
+
+    agent: int
+    answer: str | None
+    text: str
+    confidence: float | None
+    changed: bool = False
+    tokens: int = 0
+    correct: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One meta-decision recorded for training: observation features, action, behaviour log-prob,
+    counterfactual rewards of every action (indexed like ``ACTIONS``) and the token cost."""
+
+    example_id: str
+    sample: int
+    round: int
+    agent: int
+    own: tuple[float, ...]
+    peers: tuple[tuple[float, ...], ...]
+    action: Action
+    logprob: float
+    rewards: tuple[float, float, float]
+    r_local: float
+    r_global: float
+    token_cost: float = 0.0
+
+
+# --- JSON round trip -------------------------------------------------------------------------------
+
+
+def to_json(obj: Any) -> Any:
+    """Convert a record (or nested records, tuples, enums) into plain JSON-able values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (list, tuple)):
+        return [to_json(x) for x in obj]
+    if isinstance(obj, Mapping):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    return obj
+
+
+def from_json(cls: type, data: Any) -> Any:
+    """Rebuild ``cls`` from ``to_json`` output, following the type hints (tuples, enums, nested records)."""
+    hints = typing.get_type_hints(cls)
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in data and _required(f)]
+    if missing:
+        raise ValueError(f"{cls.__name__} record is missing field(s) {', '.join(missing)}")
+    kwargs = {f.name: _coerce(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data}
+    return cls(**kwargs)
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _coerce(tp: Any, value: Any) -> Any:
+    """Turn a JSON value into the annotated type ``tp``."""
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _coerce(inner[0], value) if len(inner) == 1 else value
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(args[0], v) for v in value)
+        return tuple(_coerce(a, v) for a, v in zip(args, value))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp(value)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return from_json(tp, value)
+    return value
