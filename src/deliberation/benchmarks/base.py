@@ -6,6 +6,7 @@ An unparseable answer is always wrong (DESIGN.md section 2).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 from deliberation.types import Example
 
@@ -37,3 +38,14 @@ class Benchmark(ABC):
     def answer_key(self, answer: str) -> str:
         """A canonical form of an extracted answer, so equal answers vote together."""
         return answer.strip()
+
+    def extract_for(self, example: Example, text: str) -> str | None:
+        """The answer in ``text`` read with the example at hand (MMLU matches a choice's text, HumanEval picks
+        the code block that defines the entry point). Defaults to ``extract``."""
+        return self.extract(text)
+
+    def score_many(self, examples: Sequence[Example], texts: Sequence[str]) -> list[bool]:
+        """``score`` for each (example, text) pair; benchmarks with slow scoring run them in parallel."""
+        if len(examples) != len(texts):
+            raise ValueError(f"score_many got {len(examples)} examples but {len(texts)} texts")
+        return [self.score(ex, text) for ex, text in zip(examples, texts)]

@@ -1,0 +1,41 @@
+# The two commands of the README: `make demo` (the main job) and `make test`.
+# Both create .venv and install what they need from pyproject.toml; nothing is installed by hand.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+DELIB := $(VENV)/bin/delib
+# Portable llama.cpp build (DESIGN.md section 4): same speed as -march=native, runs on any AVX2 machine.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export HF_HUB_OFFLINE := 1
+DATA ?= $(abspath ../shared/data)
+DEMO_N ?= 5
+
+.PHONY: demo test setup-test setup-demo clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.test-installed: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install -q -e ".[llamacpp,server,openai,hf,plot,data,dev]"
+	$(DELIB) models pull smollm2-135m
+	touch $@
+
+$(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install -q -e ".[llamacpp,plot]"
+	$(DELIB) models pull qwen2.5-coder-1.5b
+	touch $@
+
+setup-test: $(VENV)/.test-installed
+setup-demo: $(VENV)/.demo-installed
+
+test: setup-test
+	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(PY) -m pytest -q $(PYTEST_ARGS)
+
+demo: setup-demo
+	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(DELIB) run --method mpdf --benchmark gsm8k --limit $(DEMO_N) --out runs/demo/mpdf
+	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(DELIB) run --method debate --benchmark gsm8k --limit $(DEMO_N) --out runs/demo/debate
+
+clean:
+	rm -rf $(VENV) runs/demo

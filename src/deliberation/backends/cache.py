@@ -1,0 +1,182 @@
+"""A SQLite response cache in front of any backend (DESIGN.md section 2: ``backends/cache.py``).
+
+Why: rollout collection, counterfactual REFINE outputs and reruns ask the same model the same question
+with the same seed many times; a hit costs a primary-key lookup instead of an LLM call.
+
+Key: sha256 of the canonical JSON (sorted keys, no whitespace) of backend name, model, messages, the
+sampling parameters (max_tokens, temperature, stop, logprobs, top_logprobs) and the seed. Value: the
+``Completion`` as JSON (``types.to_json``).
+
+Concurrency and durability (https://www.sqlite.org/wal.html, https://www.sqlite.org/pragma.html):
+WAL journal so readers never block the one writer; ``busy_timeout`` so a writer waits for another
+process's short transaction instead of failing; one short transaction per ``generate`` batch with
+``INSERT OR IGNORE`` so two processes computing the same key both succeed (the first row wins; with
+the same seed both rows are the same anyway). ``synchronous=NORMAL`` in WAL mode keeps every committed
+transaction across a killed process (only an OS crash or power loss can drop the last commits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from deliberation.backends.base import Backend
+from deliberation.errors import DelibError
+from deliberation.types import Completion, GenerationRequest, from_json, to_json
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    completion TEXT NOT NULL
+)
+"""
+_BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another process's transaction
+_MAX_PARAMS = 500  # stay below SQLite's bound on host parameters per statement
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Hit and miss counts of one ``CachedBackend`` since it was opened."""
+
+    hits: int
+    misses: int
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+def request_key(backend: str, model: str, request: GenerationRequest) -> str:
+    """The cache key of ``request`` sent to ``model`` on ``backend``: sha256 of canonical JSON."""
+    payload = {
+        "backend": backend,
+        "model": model,
+        "messages": [[m.role, m.content] for m in request.messages],
+        "max_tokens": int(request.max_tokens),
+        "temperature": float(request.temperature),  # 0 and 0.0 must give the same key
+        "stop": list(request.stop),
+        "logprobs": bool(request.logprobs),
+        "top_logprobs": int(request.top_logprobs),
+        "seed": int(request.seed),
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) the cache database at ``path`` in WAL mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(str(path), timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        with conn:
+            conn.execute(_SCHEMA)
+    except sqlite3.DatabaseError as err:
+        raise DelibError(f"cannot open the response cache {path}: {err}; pass another cache path") from err
+    return conn
+
+
+class CachedBackend:
+    """Wraps ``inner`` so identical requests are answered from a SQLite file at ``path``.
+
+    Hits come back with ``cached=True`` and their stored latency; misses go to ``inner`` in one batch
+    (duplicates within a batch are sent once) and are committed before ``generate`` returns.
+    Thread-safe within a process (one lock around the connection) and safe across processes (WAL).
+    """
+
+    def __init__(self, inner: Backend, path: str | Path) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.model: str = inner.model
+        self.supports_logprobs: bool = inner.supports_logprobs
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._conn = connect(self.path)
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def stats(self) -> CacheStats:
+        return CacheStats(hits=self.hits, misses=self.misses)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        """One Completion per request, in order; only the misses reach the inner backend."""
+        keys = [request_key(self.name, self.model, r) for r in requests]
+        found = self._lookup(keys)
+        missing = list(dict.fromkeys(k for k in keys if k not in found))  # unique, in request order
+        fresh = self._compute(missing, keys, requests)
+        self.hits += sum(k in found for k in keys)
+        self.misses += len(keys) - sum(k in found for k in keys)
+        return [found[k] if k in found else fresh[k] for k in keys]
+
+    def close(self) -> None:
+        """Close the database and the inner backend."""
+        with self._lock:
+            self._conn.close()
+        self.inner.close()
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _compute(
+        self, missing: list[str], keys: list[str], requests: Sequence[GenerationRequest]
+    ) -> dict[str, Completion]:
+        """Send the missing requests to the inner backend in one batch and store the results."""
+        if not missing:
+            return {}
+        by_key = dict(zip(keys, requests))
+        completions = self.inner.generate([by_key[k] for k in missing])
+        if len(completions) != len(missing):
+            raise DelibError(
+                f"backend {self.name!r} returned {len(completions)} completions for {len(missing)} "
+                "requests; the backend must return one completion per request"
+            )
+        fresh = dict(zip(missing, completions))
+        self._store(fresh)
+        return fresh
+
+    def _lookup(self, keys: list[str]) -> dict[str, Completion]:
+        """Stored completions for those of ``keys`` that are in the cache, marked ``cached=True``."""
+        unique = list(dict.fromkeys(keys))
+        rows: list[tuple[str, str]] = []
+        with self._lock:
+            conn = self._connection()
+            for start in range(0, len(unique), _MAX_PARAMS):
+                chunk = unique[start : start + _MAX_PARAMS]
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT key, completion FROM completions WHERE key IN ({marks})"
+                rows.extend(conn.execute(query, chunk).fetchall())
+        return {key: _decode(text) for key, text in rows}
+
+    def _store(self, fresh: dict[str, Completion]) -> None:
+        """Insert the new completions in one short transaction (committed on return)."""
+        rows = [(k, self.name, self.model, json.dumps(to_json(c))) for k, c in fresh.items()]
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                conn.executemany("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?)", rows)
+
+    def _connection(self) -> sqlite3.Connection:
+        """The connection of this process; a forked child opens its own (SQLite handles must not
+        cross a fork: https://www.sqlite.org/howtocorrupt.html section 2.6)."""
+        if os.getpid() != self._pid:
+            self._conn = connect(self.path)
+            self._pid = os.getpid()
+        return self._conn
+
+
+def _decode(text: str) -> Completion:
+    completion: Completion = from_json(Completion, json.loads(text))
+    return dataclasses.replace(completion, cached=True)

@@ -1,0 +1,345 @@
+"""In-process llama.cpp backend that decodes a whole batch of requests together (DESIGN.md section 4).
+
+Batching is the main speed lever on CPU: one forward pass over one new token of each of 9 sequences
+costs little more than a pass over one, because the weights are read once. This backend drives
+llama-cpp-python's low-level API (llama.h): one context with ``n_seq_max = max_parallel`` and a unified
+KV cache of ``n_ctx`` cells shared by all sequences; each request is one sequence id; every
+``llama_decode`` call carries the next token of each decoding sequence plus prompt tokens of newly
+admitted ones (continuous batching: a finished sequence's slot and KV cells go to the next waiting
+request at once). Admission reserves ``prompt + max_tokens`` cells per sequence, so decoding never runs
+out of KV cells; a larger ``n_ctx`` therefore allows more sequences in flight when ``max_tokens`` is large.
+
+Sampling is done here in numpy, per sequence, with ``numpy.random.default_rng(request.seed)``: the token
+drawn at step k depends only on the request's own logits and its own generator, never on other requests.
+Guaranteed: the same requests with the same seeds in the same batch give identical outputs. Not
+guaranteed bitwise: equality between a request decoded alone and inside a batch, because llama.cpp may
+sum in another order for other batch shapes; a tiny logit difference can flip a near-tie. (With the
+SmolLM2 test model greedy outputs agree; tests/backends/test_llamacpp.py pins that.)
+
+KV cache is not reused across ``generate`` calls: a sequence's cells are freed when it finishes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from deliberation import models
+from deliberation.errors import DelibError, install_hint
+from deliberation.types import Completion, GenerationRequest, TokenLogprob
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as err:
+        raise DelibError(install_hint("llama-cpp-python", "llamacpp")) from err
+    return llama_cpp
+
+
+def _default_threads() -> int:
+    """All cores this process may run on (llama-cpp-python's own default is half of them)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class _Runtime:
+    """A loaded model and its multi-sequence context: tokenizer, chat template and batched decode."""
+
+    def __init__(self, path: os.PathLike, n_ctx: int, n_seq: int, n_batch: int, n_threads: int) -> None:
+        self.lib = lib = _import_llama_cpp()
+        lib.llama_backend_init()
+        self.model = lib.llama_model_load_from_file(os.fsencode(path), lib.llama_model_default_params())
+        if not self.model:
+            raise DelibError(f"llama.cpp could not load {path}; is it a valid GGUF file?")
+        self.vocab = lib.llama_model_get_vocab(self.model)
+        self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
+        self.ctx = lib.llama_init_from_model(self.model, self._context_params(n_ctx, n_seq, n_batch, n_threads))
+        if not self.ctx:
+            lib.llama_model_free(self.model)
+            raise DelibError(f"llama.cpp could not create a context of {n_ctx} tokens; lower n_ctx")
+        self.n_ctx = lib.llama_n_ctx(self.ctx)
+        self.batch = lib.llama_batch_init(n_batch, 0, 1)
+        self._pieces: dict[int, bytes] = {}
+
+    def _context_params(self, n_ctx: int, n_seq: int, n_batch: int, n_threads: int) -> Any:
+        params = self.lib.llama_context_default_params()
+        params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = n_ctx, n_batch, n_batch, n_seq
+        params.n_threads = params.n_threads_batch = n_threads
+        params.kv_unified = True  # one pool of n_ctx cells shared by the sequences, not n_ctx / n_seq each
+        return params
+
+    def tokenize(self, text: str, add_special: bool) -> list[int]:
+        data = text.encode("utf-8")
+        size = len(data) + 8
+        buf = (self.lib.llama_token * size)()
+        n = self.lib.llama_tokenize(self.vocab, data, len(data), buf, size, add_special, True)
+        if n < 0:  # buffer too small: -n is the size needed
+            size = -n
+            buf = (self.lib.llama_token * size)()
+            n = self.lib.llama_tokenize(self.vocab, data, len(data), buf, size, add_special, True)
+        return list(buf[:n])
+
+    def piece(self, token: int, special: bool = False) -> bytes:
+        """The bytes of one token (cached; control tokens render empty unless ``special``)."""
+        key = token if not special else -1 - token
+        if key not in self._pieces:
+            buf = ctypes.create_string_buffer(64)
+            n = self.lib.llama_token_to_piece(self.vocab, token, buf, 64, 0, special)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = self.lib.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
+            self._pieces[key] = buf.raw[:n]
+        return self._pieces[key]
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self.lib.llama_vocab_is_eog(self.vocab, token))
+
+    def metadata(self, key: str) -> str | None:
+        size = 1 << 16
+        buf = ctypes.create_string_buffer(size)
+        n = self.lib.llama_model_meta_val_str(self.model, key.encode(), buf, size)
+        if n >= size:  # chat templates can be long; retry with the exact size
+            buf = ctypes.create_string_buffer(n + 1)
+            n = self.lib.llama_model_meta_val_str(self.model, key.encode(), buf, n + 1)
+        return buf.value.decode("utf-8") if n >= 0 else None
+
+    def special_text(self, token: int) -> str:
+        return self.piece(token, special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
+
+    def decode(self, entries: Sequence[tuple[int, int, int, bool]]) -> None:
+        """One ``llama_decode`` of (token, position, sequence id, wants logits) entries."""
+        batch = self.batch
+        batch.n_tokens = len(entries)
+        for i, (token, pos, seq, logits) in enumerate(entries):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
+            batch.seq_id[i][0], batch.logits[i] = seq, logits
+        code = self.lib.llama_decode(self.ctx, batch)
+        if code != 0:
+            raise DelibError(f"llama_decode failed with code {code}; lower max_parallel or raise n_ctx")
+
+    def logits(self, index: int) -> np.ndarray:
+        """Raw logits of batch entry ``index`` of the last decode, copied (the next decode overwrites them)."""
+        ptr = self.lib.llama_get_logits_ith(self.ctx, index)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()  # [n_vocab] float32
+
+    def forget(self, seq: int) -> None:
+        """Free the KV cells of sequence ``seq`` so another request can use them."""
+        self.lib.llama_memory_seq_rm(self.lib.llama_get_memory(self.ctx), seq, -1, -1)
+
+    def clear(self) -> None:
+        """Empty the KV cache (between generate calls, and after a failed one)."""
+        self.lib.llama_memory_clear(self.lib.llama_get_memory(self.ctx), True)
+
+    def free(self) -> None:
+        self.lib.llama_batch_free(self.batch)
+        self.lib.llama_free(self.ctx)
+        self.lib.llama_model_free(self.model)
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits.astype(np.float64)  # [n_vocab]
+    z -= z.max()
+    return z - np.log(np.exp(z).sum())
+
+
+def _sample(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """Greedy at temperature 0, else one draw from softmax(logits / temperature) (full vocabulary)."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    z = logits.astype(np.float64) / temperature  # [n_vocab]
+    cdf = np.cumsum(np.exp(z - z.max()))
+    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(cdf) - 1))
+
+
+@dataclass
+class _Seq:
+    """Decoding state of one request while it occupies a sequence slot (internal to this module)."""
+
+    index: int  # position of the request in the generate() call
+    request: GenerationRequest
+    slot: int  # llama.cpp sequence id
+    prompt: list[int]
+    limit: int  # max_tokens, capped so the sequence fits the context
+    start: float
+    rng: np.random.Generator
+    fed: int = 0  # tokens of this sequence already in the KV cache
+    tokens: list[int] = field(default_factory=list)
+    data: bytearray = field(default_factory=bytearray)
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+    text: str = ""
+    finish: str | None = None
+
+    def inputs(self, room: int) -> list[tuple[int, int, int, bool]]:
+        """The next batch entries of this sequence: up to ``room`` prompt tokens, or its last token."""
+        if self.fed < len(self.prompt):
+            end = min(len(self.prompt), self.fed + room)
+            return [(self.prompt[p], p, self.slot, p == len(self.prompt) - 1) for p in range(self.fed, end)]
+        return [(self.tokens[-1], self.fed, self.slot, True)]
+
+    def accept(self, token: int, logits: np.ndarray, runtime: _Runtime) -> None:
+        """Record the token sampled from ``logits``, then check EOS/EOG, stop strings and the limit."""
+        if self.limit == 0:
+            self.finish = "length"
+            return
+        if runtime.is_eog(token):  # not part of the text nor counted, as in llama-cpp-python
+            self.finish = "stop"
+            return
+        self.tokens.append(token)
+        self.data += runtime.piece(token)
+        if self.request.logprobs:
+            self.logprobs.append(_token_logprob(logits, token, self.request.top_logprobs, runtime))
+        self.text = self.data.decode("utf-8", errors="ignore")
+        cut = [i for i in (self.text.find(s) for s in self.request.stop if s) if i >= 0]
+        if cut:
+            self.text, self.finish = self.text[: min(cut)], "stop"
+        elif len(self.tokens) >= self.limit:
+            self.finish = "length"
+
+    def completion(self) -> Completion:
+        return Completion(
+            text=self.text,
+            prompt_tokens=len(self.prompt),
+            completion_tokens=len(self.tokens),
+            logprobs=tuple(self.logprobs) if self.request.logprobs else None,
+            finish_reason=self.finish or "length",
+            latency_s=time.perf_counter() - self.start,
+        )
+
+
+def _token_logprob(logits: np.ndarray, token: int, top_n: int, runtime: _Runtime) -> TokenLogprob:
+    """Log-softmax of the raw logits (before temperature), with the ``top_n`` best alternatives."""
+    logp = _log_softmax(logits)  # [n_vocab]
+    top: tuple[tuple[str, float], ...] = ()
+    if top_n > 0:
+        best = np.argpartition(-logp, top_n)[:top_n]
+        best = best[np.argsort(-logp[best], kind="stable")]
+        top = tuple((_text(runtime, int(t)), float(logp[t])) for t in best)
+    return TokenLogprob(_text(runtime, token), float(logp[token]), top)
+
+
+def _text(runtime: _Runtime, token: int) -> str:
+    return runtime.piece(token).decode("utf-8", errors="replace")
+
+
+class LlamaCppBackend:
+    """llama.cpp in this process, batched. ``model``: catalogue name, ``.gguf`` path or HF id.
+
+    ``n_ctx``: KV cells shared by all sequences in flight; ``max_parallel``: sequences decoded together;
+    ``n_batch``: tokens per ``llama_decode`` (prompt prefill is fed in chunks of it); ``chat_format``: a
+    Jinja2 chat template replacing the GGUF's ``tokenizer.chat_template``.
+    """
+
+    name = "llamacpp"
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        model: str = "qwen2.5-coder-1.5b",
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        max_parallel: int = 9,
+        chat_format: str | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not 1 <= max_parallel <= n_batch:
+            raise DelibError(f"max_parallel must be between 1 and n_batch ({n_batch}); got {max_parallel}")
+        self.model = str(model)
+        path = models.resolve(model)
+        _import_llama_cpp()
+        logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
+        self._rt = _Runtime(path, n_ctx, max_parallel, n_batch, n_threads or _default_threads())
+        self._max_parallel, self._n_batch = max_parallel, n_batch
+        self._formatter = self._chat_formatter(chat_format)
+        self._lock = threading.Lock()
+
+    def _chat_formatter(self, chat_format: str | None) -> Any:
+        template = chat_format or self._rt.metadata("tokenizer.chat_template")
+        if not template:
+            raise DelibError(f"{self.model} has no chat template in its GGUF; pass chat_format=<jinja template>")
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        lib, vocab = self._rt.lib, self._rt.vocab
+        eos, bos = lib.llama_vocab_eos(vocab), lib.llama_vocab_bos(vocab)
+        return Jinja2ChatFormatter(template, self._rt.special_text(eos), self._rt.special_text(bos))
+
+    def prompt_tokens(self, request: GenerationRequest) -> list[int]:
+        """The chat-templated prompt of ``request`` as tokens (the template writes BOS when it wants one)."""
+        rendered = self._formatter(messages=[{"role": m.role, "content": m.content} for m in request.messages])
+        return self._rt.tokenize(rendered.prompt, add_special=not rendered.added_special)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        """One Completion per request, in order; all requests are decoded together, ``max_parallel`` at a time."""
+        with self._lock:
+            if self._rt is None:
+                raise DelibError("this LlamaCppBackend was closed; create a new one")
+            try:
+                return self._run([self.prompt_tokens(r) for r in requests], requests)
+            finally:
+                self._rt.clear()
+
+    def _run(self, prompts: list[list[int]], requests: Sequence[GenerationRequest]) -> list[Completion]:
+        for prompt in prompts:
+            if len(prompt) >= self._rt.n_ctx:
+                raise DelibError(f"a prompt of {len(prompt)} tokens does not fit n_ctx={self._rt.n_ctx}; raise n_ctx")
+        waiting, active = deque(range(len(requests))), []
+        done: dict[int, Completion] = {}
+        while waiting or active:
+            self._admit(waiting, active, prompts, requests)
+            for seq in self._step(active):
+                self._rt.forget(seq.slot)
+                active.remove(seq)
+                done[seq.index] = seq.completion()
+        return [done[i] for i in range(len(requests))]
+
+    def _admit(
+        self, waiting: deque[int], active: list[_Seq], prompts: list[list[int]], requests: Sequence[GenerationRequest]
+    ) -> None:
+        """Move waiting requests into free slots while their prompt + max_tokens fit the free KV cells."""
+        free_cells = self._rt.n_ctx - sum(len(s.prompt) + s.limit for s in active)
+        free_slots = sorted(set(range(self._max_parallel)) - {s.slot for s in active})
+        while waiting and free_slots:
+            i = waiting[0]
+            limit = min(requests[i].max_tokens, self._rt.n_ctx - len(prompts[i]))
+            if len(prompts[i]) + limit > free_cells:
+                return
+            waiting.popleft()
+            free_cells -= len(prompts[i]) + limit
+            rng = np.random.default_rng(requests[i].seed)
+            active.append(_Seq(i, requests[i], free_slots.pop(0), prompts[i], limit, time.perf_counter(), rng))
+
+    def _step(self, active: list[_Seq]) -> list[_Seq]:
+        """Decode one batch: the last token of each decoding sequence, then prompt tokens up to n_batch.
+        Samples a token for every sequence whose logits came out; returns the sequences that finished."""
+        order = sorted(active, key=lambda s: s.fed < len(s.prompt))  # decoding first, then prefilling
+        entries: list[tuple[int, int, int, bool]] = []
+        owners: list[_Seq] = []
+        for seq in order:
+            new = seq.inputs(self._n_batch - len(entries))
+            entries += new
+            owners += [seq] * len(new)
+            seq.fed += len(new)
+        self._rt.decode(entries)
+        finished = []
+        for index, (entry, seq) in enumerate(zip(entries, owners)):
+            if entry[3]:
+                logits = self._rt.logits(index)  # [n_vocab]
+                seq.accept(_sample(logits, seq.request.temperature, seq.rng), logits, self._rt)
+                if seq.finish:
+                    finished.append(seq)
+        return finished
+
+    def close(self) -> None:
+        """Free the llama.cpp context and model; the backend cannot generate afterwards."""
+        with self._lock:
+            if self._rt is not None:
+                self._rt.free()
+                self._rt = None

@@ -1,0 +1,154 @@
+"""A deterministic, seeded simulator of LLM agents, for tests and overhead benchmarks only.
+
+It reads the engine's prompts (``deliberation.deliberation.prompts``), looks the problem up in the
+benchmark, and answers in the benchmark's format so extraction and scoring run for real:
+- round 0: agent k (the low 4 bits of the request seed) is right with probability skill_k + d_q, d_q a
+  per-question difficulty offset; wrong answers come from a few per-question distractors, so wrong agents
+  sometimes agree, as real ones do;
+- update requests (refine / debate / reconcile): a right answer breaks with ``p_break``; a wrong one is
+  fixed with ``p_fix`` plus a bonus proportional to the share of peers that are right;
+- critic requests: P(Yes) drawn around ``conf_right`` or ``conf_wrong`` (so confidence correlates with
+  correctness), returned as the first token's logprobs, or as a verbal 0-100.
+Token counts are realistic (about 4 characters a token; answers of 150-400 tokens).
+
+Numbers from this backend are never results: it exists to exercise the machinery.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import Sequence
+
+import numpy as np
+
+from deliberation.benchmarks import BENCHMARKS, get as get_benchmark
+from deliberation.benchmarks.base import Benchmark
+from deliberation.deliberation import prompts
+from deliberation.errors import DelibError
+from deliberation.types import Completion, Example, GenerationRequest, TokenLogprob
+
+_FILLER = ("we", "compute", "the", "value", "carefully", "then", "combine", "it", "with", "previous", "result")
+_PEER_HEADER = re.compile(r"(?:^|\n\n)Agent \d+(?: \(confidence [\d.]+\))?:\n")
+
+
+def _hash(*parts: object) -> int:
+    return int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()[:8], "big")
+
+
+class ScriptedBackend:
+    """Simulated agents answering questions of one benchmark (``benchmark``) deterministically."""
+
+    name = "scripted"
+    supports_logprobs = True
+
+    def __init__(self, benchmark: str | None = None, skills: Sequence[float] = (0.45, 0.55, 0.65),
+                 p_break: float = 0.1, p_fix: float = 0.25, conf_right: float = 0.72, conf_wrong: float = 0.5,
+                 data_dir: str | None = None, model: str = "scripted-v1") -> None:
+        names = [benchmark] if benchmark else sorted(BENCHMARKS)
+        self.benches = [get_benchmark(n) for n in names]
+        self.model = model
+        self.skills = tuple(skills)
+        self.p_break, self.p_fix = p_break, p_fix
+        self.conf_right, self.conf_wrong = conf_right, conf_wrong
+        self._data_dir = data_dir
+        self._index: dict[str, tuple[Benchmark, Example]] | None = None
+        self.calls = 0  # requests answered, for tests of "no LLM call"
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        self.calls += len(requests)
+        return [self._one(r) for r in requests]
+
+    def close(self) -> None:
+        self._index = None
+
+    # --- request handling --------------------------------------------------------------------------
+
+    def _one(self, request: GenerationRequest) -> Completion:
+        user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        bench, example = self._lookup(user)
+        rng = np.random.default_rng([request.seed, _hash(user)])
+        if prompts.CRITIC_QUESTION in user or prompts.VERBAL_QUESTION in user:
+            return self._critic(request, bench, example, user, rng)
+        right = self._right_after_update(bench, example, user, rng) if prompts.SECTION in user else (
+            rng.random() < self._p_initial(example, request.seed % 16))
+        text = self._solution(bench, example, right, rng)
+        return self._completion(request, text)
+
+    def _lookup(self, user: str) -> tuple[Benchmark, Example]:
+        question = prompts.question_of(user)
+        if self._index is None:
+            self._index = self._build_index()
+        if question is None or question not in self._index:
+            names = ", ".join(b.name for b in self.benches)
+            raise DelibError(f"scripted backend: the request is not about a question of {names}")
+        return self._index[question]
+
+    def _build_index(self) -> dict[str, tuple[Benchmark, Example]]:
+        """Formatted question -> (benchmark, example), over every split of the benchmarks served."""
+        return {
+            bench.format_question(ex): (bench, ex)
+            for bench in self.benches for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir)
+        }
+
+    def _p_initial(self, example: Example, agent: int) -> float:
+        difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3
+        return float(np.clip(self.skills[agent % len(self.skills)] + difficulty, 0.02, 0.98))
+
+    def _right_after_update(self, bench: Benchmark, example: Example, user: str, rng: np.random.Generator) -> bool:
+        sections = user.split(prompts.SECTION)
+        own = next((s.split("\n", 1)[-1] for s in sections if s.startswith("Your previous solution")), "")
+        peer_block = next((s.split("\n", 1)[-1] for s in sections if "other agents" in s.lower().split("\n")[0]), "")
+        peers = [p for p in _PEER_HEADER.split(peer_block) if p.strip()]
+        share = float(np.mean([bench.score(example, p) for p in peers])) if peers else 0.0
+        if bench.score(example, own):
+            return rng.random() >= self.p_break
+        return rng.random() < self.p_fix + 0.5 * share
+
+    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, user: str, rng: np.random.Generator) -> Completion:
+        solution = next((s.split("\n", 1)[-1] for s in user.split(prompts.SECTION) if s.startswith("Proposed solution")), "")
+        mean = self.conf_right if bench.score(example, solution) else self.conf_wrong
+        p_yes = float(np.clip(rng.normal(mean, 0.15), 0.01, 0.99))
+        if prompts.VERBAL_QUESTION in user:
+            return self._completion(request, str(round(100 * p_yes)))
+        token = "Yes" if p_yes >= 0.5 else "No"
+        top = (("Yes", math.log(p_yes)), ("No", math.log(1 - p_yes)))
+        top = tuple(sorted(top, key=lambda t: -t[1]))
+        lp = TokenLogprob(token, dict(top)[token], top)
+        return self._completion(request, token, (lp,))
+
+    # --- text ----------------------------------------------------------------------------------------
+
+    def _solution(self, bench: Benchmark, example: Example, right: bool, rng: np.random.Generator) -> str:
+        steps = [f"Step {k}: " + " ".join(rng.choice(_FILLER, size=int(rng.integers(15, 30)))) + "."
+                 for k in range(1, int(rng.integers(4, 10)))]
+        return "\n".join(steps) + "\n" + self._final(bench, example, right, rng)
+
+    def _final(self, bench: Benchmark, example: Example, right: bool, rng: np.random.Generator) -> str:
+        if bench.name == "humaneval":
+            body = example.answer if right else "    return None\n"
+            return f"```python\n{example.question}{body}```"
+        answer = example.answer if right else self._distractor(example, rng)
+        return f"The final answer is $\\boxed{{{answer}}}$."
+
+    def _distractor(self, example: Example, rng: np.random.Generator) -> str:
+        """One of three per-question wrong answers (shared across agents, so wrong agents can agree)."""
+        pick = _hash("distractor", example.id, int(rng.integers(0, 3)))
+        if example.choices:
+            letters = [c for c in "ABCD"[: len(example.choices)] if c != example.answer]
+            return letters[pick % len(letters)]
+        try:
+            value = float(example.answer.replace(",", ""))
+        except ValueError:
+            return f"{example.answer}+{1 + pick % 7}"
+        wrong = value + (1 + pick % 9) * (1 if pick % 2 else -1)
+        return str(int(wrong)) if wrong == int(wrong) else f"{wrong:g}"
+
+    def _completion(self, request: GenerationRequest, text: str, logprobs: tuple[TokenLogprob, ...] | None = None) -> Completion:
+        """Count ~4 characters a token; cut the text at max_tokens like a real model."""
+        finish = "length" if len(text) > 4 * request.max_tokens else "stop"
+        text = text[: 4 * request.max_tokens]
+        prompt = sum(len(m.content) for m in request.messages) // 4 + 8 * len(request.messages)
+        return Completion(text, prompt, max(1, len(text) // 4), logprobs if request.logprobs else None, finish)
+

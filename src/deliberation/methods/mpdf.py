@@ -1,0 +1,64 @@
+"""MPDF (Yang & Thomason 2026): each round every agent's learned meta-policy picks PERSIST, REFINE or
+CONCEDE from its meta-cognitive state and its peers'; the critic supplies introspective confidence.
+
+The policy is the checkpoint at ``cfg.policy``, else the one shipped in the package
+(``deliberation/policy/checkpoints/default.pt``). Until a shipped checkpoint exists the fallback is the
+confidence-threshold rule of ``heuristics`` (persist at P(Yes) >= cfg.confidence_threshold, else concede
+to a more confident peer, else refine); the run's config records which policy ran.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from deliberation.deliberation.engine import MetaPolicy, MethodSpec
+from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION, Observation
+from deliberation.methods.base import MethodConfig, make_run
+from deliberation.methods.heuristics import ConfidenceThreshold
+from deliberation.types import Action
+
+SHIPPED_POLICY = Path(__file__).resolve().parent.parent / "policy" / "checkpoints" / "default.pt"
+
+
+@dataclass(frozen=True)
+class LearnedPolicy:
+    """Adapts a trained network to the engine: greedy at inference, epsilon-mixed for collection."""
+
+    net: object  # deliberation.policy.network.MetaPolicy
+    greedy: bool = True
+    epsilon: float = 0.0
+
+    def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
+        actions, logprobs = self.net.act(obs.own, obs.peers, rng, greedy=self.greedy, epsilon=self.epsilon)
+        return tuple(actions), tuple(float(x) for x in logprobs)
+
+
+@functools.lru_cache(maxsize=8)
+def load_learned(path: str) -> LearnedPolicy:
+    """Load (once per process) a checkpoint, refusing one built for other features."""
+    from deliberation.policy.network import load_policy
+
+    return LearnedPolicy(load_policy(path, FEATURE_NAMES, FEATURE_VERSION))
+
+
+def policy_for(cfg: MethodConfig) -> MetaPolicy:
+    """The policy MPDF runs with under ``cfg`` (see the module docstring)."""
+    if cfg.policy is not None:
+        return load_learned(str(cfg.policy))
+    if SHIPPED_POLICY.exists():
+        return load_learned(str(SHIPPED_POLICY))
+    return ConfidenceThreshold(cfg.confidence_threshold)
+
+
+def policy_name(cfg: MethodConfig) -> str:
+    """What ``policy_for`` picks, for the run's config.json."""
+    if cfg.policy is not None:
+        return str(cfg.policy)
+    return "shipped:default.pt" if SHIPPED_POLICY.exists() else "rule:confidence-threshold"
+
+
+run = make_run(lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True))

@@ -1,0 +1,94 @@
+"""Training configuration of the meta-policy (SFT and policy-gradient stages), validated on construction.
+
+Defaults follow DESIGN.md section 1 (K = 8 samples per question, SoftRankPO hard mode, KL to the SFT
+policy). Every field carries a docstring; ``TrainConfig(...)`` raises a one-line DelibError that names the
+bad field and a valid value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deliberation.errors import DelibError
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of ``train_sft`` and ``train_pg``."""
+
+    algo: str = "softrankpo"
+    """Policy-gradient algorithm, a key of ``deliberation.rl.losses.ALGORITHMS`` (softrankpo, grpo,
+    reinforce, reinforce_baseline, rloo, ppo). All share everything but the advantage and the loss form."""
+
+    lr: float = 3e-3
+    """Adam learning rate (Kingma & Ba 2015)."""
+
+    epochs: int = 30
+    """Passes over the training decisions; steps per epoch = ceil(train decisions / batch_size)."""
+
+    batch_size: int = 256
+    """Decisions per optimizer step."""
+
+    group_size: int = 8
+    """K, samples per question that SoftRankPO ranks against each other (>= 2; rollouts are collected with
+    it and the trainer checks the data has groups of at least 2)."""
+
+    tau: float = 0.0
+    """SoftRankPO temperature: 0 = hard normal scores of ranks; > 0 = soft ranks (our reconstruction of the
+    paper's smooth normal quantiles, see ``deliberation.rl.advantages``)."""
+
+    kl_coef: float = 0.05
+    """beta, weight of the exact KL(pi || pi_ref) over the 3 actions to the reference (SFT) policy."""
+
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus; the loss subtracts entropy_coef * H(pi)."""
+
+    reward_scale: float = 1.0
+    """Multiplies r_local + r_global before the token cost (robustness ablation; SoftRankPO ignores it)."""
+
+    token_cost_coef: float = 0.0
+    """Subtracted per token spent by the action taken: r = reward_scale * r_action - coef * tokens."""
+
+    clip_eps: float | None = None
+    """PPO ratio clip epsilon against the behaviour log-prob for off-policy data; None = plain policy
+    gradient. The ``ppo`` algorithm uses 0.2 when this is None (Schulman et al. 2017)."""
+
+    hidden: int = 64
+    """Width of the policy network's embeddings."""
+
+    heads: int = 4
+    """Attention heads of the policy network; must divide ``hidden``."""
+
+    seed: int = 0
+    """Seeds network initialization, mini-batch order and the held-out split: same seed, same result."""
+
+    val_fraction: float = 0.2
+    """Share of questions (example_ids) held out for validation metrics; 0 = none."""
+
+    def __post_init__(self) -> None:
+        _check_algo(self.algo)
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}; try 3e-3")
+        _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
+        _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}; try 256")
+        _check(self.group_size >= 2, f"group_size must be >= 2 (SoftRankPO ranks K samples of a question), got "
+                                     f"{self.group_size}; use the default 8")
+        _check(self.tau >= 0, f"tau must be >= 0 (0 = hard ranks), got {self.tau}")
+        for name in ("kl_coef", "entropy_coef", "token_cost_coef"):
+            _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        _check(self.reward_scale > 0, f"reward_scale must be > 0, got {self.reward_scale}; use 1.0")
+        _check(self.clip_eps is None or 0 < self.clip_eps < 1,
+               f"clip_eps must be in (0, 1) or None, got {self.clip_eps}; try 0.2")
+        _check(self.hidden >= 1 and self.heads >= 1 and self.hidden % self.heads == 0,
+               f"hidden ({self.hidden}) must be a positive multiple of heads ({self.heads}); try 64 and 4")
+        _check(0 <= self.val_fraction < 1, f"val_fraction must be in [0, 1), got {self.val_fraction}; try 0.2")
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise DelibError(f"invalid training config: {message}")
+
+
+def _check_algo(algo: str) -> None:
+    from deliberation.rl.losses import ALGORITHMS  # lazy: keeps torch out of config import
+
+    _check(algo in ALGORITHMS, f"unknown algo {algo!r}; choose one of {', '.join(ALGORITHMS)}")

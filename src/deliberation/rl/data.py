@@ -1,0 +1,110 @@
+"""Decision records -> padded tensors and the held-out split by question.
+
+Training data is a sequence of ``deliberation.types.Decision`` (one per agent, round and sample of a
+question). The ranking groups of SoftRankPO are the decisions that share (example_id, round, agent) across
+the K samples of a question (DESIGN.md section 1, "SoftRankPO").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from deliberation.errors import DelibError
+from deliberation.types import ACTIONS, Action, Decision
+
+@dataclass(frozen=True)
+class DecisionBatch:
+    """Decisions as aligned tensors; row n of every field is decision n."""
+
+    own: Tensor  # (N, F) float32: the deciding agent's features z_i
+    peers: Tensor  # (N, P, F) float32: peer features z_j, zero-padded to the largest peer count P
+    peer_mask: Tensor  # (N, P) bool: True where the peer slot is real
+    actions: Tensor  # (N,) long: index into ACTIONS of the action taken
+    logprobs: Tensor  # (N,) float32: behaviour log-probability of the action taken
+    rewards: Tensor  # (N, 3) float64: counterfactual reward of each action, ACTIONS order, unscaled
+    token_costs: Tensor  # (N,) float64: tokens spent by the action taken
+    groups: Tensor  # (N,) long: ranking group id of (example_id, round, agent)
+    examples: tuple[str, ...]  # (N,) example_id of each decision
+
+    def __len__(self) -> int:
+        return int(self.actions.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.own.shape[-1])
+
+    def subset(self, index: Tensor) -> DecisionBatch:
+        """Rows ``index`` (N',) long, in that order."""
+        rows = index.tolist()
+        return DecisionBatch(
+            own=self.own[index], peers=self.peers[index], peer_mask=self.peer_mask[index],
+            actions=self.actions[index], logprobs=self.logprobs[index], rewards=self.rewards[index],
+            token_costs=self.token_costs[index], groups=self.groups[index],
+            examples=tuple(self.examples[i] for i in rows),
+        )
+
+
+def tensorize(decisions: Sequence[Decision]) -> DecisionBatch:
+    """Validate decisions and stack them into a DecisionBatch (raises DelibError naming the bad record)."""
+    if not decisions:
+        raise DelibError("no training decisions; collect rollouts first with `delib rollouts`")
+    width = _check_decisions(decisions)
+    n_peers = max(len(d.peers) for d in decisions)
+    peers = np.zeros((len(decisions), n_peers, width), dtype=np.float32)  # (N, P, F)
+    mask = np.zeros((len(decisions), n_peers), dtype=bool)  # (N, P)
+    for n, d in enumerate(decisions):
+        if d.peers:
+            peers[n, : len(d.peers)] = d.peers
+            mask[n, : len(d.peers)] = True
+    return DecisionBatch(
+        own=torch.tensor([d.own for d in decisions], dtype=torch.float32),
+        peers=torch.from_numpy(peers), peer_mask=torch.from_numpy(mask),
+        actions=torch.tensor([ACTIONS.index(Action(d.action)) for d in decisions], dtype=torch.long),
+        logprobs=torch.tensor([d.logprob for d in decisions], dtype=torch.float32),
+        rewards=torch.tensor([d.rewards for d in decisions], dtype=torch.float64),
+        token_costs=torch.tensor([d.token_cost for d in decisions], dtype=torch.float64),
+        groups=_group_ids(decisions), examples=tuple(d.example_id for d in decisions),
+    )
+
+
+def _check_decisions(decisions: Sequence[Decision]) -> int:
+    """Return the feature width F; raise DelibError on ragged widths or non-finite numbers."""
+    width = len(decisions[0].own)
+    for d in decisions:
+        where = f"decision (example {d.example_id!r}, sample {d.sample}, round {d.round}, agent {d.agent})"
+        if len(d.own) != width or any(len(p) != width for p in d.peers):
+            raise DelibError(f"{where} has features of width {len(d.own)} / peers "
+                             f"{sorted({len(p) for p in d.peers})}, expected {width}; recollect the rollouts "
+                             "with one feature version")
+        numbers = (*d.rewards, d.logprob, d.token_cost, *d.own, *(x for p in d.peers for x in p))
+        if len(d.rewards) != len(ACTIONS) or not all(math.isfinite(x) for x in numbers):
+            raise DelibError(f"{where} has a NaN/inf or malformed reward, log-prob or feature; fix or drop "
+                             "it in the rollout file")
+    return width
+
+
+def _group_ids(decisions: Sequence[Decision]) -> Tensor:
+    """(N,) long: one id per distinct (example_id, round, agent), numbered in order of first appearance."""
+    ids: dict[tuple[str, int, int], int] = {}
+    return torch.tensor([ids.setdefault((d.example_id, d.round, d.agent), len(ids)) for d in decisions],
+                        dtype=torch.long)
+
+
+def split_by_example(batch: DecisionBatch, val_fraction: float, seed: int) -> tuple[DecisionBatch, DecisionBatch]:
+    """Hold out a seeded random ``val_fraction`` of the questions (never part of a question) -> (train, val).
+    A positive fraction holds out at least one question and keeps at least one for training."""
+    names = sorted(set(batch.examples))
+    n_val = min(max(round(val_fraction * len(names)), 1 if val_fraction > 0 else 0), len(names) - 1)
+    if val_fraction > 0 and n_val < 1:
+        raise DelibError(f"val_fraction {val_fraction} needs decisions from at least 2 questions, got "
+                         f"{len(names)}; collect more questions or set val_fraction to 0")
+    order = np.random.default_rng(seed).permutation(len(names))
+    held = {names[i] for i in order[:n_val]}
+    is_val = torch.tensor([e in held for e in batch.examples], dtype=torch.bool)  # (N,)
+    return batch.subset(torch.nonzero(~is_val).squeeze(-1)), batch.subset(torch.nonzero(is_val).squeeze(-1))

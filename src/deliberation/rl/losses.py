@@ -1,0 +1,94 @@
+"""Policy-gradient losses and the algorithm registry (DESIGN.md section 1, "SoftRankPO").
+
+loss = policy-gradient term + kl_coef * KL(pi || pi_ref) - entropy_coef * H(pi), where the policy-gradient
+term is either plain, -mean(A * log pi(a|o)), or PPO-clipped against the behaviour log-prob
+(Schulman et al. 2017), -mean(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)) with rho = pi(a|o) / mu(a|o),
+for off-policy rollouts. The KL and entropy are exact sums over the 3 actions, not sample estimates.
+
+An algorithm is a registry entry (advantage function + loss form), never a string switched on elsewhere:
+the comparators share everything but these two choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import torch
+from torch import Tensor
+
+from deliberation.rl.advantages import grpo, reinforce, reinforce_baseline, rloo, softrankpo
+
+if TYPE_CHECKING:
+    from deliberation.rl.config import TrainConfig
+
+PPO_CLIP_EPS = 0.2  # Schulman et al. 2017, section 6.1
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """An advantage function plus the loss form it is trained with."""
+
+    advantage: Callable[..., Tensor]
+    advantage_params: tuple[str, ...] = ()  # TrainConfig fields passed to ``advantage`` by keyword
+    default_clip_eps: float | None = None  # clip used when TrainConfig.clip_eps is None (None = plain PG)
+
+    def advantages(self, rewards: Tensor, groups: Tensor, cfg: TrainConfig) -> Tensor:
+        """(N,) rewards and groups -> (N,) advantages with this algorithm's advantage function."""
+        return self.advantage(rewards, groups, **{name: getattr(cfg, name) for name in self.advantage_params})
+
+    def clip_eps(self, cfg: TrainConfig) -> float | None:
+        """The PPO clip epsilon in force, or None for the plain policy gradient."""
+        return cfg.clip_eps if cfg.clip_eps is not None else self.default_clip_eps
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    "softrankpo": Algorithm(softrankpo, advantage_params=("tau",)),
+    "grpo": Algorithm(grpo),
+    "reinforce": Algorithm(reinforce),
+    "reinforce_baseline": Algorithm(reinforce_baseline),
+    "rloo": Algorithm(rloo),
+    "ppo": Algorithm(grpo, default_clip_eps=PPO_CLIP_EPS),  # PPO-clip with GRPO advantages
+}
+
+
+@dataclass(frozen=True)
+class LossTerms:
+    """The scalar loss to minimize and its parts (all 0-dim tensors; ``total`` carries the graph)."""
+
+    total: Tensor
+    policy_gradient: Tensor
+    kl: Tensor
+    entropy: Tensor
+
+
+def policy_gradient(logp: Tensor, actions: Tensor, advantages: Tensor, behaviour_logp: Tensor,
+                    clip_eps: float | None) -> Tensor:
+    """logp (N, 3) log pi, actions (N,), advantages (N,), behaviour_logp (N,) -> () surrogate loss."""
+    taken = logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (N,) log pi(a|o)
+    adv = advantages.to(logp.dtype)  # (N,)
+    if clip_eps is None:
+        return -(adv * taken).mean()
+    ratio = torch.exp(taken - behaviour_logp.to(logp.dtype))  # (N,) pi / mu
+    clipped = ratio.clamp(1.0 - clip_eps, 1.0 + clip_eps)  # (N,)
+    return -torch.minimum(ratio * adv, clipped * adv).mean()
+
+
+def kl_divergence(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """Exact mean KL(pi || pi_ref) over the batch from log-probs (N, 3) and (N, 3) -> ()."""
+    return (logp.exp() * (logp - ref_logp)).sum(-1).mean()
+
+
+def entropy(logp: Tensor) -> Tensor:
+    """Mean entropy H(pi) over the batch from log-probs (N, 3) -> ()."""
+    return -(logp.exp() * logp).sum(-1).mean()
+
+
+def policy_loss(logits: Tensor, ref_logits: Tensor | None, actions: Tensor, advantages: Tensor,
+                behaviour_logp: Tensor, cfg: TrainConfig) -> LossTerms:
+    """The full policy loss of ``cfg.algo`` for logits (N, 3); ``ref_logits`` (N, 3) or None (no KL term)."""
+    logp = torch.log_softmax(logits, dim=-1)  # (N, 3)
+    pg = policy_gradient(logp, actions, advantages, behaviour_logp, ALGORITHMS[cfg.algo].clip_eps(cfg))
+    kl = kl_divergence(logp, torch.log_softmax(ref_logits, -1)) if ref_logits is not None else logp.new_zeros(())
+    ent = entropy(logp)
+    return LossTerms(total=pg + cfg.kl_coef * kl - cfg.entropy_coef * ent, policy_gradient=pg, kl=kl, entropy=ent)

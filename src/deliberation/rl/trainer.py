@@ -1,0 +1,217 @@
+"""Training the meta-policy on offline rollouts: SFT on oracle labels, then policy-gradient fine-tuning.
+
+DESIGN.md section 1 ("Training"): ``train_sft`` fits the reference policy by cross-entropy to oracle
+labels; ``train_pg`` fine-tunes it with the algorithm of ``TrainConfig.algo`` (SoftRankPO by default),
+KL-regularized to the reference. Both read top to bottom: prepare data -> build or copy the network ->
+one shared optimization loop (Adam, seeded mini-batches) -> per-step metrics on held-out questions.
+Nothing here writes files except ``write_training_outputs``, which the CLI calls once training succeeded.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from deliberation.errors import DelibError
+from deliberation.policy.network import MetaPolicyNet, save_policy
+from deliberation.rl.config import TrainConfig
+from deliberation.rl.data import DecisionBatch, split_by_example, tensorize
+from deliberation.rl.losses import ALGORITHMS, entropy, policy_loss
+from deliberation.rl.sft import oracle_labels, sft_loss
+from deliberation.types import ACTIONS, Decision, to_json
+
+CHECKPOINT_NAME = "policy.pt"
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    """One optimizer step. Validation fields are None when no question is held out (val_fraction 0)."""
+
+    stage: str  # "sft" or the policy-gradient algo name
+    step: int  # 1-based optimizer step
+    epoch: int  # 0-based pass over the training decisions
+    loss: float  # total loss of the step's mini-batch
+    kl: float  # KL(pi || pi_ref) on the mini-batch (0 without a reference)
+    entropy: float  # mean policy entropy on the mini-batch
+    mean_advantage: float | None  # mean advantage of the mini-batch (None for SFT)
+    val_accuracy: float | None  # share of held-out decisions whose greedy action is the oracle label
+    val_reward: float | None  # mean counterfactual (unscaled) reward of the greedy action, held out
+    val_actions: tuple[float, float, float] | None  # greedy action shares on held out, ACTIONS order
+
+
+@dataclass(frozen=True)
+class _StepLoss:
+    """What one mini-batch contributes: the loss to minimize and what gets logged."""
+
+    total: Tensor  # () with graph
+    kl: float
+    entropy: float
+    mean_advantage: float | None
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Greedy-policy quality on held-out decisions (all None when nothing is held out)."""
+
+    accuracy: float | None
+    reward: float | None
+    actions: tuple[float, float, float] | None
+
+
+def train_sft(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[MetaPolicyNet, list[StepMetrics]]:
+    """Fit a fresh policy to the oracle labels by cross-entropy -> (reference network, per-step metrics)."""
+    train, val = _prepare(decisions, cfg)
+    net = _new_net(train.n_features, cfg)
+    labels = oracle_labels(train.rewards)  # (N,)
+
+    def step(index: Tensor) -> _StepLoss:
+        logits = _forward(net, train, index)  # (B, 3)
+        ent = entropy(torch.log_softmax(logits, dim=-1))
+        return _StepLoss(sft_loss(logits, labels[index]), kl=0.0, entropy=float(ent), mean_advantage=None)
+
+    return net, _optimize(net, train, val, cfg, "sft", step)
+
+
+def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNet | None = None,
+             reference: MetaPolicyNet | None = None) -> tuple[MetaPolicyNet, list[StepMetrics]]:
+    """Policy-gradient fine-tuning with ``cfg.algo`` from a copy of ``init`` (a fresh net if None).
+
+    The KL term is to ``reference``, or to ``init`` when no reference is given; with neither it is 0.
+    Advantages are computed once over the training decisions (rewards are fixed offline data)."""
+    train, val = _prepare(decisions, cfg)
+    _check_groups(train)
+    for given in (init, reference):
+        _check_width(given, train.n_features)
+    net = copy.deepcopy(init) if init is not None else _new_net(train.n_features, cfg)
+    ref_logits = _reference_logits(reference if reference is not None else init, train)  # (N, 3) or None
+    advantages = ALGORITHMS[cfg.algo].advantages(shaped_rewards(train, cfg), train.groups, cfg).float()  # (N,)
+
+    def step(index: Tensor) -> _StepLoss:
+        ref = ref_logits[index] if ref_logits is not None else None
+        terms = policy_loss(_forward(net, train, index), ref, train.actions[index], advantages[index],
+                            train.logprobs[index], cfg)
+        return _StepLoss(terms.total, kl=float(terms.kl), entropy=float(terms.entropy),
+                         mean_advantage=float(advantages[index].mean()))
+
+    return net, _optimize(net, train, val, cfg, cfg.algo, step)
+
+
+def shaped_rewards(batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
+    """(N,) reward of the action taken: reward_scale * rewards[action] - token_cost_coef * token_cost."""
+    taken = batch.rewards.gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)  # (N,)
+    return cfg.reward_scale * taken - cfg.token_cost_coef * batch.token_costs
+
+
+def _prepare(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[DecisionBatch, DecisionBatch]:
+    """Validate and tensorize the decisions, then hold out questions -> (train, val)."""
+    return split_by_example(tensorize(decisions), cfg.val_fraction, cfg.seed)
+
+
+def _check_groups(train: DecisionBatch) -> None:
+    """Ranking needs several samples of the same (question, round, agent); singletons carry no signal."""
+    if int(torch.bincount(train.groups).max()) < 2:
+        raise DelibError("every (question, round, agent) has a single sample, so there is nothing to rank; "
+                         "collect rollouts with group_size >= 2")
+
+
+def _check_width(net: MetaPolicyNet | None, width: int) -> None:
+    if net is not None and net.n_features != width:
+        raise DelibError(f"the policy takes {net.n_features} features but the decisions have {width}; "
+                         "recollect the rollouts or retrain the SFT policy with the current features")
+
+
+def _new_net(n_features: int, cfg: TrainConfig) -> MetaPolicyNet:
+    """A freshly initialized network, seeded without disturbing the global torch RNG."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        return MetaPolicyNet(n_features, hidden=cfg.hidden, heads=cfg.heads)
+
+
+def _forward(net: MetaPolicyNet, batch: DecisionBatch, index: Tensor) -> Tensor:
+    """Logits (B, 3) of rows ``index`` of ``batch``."""
+    return net(batch.own[index], batch.peers[index], batch.peer_mask[index])
+
+
+def _reference_logits(reference: MetaPolicyNet | None, batch: DecisionBatch) -> Tensor | None:
+    """Reference logits (N, 3) for every training decision, computed once (the reference is frozen)."""
+    if reference is None:
+        return None
+    with torch.no_grad():
+        return reference(batch.own, batch.peers, batch.peer_mask)
+
+
+def _optimize(net: MetaPolicyNet, train: DecisionBatch, val: DecisionBatch, cfg: TrainConfig, stage: str,
+              step_loss: Callable[[Tensor], _StepLoss]) -> list[StepMetrics]:
+    """Adam over seeded shuffled mini-batches for ``cfg.epochs``; evaluate on ``val`` after every step."""
+    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+    order = torch.Generator().manual_seed(cfg.seed)
+    metrics: list[StepMetrics] = []
+    for epoch in range(cfg.epochs):
+        for index in torch.randperm(len(train), generator=order).split(cfg.batch_size):
+            out = step_loss(index)
+            if not math.isfinite(float(out.total)):
+                raise DelibError(f"{stage} loss became non-finite at step {len(metrics) + 1}; lower lr "
+                                 f"(now {cfg.lr}) or check the rollouts")
+            optimizer.zero_grad()
+            out.total.backward()
+            optimizer.step()
+            metrics.append(_record(stage, len(metrics) + 1, epoch, out, validate(net, val)))
+    return metrics
+
+
+def _record(stage: str, step: int, epoch: int, out: _StepLoss, val: Validation) -> StepMetrics:
+    return StepMetrics(stage=stage, step=step, epoch=epoch, loss=float(out.total), kl=out.kl,
+                       entropy=out.entropy, mean_advantage=out.mean_advantage, val_accuracy=val.accuracy,
+                       val_reward=val.reward, val_actions=val.actions)
+
+
+def validate(net: MetaPolicyNet, val: DecisionBatch) -> Validation:
+    """Greedy-action accuracy against oracle labels, expected counterfactual reward and action shares."""
+    if len(val) == 0:
+        return Validation(None, None, None)
+    with torch.no_grad():
+        greedy = net(val.own, val.peers, val.peer_mask).argmax(-1)  # (N,)
+    accuracy = float((greedy == oracle_labels(val.rewards)).double().mean())
+    reward = float(val.rewards.gather(-1, greedy.unsqueeze(-1)).mean())
+    shares = torch.bincount(greedy, minlength=len(ACTIONS)).double() / len(val)  # (3,)
+    return Validation(accuracy, reward, (float(shares[0]), float(shares[1]), float(shares[2])))
+
+
+def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: TrainConfig,
+                           metrics: Sequence[StepMetrics], feature_names: Sequence[str],
+                           feature_version: int) -> Path:
+    """Write ``policy.pt``, ``config.json`` and ``metrics.jsonl`` into ``out_dir``, all or nothing: they are
+    written into a temporary sibling folder that is renamed to ``out_dir`` at the end."""
+    target = Path(out_dir)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise DelibError(f"{target} already exists and is not an empty folder; choose a new --out or delete it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        _write_files(staging, net, cfg, metrics, tuple(feature_names), feature_version)
+        if target.exists():
+            target.rmdir()
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_files(folder: Path, net: MetaPolicyNet, cfg: TrainConfig, metrics: Sequence[StepMetrics],
+                 feature_names: tuple[str, ...], feature_version: int) -> None:
+    meta = {"config": to_json(cfg), "final": to_json(metrics[-1]) if metrics else None}
+    save_policy(folder / CHECKPOINT_NAME, net, feature_names, feature_version, meta)
+    (folder / "config.json").write_text(json.dumps(to_json(cfg), indent=2) + "\n")
+    lines = "".join(json.dumps(to_json(m)) + "\n" for m in metrics)
+    (folder / "metrics.jsonl").write_text(lines)

@@ -1,0 +1,112 @@
+"""Run one method on one benchmark split into a run directory, resumably, with a progress bar.
+
+Everything that can be wrong with the request (method, benchmark, split, policy file, engine settings)
+is checked before the directory is created, so bad input leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from deliberation import benchmarks, methods
+from deliberation.backends import make_backend
+from deliberation.backends.base import Backend
+from deliberation.config import EngineConfig
+from deliberation.methods.base import MethodConfig
+from deliberation.runs import RunDir, Summary, summarize
+from deliberation.types import Episode, Example, to_json
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One cell of an evaluation: what runs, on what, with which backend; saved as config.json."""
+
+    method: str
+    benchmark: str = "gsm8k"
+    split: str = "test"
+    limit: int | None = None
+    backend: str = "llamacpp"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    cache: str | None = None
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    policy: str | None = None
+    data_dir: str | None = None
+    command: str = ""
+
+    def method_config(self) -> MethodConfig:
+        return MethodConfig(benchmark=self.benchmark, engine=self.engine, policy=self.policy)
+
+
+def validate(spec: RunSpec) -> tuple[Callable, list[Example]]:
+    """The method's run function and the examples, or a DelibError before anything is written."""
+    run_fn = methods.get(spec.method)
+    bench = benchmarks.get(spec.benchmark)
+    examples = bench.load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
+    if spec.method == "mpdf":
+        from deliberation.methods.mpdf import policy_for
+
+        policy_for(spec.method_config())  # a missing or mismatched checkpoint fails here
+    return run_fn, examples
+
+
+def example_rng(seed: int, example_id: str) -> np.random.Generator:
+    """The policy's random stream for one example: independent of order, so resumed runs match."""
+    return np.random.default_rng([seed, int(hashlib.sha256(example_id.encode()).hexdigest()[:8], 16)])
+
+
+def config_record(spec: RunSpec) -> dict[str, Any]:
+    """config.json: the spec, plus which policy mpdf actually ran."""
+    record = to_json(spec)
+    if spec.method == "mpdf":
+        from deliberation.methods.mpdf import policy_name
+
+        record["policy_used"] = policy_name(spec.method_config())
+    return record
+
+
+def run_examples(run_fn: Callable, examples: Iterable[Example], backend: Backend, spec: RunSpec) -> Iterable[Episode]:
+    """Episodes of ``examples`` one by one (the unit of work shared by local and distributed runs)."""
+    cfg = spec.method_config()
+    for ex in examples:
+        yield run_fn(ex, backend, cfg, example_rng(spec.engine.seed, ex.id))
+
+
+def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | None = None) -> Summary:
+    """Run ``spec`` into ``out``, skipping examples already finished there; return the summary."""
+    run_fn, examples = validate(spec)
+    run_dir = RunDir.open(out, config_record(spec))
+    todo = [ex for ex in examples if ex.id not in run_dir.finished_ids()]
+    own_backend = backend is None
+    backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
+    try:
+        _drive(run_dir, run_examples(run_fn, todo, backend, spec), len(todo), progress)
+    finally:
+        if own_backend:
+            backend.close()
+    return finish(run_dir, spec, [ex.id for ex in examples])
+
+
+def _drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bool) -> None:
+    """Append episodes as they finish, with a bar showing accuracy so far and tokens."""
+    from tqdm import tqdm
+
+    right = tokens = done = 0
+    with tqdm(total=total, disable=not progress, unit="q", dynamic_ncols=True) as bar:
+        for ep in episodes:
+            run_dir.append(ep)
+            done, right, tokens = done + 1, right + ep.correct, tokens + ep.prompt_tokens + ep.completion_tokens
+            bar.set_postfix(acc=f"{right / done:.3f}", tok_per_q=f"{tokens / done:.0f}")
+            bar.update()
+
+
+def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
+    """Write summary.json over the run's episodes of the requested examples, in dataset order."""
+    wanted = {eid: i for i, eid in enumerate(order)}
+    episodes = sorted((e for e in run_dir.episodes() if e.example_id in wanted), key=lambda e: wanted[e.example_id])
+    summary = summarize(episodes, spec.method, spec.benchmark, spec.split)
+    run_dir.write_summary(summary)
+    return summary

@@ -1,0 +1,133 @@
+"""The run directory (DESIGN.md section 2): config.json, episodes.jsonl (append-only), summary.json.
+
+Appends are flushed and fsynced per episode, so a killed run loses at most the episode in flight; a torn
+last line is dropped on reopen. Reopening a directory with a different configuration is refused rather
+than mixing two runs' episodes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from deliberation.errors import DelibError
+from deliberation.types import ACTIONS, Episode, from_json, to_json
+
+CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Aggregate numbers of a run; ``tokens_per_question`` counts prompt and completion tokens."""
+
+    method: str
+    benchmark: str
+    split: str
+    n: int
+    accuracy: float
+    accuracy_ci95: tuple[float, float]
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_per_question: float
+    completion_tokens_per_question: float
+    llm_calls: int
+    llm_calls_per_question: float
+    cached_turns: int
+    actions: dict[str, int] = field(default_factory=dict)
+    rounds_run_mean: float = 0.0
+    wall_seconds: float = 0.0
+
+
+def wilson_ci(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for k successes out of n (sound for small n and extreme rates)."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: str) -> Summary:
+    """The summary of a set of episodes."""
+    n = len(episodes)
+    right = sum(e.correct for e in episodes)
+    prompt = sum(e.prompt_tokens for e in episodes)
+    completion = sum(e.completion_tokens for e in episodes)
+    calls = sum(e.llm_calls for e in episodes)
+    turns = [t for e in episodes for t in e.turns]
+    actions = {a.value: sum(t.action is a for t in turns) for a in ACTIONS}
+    return Summary(
+        method, benchmark, split, n, right / n if n else 0.0, wilson_ci(right, n), prompt, completion,
+        (prompt + completion) / n if n else 0.0, completion / n if n else 0.0, calls, calls / n if n else 0.0,
+        sum(t.cached for t in turns), actions, sum(e.rounds_run for e in episodes) / n if n else 0.0,
+        sum(e.wall_seconds for e in episodes),
+    )
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file and a rename, so readers never see half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """An open run directory; ``open`` creates it or checks it holds the same configuration."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | Path, config: dict[str, Any]) -> "RunDir":
+        run = cls(Path(path))
+        run.path.mkdir(parents=True, exist_ok=True)
+        cfg_path = run.path / CONFIG
+        if cfg_path.exists():
+            run._check_same(json.loads(cfg_path.read_text()), config)
+        else:
+            write_json_atomic(cfg_path, config)
+        return run
+
+    def _check_same(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        ignore = {"limit", "command", "workers", "ray_address"}
+        diff = sorted(k for k in set(old) | set(new) if k not in ignore and old.get(k) != new.get(k))
+        if diff:
+            raise DelibError(f"{self.path} holds a run with other settings ({', '.join(diff)}); "
+                             "use another --out or delete it")
+
+    def episodes(self) -> list[Episode]:
+        """Every complete episode in the file (a torn last line from a killed run is dropped)."""
+        return [from_json(Episode, row) for row in self._rows()]
+
+    def finished_ids(self) -> set[str]:
+        return {row["example_id"] for row in self._rows()}
+
+    def _rows(self) -> Iterable[dict[str, Any]]:
+        path = self.path / EPISODES
+        if not path.exists():
+            return []
+        lines = path.read_text().splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            self._truncate(path, sum(len(x.encode()) for x in lines[:-1]))
+            lines = lines[:-1]
+        return [json.loads(line) for line in lines if line.strip()]
+
+    @staticmethod
+    def _truncate(path: Path, size: int) -> None:
+        with open(path, "r+b") as f:
+            f.truncate(size)
+
+    def append(self, episode: Episode) -> None:
+        """Add one finished episode durably."""
+        with open(self.path / EPISODES, "a") as f:
+            f.write(json.dumps(to_json(episode), ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def write_summary(self, summary: Summary) -> None:
+        write_json_atomic(self.path / SUMMARY, to_json(summary))

@@ -1,0 +1,174 @@
+"""The SQLite response cache: hits skip the backend, keys separate what must differ, order is kept,
+committed rows survive a SIGKILL, and two processes can write at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from deliberation.backends.cache import CachedBackend, request_key
+from deliberation.types import Completion, GenerationRequest, Message
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# A writer process: caches request (tag, seed=i) for i = 0, 1, ... and prints i after each commit.
+WRITER = """
+import sys
+from deliberation.backends.cache import CachedBackend
+from deliberation.types import Completion, GenerationRequest, Message
+
+class Echo:
+    name, model, supports_logprobs = "fake", "echo", False
+    def generate(self, requests):
+        return [Completion(f"{r.messages[0].content}/{r.seed}", 3, 2) for r in requests]
+    def close(self):
+        pass
+
+cache = CachedBackend(Echo(), sys.argv[1])
+tag, n = sys.argv[2], int(sys.argv[3])
+i = 0
+while n < 0 or i < n:
+    cache.generate([GenerationRequest(messages=(Message("user", tag),), seed=i)])
+    print(i, flush=True)
+    i += 1
+"""
+
+
+class CountingBackend:
+    """Echoes ``content/seed`` and records every batch it is asked for."""
+
+    name = "fake"
+    model = "echo"
+    supports_logprobs = False
+
+    def __init__(self) -> None:
+        self.batches: list[list[GenerationRequest]] = []
+        self.closed = False
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        self.batches.append(list(requests))
+        return [Completion(f"{r.messages[0].content}/{r.seed}", 3, 2, latency_s=0.25) for r in requests]
+
+    def close(self) -> None:
+        self.closed = True
+
+    @property
+    def calls(self) -> int:
+        return sum(len(b) for b in self.batches)
+
+
+def req(content: str = "q", seed: int = 0, temperature: float = 0.7, **kw) -> GenerationRequest:
+    return GenerationRequest(messages=(Message("user", content),), seed=seed, temperature=temperature, **kw)
+
+
+def spawn_writer(db: Path, tag: str, n: int) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    args = [sys.executable, "-c", WRITER, str(db), tag, str(n)]
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_second_identical_request_makes_no_backend_call(tmp_path: Path) -> None:
+    inner = CountingBackend()
+    cache = CachedBackend(inner, tmp_path / "c.sqlite")
+    first = cache.generate([req()])[0]
+    second = cache.generate([req()])[0]
+    assert inner.calls == 1
+    assert not first.cached and second.cached
+    assert second.text == first.text == "q/0"
+    assert (second.prompt_tokens, second.completion_tokens, second.latency_s) == (3, 2, 0.25)
+    assert (cache.stats.hits, cache.stats.misses) == (1, 1)
+
+
+def test_cache_has_the_inner_backend_attributes(tmp_path: Path) -> None:
+    inner = CountingBackend()
+    cache = CachedBackend(inner, tmp_path / "c.sqlite")
+    assert (cache.name, cache.model, cache.supports_logprobs) == ("fake", "echo", False)
+    cache.close()
+    assert inner.closed
+
+
+def test_different_seed_temperature_messages_or_sampling_miss(tmp_path: Path) -> None:
+    inner = CountingBackend()
+    cache = CachedBackend(inner, tmp_path / "c.sqlite")
+    variants = [
+        req(),
+        req(seed=1),
+        req(temperature=0.0),
+        req(content="other"),
+        req(max_tokens=7),
+        req(stop=("\n",)),
+        req(logprobs=True, top_logprobs=5),
+    ]
+    for v in variants:
+        cache.generate([v])
+    assert inner.calls == len(variants)
+    assert cache.stats.hits == 0
+
+
+def test_key_depends_on_model_and_backend_and_treats_int_temperature_as_float() -> None:
+    base = request_key("fake", "echo", req(temperature=0.0))
+    assert base == request_key("fake", "echo", req(temperature=0))
+    assert base != request_key("fake", "other-model", req(temperature=0.0))
+    assert base != request_key("other-backend", "echo", req(temperature=0.0))
+
+
+def test_order_preserved_and_misses_sent_in_one_batch(tmp_path: Path) -> None:
+    inner = CountingBackend()
+    cache = CachedBackend(inner, tmp_path / "c.sqlite")
+    cache.generate([req(seed=1), req(seed=3)])
+    batch = [req(seed=s) for s in (0, 1, 2, 3, 4, 2)]
+    out = cache.generate(batch)
+    assert [c.text for c in out] == ["q/0", "q/1", "q/2", "q/3", "q/4", "q/2"]
+    assert [c.cached for c in out] == [False, True, False, True, False, False]
+    assert [r.seed for r in inner.batches[-1]] == [0, 2, 4]  # one batch, duplicates sent once
+    assert len(inner.batches) == 2
+
+
+def test_cache_persists_across_instances(tmp_path: Path) -> None:
+    CachedBackend(CountingBackend(), tmp_path / "c.sqlite").generate([req(seed=5)])
+    inner = CountingBackend()
+    out = CachedBackend(inner, tmp_path / "c.sqlite").generate([req(seed=5)])
+    assert out[0].cached and out[0].text == "q/5"
+    assert inner.calls == 0
+
+
+def test_killed_writer_loses_nothing_committed(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    writer = spawn_writer(db, "k", -1)  # writes until killed
+    committed: list[int] = []
+    try:
+        while len(committed) < 30:
+            line = writer.stdout.readline()
+            assert line, f"writer exited early: {writer.stderr.read()}"
+            committed.append(int(line))
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=30)
+    assert writer.returncode == -signal.SIGKILL
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    inner = CountingBackend()
+    cache = CachedBackend(inner, db)
+    out = cache.generate([req("k", seed=i) for i in committed])
+    assert all(c.cached for c in out) and inner.calls == 0
+    assert [c.text for c in out] == [f"k/{i}" for i in committed]
+    fresh = cache.generate([req("after-kill")])
+    assert not fresh[0].cached and cache.generate([req("after-kill")])[0].cached
+
+
+def test_two_processes_write_concurrently(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    writers = [spawn_writer(db, "shared", 150), spawn_writer(db, "shared", 150), spawn_writer(db, "b", 100)]
+    for w in writers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0] == 250
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()

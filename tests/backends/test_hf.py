@@ -1,0 +1,140 @@
+"""The transformers backend on a tiny random Llama built here (no hub access): exact token counts,
+batched greedy equals solo greedy, per-request seeds, stop strings, logprobs, and clear errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from deliberation.backends import make_backend
+from deliberation.backends.hf import HFBackend, plain_prompt
+from deliberation.errors import DelibError
+from deliberation.types import GenerationRequest, Message
+
+SENTENCES = [
+    "the cat sat on the mat",
+    "a dog ran in the park",
+    "two plus two is four",
+    "what is the answer to the question",
+    "user assistant system : yes no",
+]
+TEMPLATE = (
+    "{% for m in messages %}<s> {{ m['role'] }} : {{ m['content'] }} </s> {% endfor %}"
+    "{% if add_generation_prompt %}<s> assistant : {% endif %}"
+)
+
+
+def build_tiny_model(folder: Path, chat_template: str | None) -> Path:
+    """A 2-layer Llama with a word-level tokenizer over SENTENCES, saved like a downloaded model."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = sorted({w for s in SENTENCES for w in s.split()})
+    vocab = {tok: i for i, tok in enumerate(["<unk>", "<s>", "</s>", "<pad>", *words])}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
+    tokenizer.chat_template = chat_template
+    config = LlamaConfig(
+        vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        bos_token_id=1, eos_token_id=2, pad_token_id=3,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def plain_model(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
+    return HFBackend(str(build_tiny_model(tmp_path_factory.mktemp("plain"), None)))
+
+
+@pytest.fixture(scope="module")
+def chat_model(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
+    return HFBackend(str(build_tiny_model(tmp_path_factory.mktemp("chat"), TEMPLATE)))
+
+
+def req(content: str, **kw) -> GenerationRequest:
+    options = {"max_tokens": 12, "temperature": 0.0, **kw}
+    return GenerationRequest(messages=(Message("user", content),), **options)
+
+
+def test_plain_prompt_token_counts_are_exact(plain_model: HFBackend) -> None:
+    request = req("the cat sat", logprobs=True)
+    out = plain_model.generate([request])[0]
+    expected_prompt = plain_model._tokenizer(plain_prompt(request))["input_ids"]
+    assert plain_prompt(request) == "user: the cat sat\nassistant:"
+    assert out.prompt_tokens == len(expected_prompt)
+    assert out.completion_tokens == len(out.logprobs) <= 12
+    assert out.finish_reason in ("stop", "length")
+
+
+def test_chat_template_is_applied(chat_model: HFBackend) -> None:
+    out = chat_model.generate([req("two plus two")])[0]
+    # "<s> user : two plus two </s> <s> assistant :" -> 10 word-level tokens
+    assert out.prompt_tokens == 10
+
+
+def test_batched_greedy_equals_each_request_alone(chat_model: HFBackend) -> None:
+    requests = [req("the cat"), req("a dog ran in the park today", max_tokens=5), req("what is the answer")]
+    batched = chat_model.generate(requests)
+    alone = [chat_model.generate([r])[0] for r in requests]
+    assert [c.text for c in batched] == [c.text for c in alone]
+    assert [c.completion_tokens for c in batched] == [c.completion_tokens for c in alone]
+    assert batched[1].completion_tokens <= 5
+
+
+def test_same_seed_same_sample_and_caller_rng_untouched(chat_model: HFBackend) -> None:
+    import torch
+
+    state = torch.get_rng_state()
+    sampled = [req("the cat", temperature=1.0, seed=s, max_tokens=16) for s in (7, 8, 7)]
+    first, other, again = chat_model.generate(sampled)
+    assert first.text == again.text
+    assert first.text != other.text  # 16 draws from ~30 words: a collision would be a seeding bug
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_logprobs_with_top_alternatives(chat_model: HFBackend) -> None:
+    out = chat_model.generate([req("yes or no", logprobs=True, top_logprobs=3)])[0]
+    assert out.logprobs and len(out.logprobs) == out.completion_tokens
+    for entry in out.logprobs:
+        values = [v for _, v in entry.top]
+        assert len(entry.top) == 3 and values == sorted(values, reverse=True)
+        assert entry.logprob <= 0.0
+        assert entry.token == entry.top[0][0] and entry.logprob == pytest.approx(values[0])  # greedy
+
+
+def test_stop_string_cuts_text_and_counts(chat_model: HFBackend) -> None:
+    full = chat_model.generate([req("the question", max_tokens=16)])[0]
+    words = full.text.split()
+    assert len(words) >= 4, f"the tiny model should produce a few words, got {full.text!r}"
+    stop = " " + words[2]
+    cut = chat_model.generate([req("the question", max_tokens=16, stop=(stop,))])[0]
+    assert cut.text == full.text[: full.text.index(stop)]
+    assert cut.finish_reason == "stop" and cut.completion_tokens < full.completion_tokens
+
+
+def test_registry_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DelibError, match="no config.json"):
+        make_backend("hf", model=str(tmp_path / "absent"))
+    (tmp_path / "config.json").write_text("{}")
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(DelibError, match=r"pip install 'deliberation\[hf\]'"):
+        HFBackend(str(tmp_path))
+
+
+def test_batch_with_different_stops_matches_each_alone(chat_model: HFBackend) -> None:
+    full = chat_model.generate([req("the question", max_tokens=16)])[0]
+    stop = " " + full.text.split()[2]
+    requests = [req("the question", max_tokens=16, stop=(stop,)), req("the question", max_tokens=16)]
+    batched = chat_model.generate(requests)
+    assert batched[0].text == chat_model.generate([requests[0]])[0].text == full.text[: full.text.index(stop)]
+    assert batched[1].text == full.text  # the other row's stop does not end this one

@@ -1,0 +1,246 @@
+"""The OpenAI-compatible HTTP backend against a scripted fake server on 127.0.0.1: request mapping,
+response mapping, retries (timeout, 5xx, 429, malformed JSON), immediate failure on 4xx, clear errors
+when retries run out or nothing listens, and the bound on requests in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+
+from deliberation.backends import make_backend
+from deliberation.backends.openai_http import OpenAIBackend
+from deliberation.errors import DelibError
+from deliberation.types import GenerationRequest, Message
+
+
+class FakeOpenAI:
+    """A chat-completions server that plays ``script`` (one behaviour per request, then ``default``).
+
+    Behaviours: "ok", "no-usage", "500", "429", "400", "malformed", "sleep" (answers after ``sleep_s``),
+    "hold" (answers ok after ``hold_s``; used to observe concurrency). It records every request body
+    and the largest number of requests it was handling at once.
+    """
+
+    def __init__(self, script: list[str], default: str = "ok", sleep_s: float = 2.0, hold_s: float = 0.0):
+        self.script = list(script)
+        self.default = default
+        self.sleep_s = sleep_s
+        self.hold_s = hold_s
+        self.bodies: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def next_behaviour(self, body: dict[str, Any]) -> str:
+        with self.lock:
+            self.bodies.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return self.script.pop(0) if self.script else self.default
+
+    def done(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+
+def chat_completion(body: dict[str, Any], usage: bool = True) -> dict[str, Any]:
+    """A well-formed response echoing the last message, with logprobs when asked for."""
+    text = "echo: " + body["messages"][-1]["content"]
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+    if body.get("logprobs"):
+        top = [{"token": f"alt{j}", "logprob": -1.0 - j, "bytes": None} for j in range(body.get("top_logprobs", 0))]
+        tokens = [{"token": t, "logprob": -0.5, "bytes": None, "top_logprobs": top} for t in ("echo", ":", " hi")]
+        choice["logprobs"] = {"content": tokens}
+    response = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice]}
+    if usage:
+        response["usage"] = {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+    return response
+
+
+def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            behaviour = server.next_behaviour(body)
+            try:
+                self._play(behaviour, body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test)
+            finally:
+                server.done()
+
+        def _play(self, behaviour: str, body: dict[str, Any]) -> None:
+            if behaviour in ("sleep", "hold"):
+                time.sleep(server.sleep_s if behaviour == "sleep" else server.hold_s)
+            if behaviour in ("500", "429", "400"):
+                self._send(int(behaviour), json.dumps({"error": {"message": f"scripted {behaviour}"}}).encode())
+            elif behaviour == "malformed":
+                self._send(200, b'{"choices": [{"message": ')
+            else:
+                self._send(200, json.dumps(chat_completion(body, usage=behaviour != "no-usage")).encode())
+
+        def _send(self, status: int, payload: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            """Keep the test output clean."""
+
+    return Handler
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[FakeOpenAI] = []
+
+    def start(script: list[str], **kw: Any) -> FakeOpenAI:
+        server = FakeOpenAI(script, **kw)
+        threading.Thread(target=server.httpd.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+
+
+def backend(server: FakeOpenAI, **kw: Any) -> OpenAIBackend:
+    options = {"timeout_s": 5.0, "max_retries": 3, "backoff_s": 0.01, **kw}
+    return OpenAIBackend(model="fake-model", base_url=server.base_url, **options)
+
+
+def req(content: str = "hi", **kw: Any) -> GenerationRequest:
+    return GenerationRequest(messages=(Message("system", "be brief"), Message("user", content)), **kw)
+
+
+def test_request_and_response_mapping(serve) -> None:
+    server = serve([])
+    out = backend(server).generate([req(max_tokens=9, temperature=0.2, seed=42, stop=("\n\n",))])
+    assert out[0].text == "echo: hi"
+    assert (out[0].prompt_tokens, out[0].completion_tokens) == (11, 3)
+    assert out[0].finish_reason == "length" and out[0].logprobs is None and not out[0].cached
+    sent = server.bodies[0]
+    assert sent["model"] == "fake-model" and sent["messages"][0] == {"role": "system", "content": "be brief"}
+    assert (sent["max_tokens"], sent["temperature"], sent["seed"], sent["stop"]) == (9, 0.2, 42, ["\n\n"])
+    assert "logprobs" not in sent
+
+
+def test_logprobs_are_requested_and_mapped(serve) -> None:
+    server = serve([])
+    out = backend(server).generate([req(logprobs=True, top_logprobs=2)])[0]
+    assert server.bodies[0]["logprobs"] is True and server.bodies[0]["top_logprobs"] == 2
+    assert [t.token for t in out.logprobs] == ["echo", ":", " hi"]
+    assert out.logprobs[0].logprob == -0.5
+    assert out.logprobs[0].top == (("alt0", -1.0), ("alt1", -2.0))
+
+
+def test_logprobs_not_sent_when_backend_declares_no_support(serve) -> None:
+    server = serve([])
+    out = backend(server, supports_logprobs=False).generate([req(logprobs=True, top_logprobs=2)])[0]
+    assert "logprobs" not in server.bodies[0] and out.logprobs is None
+
+
+def test_missing_usage_falls_back_to_estimates(serve) -> None:
+    server = serve(["no-usage", "no-usage"])
+    plain, with_lp = backend(server).generate([req("abcdefgh"), req(logprobs=True)])
+    assert plain.completion_tokens == len("echo: abcdefgh") // 4 + 1  # ceil(14 / 4)
+    assert plain.prompt_tokens == len("be brief" + "abcdefgh") // 4  # 16 / 4
+    assert with_lp.completion_tokens == 3  # one per returned logprob entry
+
+
+@pytest.mark.parametrize("failure", ["500", "429", "malformed"])
+def test_transient_failure_is_retried(serve, failure: str) -> None:
+    server = serve([failure])
+    out = backend(server).generate([req()])
+    assert out[0].text == "echo: hi"
+    assert len(server.bodies) == 2
+
+
+@pytest.mark.timeout(30)
+def test_timeout_is_retried(serve) -> None:
+    server = serve(["sleep"], sleep_s=3.0)
+    out = backend(server, timeout_s=0.3).generate([req()])
+    assert out[0].text == "echo: hi"
+    assert len(server.bodies) == 2
+
+
+@pytest.mark.timeout(30)
+def test_persistent_failure_gives_clear_error_after_retries(serve) -> None:
+    server = serve([], default="500")
+    with pytest.raises(DelibError) as err:
+        backend(server, max_retries=2).generate([req()])
+    message = str(err.value)
+    assert len(server.bodies) == 3
+    assert server.base_url in message and "after 3 attempts" in message and "500" in message
+    assert "\n" not in message
+
+
+def test_client_error_fails_at_once(serve) -> None:
+    server = serve(["400"])
+    with pytest.raises(DelibError, match="HTTP 400") as err:
+        backend(server).generate([req()])
+    assert len(server.bodies) == 1
+    assert "OPENAI_API_KEY" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_max_in_flight_bounds_concurrency(serve) -> None:
+    server = serve([], default="hold", hold_s=0.3)
+    out = backend(server, max_in_flight=2).generate([req(str(i)) for i in range(6)])
+    assert [c.text for c in out] == [f"echo: {i}" for i in range(6)]  # request order kept
+    assert server.max_in_flight == 2
+
+
+@pytest.mark.timeout(30)
+def test_unreachable_server_gives_clear_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again below: nothing listens there
+    url = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(DelibError) as err:
+        OpenAIBackend("m", url, timeout_s=2.0, max_retries=1, backoff_s=0.01).generate([req()])
+    assert url in str(err.value) and "APIConnectionError" in str(err.value)
+
+
+def test_works_from_a_thread_and_inside_a_running_event_loop(serve) -> None:
+    server = serve([])
+    b = backend(server)
+    results: list[str] = []
+    worker = threading.Thread(target=lambda: results.append(b.generate([req("t")])[0].text))
+    worker.start()
+    worker.join(timeout=30)
+
+    async def inside_loop() -> str:
+        return b.generate([req("loop")])[0].text
+
+    results.append(asyncio.run(inside_loop()))
+    assert results == ["echo: t", "echo: loop"]
+
+
+def test_registry_builds_it_and_empty_batch_needs_no_server() -> None:
+    b = make_backend("openai", model="m", base_url="http://127.0.0.1:9/v1")
+    assert isinstance(b, OpenAIBackend) and b.name == "openai" and b.supports_logprobs
+    assert b.generate([]) == []
+
+
+def test_invalid_options_and_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DelibError, match="max_in_flight"):
+        OpenAIBackend("m", "http://x/v1", max_in_flight=0)
+    monkeypatch.setitem(sys.modules, "openai", None)
+    with pytest.raises(DelibError, match=r"pip install 'deliberation\[openai\]'"):
+        OpenAIBackend("m", "http://x/v1")

@@ -1,0 +1,61 @@
+"""Every method runs end to end on GSM8K with the scripted backend, through the CLI."""
+
+import json
+
+import pytest
+
+from deliberation import benchmarks
+from deliberation.cli import main
+from deliberation.methods import METHODS
+from deliberation.runs import RunDir
+from deliberation.types import Action
+
+BENCH = benchmarks.get("gsm8k")
+GOLD = {ex.id: ex for ex in BENCH.load("test", limit=30)}
+
+
+def run(tmp_path, method, *extra):
+    out = tmp_path / method
+    code = main(["run", "--method", method, "--benchmark", "gsm8k", "--backend", "scripted", "--limit", "30",
+                 "--out", str(out), "--quiet", *extra])
+    assert code == 0
+    return out, json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_method_runs_on_30_gsm8k_questions(tmp_path, method):
+    out, summary = run(tmp_path, method)
+    episodes = RunDir(out).episodes()
+    assert summary["n"] == len(episodes) == 30 and summary["method"] == method
+    assert summary["accuracy"] == sum(e.correct for e in episodes) / 30
+    assert summary["completion_tokens"] == sum(t.completion_tokens for e in episodes for t in e.turns)
+    assert summary["llm_calls"] == sum(e.llm_calls for e in episodes)
+    for e in episodes:
+        texts = {t.answer: t.text for t in e.turns}
+        if e.final_answer is not None:
+            assert e.correct == BENCH.score(GOLD[e.example_id], texts[e.final_answer])
+
+
+def test_method_shapes(tmp_path):
+    """cot uses one agent; self-consistency no rounds; debate regenerates every agent every round."""
+    _, cot = run(tmp_path, "cot")
+    assert cot["llm_calls"] == 30
+    _, sc = run(tmp_path, "self-consistency")
+    assert sc["llm_calls"] == 90 and sc["rounds_run_mean"] == 0
+    _, debate = run(tmp_path, "debate")
+    assert debate["llm_calls"] == 30 * 3 * 3 and debate["actions"][Action.REFINE.value] == 180
+    _, persist = run(tmp_path, "always-persist", "--no-early-stop")
+    assert persist["llm_calls"] == 90 and persist["actions"]["persist"] == 180
+
+
+def test_rerun_skips_finished_and_is_reproducible(tmp_path):
+    out, first = run(tmp_path, "mpdf")
+    before = (out / "episodes.jsonl").read_text()
+    _, again = run(tmp_path, "mpdf")
+    assert (out / "episodes.jsonl").read_text() == before  # nothing redone
+    other = tmp_path / "other"
+    assert main(["run", "--method", "mpdf", "--backend", "scripted", "--limit", "30", "--out", str(other),
+                 "--quiet"]) == 0
+    strip = lambda p: [{**json.loads(x), "wall_seconds": 0} for x in (p / "episodes.jsonl").read_text().splitlines()]
+    assert strip(out) == strip(other)
+    assert first["accuracy"] == again["accuracy"]

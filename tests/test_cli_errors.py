@@ -1,0 +1,52 @@
+"""Bad input: one line on stderr naming the problem, exit status 2, nothing written as finished."""
+
+import pytest
+import torch
+
+from deliberation.cli import main
+
+
+def bad(tmp_path, capsys, *args):
+    out = tmp_path / "run"
+    code = main(["run", "--backend", "scripted", "--limit", "3", "--out", str(out), "--quiet", *args])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("delib: error:")
+    assert not (out / "episodes.jsonl").exists() and not (out / "summary.json").exists()
+    return err
+
+
+def test_zero_agents(tmp_path, capsys):
+    assert "--agents" in bad(tmp_path, capsys, "--method", "debate", "--agents", "0")
+
+
+def test_negative_rounds(tmp_path, capsys):
+    assert "--rounds" in bad(tmp_path, capsys, "--method", "debate", "--rounds", "-1")
+
+
+def test_missing_policy_file(tmp_path, capsys):
+    err = bad(tmp_path, capsys, "--method", "mpdf", "--policy", str(tmp_path / "nope.pt"))
+    assert "nope.pt" in err
+
+
+def test_policy_of_wrong_shape(tmp_path, capsys):
+    path = tmp_path / "wrong.pt"
+    torch.save({"something": torch.zeros(3)}, path)
+    assert "wrong.pt" in bad(tmp_path, capsys, "--method", "mpdf", "--policy", str(path))
+
+
+def test_unknown_split_lists_valid_ones(tmp_path, capsys):
+    assert "test" in bad(tmp_path, capsys, "--method", "cot", "--split", "dev")
+
+
+def test_unknown_method_is_refused_by_the_parser(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--method", "telepathy", "--out", str(tmp_path / "r")])
+    assert exc.value.code == 2 and "telepathy" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_settings_change_into_same_directory_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--method", "cot", "--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet"]) == 0
+    assert main(["run", "--method", "debate", "--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet"]) == 2
+    assert "other settings" in capsys.readouterr().err

@@ -1,0 +1,41 @@
+"""Run directory: durable appends, torn lines, Wilson interval."""
+
+import pytest
+
+from deliberation.runs import RunDir, summarize, wilson_ci
+from deliberation.types import Action, Episode, Turn
+
+
+def episode(i, correct=True):
+    turn = Turn(0, 0, None, "1", "text", 0.5, 10, 5, 1, False, correct)
+    return Episode(f"ex{i}", "m", "1", correct, (turn, Turn(0, 1, Action.PERSIST, "1", "text", 0.5)), 1, 0.1)
+
+
+def test_append_and_read_back(tmp_path):
+    run = RunDir.open(tmp_path, {"method": "m"})
+    for i in range(3):
+        run.append(episode(i, correct=i != 1))
+    assert run.episodes() == [episode(0), episode(1, False), episode(2)]
+    assert run.finished_ids() == {"ex0", "ex1", "ex2"}
+
+
+def test_torn_last_line_is_dropped(tmp_path):
+    run = RunDir.open(tmp_path, {"method": "m"})
+    run.append(episode(0))
+    with open(tmp_path / "episodes.jsonl", "a") as f:
+        f.write('{"example_id": "ex1", "meth')
+    assert run.finished_ids() == {"ex0"}
+    run.append(episode(2))
+    assert [e.example_id for e in run.episodes()] == ["ex0", "ex2"]
+
+
+def test_summary_counts():
+    s = summarize([episode(0), episode(1, False)], "m", "b", "test")
+    assert s.n == 2 and s.accuracy == 0.5 and s.prompt_tokens == 20 and s.completion_tokens == 10
+    assert s.tokens_per_question == 15 and s.actions == {"persist": 1, "refine": 0, "concede": 0}
+
+
+@pytest.mark.parametrize("k, n", [(0, 10), (5, 10), (10, 10), (1, 1)])
+def test_wilson_ci_contains_the_rate(k, n):
+    lo, hi = wilson_ci(k, n)
+    assert 0 <= lo <= k / n <= hi <= 1 and hi - lo > 0
