@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import pytest
+
 from deliberation.backends.cache import CachedBackend, request_key
 from deliberation.types import Completion, GenerationRequest, Message
 
@@ -137,6 +139,7 @@ def test_cache_persists_across_instances(tmp_path: Path) -> None:
     assert inner.calls == 0
 
 
+@pytest.mark.timeout(120)
 def test_killed_writer_loses_nothing_committed(tmp_path: Path) -> None:
     db = tmp_path / "c.sqlite"
     writer = spawn_writer(db, "k", -1)  # writes until killed
@@ -162,6 +165,7 @@ def test_killed_writer_loses_nothing_committed(tmp_path: Path) -> None:
     assert not fresh[0].cached and cache.generate([req("after-kill")])[0].cached
 
 
+@pytest.mark.timeout(120)
 def test_two_processes_write_concurrently(tmp_path: Path) -> None:
     db = tmp_path / "c.sqlite"
     writers = [spawn_writer(db, "shared", 150), spawn_writer(db, "shared", 150), spawn_writer(db, "b", 100)]

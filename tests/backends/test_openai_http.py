@@ -148,6 +148,9 @@ def test_logprobs_are_requested_and_mapped(serve) -> None:
     assert [t.token for t in out.logprobs] == ["echo", ":", " hi"]
     assert out.logprobs[0].logprob == -0.5
     assert out.logprobs[0].top == (("alt0", -1.0), ("alt1", -2.0))
+    chosen_only = backend(server).generate([req(logprobs=True)])[0]
+    assert server.bodies[1]["top_logprobs"] == 0  # sent even when 0: llama-cpp's server needs it
+    assert len(chosen_only.logprobs) == 3 and chosen_only.logprobs[0].top == ()
 
 
 def test_logprobs_not_sent_when_backend_declares_no_support(serve) -> None:

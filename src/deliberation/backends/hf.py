@@ -58,8 +58,8 @@ class HFBackend:
         self.batch_size = max(1, batch_size)
         self._device = self._torch.device(device)
         self._tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        auto = transformers.AutoModelForCausalLM
-        lm = auto.from_pretrained(folder, local_files_only=True, torch_dtype=torch_dtype)
+        dtype_option = {_dtype_keyword(transformers.__version__): torch_dtype}
+        lm = transformers.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **dtype_option)
         self._lm = lm.to(self._device).eval()
         self._eos_ids = _eos_ids(self._tokenizer, self._lm.generation_config)
         self._pad_id = _first_not_none(self._tokenizer.pad_token_id, min(self._eos_ids, default=0))
@@ -85,7 +85,7 @@ class HFBackend:
         yield from ([i] for i, r in enumerate(requests) if r.temperature > 0)
 
     def _run(self, batch: list[GenerationRequest]) -> list[Completion]:
-        """Generate for ``batch`` (one sampled request, or greedy requests sharing their stops)."""
+        """Generate for ``batch``: one sampled request, or a chunk of greedy ones (each with its own stops)."""
         torch = self._torch
         prompts = [self._prompt_ids(r) for r in batch]
         input_ids, attention = _left_pad(torch, prompts, self._pad_id)  # [B, T], [B, T]
@@ -106,6 +106,8 @@ class HFBackend:
         ]
 
     def _generate_options(self, batch: list[GenerationRequest], prompt_width: int) -> dict[str, Any]:
+        """Keyword arguments of ``generate``. Sampling is plain temperature sampling (no top-k/top-p),
+        as the other backends do; a greedy batch runs to the longest ``max_tokens`` and is cut per row."""
         first = batch[0]
         options: dict[str, Any] = {
             "max_new_tokens": max(r.max_tokens for r in batch),
@@ -143,23 +145,21 @@ class HFBackend:
         """Cut ``ids`` at eos / stop / max_tokens and build the Completion. ``logits``: [N, V] or None."""
         n, finish = _cut_at_eos(ids[: request.max_tokens], self._eos_ids, len(ids) >= request.max_tokens)
         text = self._tokenizer.decode(ids[:n], skip_special_tokens=True)
-        if request.stop:
-            n, text, finish = self._cut_at_stop(ids[:n], text, request.stop, (n, text, finish))
+        if request.stop and any(s in text for s in request.stop):
+            n, text = self._cut_at_stop(ids[:n], request.stop)
+            finish = "stop"
         logprobs = self._logprobs(ids[:n], logits[:n], request.top_logprobs) if request.logprobs else None
         return Completion(text, prompt_tokens, n, logprobs, finish, latency)
 
-    def _cut_at_stop(
-        self, ids: list[int], text: str, stops: tuple[str, ...], unchanged: tuple[int, str, str]
-    ) -> tuple[int, str, str]:
-        """Shortest prefix of ``ids`` whose text contains a stop string; the text ends before it."""
-        if not any(s in text for s in stops):
-            return unchanged
+    def _cut_at_stop(self, ids: list[int], stops: tuple[str, ...]) -> tuple[int, str]:
+        """(length of the shortest prefix of ``ids`` whose text contains a stop, the text before it).
+        The caller has checked that the full text contains one."""
         for k in range(1, len(ids) + 1):
             prefix = self._tokenizer.decode(ids[:k], skip_special_tokens=True)
             hits = [prefix.index(s) for s in stops if s in prefix]
             if hits:
-                return k, prefix[: min(hits)], "stop"
-        return unchanged
+                return k, prefix[: min(hits)]
+        raise AssertionError("unreachable: the full text contains a stop string")
 
     def _logprobs(self, ids: list[int], logits: Any, top: int) -> tuple[TokenLogprob, ...]:
         """Per generated token: its logprob and the ``top`` most likely alternatives. ``logits``: [n, V]."""
@@ -229,6 +229,13 @@ def _eos_ids(tokenizer: Any, generation_config: Any) -> set[int]:
     ids = set(declared if isinstance(declared, list) else [declared])
     ids.add(tokenizer.eos_token_id)
     return {i for i in ids if i is not None}
+
+
+def _dtype_keyword(version: str) -> str:
+    """transformers 4.56 renamed ``torch_dtype`` to ``dtype`` (the old name warns there)."""
+    from packaging.version import Version
+
+    return "dtype" if Version(version) >= Version("4.56") else "torch_dtype"
 
 
 def _first_not_none(*values: int | None) -> int:

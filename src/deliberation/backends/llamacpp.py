@@ -1,22 +1,26 @@
 """In-process llama.cpp backend that decodes a whole batch of requests together (DESIGN.md section 4).
 
 Batching is the main speed lever on CPU: one forward pass over one new token of each of 9 sequences
-costs little more than a pass over one, because the weights are read once. This backend drives
-llama-cpp-python's low-level API (llama.h): one context with ``n_seq_max = max_parallel`` and a unified
-KV cache of ``n_ctx`` cells shared by all sequences; each request is one sequence id; every
-``llama_decode`` call carries the next token of each decoding sequence plus prompt tokens of newly
-admitted ones (continuous batching: a finished sequence's slot and KV cells go to the next waiting
-request at once). Admission reserves ``prompt + max_tokens`` cells per sequence, so decoding never runs
-out of KV cells; a larger ``n_ctx`` therefore allows more sequences in flight when ``max_tokens`` is large.
+costs little more than a pass over one, because the weights are read once per pass. This backend drives
+llama-cpp-python's low-level API (llama.h): one context with ``n_seq_max = max_parallel`` sequence slots,
+each with its own KV stream of ``n_ctx`` cells; a request occupies one slot. Each ``llama_decode`` is either
+the next ``n_batch`` prompt tokens of one new sequence (prefill) or one token of every sequence in flight
+(decode). When a sequence finishes, its slot and cells go to the next waiting request at once
+(continuous batching), so more requests than ``max_parallel`` need no separate chunking.
 
-Sampling is done here in numpy, per sequence, with ``numpy.random.default_rng(request.seed)``: the token
-drawn at step k depends only on the request's own logits and its own generator, never on other requests.
-Guaranteed: the same requests with the same seeds in the same batch give identical outputs. Not
-guaranteed bitwise: equality between a request decoded alone and inside a batch, because llama.cpp may
-sum in another order for other batch shapes; a tiny logit difference can flip a near-tie. (With the
-SmolLM2 test model greedy outputs agree; tests/backends/test_llamacpp.py pins that.)
+Sampling is done here in numpy, per sequence, with ``numpy.random.default_rng(request.seed)`` over the
+full vocabulary (temperature 0 = greedy): the token drawn at step k depends only on the request's own
+logits and its own generator. What is guaranteed: the same requests with the same seeds give identical
+outputs, call after call. What holds by construction but rests on llama.cpp internals (pinned by
+tests/backends/test_llamacpp.py): a request's logits do not depend on the other requests of the batch,
+so it gets the same output alone or batched. Three choices make that so: separate KV streams (a shared
+pool puts a sequence's cells at batch-dependent offsets), prompts prefilled alone (llama.cpp splits mixed
+batches into equal-length ubatches, chopping a prompt by its neighbours), and flash attention off (its CPU
+kernel changes once a ubatch holds 64+ tokens). Not guaranteed across machines, thread counts or builds.
 
-KV cache is not reused across ``generate`` calls: a sequence's cells are freed when it finishes.
+Memory: the KV cache holds ``n_ctx * max_parallel`` tokens (about 2 GB for Qwen2.5-1.5B at the defaults;
+lower ``n_ctx``, the per-sequence window, to shrink it). The cache is not reused across ``generate``
+calls: every call starts from an empty cache and re-reads the prompts.
 """
 
 from __future__ import annotations
@@ -65,15 +69,21 @@ class _Runtime:
         if not self.ctx:
             lib.llama_model_free(self.model)
             raise DelibError(f"llama.cpp could not create a context of {n_ctx} tokens; lower n_ctx")
-        self.n_ctx = lib.llama_n_ctx(self.ctx)
+        self.n_ctx = lib.llama_n_ctx_seq(self.ctx)  # cells per sequence
         self.batch = lib.llama_batch_init(n_batch, 0, 1)
         self._pieces: dict[int, bytes] = {}
 
     def _context_params(self, n_ctx: int, n_seq: int, n_batch: int, n_threads: int) -> Any:
         params = self.lib.llama_context_default_params()
-        params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = n_ctx, n_batch, n_batch, n_seq
+        params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = n_ctx * n_seq, n_batch, n_batch, n_seq
         params.n_threads = params.n_threads_batch = n_threads
-        params.kv_unified = True  # one pool of n_ctx cells shared by the sequences, not n_ctx / n_seq each
+        # One KV stream of n_ctx cells per sequence: a sequence's cells then sit where they would if it ran
+        # alone, so its attention sums in the same order whatever else is in the batch (a shared pool puts
+        # them at batch-dependent offsets and changes the logits).
+        params.kv_unified = False
+        # Flash attention (llama.cpp's "auto" turns it on for CPU) switches kernels once a ubatch holds 64+
+        # tokens, so a prompt's logits would depend on what else is in the batch; the plain path does not.
+        params.flash_attn_type = self.lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
         return params
 
     def tokenize(self, text: str, add_special: bool) -> list[int]:
@@ -282,6 +292,7 @@ class LlamaCppBackend:
             if self._rt is None:
                 raise DelibError("this LlamaCppBackend was closed; create a new one")
             try:
+                self._rt.clear()
                 return self._run([self.prompt_tokens(r) for r in requests], requests)
             finally:
                 self._rt.clear()
@@ -303,29 +314,26 @@ class LlamaCppBackend:
     def _admit(
         self, waiting: deque[int], active: list[_Seq], prompts: list[list[int]], requests: Sequence[GenerationRequest]
     ) -> None:
-        """Move waiting requests into free slots while their prompt + max_tokens fit the free KV cells."""
-        free_cells = self._rt.n_ctx - sum(len(s.prompt) + s.limit for s in active)
+        """Give free sequence slots to waiting requests; ``max_tokens`` is capped to the slot's context."""
         free_slots = sorted(set(range(self._max_parallel)) - {s.slot for s in active})
         while waiting and free_slots:
-            i = waiting[0]
+            i = waiting.popleft()
             limit = min(requests[i].max_tokens, self._rt.n_ctx - len(prompts[i]))
-            if len(prompts[i]) + limit > free_cells:
-                return
-            waiting.popleft()
-            free_cells -= len(prompts[i]) + limit
             rng = np.random.default_rng(requests[i].seed)
             active.append(_Seq(i, requests[i], free_slots.pop(0), prompts[i], limit, time.perf_counter(), rng))
 
     def _step(self, active: list[_Seq]) -> list[_Seq]:
-        """Decode one batch: the last token of each decoding sequence, then prompt tokens up to n_batch.
-        Samples a token for every sequence whose logits came out; returns the sequences that finished."""
-        order = sorted(active, key=lambda s: s.fed < len(s.prompt))  # decoding first, then prefilling
-        entries: list[tuple[int, int, int, bool]] = []
-        owners: list[_Seq] = []
-        for seq in order:
-            new = seq.inputs(self._n_batch - len(entries))
-            entries += new
-            owners += [seq] * len(new)
+        """One ``llama_decode``: the next n_batch prompt tokens of one prefilling sequence if there is one,
+        else the last token of every sequence. Prompts are never mixed with other sequences' tokens:
+        llama.cpp splits mixed batches into equal-length ubatches, which chops a prompt differently
+        depending on its neighbours and so changes its logits. Samples a token for every sequence whose
+        logits came out; returns the sequences that finished."""
+        prefilling = [s for s in active if s.fed < len(s.prompt)]
+        group = prefilling[:1] or active
+        feeds = [(seq, seq.inputs(self._n_batch)) for seq in group]
+        entries = [entry for _, new in feeds for entry in new]
+        owners = [seq for seq, new in feeds for _ in new]
+        for seq, new in feeds:
             seq.fed += len(new)
         self._rt.decode(entries)
         finished = []

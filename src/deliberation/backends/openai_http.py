@@ -147,9 +147,8 @@ class OpenAIBackend:
         if request.stop:
             body["stop"] = list(request.stop)
         if request.logprobs and self.supports_logprobs:
-            body["logprobs"] = True
-            if request.top_logprobs:
-                body["top_logprobs"] = request.top_logprobs
+            # top_logprobs always goes along: llama-cpp-python's server returns no logprobs without it.
+            body.update(logprobs=True, top_logprobs=request.top_logprobs)
         return body
 
 

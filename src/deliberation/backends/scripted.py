@@ -53,7 +53,7 @@ class ScriptedBackend:
         self.p_break, self.p_fix = p_break, p_fix
         self.conf_right, self.conf_wrong = conf_right, conf_wrong
         self._data_dir = data_dir
-        self._index: dict[str, tuple[Benchmark, Example]] | None = None
+        self._indexes: dict[str, dict[str, Example]] = {}
         self.calls = 0  # requests answered, for tests of "no LLM call"
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
@@ -61,7 +61,7 @@ class ScriptedBackend:
         return [self._one(r) for r in requests]
 
     def close(self) -> None:
-        self._index = None
+        self._indexes.clear()
 
     # --- request handling --------------------------------------------------------------------------
 
@@ -77,20 +77,20 @@ class ScriptedBackend:
         return self._completion(request, text)
 
     def _lookup(self, user: str) -> tuple[Benchmark, Example]:
+        """The (benchmark, example) a request is about; benchmarks are indexed lazily, in turn."""
         question = prompts.question_of(user)
-        if self._index is None:
-            self._index = self._build_index()
-        if question is None or question not in self._index:
-            names = ", ".join(b.name for b in self.benches)
-            raise DelibError(f"scripted backend: the request is not about a question of {names}")
-        return self._index[question]
+        for bench in self.benches:
+            index = self._indexes.get(bench.name)
+            if index is None:
+                index = self._indexes[bench.name] = self._build_index(bench)
+            if question in index:
+                return bench, index[question]
+        names = ", ".join(b.name for b in self.benches)
+        raise DelibError(f"scripted backend: the request is not about a question of {names}")
 
-    def _build_index(self) -> dict[str, tuple[Benchmark, Example]]:
-        """Formatted question -> (benchmark, example), over every split of the benchmarks served."""
-        return {
-            bench.format_question(ex): (bench, ex)
-            for bench in self.benches for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir)
-        }
+    def _build_index(self, bench: Benchmark) -> dict[str, Example]:
+        """Formatted question -> example, over every split of one benchmark."""
+        return {bench.format_question(ex): ex for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir)}
 
     def _p_initial(self, example: Example, agent: int) -> float:
         difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3

@@ -61,6 +61,11 @@ def strip_code(text: str) -> str:
     return _FENCE.sub(lambda m: "\n" + m.group(2) if m.group(1).lower() in _OUTPUT_TAGS else "\n", text)
 
 
+def output_blocks(text: str) -> list[str]:
+    """The bodies of the output-like fenced blocks (```output, bare ```), in order."""
+    return [m.group(2) for m in _FENCE.finditer(text) if m.group(1).lower() in _OUTPUT_TAGS]
+
+
 def clean_latex(span: str) -> str:
     """Plain text from a LaTeX-ish span: ``\\frac{a}{b}`` -> a/b, ``\\text{x}`` -> x, no $ or braces."""
     span = _FRAC.sub(lambda m: f"{m.group(1) or m.group(3)}/{m.group(2) or m.group(4)}", span)

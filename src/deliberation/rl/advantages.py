@@ -58,9 +58,12 @@ class _Groups:
         return padded[self.row, self.col]
 
     def mean(self, padded: Tensor) -> Tensor:
-        """Group means of a padded (G, Kmax) tensor -> (G, 1)."""
-        total = torch.where(self.mask, padded, torch.zeros_like(padded)).sum(-1, keepdim=True)
-        return total / self.counts.unsqueeze(-1)
+        """Group means of a padded (G, Kmax) tensor -> (G, 1). Summing offsets from the group's first member
+        makes the mean of a constant group exactly that constant (a plain sum / K can be off by rounding,
+        which GRPO's division by std + eps would blow up to +-1)."""
+        first = padded[:, :1]  # (G, 1); slot 0 is always a member
+        offsets = torch.where(self.mask, padded - first, torch.zeros_like(padded))
+        return first + offsets.sum(-1, keepdim=True) / self.counts.unsqueeze(-1)
 
 
 def _index_groups(groups: Tensor) -> _Groups:
@@ -131,7 +134,10 @@ def _hard_scores(padded: Tensor, grp: _Groups) -> Tensor:
     prefix = torch.nn.functional.pad(torch.cumsum(scores, -1), (1, 0))  # (G, Kmax + 1)
     high = (below + tied).clamp(max=padded.shape[-1])
     total = prefix.gather(-1, high) - prefix.gather(-1, below)  # (G, Kmax)
-    return torch.where(grp.mask, total / tied, torch.zeros_like(padded))
+    scores = torch.where(grp.mask, total / tied, torch.zeros_like(padded))
+    # The scores sum to 0 exactly in real arithmetic; re-centring removes the prefix sums' rounding residue,
+    # so a group of equal rewards gets exactly 0.
+    return torch.where(grp.mask, scores - grp.mean(scores), torch.zeros_like(padded))
 
 
 def _soft_scores(padded: Tensor, grp: _Groups, tau: float) -> Tensor:

@@ -49,9 +49,11 @@ class TrainConfig:
     token_cost_coef: float = 0.0
     """Subtracted per token spent by the action taken: r = reward_scale * r_action - coef * tokens."""
 
-    clip_eps: float | None = None
-    """PPO ratio clip epsilon against the behaviour log-prob for off-policy data; None = plain policy
-    gradient. The ``ppo`` algorithm uses 0.2 when this is None (Schulman et al. 2017)."""
+    clip_eps: float | None = 0.2
+    """PPO ratio clip epsilon against the behaviour log-prob (Schulman et al. 2017); None = plain policy
+    gradient -mean(A * log pi). Clipping is the default because rollouts are offline and off-policy: on a
+    fixed data set the plain form keeps pushing log pi of negative-advantage actions towards -inf (the
+    loss is unbounded below) and collapses the policy. ``ppo`` clips at 0.2 even when this is None."""
 
     hidden: int = 64
     """Width of the policy network's embeddings."""

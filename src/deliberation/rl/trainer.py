@@ -77,7 +77,7 @@ def train_sft(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[MetaPoli
     def step(index: Tensor) -> _StepLoss:
         logits = _forward(net, train, index)  # (B, 3)
         ent = entropy(torch.log_softmax(logits, dim=-1))
-        return _StepLoss(sft_loss(logits, labels[index]), kl=0.0, entropy=float(ent), mean_advantage=None)
+        return _StepLoss(sft_loss(logits, labels[index]), kl=0.0, entropy=float(ent.detach()), mean_advantage=None)
 
     return net, _optimize(net, train, val, cfg, "sft", step)
 
@@ -100,7 +100,7 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
         ref = ref_logits[index] if ref_logits is not None else None
         terms = policy_loss(_forward(net, train, index), ref, train.actions[index], advantages[index],
                             train.logprobs[index], cfg)
-        return _StepLoss(terms.total, kl=float(terms.kl), entropy=float(terms.entropy),
+        return _StepLoss(terms.total, kl=float(terms.kl.detach()), entropy=float(terms.entropy.detach()),
                          mean_advantage=float(advantages[index].mean()))
 
     return net, _optimize(net, train, val, cfg, cfg.algo, step)
@@ -159,7 +159,7 @@ def _optimize(net: MetaPolicyNet, train: DecisionBatch, val: DecisionBatch, cfg:
     for epoch in range(cfg.epochs):
         for index in torch.randperm(len(train), generator=order).split(cfg.batch_size):
             out = step_loss(index)
-            if not math.isfinite(float(out.total)):
+            if not math.isfinite(float(out.total.detach())):
                 raise DelibError(f"{stage} loss became non-finite at step {len(metrics) + 1}; lower lr "
                                  f"(now {cfg.lr}) or check the rollouts")
             optimizer.zero_grad()
@@ -170,7 +170,7 @@ def _optimize(net: MetaPolicyNet, train: DecisionBatch, val: DecisionBatch, cfg:
 
 
 def _record(stage: str, step: int, epoch: int, out: _StepLoss, val: Validation) -> StepMetrics:
-    return StepMetrics(stage=stage, step=step, epoch=epoch, loss=float(out.total), kl=out.kl,
+    return StepMetrics(stage=stage, step=step, epoch=epoch, loss=float(out.total.detach()), kl=out.kl,
                        entropy=out.entropy, mean_advantage=out.mean_advantage, val_accuracy=val.accuracy,
                        val_reward=val.reward, val_actions=val.actions)
 

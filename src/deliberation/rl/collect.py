@@ -1,0 +1,86 @@
+"""``delib collect``: run the rollout collector over a benchmark split into a rollout directory.
+
+Resumable: questions already in the file are skipped. The behaviour policy is an epsilon-mixed policy
+checkpoint (``--policy``) or, before any policy exists, the epsilon-mixed agreement-threshold rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deliberation import benchmarks
+from deliberation.backends import make_backend
+from deliberation.config import EngineConfig
+from deliberation.deliberation.engine import Context, MetaPolicy, MethodSpec
+from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.errors import DelibError
+from deliberation.methods.heuristics import AgreementThreshold
+from deliberation.rl import rollout_files as files
+from deliberation.rl.rollouts import EpsilonMixed, collect_question
+from deliberation.runner import example_rng
+from deliberation.types import to_json
+
+
+@dataclass(frozen=True)
+class CollectSpec:
+    """What to collect; saved (with the command) in manifest.json."""
+
+    benchmark: str = "gsm8k"
+    split: str = "train"
+    limit: int | None = None
+    backend: str = "llamacpp"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    cache: str | None = None
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    samples: int = 8
+    """K joint actions drawn per decision point (the ranking group size)."""
+    epsilon: float = 0.2
+    """Probability of replacing the behaviour policy's action by a uniform one."""
+    policy: str | None = None
+    command: str = ""
+
+    def __post_init__(self) -> None:
+        if self.samples < 2:
+            raise DelibError(f"--samples must be at least 2 to rank rewards within a group (got {self.samples})")
+        if not 0.0 <= self.epsilon <= 1.0:
+            raise DelibError(f"--epsilon must be in [0, 1] (got {self.epsilon})")
+
+
+def behaviour_policy(spec: CollectSpec) -> MetaPolicy:
+    if spec.policy is None:
+        return EpsilonMixed(AgreementThreshold(), spec.epsilon)
+    from deliberation.methods.mpdf import load_learned
+
+    return EpsilonMixed(load_learned(spec.policy), spec.epsilon)
+
+
+def manifest(spec: CollectSpec, model: str) -> dict[str, Any]:
+    record = to_json(spec)
+    record.update(model=model, seed=spec.engine.seed, agents=spec.engine.agents, rounds=spec.engine.rounds,
+                  feature_version=FEATURE_VERSION, feature_names=list(FEATURE_NAMES))
+    return record
+
+
+def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
+    """Collect rollouts into ``out``; returns the number of questions in the file."""
+    from tqdm import tqdm
+
+    bench = benchmarks.get(spec.benchmark)
+    examples = bench.load(spec.split, limit=spec.limit)
+    behaviour = behaviour_policy(spec)
+    directory = Path(out)
+    backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
+    files.open_manifest(directory, manifest(spec, backend.model))
+    path = directory / files.ROLLOUTS
+    done = {row["example_id"] for row in files.read_lines(path, repair=True)}
+    method = MethodSpec(name="collect", policy=behaviour, confidence=True)
+    try:
+        for ex in tqdm([e for e in examples if e.id not in done], disable=not progress, unit="q"):
+            ctx = Context(ex, bench.format_question(ex), backend, bench, spec.engine, method)
+            decisions = collect_question(ctx, behaviour, spec.samples, example_rng(spec.engine.seed, ex.id))
+            files.append_question(path, files.question_row(backend.model, spec.benchmark, spec.split, ex.id, decisions))
+    finally:
+        backend.close()
+    return len(files.read_lines(path))

@@ -1,0 +1,104 @@
+"""Rollout files: gzip JSONL, one line per question, beside a manifest.json.
+
+Line: ``{"model", "benchmark", "split", "example_id", "decisions": [...]}``. Each question is appended as its
+own gzip member and fsynced, so a killed collection loses at most the question in flight; a torn last
+member is cut off on reopen. The manifest names the model, seeds, feature version and the exact command;
+reading refuses rollouts whose feature version differs from this build's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.errors import DelibError
+from deliberation.runs import write_json_atomic
+from deliberation.types import Decision, from_json, to_json
+
+ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
+
+
+def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    """Create the manifest, or check an existing one describes the same collection."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / MANIFEST
+    if not path.exists():
+        write_json_atomic(path, manifest)
+        return
+    old = json.loads(path.read_text())
+    keys = ("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples")
+    diff = [k for k in keys if old.get(k) != manifest.get(k)]
+    if diff:
+        raise DelibError(f"{directory} holds rollouts with other settings ({', '.join(diff)}); use another --out")
+
+
+def _members(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(end offset, decompressed bytes) of each complete gzip member; stops at a torn one."""
+    data, pos = path.read_bytes(), 0
+    while pos < len(data):
+        d = zlib.decompressobj(wbits=31)
+        try:
+            chunk = d.decompress(data[pos:])
+        except zlib.error:
+            return
+        if not d.eof:
+            return
+        pos = len(data) - len(d.unused_data)
+        yield pos, chunk
+
+
+def read_lines(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Every complete question line; ``repair`` truncates a torn tail left by a killed writer."""
+    if not path.exists():
+        return []
+    rows, end = [], 0
+    for end, chunk in _members(path):
+        rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
+    if repair and end < path.stat().st_size:
+        with open(path, "r+b") as f:
+            f.truncate(end)
+    return rows
+
+
+def append_question(path: Path, row: dict[str, Any]) -> None:
+    """Append one question's line as its own gzip member, durably."""
+    blob = gzip.compress((json.dumps(row, separators=(",", ":")) + "\n").encode())
+    with open(path, "ab") as f:
+        f.write(blob)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def question_row(model: str, benchmark: str, split: str, example_id: str, decisions: list[Decision]) -> dict[str, Any]:
+    return {"model": model, "benchmark": benchmark, "split": split, "example_id": example_id,
+            "decisions": [to_json(d) for d in decisions]}
+
+
+def check_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of a rollout directory, refused if its features are not this build's."""
+    path = directory / MANIFEST
+    if not path.exists():
+        raise DelibError(f"{directory} has no {MANIFEST}: not a rollout directory made by `delib collect`")
+    manifest = json.loads(path.read_text())
+    if manifest.get("feature_version") != FEATURE_VERSION or tuple(manifest.get("feature_names", ())) != FEATURE_NAMES:
+        raise DelibError(f"{directory} holds rollouts of feature version {manifest.get('feature_version')}, this "
+                         f"build uses version {FEATURE_VERSION}; recollect them with `delib collect`")
+    return manifest
+
+
+def load_decisions(paths: list[Path]) -> list[Decision]:
+    """Every decision in the rollout directories (or files) given, checked for feature version."""
+    decisions: list[Decision] = []
+    for p in paths:
+        directory = p if p.is_dir() else p.parent
+        check_manifest(directory)
+        for row in read_lines(directory / ROLLOUTS):
+            decisions += [from_json(Decision, d) for d in row["decisions"]]
+    if not decisions:
+        raise DelibError(f"no decisions in {', '.join(map(str, paths))}: the rollout files are empty; run `delib collect`")
+    return decisions

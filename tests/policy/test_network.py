@@ -1,0 +1,159 @@
+"""The cross-attention meta-policy, its engine wrapper and its checkpoints (DESIGN.md section 1, "Policy")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from deliberation.errors import DelibError
+from deliberation.policy.network import MetaPolicy, MetaPolicyNet, load_meta, load_policy, save_policy
+from deliberation.types import ACTIONS
+
+F = 5
+NAMES = ("a", "b", "c", "d", "e")
+
+
+@pytest.fixture
+def net() -> MetaPolicyNet:
+    torch.manual_seed(0)
+    return MetaPolicyNet(F, hidden=16, heads=4)
+
+
+def inputs(batch: int = 4, peers: int = 3, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, F, generator=gen), torch.randn(batch, peers, F, generator=gen)
+
+
+def test_forward_gives_three_finite_logits_per_agent(net):
+    own, peers = inputs()
+    logits = net(own, peers)
+    assert logits.shape == (4, len(ACTIONS)) and bool(torch.isfinite(logits).all())
+
+
+def test_output_is_invariant_to_the_order_of_the_peers(net):
+    own, peers = inputs()
+    shuffled = peers[:, torch.tensor([2, 0, 1])]
+    assert torch.allclose(net(own, peers), net(own, shuffled), atol=1e-6)
+
+
+def test_output_depends_on_the_peers(net):
+    own, peers = inputs()
+    assert not torch.allclose(net(own, peers), net(own, peers + 1.0), atol=1e-4)
+
+
+def test_masked_peer_slots_are_ignored_whatever_they_hold(net):
+    own, peers = inputs()
+    padded = torch.cat([peers, torch.full((4, 2, F), 1e3)], dim=1)  # (4, 5, F): two junk slots
+    mask = torch.tensor([[True, True, True, False, False]]).expand(4, 5)
+    assert torch.allclose(net(own, peers), net(own, padded, mask), atol=1e-5)
+
+
+def test_no_peers_and_all_masked_peers_are_finite_and_agree(net):
+    own, peers = inputs()
+    none = net(own, torch.zeros(4, 0, F))
+    masked = net(own, peers, torch.zeros(4, 3, dtype=torch.bool))
+    assert bool(torch.isfinite(none).all()) and torch.allclose(none, masked, atol=1e-6)
+
+
+def test_gradients_reach_every_parameter(net):
+    own, peers = inputs()
+    net(own, peers).sum().backward()
+    assert all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in net.parameters())
+
+
+def test_invalid_architecture_raises_delib_error():
+    with pytest.raises(DelibError, match="divisible by heads"):
+        MetaPolicyNet(F, hidden=10, heads=4)
+
+
+def test_probs_mix_with_uniform_by_epsilon(net):
+    own, peers = (x.numpy() for x in inputs())
+    policy = MetaPolicy(net)
+    p = policy.probs(own, peers)
+    assert p.shape == (4, 3) and np.allclose(p.sum(-1), 1.0)
+    assert np.allclose(policy.probs(own, peers, epsilon=0.3), 0.7 * p + 0.1)
+
+
+def test_act_returns_actions_and_their_behaviour_logprobs(net):
+    own, peers = (x.numpy() for x in inputs())
+    policy = MetaPolicy(net)
+    actions, logprobs = policy.act(own, peers, np.random.default_rng(1), epsilon=0.2)
+    behaviour = policy.probs(own, peers, epsilon=0.2)
+    chosen = behaviour[np.arange(4), [ACTIONS.index(a) for a in actions]]
+    assert len(actions) == 4 and np.allclose(logprobs, np.log(chosen))
+
+
+def test_act_is_reproducible_given_the_rng(net):
+    own, peers = (x.numpy() for x in inputs(batch=30))
+    policy = MetaPolicy(net)
+    first = policy.act(own, peers, np.random.default_rng(7))
+    second = policy.act(own, peers, np.random.default_rng(7))
+    assert first[0] == second[0] and np.array_equal(first[1], second[1])
+
+
+def test_greedy_act_takes_the_argmax_with_probability_one(net):
+    own, peers = (x.numpy() for x in inputs())
+    policy = MetaPolicy(net)
+    actions, logprobs = policy.act(own, peers, np.random.default_rng(0), greedy=True)
+    assert [ACTIONS.index(a) for a in actions] == list(policy.probs(own, peers).argmax(-1))
+    assert np.allclose(logprobs, 0.0)
+
+
+def test_epsilon_greedy_logprob_accounts_for_exploration(net):
+    own, peers = (x.numpy() for x in inputs(batch=200))
+    policy = MetaPolicy(net)
+    actions, logprobs = policy.act(own, peers, np.random.default_rng(0), greedy=True, epsilon=0.3)
+    greedy = policy.probs(own, peers).argmax(-1)
+    taken = np.array([ACTIONS.index(a) for a in actions])
+    expected = np.where(taken == greedy, np.log(0.7 + 0.1), np.log(0.1))
+    assert np.allclose(logprobs, expected) and (taken != greedy).any()
+
+
+def test_act_sampling_frequencies_follow_the_policy(net):
+    own, peers = (x.numpy() for x in inputs(batch=1))
+    policy = MetaPolicy(net)
+    rng = np.random.default_rng(3)
+    own, peers = np.repeat(own, 6000, 0), np.repeat(peers, 6000, 0)
+    taken = [ACTIONS.index(a) for a in policy.act(own, peers, rng, epsilon=0.5)[0]]
+    freq = np.bincount(taken, minlength=3) / len(taken)
+    assert np.allclose(freq, policy.probs(own[:1], peers[:1], epsilon=0.5)[0], atol=0.03)
+
+
+def test_bad_shapes_and_epsilon_raise(net):
+    policy = MetaPolicy(net)
+    with pytest.raises(ValueError, match="expected own"):
+        policy.probs(np.zeros((2, F)), np.zeros((3, 2, F)))
+    with pytest.raises(ValueError, match="epsilon"):
+        policy.act(np.zeros((2, F)), np.zeros((2, 2, F)), np.random.default_rng(0), epsilon=1.5)
+
+
+def test_checkpoint_round_trip_keeps_outputs_and_meta(net, tmp_path):
+    path = save_policy(tmp_path / "p" / "policy.pt", net, NAMES, 3, {"algo": "softrankpo", "steps": [1, 2]})
+    policy = load_policy(path, NAMES, 3)
+    own, peers = inputs()
+    assert torch.equal(policy.net(own, peers), net(own, peers))
+    assert policy.feature_names == NAMES and policy.feature_version == 3
+    assert load_meta(path) == {"algo": "softrankpo", "steps": [1, 2]}
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_loading_with_other_features_names_the_mismatch(net, tmp_path):
+    path = save_policy(tmp_path / "policy.pt", net, NAMES, 1, {})
+    with pytest.raises(DelibError, match="expects 5 features of version 1, this build produces 6 of version 1; "
+                                         "retrain with delib train"):
+        load_policy(path, (*NAMES, "f"), 1)
+    with pytest.raises(DelibError, match="version 1, this build produces 5 of version 2"):
+        load_policy(path, NAMES, 2)
+    with pytest.raises(DelibError, match="feature 2 is 'c' there, 'x' here"):
+        load_policy(path, ("a", "b", "x", "d", "e"), 1)
+
+
+def test_loading_a_missing_or_foreign_file_raises_delib_error(tmp_path):
+    with pytest.raises(DelibError, match="not found"):
+        load_policy(tmp_path / "absent.pt", NAMES, 1)
+    (tmp_path / "text.pt").write_text("hello")
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
+    for name in ("text.pt", "other.pt"):
+        with pytest.raises(DelibError, match="not a deliberation policy checkpoint"):
+            load_policy(tmp_path / name, NAMES, 1)
