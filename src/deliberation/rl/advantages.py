@@ -110,8 +110,9 @@ def softrankpo(rewards: Tensor, groups: Tensor, tau: float = 0.0) -> Tensor:
     """SoftRankPO advantages: normal scores of within-group ranks (hard, tau = 0) or of soft ranks (tau > 0).
 
     Hard: position p = 1..K of the sorted group gets Phi^-1((p - 0.5)/K); ties share the mean score of the
-    positions they occupy. Soft: s_k = sum_j sigmoid((r_k - r_j) / (tau * sd)) (j = k included), u_k = s_k/K,
-    A_k = Phi^-1(u_k) - mean_g Phi^-1(u). Groups of one decision get 0.
+    positions they occupy. Soft: s_k = sum_j sigmoid((r_k - r_j) / (tau * sd)) (j = k included; sd the
+    group's population std, 1 if 0), u_k = s_k/K, A_k = Phi^-1(u_k) - mean_g Phi^-1(u). Groups of one
+    decision get 0.
     """
     if not tau >= 0.0:
         raise ValueError(f"tau must be >= 0, got {tau}")

@@ -77,7 +77,8 @@ def train_sft(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[MetaPoli
     def step(index: Tensor) -> _StepLoss:
         logits = _forward(net, train, index)  # (B, 3)
         ent = entropy(torch.log_softmax(logits, dim=-1))
-        return _StepLoss(sft_loss(logits, labels[index]), kl=0.0, entropy=float(ent.detach()), mean_advantage=None)
+        return _StepLoss(sft_loss(logits, labels[index]), kl=0.0, entropy=float(ent.detach()),
+                         mean_advantage=None)
 
     return net, _optimize(net, train, val, cfg, "sft", step)
 

@@ -1,0 +1,243 @@
+"""The report's figures (PNG, matplotlib's Agg canvas, no pyplot global state) and training-log reading.
+
+Each figure is one small function ``(inputs, path) -> PlotOutcome`` that draws nothing and says why when its
+inputs are absent (no meta-actions, no training directory, a single reward scale). Training directories
+are those ``deliberation.rl.trainer.write_training_outputs`` writes: ``config.json`` (TrainConfig) and
+``metrics.jsonl`` (one ``StepMetrics`` per optimizer step; read here by field name without importing the
+trainer, which would import torch).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from deliberation.errors import DelibError, install_hint
+from deliberation.types import ACTIONS
+
+if TYPE_CHECKING:
+    from deliberation.report import RunResult, Table
+
+ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868")  # persist, refine, concede (ACTIONS order)
+CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy = oracle label)"),
+          ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
+
+
+@dataclass(frozen=True)
+class TrainingPoint:
+    """The fields of one ``StepMetrics`` record the figures use (names as in metrics.jsonl)."""
+
+    stage: str
+    step: int
+    loss: float
+    kl: float
+    entropy: float
+    mean_advantage: float | None
+    val_accuracy: float | None
+    val_actions: tuple[float, ...] | None
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One training directory: its metrics and the config fields the ablation needs."""
+
+    path: Path
+    name: str
+    reward_scale: float | None
+    points: tuple[TrainingPoint, ...]
+
+    @property
+    def final_stage(self) -> str:
+        return self.points[-1].stage if self.points else ""
+
+    @property
+    def final_val_accuracy(self) -> float | None:
+        return next((p.val_accuracy for p in reversed(self.points) if p.val_accuracy is not None), None)
+
+
+@dataclass(frozen=True)
+class PlotOutcome:
+    """A figure written to ``path``, or skipped (path None) for the reason in ``note``."""
+
+    name: str
+    path: Path | None
+    note: str = ""
+
+
+def load_training(dirs: Sequence[Path]) -> list[TrainingRun]:
+    """Read each training directory's metrics.jsonl and config.json (reward_scale)."""
+    return [_training_run(Path(d)) for d in dirs]
+
+
+def _training_run(folder: Path) -> TrainingRun:
+    config_path = folder / "config.json"
+    try:
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        lines = (folder / "metrics.jsonl").read_text().splitlines()
+        points = tuple(_point(json.loads(line)) for line in lines if line.strip())
+    except (KeyError, TypeError, ValueError) as err:
+        raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
+                         f"metrics.jsonl record needs step, loss, kl and entropy ({err!r})") from err
+    scale = config.get("reward_scale")
+    return TrainingRun(folder, folder.name, float(scale) if scale is not None else None, points)
+
+
+def _point(row: dict[str, Any]) -> TrainingPoint:
+    actions = row.get("val_actions")
+    return TrainingPoint(str(row.get("stage", "")), int(row["step"]), float(row["loss"]), float(row["kl"]),
+                         float(row["entropy"]), row.get("mean_advantage"), row.get("val_accuracy"),
+                         tuple(float(x) for x in actions) if actions is not None else None)
+
+
+def write_plots(tab: "Table | None", results: Sequence["RunResult"], training: Sequence[TrainingRun],
+                out: Path) -> list[PlotOutcome]:
+    """Every figure of the report, into ``out``."""
+    return [accuracy_vs_tokens(tab, out / "accuracy_vs_tokens.png"),
+            action_distribution(results, out / "actions_per_round.png"),
+            training_curves(training, out / "training_curves.png"),
+            training_actions(training, out / "training_actions.png"),
+            reward_scale_ablation(training, out / "reward_scale_ablation.png")]
+
+
+# --- figures --------------------------------------------------------------------------------------------
+
+
+def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
+    """Accuracy (with its 95% interval) against tokens per question: one panel per benchmark, a point per
+    method; up and to the left is better."""
+    name = "accuracy vs tokens per question"
+    if tab is None or not tab.rows:
+        return PlotOutcome(name, None, "no evaluation run")
+    fig, axes = _figure(len(tab.columns))
+    for j, (ax, column) in enumerate(zip(axes, tab.columns)):
+        for row in (r for r in tab.rows if r.cells[j] is not None):
+            cell = row.cells[j]
+            acc, lo, hi = (100 * x for x in (cell.accuracy, *cell.ci95))
+            ax.errorbar(cell.tokens_per_question, acc, yerr=[[acc - lo], [hi - acc]], fmt="o", capsize=3)
+            ax.annotate(row.label, (cell.tokens_per_question, acc), textcoords="offset points", xytext=(4, 4),
+                        fontsize=7)
+        ax.set(title=column, xlabel="tokens per question", ylabel="accuracy % (95% CI)")
+    return _save(fig, path, name)
+
+
+def action_distribution(results: Sequence["RunResult"], path: Path) -> PlotOutcome:
+    """Share of persist / refine / concede per deliberation round, one panel per method label (pooled over
+    benchmarks and seeds)."""
+    name = "meta-actions per round"
+    counts = _actions_by_label(results)
+    if not counts:
+        return PlotOutcome(name, None, "no run took meta-actions (rounds 1..R)")
+    fig, axes = _figure(len(counts))
+    for ax, (label, per_round) in zip(axes, counts.items()):
+        totals = [max(1, sum(c)) for c in per_round]
+        bottom = [0.0] * len(per_round)
+        rounds = list(range(1, len(per_round) + 1))
+        for k, action in enumerate(ACTIONS):
+            shares = [c[k] / t for c, t in zip(per_round, totals)]
+            ax.bar(rounds, shares, bottom=bottom, color=ACTION_COLOURS[k], label=action.value)
+            bottom = [b + s for b, s in zip(bottom, shares)]
+        ax.set(title=label, xlabel="round", ylabel="share of agent decisions", xticks=rounds, ylim=(0, 1))
+    axes[0].legend(fontsize=7)
+    return _save(fig, path, name)
+
+
+def _actions_by_label(results: Sequence["RunResult"]) -> dict[str, list[list[int]]]:
+    """Label -> per-round action counts, summed over its runs; labels without actions left out."""
+    out: dict[str, list[list[int]]] = {}
+    for r in (r for r in results if r.actions_by_round):
+        rows = out.setdefault(r.label, [])
+        rows += [[0] * len(ACTIONS) for _ in range(len(r.actions_by_round) - len(rows))]
+        for i, counts in enumerate(r.actions_by_round):
+            rows[i] = [a + b for a, b in zip(rows[i], counts)]
+    return {label: rows for label, rows in out.items() if any(map(sum, rows))}
+
+
+def training_curves(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
+    """Loss, held-out accuracy, KL and entropy against the optimizer step, a line per run and stage."""
+    name = "training curves"
+    if not any(r.points for r in runs):
+        return PlotOutcome(name, None, "no training directory (metrics.jsonl) given")
+    fig, axes = _figure(len(CURVES), columns=2)
+    for ax, (field, title) in zip(axes, CURVES):
+        for label, xs, ys in (s for r in runs for s in _series(r, lambda p, f=field: getattr(p, f))):
+            ax.plot(xs, ys, label=label)
+        ax.set(title=title, xlabel="optimizer step (stages in sequence)")
+    axes[0].legend(fontsize=7)
+    return _save(fig, path, name)
+
+
+def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
+    """The greedy policy's action shares on held-out decisions over training, one panel per run."""
+    name = "action distribution over training"
+    runs = [r for r in runs if any(p.val_actions for p in r.points)]
+    if not runs:
+        return PlotOutcome(name, None, "no training run recorded held-out action shares (val_actions)")
+    fig, axes = _figure(len(runs))
+    for ax, run in zip(axes, runs):
+        for k, action in enumerate(ACTIONS):
+            for label, xs, ys in _series(run, lambda p, k=k: p.val_actions[k] if p.val_actions else None):
+                ax.plot(xs, ys, color=ACTION_COLOURS[k], label=f"{action.value} ({label.split(': ')[-1]})")
+        ax.set(title=run.name, xlabel="optimizer step", ylabel="share of held-out decisions", ylim=(0, 1))
+        ax.legend(fontsize=6)
+    return _save(fig, path, name)
+
+
+def reward_scale_ablation(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
+    """Final held-out accuracy against reward_scale, a line per policy-gradient algorithm (robustness
+    ablation: rank-based SoftRankPO should be flat, scale-sensitive advantages should not)."""
+    name = "reward-scale ablation"
+    points = [r for r in runs if r.reward_scale is not None and r.final_stage not in ("", "sft")
+              and r.final_val_accuracy is not None]
+    if len({r.reward_scale for r in points}) < 2:
+        return PlotOutcome(name, None, "needs policy-gradient runs at two or more reward_scale values")
+    fig, (ax,) = _figure(1)
+    for algo in dict.fromkeys(r.final_stage for r in points):
+        line = sorted((r.reward_scale, 100 * r.final_val_accuracy) for r in points if r.final_stage == algo)
+        ax.plot([x for x, _ in line], [y for _, y in line], marker="o", label=algo)
+    ax.set(xscale="log", xlabel="reward scale", ylabel="final held-out accuracy %")
+    ax.legend(fontsize=8)
+    return _save(fig, path, name)
+
+
+# --- helpers --------------------------------------------------------------------------------------------
+
+
+def _series(run: TrainingRun, value: Callable[[TrainingPoint], float | None]) -> list[tuple[str, list[int], list[float]]]:
+    """(label, x, y) per stage of a run; x counts steps across stages so SFT and fine-tuning line up in
+    sequence; points whose value is None (no held-out set) are left out."""
+    series: dict[str, tuple[list[int], list[float]]] = {}
+    for x, point in enumerate(run.points, start=1):
+        y = value(point)
+        if y is not None:
+            xs, ys = series.setdefault(f"{run.name}: {point.stage}", ([], []))
+            xs.append(x)
+            ys.append(float(y))
+    return [(label, xs, ys) for label, (xs, ys) in series.items()]
+
+
+def _figure(panels: int, columns: int = 3, size: tuple[float, float] = (4.2, 3.4)) -> tuple[Any, list[Any]]:
+    """A figure on an Agg canvas with ``panels`` axes in a grid of at most ``columns`` columns."""
+    figure_cls, canvas_cls = _matplotlib()
+    cols = min(panels, columns)
+    rows = math.ceil(panels / cols)
+    fig = figure_cls(figsize=(size[0] * cols, size[1] * rows), layout="constrained")
+    canvas_cls(fig)
+    return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(panels)]
+
+
+def _matplotlib() -> tuple[type, type]:
+    """matplotlib's Figure and Agg canvas (lazy: plotting is an optional extra)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as err:
+        raise DelibError(install_hint("matplotlib", "plot")) from err
+    return Figure, FigureCanvasAgg
+
+
+def _save(fig: Any, path: Path, name: str) -> PlotOutcome:
+    fig.savefig(path, dpi=120)
+    return PlotOutcome(name, path)

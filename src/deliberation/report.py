@@ -1,0 +1,332 @@
+"""Tables (markdown, CSV) and plots from run directories and training directories.
+
+``write_report(paths, out_dir)`` is what ``delib report`` and ``delib experiment`` call. A path is a run
+directory (``summary.json`` and/or ``episodes.jsonl``, see ``deliberation.runs``), a training directory
+(``metrics.jsonl``, see ``deliberation.rl.trainer.write_training_outputs``) or a folder holding either at
+any depth. Runs without ``summary.json`` (killed or still running) are summarized from their finished
+episodes. Rows of the table are method labels: the experiment's label (``cell.json``, written by
+``deliberation.experiment``), else the method name with the policy file's stem when one was given.
+Runs of the same label and benchmark split (e.g. several seeds) are pooled: counts add up and the
+interval is the Wilson interval of the pooled counts. Files are only read, never repaired.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from deliberation.errors import DelibError
+from deliberation.runs import CONFIG, EPISODES, SUMMARY, Summary, summarize, wilson_ci
+from deliberation.types import ACTIONS, Episode, from_json
+
+CELL = "cell.json"  # the experiment's label of a run directory (deliberation.experiment)
+METRICS = "metrics.jsonl"  # marks a training directory
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run directory: where it is, what ran (from config.json) and its summary."""
+
+    path: Path
+    label: str
+    method: str
+    benchmark: str
+    split: str
+    backend: str
+    model: str
+    seed: int
+    summary: Summary
+    actions_by_round: tuple[tuple[int, ...], ...]
+    """Meta-action counts per deliberation round (index 0 = round 1), in ``ACTIONS`` order."""
+    partial: bool
+    """True when the directory has no summary.json (the run was killed or is still running)."""
+
+
+@dataclass(frozen=True)
+class TableCell:
+    """One (label, benchmark split) of the table, pooled over the runs that share it."""
+
+    n: int
+    correct: int
+    accuracy: float
+    ci95: tuple[float, float]
+    tokens_per_question: float
+    calls_per_question: float
+    seconds_per_question: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class Row:
+    """A method label: one cell per column (None where it was not run) and the average over its cells."""
+
+    label: str
+    cells: tuple[TableCell | None, ...]
+    mean_accuracy: float
+    mean_tokens_per_question: float
+    benchmarks: int
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows = method labels, columns = benchmark splits (``gsm8k/test``)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[Row, ...]
+    models: tuple[str, ...]
+
+
+# --- finding and loading ------------------------------------------------------------------------------
+
+
+def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[Path]]:
+    """(run directories, training directories) at or under ``paths``; a missing path is a DelibError."""
+    runs: dict[Path, None] = {}
+    training: dict[Path, None] = {}
+    for given in paths:
+        root = Path(given)
+        if not root.is_dir():
+            raise DelibError(f"{root} is not a directory; pass run directories, training directories or "
+                             "folders holding them")
+        for folder, kind in _walk(root):
+            (runs if kind == "run" else training)[folder.resolve()] = None
+    return sorted(runs), sorted(training)
+
+
+def _walk(root: Path) -> Iterable[tuple[Path, str]]:
+    """Every run or training directory under ``root`` (hidden folders, like a trainer's staging, skipped)."""
+    for folder, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if SUMMARY in filenames or EPISODES in filenames:
+            dirnames[:] = []
+            yield Path(folder), "run"
+        elif METRICS in filenames:
+            dirnames[:] = []
+            yield Path(folder), "training"
+
+
+def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
+    """Every run directory at or under ``paths``, loaded; DelibError when a path is missing or none is found."""
+    paths = list(paths)
+    runs, _ = discover(paths)
+    if not runs:
+        raise DelibError(f"no run directory (summary.json or episodes.jsonl) found under "
+                         f"{', '.join(map(str, paths))}")
+    return [load_run(p) for p in runs]
+
+
+def load_run(path: Path) -> RunResult:
+    """One run directory; summarized from its episodes when summary.json is absent."""
+    config = read_json(path / CONFIG) if (path / CONFIG).exists() else {}
+    episodes = read_episodes(path / EPISODES)
+    if (path / SUMMARY).exists():
+        summary = _summary(path / SUMMARY)
+    else:
+        summary = summarize(episodes, config.get("method", "?"), config.get("benchmark", "?"),
+                            config.get("split", "?"))
+    cell = read_json(path / CELL) if (path / CELL).exists() else {}
+    options = config.get("backend_options") or {}
+    return RunResult(path, cell.get("label") or _default_label(summary.method, config.get("policy")),
+                     summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
+                     str(options.get("model", "default")), int((config.get("engine") or {}).get("seed", 0)),
+                     summary, actions_by_round(episodes), not (path / SUMMARY).exists())
+
+
+def _default_label(method: str, policy: str | None) -> str:
+    """The method, marked with the policy file when one was given (so two policies do not pool)."""
+    return f"{method} [{Path(policy).stem}]" if policy else method
+
+
+def _summary(path: Path) -> Summary:
+    try:
+        return from_json(Summary, read_json(path))
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} is not a run summary ({err}); delete it and rerun to rebuild it") from err
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, or a DelibError naming it."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise DelibError(f"cannot read {path}: {err}") from err
+
+
+def read_episodes(path: Path) -> list[Episode]:
+    """The complete episodes of an episodes.jsonl, read only (a torn last line is ignored, not cut)."""
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines(keepends=True)
+    try:
+        return [from_json(Episode, json.loads(x)) for x in lines if x.endswith("\n") and x.strip()]
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} holds a line that is not an episode ({err})") from err
+
+
+def actions_by_round(episodes: Sequence[Episode]) -> tuple[tuple[int, ...], ...]:
+    """Counts of each meta-action per round 1..R over ``episodes`` (round-0 turns carry no action)."""
+    rounds = max((t.round for e in episodes for t in e.turns if t.action is not None), default=0)
+    counts = [[0] * len(ACTIONS) for _ in range(rounds)]
+    for turn in (t for e in episodes for t in e.turns if t.action is not None):
+        counts[turn.round - 1][ACTIONS.index(turn.action)] += 1
+    return tuple(tuple(c) for c in counts)
+
+
+# --- the table ----------------------------------------------------------------------------------------
+
+
+def column_of(result: RunResult) -> str:
+    return f"{result.benchmark}/{result.split}"
+
+
+def row_key(result: RunResult, models: Sequence[str]) -> str:
+    """The row of a run: its label, plus the model when the runs used several."""
+    return result.label if len(models) < 2 else f"{result.label} @ {result.model}"
+
+
+def table(results: Sequence[RunResult]) -> Table:
+    """Pool ``results`` into rows (labels, in first-seen order) x columns (benchmark splits)."""
+    models = tuple(dict.fromkeys(f"{r.model} ({r.backend})" for r in results))
+    columns = tuple(dict.fromkeys(column_of(r) for r in results))
+    groups: dict[str, dict[str, list[Summary]]] = {}
+    for r in results:
+        groups.setdefault(row_key(r, models), {}).setdefault(column_of(r), []).append(r.summary)
+    rows = tuple(_row(label, [pool(by_col[c]) if c in by_col else None for c in columns])
+                 for label, by_col in groups.items())
+    return Table(columns, rows, models)
+
+
+def pool(summaries: Sequence[Summary]) -> TableCell:
+    """Add up the counts of several runs of the same cell."""
+    n = sum(s.n for s in summaries)
+    correct = sum(round(s.accuracy * s.n) for s in summaries)
+    tokens = sum(s.prompt_tokens + s.completion_tokens for s in summaries)
+    calls, seconds = sum(s.llm_calls for s in summaries), sum(s.wall_seconds for s in summaries)
+    return TableCell(n, correct, _ratio(correct, n), wilson_ci(correct, n), _ratio(tokens, n), _ratio(calls, n),
+                     _ratio(seconds, n), len(summaries))
+
+
+def _ratio(total: float, n: int) -> float:
+    return total / n if n else 0.0
+
+
+def _row(label: str, cells: list[TableCell | None]) -> Row:
+    """A row with its macro average over the benchmarks it has (each benchmark weighs the same)."""
+    have = [c for c in cells if c is not None]
+    return Row(label, tuple(cells), sum(c.accuracy for c in have) / len(have),
+               sum(c.tokens_per_question for c in have) / len(have), len(have))
+
+
+# --- renderers ----------------------------------------------------------------------------------------
+
+METRIC_HEADERS = ("accuracy % [95% CI]", "tokens/q", "calls/q", "s/q")
+
+
+def to_markdown(tab: Table) -> str:
+    """A GitHub markdown table: per benchmark accuracy [Wilson 95% interval] n=, tokens, calls and seconds
+    per question; then the average over the benchmarks a method has."""
+    header = ["method"] + [f"{c} {h}" for c in tab.columns for h in METRIC_HEADERS]
+    header += ["average accuracy %", "average tokens/q"]
+    lines = [_md_line(header), _md_line(["---"] + ["---:"] * (len(header) - 1))]
+    lines += [_md_line([row.label, *_md_cells(row, len(tab.columns))]) for row in tab.rows]
+    return "\n".join(lines) + "\n\n" + TABLE_NOTE + "\n"
+
+
+TABLE_NOTE = ("n = questions per cell, pooled over the runs (seeds) of that cell. Tokens count prompt and "
+              "completion tokens. The average is the mean over the benchmarks a method was run on; (k/K) "
+              "marks a method run on k of the K benchmarks, whose average is not comparable to the others.")
+
+
+def _md_line(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _md_cells(row: Row, n_columns: int) -> list[str]:
+    out: list[str] = []
+    for c in row.cells:
+        out += ["-"] * 4 if c is None else [
+            f"{100 * c.accuracy:.1f} [{100 * c.ci95[0]:.1f}, {100 * c.ci95[1]:.1f}] n={c.n}",
+            f"{c.tokens_per_question:.0f}", f"{c.calls_per_question:.2f}", f"{c.seconds_per_question:.2f}"]
+    partial = "" if row.benchmarks == n_columns else f" ({row.benchmarks}/{n_columns})"
+    return out + [f"{100 * row.mean_accuracy:.1f}{partial}", f"{row.mean_tokens_per_question:.0f}"]
+
+
+CSV_FIELDS = ("n", "correct", "accuracy", "ci95_low", "ci95_high", "tokens_per_question",
+              "calls_per_question", "seconds_per_question", "runs")
+
+
+def to_csv(tab: Table) -> str:
+    """One line per method label; per benchmark split the unrounded numbers (accuracy as a fraction)."""
+    header = ["method"] + [f"{c}:{f}" for c in tab.columns for f in CSV_FIELDS]
+    header += ["average:accuracy", "average:tokens_per_question", "average:benchmarks"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for row in tab.rows:
+        values = [v for c in row.cells for v in _csv_cell(c)]
+        writer.writerow([row.label, *values, row.mean_accuracy, row.mean_tokens_per_question, row.benchmarks])
+    return buffer.getvalue()
+
+
+def _csv_cell(c: TableCell | None) -> list[Any]:
+    if c is None:
+        return [""] * len(CSV_FIELDS)
+    return [c.n, c.correct, c.accuracy, c.ci95[0], c.ci95[1], c.tokens_per_question, c.calls_per_question,
+            c.seconds_per_question, c.runs]
+
+
+def runs_markdown(results: Sequence[RunResult]) -> str:
+    """Every run directory that went into the table, for tracing a number back to its episodes."""
+    lines = [_md_line(["run", "label", "benchmark", "seed", "model", "n", "accuracy %", "state"]),
+             _md_line(["---"] * 5 + ["---:"] * 2 + ["---"])]
+    for r in results:
+        lines.append(_md_line([str(r.path), r.label, column_of(r), str(r.seed), f"{r.model} ({r.backend})",
+                               str(r.summary.n), f"{100 * r.summary.accuracy:.1f}",
+                               "partial (no summary.json)" if r.partial else "finished"]))
+    return "\n".join(lines) + "\n"
+
+
+# --- the report ---------------------------------------------------------------------------------------
+
+
+def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
+    """Write report.md, report.csv and the plots into ``out_dir``; return the files written.
+
+    DelibError when a path does not exist or neither a run nor a training directory is found."""
+    from deliberation import plots
+
+    paths = [Path(p) for p in paths]
+    run_dirs, train_dirs = discover(paths)
+    if not run_dirs and not train_dirs:
+        raise DelibError(f"no run or training directory found under {', '.join(map(str, paths))}; a run "
+                         "directory holds summary.json or episodes.jsonl, a training directory metrics.jsonl")
+    results = [load_run(p) for p in run_dirs]
+    tab = table(results) if results else None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    outcomes = plots.write_plots(tab, results, plots.load_training(train_dirs), out)
+    written = [out / "report.md"]
+    written[0].write_text(_report_text(tab, results, outcomes, train_dirs))
+    if tab is not None:
+        written.append(out / "report.csv")
+        written[1].write_text(to_csv(tab))
+    return written + [o.path for o in outcomes if o.path is not None]
+
+
+def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
+                 train_dirs: Sequence[Path]) -> str:
+    parts = ["# Deliberation report\n"]
+    if tab is not None:
+        parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
+    parts.append("## Plots\n")
+    parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
+    if results:
+        parts += ["## Runs\n", runs_markdown(results)]
+    if train_dirs:
+        parts += ["## Training directories\n", "".join(f"- {p}\n" for p in train_dirs)]
+    return "\n".join(parts)

@@ -1,0 +1,51 @@
+"""The ``delib train`` pipeline: rollouts -> (SFT) -> policy gradient -> checkpoint directory.
+
+Everything is validated (rollout feature version, empty files, hyper-parameters) before any file is
+written; outputs are staged and renamed by ``write_training_outputs``, so nothing is half-written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.rl.config import TrainConfig
+from deliberation.rl.rollout_files import load_decisions
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """What the CLI asks for: the algorithm, the data, an optional start policy, where to write."""
+
+    algo: str
+    rollouts: tuple[str, ...]
+    init: str | None
+    out: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+def run_training(req: TrainRequest) -> str:
+    """Train and write the outputs; returns a one-line summary for the terminal."""
+    import torch
+
+    from deliberation.policy.network import load_policy
+    from deliberation.rl.trainer import train_pg, train_sft, write_training_outputs
+
+    torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
+    cfg = TrainConfig(**{"algo": "softrankpo" if req.algo == "sft" else req.algo, **req.overrides})
+    decisions = load_decisions([Path(p) for p in req.rollouts])
+    if req.algo == "sft":
+        net, metrics = train_sft(decisions, cfg)
+    else:
+        init = load_policy(req.init, FEATURE_NAMES, FEATURE_VERSION).net if req.init else None
+        sft_metrics = []
+        if init is None:
+            init, sft_metrics = train_sft(decisions, cfg)
+        net, pg_metrics = train_pg(decisions, cfg, init=init, reference=init)
+        metrics = [*sft_metrics, *pg_metrics]
+    out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION)
+    last = metrics[-1]
+    return (f"{req.algo}: {len(decisions)} decisions, held-out decision accuracy {last.val_accuracy:.3f}, "
+            f"held-out reward {last.val_reward:.3f} -> {out}")

@@ -1,0 +1,119 @@
+"""HumanEval: code extraction, program assembly, execution of the canonical solutions, pass@k."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from deliberation.benchmarks import get, sandbox
+from deliberation.benchmarks.humaneval import HumanEval, extract, pass_at_k, program
+from deliberation.types import Example
+
+BODY = "    return number % 1.0\n"
+SIGNATURE = "def truncate_number(number: float) -> float:\n"
+FULL = SIGNATURE + BODY
+FENCED = f"Here is the solution:\n\n```python\n{FULL}```\n\nIt keeps the fractional part."
+USAGE = "```python\nprint(truncate_number(3.5))\n```"
+
+CASES = [
+    ("canonical body", BODY, True),
+    ("body in a fence", f"```python\n{BODY}```", True),
+    ("full function", FULL, True),
+    ("fenced full function with prose", FENCED, True),
+    ("py fence tag", f"```py\n{FULL}```", True),
+    ("unclosed fence (cut off)", f"```python\n{FULL}", True),
+    ("function block then a usage block", f"{FENCED}\n\nUsage:\n{USAGE}", True),
+    ("usage block then function block", f"{USAGE}\n\n{FENCED}", True),
+    ("helper import in body", "    import math\n    return number - math.floor(number)\n", True),
+    ("main guard is not run", f"```python\n{FULL}\nif __name__ == '__main__':\n    input()\n```", True),
+    ("wrong body", "    return number\n", False),
+    ("wrong full function", f"```python\n{SIGNATURE}    return 0.0\n```", False),
+    ("other function name", "```python\ndef helper(x):\n    return x % 1.0\n```", False),
+    ("syntax error", f"```python\n{SIGNATURE}    return number %\n```", False),
+    ("sys.exit(0) before the tests", "    import sys\n    sys.exit(0)\n", False),
+    ("exit at import time", "```python\nimport sys\nsys.exit(0)\n" + FULL + "```", False),
+    ("os._exit(0)", "    import os\n    os._exit(0)\n", False),
+    ("infinite loop", "    while True:\n        pass\n", False),
+    ("prose only", "The fractional part is what remains after removing the integer part.", False),
+    ("a lone word", "garbage", False),
+    ("empty", "", False),
+]
+
+
+@pytest.fixture(scope="module")
+def truncate(data_dir: Path) -> Example:
+    return get("humaneval").load("test", limit=3, data_dir=str(data_dir))[2]
+
+
+@pytest.mark.parametrize(("label", "text", "correct"), CASES, ids=[c[0] for c in CASES])
+def test_humaneval_scoring(label: str, text: str, correct: bool, truncate: Example) -> None:
+    bench = HumanEval()
+    bench.limits = sandbox.Limits(timeout_s=3.0)
+    assert truncate.meta["entry_point"] == "truncate_number"
+    assert bench.score(truncate, text) is correct, label
+
+
+def test_score_many_keeps_order_and_marks_missing_code_wrong(truncate: Example) -> None:
+    texts = [BODY, "no code here", "    return number\n", FENCED]
+    assert HumanEval().score_many([truncate] * 4, texts) == [True, False, False, True]
+    with pytest.raises(ValueError):
+        HumanEval().score_many([truncate], [])
+
+
+def test_every_canonical_solution_passes(data_dir: Path) -> None:
+    bench = get("humaneval")
+    examples = bench.load("test", data_dir=str(data_dir))
+    results = bench.score_many(examples, [ex.answer for ex in examples])
+    assert [ex.id for ex, ok in zip(examples, results) if not ok] == []
+
+
+def test_swapped_solutions_fail(data_dir: Path) -> None:
+    """The tests do check something: each problem given the next problem's canonical body fails."""
+    bench = get("humaneval")
+    examples = bench.load("test", limit=12, data_dir=str(data_dir))
+    assert not any(bench.score_many(examples, [ex.answer for ex in examples[1:] + examples[:1]]))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"```python\n{FULL}```", FULL),
+        (BODY, BODY),
+        ("no code at all.", None),
+        ("42", None),
+        ("", None),
+        (f"```python\nx = 1\n```\n```python\n{FULL}```\n```python\ny = 2\n```", FULL),
+    ],
+)
+def test_extract_returns_the_program(text: str, expected: str | None) -> None:
+    assert extract(text) == expected
+
+
+def test_extract_prefers_the_block_defining_the_entry_point() -> None:
+    text = f"```python\n{FULL}```\n```python\ndef check_it():\n    return truncate_number(1.5)\n```"
+    assert extract(text, "truncate_number") == FULL
+    assert get("humaneval").extract(text) != FULL  # without the example, the last defining block
+
+
+def test_program_continues_a_body_and_replaces_a_stub(truncate: Example) -> None:
+    as_body = program(truncate, BODY)
+    assert as_body.startswith(truncate.question + BODY) and as_body.endswith("check(truncate_number)\n")
+    as_function = program(truncate, FULL)
+    assert as_function.count("def truncate_number") == 2 and truncate.meta["test"] in as_function
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(10, 0, 1), (10, 3, 1), (10, 3, 5), (10, 8, 5), (200, 13, 10), (5, 5, 5)])
+def test_pass_at_k_matches_the_combinatorial_formula(n: int, c: int, k: int) -> None:
+    expected = 1.0 - math.comb(n - c, k) / math.comb(n, k)
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+
+
+def test_pass_at_k_edges() -> None:
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    assert pass_at_k(10, 0, 10) == 0.0
+    assert pass_at_k(10, 1, 10) == 1.0
+    for bad in [(10, 11, 1), (10, 3, 0), (10, 3, 11), (10, -1, 1)]:
+        with pytest.raises(ValueError):
+            pass_at_k(*bad)

@@ -1,0 +1,125 @@
+"""MATH answer checking with math-verify: extraction, LaTeX equivalence, answer keys, thread safety."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from deliberation.benchmarks import get
+from deliberation.benchmarks.math import MATH, answer_key, extract, gold_from_solution
+from deliberation.errors import DelibError
+from deliberation.types import Example
+
+CASES = [
+    ("\\frac{1}{2}", "\\boxed{0.5}", True),
+    ("\\frac{1}{2}", "\\boxed{\\dfrac12}", True),
+    ("\\frac{1}{2}", "\\boxed{\\frac{1}{3}}", False),
+    ("\\left( 3, \\frac{\\pi}{2} \\right)", "\\boxed{(3, \\frac{\\pi}{2})}", True),
+    ("\\left( 3, \\frac{\\pi}{2} \\right)", "\\boxed{(3, \\pi)}", False),
+    ("\\left( 3, \\frac{\\pi}{2} \\right)", "The final answer is $(3,\\pi/2)$. I hope it is correct.", True),
+    ("\\text{(C)}", "\\boxed{\\text{(C)}}", True),
+    ("30^\\circ", "\\boxed{30}", True),
+    ("2\\sqrt{2}", "\\boxed{\\sqrt{8}}", True),
+    ("2\\sqrt{2}", "\\boxed{2\\sqrt{3}}", False),
+    ("p - q", "Final Answer: $-q + p$", True),
+    ("10\\%", "\\boxed{10}", True),
+    ("[-2, 7]", "\\boxed{[-2,7]}", True),
+    ("x^2 + 1", "\\boxed{1 + x^{2}}", True),
+    ("\\text{Evelyn}", "So the fastest is \\boxed{\\text{Evelyn}}.", True),
+    ("3", "\\boxed{\\sqrt{9}}", True),
+    ("5", "\\boxed{4}, wait, no: \\boxed{5}", True),
+    ("4", "\\boxed{4}, wait, no: \\boxed{5}", False),
+    ("\\frac{\\sqrt{3}}{2}", "```python\nprint(sqrt(3)/2)\n```\n```output\nsqrt(3)/2\n```", True),
+    ("\\frac{\\pi}{2}", "```python\nprint(pi/2)\n```\n```output\npi/2\n```", True),
+    ("16", "```python\nprint(2**4)\n```", False),  # code without output states no answer
+    ("5", "", False),
+    ("5", "I am not sure how to solve this problem.", False),
+    ("5", "\\boxed{}", False),
+]
+
+
+@pytest.mark.parametrize(("gold", "text", "correct"), CASES)
+def test_math_scoring(gold: str, text: str, correct: bool) -> None:
+    assert get("math").score(Example(id="t", question="q", answer=gold), text) is correct
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("so $\\boxed{\\frac{a}{b}}$.", "\\frac{a}{b}"),
+        ("The final answer is $\\frac{1}{2}$. I hope it is correct.", "\\frac{1}{2}"),
+        ("The answer is: 12.", "12"),
+        ("Final Answer:\n\n\\[ x = 4 \\]", "x = 4"),
+        ("```output\n(1, 2)\n```", "(1, 2)"),
+        ("```python\nx = 2**10\n```\n```output\n2**10\n```", "2^10"),
+        ("nothing here", None),
+        ("", None),
+    ],
+)
+def test_math_extract(text: str, expected: str | None) -> None:
+    assert extract(text) == expected
+
+
+def test_answer_key_normalizes_latex_lightly() -> None:
+    assert answer_key("\\dfrac{1}{2}") == answer_key("0.5") == answer_key("\\frac12") == "0.5"
+    assert answer_key("\\left( 3, \\frac{\\pi}{2} \\right)") == answer_key("(3,\\frac{\\pi}{2})")
+    assert answer_key("30^\\circ") == answer_key("30")
+    assert answer_key("\\text{Evelyn}") == "Evelyn"
+    assert answer_key("10x") != answer_key("10")
+    assert answer_key("\\sqrt{2}") != answer_key("2")
+
+
+def test_gold_comes_from_the_last_box() -> None:
+    assert gold_from_solution("first \\boxed{1}, finally \\boxed{\\frac{3}{4}}.", "f:1") == "\\frac{3}{4}"
+    with pytest.raises(DelibError, match="f:1"):
+        gold_from_solution("no box", "f:1")
+
+
+def test_every_gold_answer_scores_correct(data_dir: Path) -> None:
+    bench = get("math")
+    examples = bench.load("test", data_dir=str(data_dir))
+    wrong = [ex.id for ex in examples if not bench.score(ex, f"The final answer is $\\boxed{{{ex.answer}}}$.")]
+    assert wrong == []
+
+
+def test_perturbed_gold_answers_score_wrong(data_dir: Path) -> None:
+    """Equivalence is not everything-matches: "gold + 1" must not be accepted for any MATH-500 problem."""
+    bench = get("math")
+    examples = bench.load("test", data_dir=str(data_dir))
+    accepted = [ex.id for ex in examples if bench.score(ex, f"\\boxed{{{ex.answer} + 1}}")]
+    assert accepted == []
+
+
+def test_scoring_from_threads_matches_the_main_thread() -> None:
+    """Off the main thread math-verify cannot use its SIGALRM limits; the worker process must give the same
+    verdicts (cases where the light normalization alone cannot decide)."""
+    cases = [(g, t) for g, t, _ in CASES if "boxed" in t][:12]
+    bench = MATH()
+    try:
+        expected = [bench.score(Example(id="t", question="q", answer=g), t) for g, t in cases]
+        seen_threads = set()
+
+        def score(case: tuple[str, str]) -> bool:
+            seen_threads.add(threading.current_thread() is threading.main_thread())
+            return bench.score(Example(id="t", question="q", answer=case[0]), case[1])
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            assert list(pool.map(score, cases)) == expected
+        assert seen_threads == {False}
+        assert expected == [c for g, t, c in CASES if "boxed" in t][:12]
+    finally:
+        bench.close()
+
+
+def test_main_thread_scoring_keeps_an_outer_alarm_running() -> None:
+    """math-verify cancels SIGALRM after each call; a timer set by someone else (pytest-timeout) survives."""
+    previous = signal.setitimer(signal.ITIMER_REAL, 1000.0)
+    try:
+        assert get("math").score(Example(id="t", question="q", answer="2\\sqrt{2}"), "\\boxed{\\sqrt{8}}")
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, *previous)

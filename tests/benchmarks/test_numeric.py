@@ -1,0 +1,162 @@
+"""Numeric answer checking: the shared parser and the GSM8K, AMC23 and AIME24 scorers."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from deliberation.benchmarks import get, numeric
+from deliberation.types import Example
+
+CODE_THEN_OUTPUT = "```python\neggs = 16 - 3 - 4\nprint(eggs * 2)\n```\n```output\n18\n```\nSo she makes that much."
+CODE_ONLY = "```python\neggs = 16 - 3 - 4\nprint(round(eggs * 2, 2))\n```"
+
+GSM8K_CASES = [
+    ("18", "The final answer is $\\boxed{18}$.", True),
+    ("18", "She makes $18.00 every day.", True),
+    ("18", "She makes 18 dollars.", True),
+    ("18", "Janet sells 16 - 3 - 4 = 9 eggs, and 9 * 2 = 18", True),
+    ("1000", "Answer: 1,000", True),
+    ("70000", "The profit is $70,000.", True),
+    ("18", "#### 18", True),
+    ("18", "First I got \\boxed{5}, but rechecking: \\boxed{18}", True),
+    ("5", "First I got \\boxed{5}, but rechecking: \\boxed{18}", False),
+    ("18", "\\boxed{\\$18.00}", True),
+    ("18", "\\boxed{18 \\text{ dollars}}", True),
+    ("18", "\\boxed{2 \\times 9 = 18}", True),
+    ("18", "The answer is 18 because 9 * 2 = 18.", True),
+    ("18", "The answer is 17.", False),
+    ("18", "**Final Answer:** 18", True),
+    ("0.5", "\\boxed{\\frac{1}{2}}", True),
+    ("0.5", "The answer is 1/2.", True),
+    ("0.5", "\\boxed{\\dfrac12}", True),
+    ("-3", "So x = -3", True),
+    ("2", "The range is 3-5, so 5-3 = 2", True),
+    ("18", CODE_THEN_OUTPUT, True),
+    ("18", CODE_ONLY, False),  # code without its output states no answer
+    ("18", "", False),
+    ("18", "I cannot solve this.", False),
+    ("18", "\\boxed{}", False),
+    ("18", "\\boxed{\\text{eighteen}} but 18 in digits", False),  # a box without a number is unparseable
+    ("18", "\\boxed{18", True),  # an unclosed box is ignored; the last number counts
+    ("100", "That is 100%.", True),
+]
+
+
+@pytest.mark.parametrize(("gold", "text", "correct"), GSM8K_CASES)
+def test_gsm8k_scoring(gold: str, text: str, correct: bool) -> None:
+    assert get("gsm8k").score(Example(id="t", question="q", answer=gold), text) is correct
+
+
+AMC_CASES = [
+    ("27", "\\boxed{27}", True),
+    ("27", "\\boxed{27.0}", True),
+    ("27", "\\boxed{28}", False),
+    ("-1", "\\boxed{-1}", True),
+    ("-1", "The answer is $-1$.", True),
+    ("-1", "\\boxed{1}", False),
+    ("1625", "\\boxed{1,625}", True),
+    ("36", "Thus $x+y = 36$.", True),
+    ("36", "Thus $x+y = 36$. Also $x = 27$ and $y = 9$.", False),  # the last number is the answer
+    ("45", "The angle is $45^\\circ$.", True),
+    ("45", "\\boxed{45^{\\circ}}", True),
+    ("3", "Final answer: \\(3\\)", True),
+    ("3", "final answer is $\\frac{6}{2}$", True),
+    ("5", "", False),
+    ("5", "no idea", False),
+    ("5", "\\boxed{4}\n\\boxed{5}", True),
+    ("4", "\\boxed{4}\n\\boxed{5}", False),
+]
+
+
+@pytest.mark.parametrize(("gold", "text", "correct"), AMC_CASES)
+def test_amc_scoring(gold: str, text: str, correct: bool) -> None:
+    assert get("amc23").score(Example(id="t", question="q", answer=gold), text) is correct
+
+
+AIME_CASES = [
+    ("25", "\\boxed{025}", True),
+    ("25", "\\boxed{25}", True),
+    ("25", "The answer is 025.", True),
+    ("25", "\\boxed{25.0}", True),
+    ("25", "\\boxed{26}", False),
+    ("204", "So the walk takes $\\boxed{204}$ minutes.", True),
+    ("0", "\\boxed{000}", True),
+    ("0", "\\boxed{0}", True),
+    ("999", "\\boxed{999}", True),
+    ("1", "\\boxed{1001}", False),  # out of 0-999: unparseable
+    ("25", "\\boxed{25.5}", False),
+    ("25", "\\boxed{-25}", False),
+    ("25", "", False),
+    ("25", "garbage", False),
+    ("25", "\\boxed{5} no, \\boxed{25}", True),
+    ("5", "\\boxed{5} no, \\boxed{25}", False),
+    ("73", "```python\nprint(73)\n```\n```output\n73\n```", True),
+]
+
+
+@pytest.mark.parametrize(("gold", "text", "correct"), AIME_CASES)
+def test_aime_scoring(gold: str, text: str, correct: bool) -> None:
+    assert get("aime24").score(Example(id="t", question="q", answer=gold), text) is correct
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("\\boxed{025}", "25"), ("\\boxed{1000}", None), ("\\boxed{7.5}", None), ("", None), ("Answer: 7", "7")],
+)
+def test_aime_extract(text: str, expected: str | None) -> None:
+    assert get("aime24").extract(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("\\boxed{18.00}", "18"),
+        ("$1,000", "1000"),
+        ("\\frac{1}{2}", "0.5"),
+        ("1/3", "1/3"),
+        ("-0.250", "-0.25"),
+        ("no number", None),
+        ("", None),
+    ],
+)
+def test_extract_is_canonical(text: str, expected: str | None) -> None:
+    assert get("gsm8k").extract(text) == expected
+
+
+@pytest.mark.parametrize(("a", "b"), [("18.00", "18"), ("$18", "18"), ("1,000", "1000"), ("0.5", "1/2"), ("50%", "50")])
+def test_answer_key_groups_equal_numbers(a: str, b: str) -> None:
+    for name in ("gsm8k", "amc23"):
+        assert get(name).answer_key(a) == get(name).answer_key(b)
+    assert get("gsm8k").answer_key("18") != get("gsm8k").answer_key("19")
+    assert get("aime24").answer_key("025") == get("aime24").answer_key("25") == "25"
+
+
+def test_boxed_contents_match_nested_braces() -> None:
+    text = "\\boxed{\\frac{1}{2}} and \\fbox{x^{2}} then \\boxed{{a}{b}}"
+    assert numeric.boxed_contents(text) == ["\\frac{1}{2}", "x^{2}", "{a}{b}"]
+    assert numeric.last_boxed("no box") is None
+
+
+def test_parse_exact_rejects_words_and_division_by_zero() -> None:
+    assert numeric.parse_exact("18 dollars.") == 18
+    assert numeric.parse_exact("3/0") is None
+    assert numeric.parse_exact("x + 1") is None
+    assert numeric.parse_exact("1 2") is None
+    assert numeric.parse_exact("a" * 5000 + "!") is None  # no catastrophic backtracking
+
+
+def test_canonical_spelling() -> None:
+    assert [numeric.canonical(Fraction(n, d)) for n, d in [(18, 1), (1, 2), (1, 3), (-5, 4)]] == ["18", "0.5", "1/3", "-1.25"]
+
+
+@pytest.mark.parametrize("name", ["gsm8k", "aime24", "amc23"])
+def test_every_gold_answer_scores_correct(name: str, data_dir: Path) -> None:
+    bench = get(name)
+    examples = bench.load("test", data_dir=str(data_dir))
+    wrong = [ex.id for ex in examples if not bench.score(ex, f"The final answer is $\\boxed{{{ex.answer}}}$.")]
+    assert wrong == []
+    off_by_one = [ex for ex in examples if bench.score(ex, f"\\boxed{{{int(ex.answer) + 1}}}")]
+    assert off_by_one == []

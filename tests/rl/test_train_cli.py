@@ -1,0 +1,50 @@
+"""`delib collect` then `delib train` end to end on the scripted backend; bad input refused cleanly."""
+
+import json
+
+import pytest
+
+from deliberation.cli import main
+
+
+@pytest.fixture(scope="module")
+def rollouts(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rollouts")
+    assert main(["collect", "--benchmark", "gsm8k", "--split", "train", "--limit", "40", "--samples", "4",
+                 "--backend", "scripted", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
+    sft = tmp_path / "sft"
+    assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(sft), "--epochs", "3"]) == 0
+    assert {p.name for p in sft.iterdir()} == {"policy.pt", "config.json", "metrics.jsonl"}
+    srpo = tmp_path / "srpo"
+    assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"),
+                 "--out", str(srpo), "--epochs", "2", "--reward-scale", "10"]) == 0
+    rows = [json.loads(x) for x in (srpo / "metrics.jsonl").read_text().splitlines()]
+    assert rows and all(set(r) >= {"loss", "kl", "entropy", "mean_advantage", "val_accuracy"} for r in rows)
+    assert "held-out decision accuracy" in capsys.readouterr().out
+    # the trained policy runs as mpdf's policy
+    run = tmp_path / "run"
+    assert main(["run", "--method", "mpdf", "--policy", str(srpo / "policy.pt"), "--backend", "scripted",
+                 "--limit", "5", "--out", str(run), "--quiet"]) == 0
+    assert json.loads((run / "config.json").read_text())["policy_used"] == str(srpo / "policy.pt")
+
+
+@pytest.mark.parametrize("flags, message", [(["--group-size", "1"], "group_size"), (["--lr", "-1"], "lr")])
+def test_bad_hyperparameters(tmp_path, rollouts, capsys, flags, message):
+    out = tmp_path / "bad"
+    assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_empty_and_foreign_rollouts(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    assert main(["collect", "--limit", "0", "--split", "train", "--backend", "scripted", "--out", str(empty),
+                 "--quiet"]) == 0
+    assert main(["train", "--algo", "sft", "--rollouts", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["train", "--algo", "sft", "--rollouts", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "manifest" in capsys.readouterr().err and not (tmp_path / "o").exists()
