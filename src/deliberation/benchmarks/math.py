@@ -95,12 +95,11 @@ SOURCES = {
 
 
 def _after_marker(text: str) -> str | None:
+    """What follows the last "final answer is": the math span it opens with, else its sentence."""
     markers = list(_MARKER.finditer(text))
-    lines = [ln for ln in text[markers[-1].end() :].splitlines() if ln.strip()] if markers else []
-    if not lines:
-        return None
-    found = _INLINE_MATH.search(lines[0])
-    span = next(g for g in found.groups() if g is not None) if found else lines[0]
+    tail = text[markers[-1].end() :].lstrip() if markers else ""
+    found = _INLINE_MATH.match(tail)
+    span = next(g for g in found.groups() if g is not None) if found else tail.split("\n", 1)[0].split(". ", 1)[0]
     return span.strip().rstrip(".").strip() or None
 
 

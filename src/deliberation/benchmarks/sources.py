@@ -64,6 +64,7 @@ class Row:
 
 
 Convert = Callable[[Row], Example]
+_OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def _from_hub(sources: SplitSources, limit: int | None, _: str | None) -> tuple[
     if hub is None:
         return None, "Hugging Face hub (no known dataset for this split)"
     where = f"Hugging Face hub {hub.dataset}"
-    if any(os.environ.get(var, "0") not in ("", "0") for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")):
+    if any(os.environ.get(var, "").lower() in ("1", "true", "yes", "on") for var in _OFFLINE_VARS):
         return None, f"{where} (offline mode is set)"
     try:
         import datasets

@@ -84,15 +84,15 @@ def request_seed(seed: int, example_id: str, agent: int, round_: int) -> int:
     return (int.from_bytes(digest[:4], "big") % (1 << 26)) * 16 + agent % 16
 
 
-def answer_key(bench: Benchmark, text: str) -> str | None:
+def answer_key(ctx: Context, text: str) -> str | None:
     """Canonical answer of a response (None when unparseable)."""
-    answer = bench.extract(text)
-    return None if answer is None else bench.answer_key(answer)
+    answer = ctx.bench.extract_for(ctx.example, text)
+    return None if answer is None else ctx.bench.answer_key(answer)
 
 
 def record_of(ctx: Context, completion: Completion, changed: bool) -> AgentRecord:
     """Turn a completion into an agent record (confidence filled in later)."""
-    return AgentRecord(completion.text, answer_key(ctx.bench, completion.text), None,
+    return AgentRecord(completion.text, answer_key(ctx, completion.text), None,
                        completion.completion_tokens, completion.finish_reason == "length", changed)
 
 
@@ -154,7 +154,7 @@ def apply_actions(ctx: Context, records: list[AgentRecord], actions: Sequence[Ac
     spent: list[list[Completion]] = [[] for _ in records]
     new = [replace(r, changed=False) for r in records]
     for i, out in zip(refiners, outs):
-        new[i] = record_of(ctx, out, changed=answer_key(ctx.bench, out.text) != records[i].key or out.text != records[i].text)
+        new[i] = record_of(ctx, out, changed=answer_key(ctx, out.text) != records[i].key or out.text != records[i].text)
         spent[i].append(out)
     for i, a in enumerate(actions):
         target = concede_target(records, i) if a is Action.CONCEDE else None

@@ -1,0 +1,344 @@
+"""Experiment grids from a TOML file: each (benchmark, seed, method label) cell is one resumable run directory.
+
+A config (see ``experiments/table1.toml``) names methods, benchmarks, seeds, per-benchmark split and
+limit, the backend and the engine settings, plus optional ``[[variants]]``: a method under its own label
+with overrides (an mpdf policy file, engine settings). ``load_experiment`` checks everything that can be
+checked without running (keys, names, types, splits, backend options) and raises a one-line DelibError
+before any file is written; a policy file is checked when its cell runs (``runner.validate``).
+
+All cells share one backend and one response cache, ``<out>/responses.sqlite``. The engine derives
+round-0 requests identically for every method with the same seed, so the first method of a benchmark pays
+for the independent answers and every later method is served them from the cache; cells therefore run
+benchmark-major. Each cell is a run directory ``<out>/<benchmark>/<label>-s<seed>`` that
+``runner.execute`` resumes, so rerunning the same command only does the work that is missing. A cell that
+fails (e.g. a policy file not trained yet) does not stop the others; the failures are raised together at
+the end, after the report (``report.write_report``) is written to ``<out>/report/``. With ``workers`` > 1
+each cell's examples are spread over Ray actors (``deliberation.distributed``); they share the cache file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, NoReturn, Sequence
+
+from deliberation import benchmarks
+from deliberation.backends import BACKENDS, backend_class, make_backend
+from deliberation.backends.base import Backend
+from deliberation.config import EngineConfig
+from deliberation.errors import DelibError
+from deliberation.methods import METHODS
+from deliberation.report import CELL, write_report
+from deliberation.runner import RunSpec, execute, validate
+from deliberation.runs import Summary, write_json_atomic
+
+TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
+            "variants")
+ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
+VARIANT_KEYS = ("label", "method", "policy", *ENGINE_TYPES)
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # labels name directories
+CACHE_FILE = "responses.sqlite"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A row of the experiment's table: a method under a label, with its policy and engine settings."""
+
+    label: str
+    method: str
+    policy: str | None
+    engine: EngineConfig
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A parsed, validated experiment file."""
+
+    name: str
+    out: str
+    arms: tuple[Arm, ...]
+    """The plain methods (labelled by name) followed by the variants."""
+    benchmarks: tuple[str, ...]
+    seeds: tuple[int, ...]
+    splits: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, int | None] = field(default_factory=dict)
+    backend: str = "llamacpp"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    data_dir: str | None = None
+    source: str = ""
+    """The file it was read from (for messages and the runs' recorded command)."""
+
+    @property
+    def cache(self) -> Path:
+        return Path(self.out) / CACHE_FILE
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid."""
+
+    label: str
+    method: str
+    benchmark: str
+    seed: int
+    spec: RunSpec
+    out: Path
+
+
+# --- parsing ------------------------------------------------------------------------------------------
+
+
+def load_experiment(path: str | os.PathLike) -> ExperimentConfig:
+    """Read and validate an experiment TOML file; nothing is written."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as err:
+        raise DelibError(f"cannot read experiment file {path}: {err.strerror or err}") from err
+    except tomllib.TOMLDecodeError as err:
+        raise DelibError(f"{path} is not valid TOML: {err}") from err
+    return parse_experiment(raw, str(path))
+
+
+def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> ExperimentConfig:
+    """Validate the TOML table ``raw`` (``source`` names it in messages)."""
+    _known(raw, TOP_KEYS, "top-level key", source)
+    name = _label(_get(raw, "name", str, source), "name", source)
+    names = _names(raw, "benchmarks", sorted(benchmarks.BENCHMARKS), source, required=True)
+    engine = _engine(_get(raw, "engine", dict, source, {}), EngineConfig(), "[engine]", source)
+    arms = tuple(Arm(m, m, None, engine) for m in _names(raw, "methods", list(METHODS), source))
+    arms += tuple(_variant(v, engine, i, source) for i, v in enumerate(_get(raw, "variants", list, source, [])))
+    _check_arms(arms, source)
+    backend, options = _backend(_get(raw, "backend", dict, source, {}), source)
+    return ExperimentConfig(name, _get(raw, "out", str, source, f"runs/{name}"), arms, names, _seeds(raw, source),
+                            _splits(raw.get("split", "test"), names, source),
+                            _limits(raw.get("limit"), names, source), backend, options,
+                            _get(raw, "data_dir", str, source, None), source)
+
+
+def _fail(source: str, message: str) -> NoReturn:
+    raise DelibError(f"{source}: {message}")
+
+
+def _known(table: Mapping[str, Any], valid: Sequence[str], what: str, source: str, hint: str = "") -> None:
+    unknown = [k for k in table if k not in valid]
+    if unknown:
+        _fail(source, f"unknown {what} {unknown[0]!r}; valid: {', '.join(valid)}{hint}")
+
+
+def _get(table: Mapping[str, Any], key: str, kind: type, source: str, default: Any = ..., where: str = "") -> Any:
+    """``table[key]`` checked to be a ``kind`` (int passes as float, bool never passes as a number)."""
+    if key not in table:
+        if default is ...:
+            _fail(source, f"missing {where}{key!r}")
+        return default
+    value = table[key]
+    if not _is(value, kind):
+        _fail(source, f"{where}{key!r} must be {kind.__name__}, got {value!r}")
+    return float(value) if kind is float else value
+
+
+def _is(value: Any, kind: type) -> bool:
+    if isinstance(value, bool):  # bool is an int in Python, but `agents = true` is a mistake
+        return kind is bool
+    return isinstance(value, (int, float) if kind is float else kind)
+
+
+def _label(value: str, what: str, source: str) -> str:
+    if not LABEL.fullmatch(value):
+        _fail(source, f"{what} {value!r} must be letters, digits, '.', '_', '+' or '-' (it names a directory)")
+    return value
+
+
+def _names(raw: Mapping[str, Any], key: str, valid: Sequence[str], source: str, required: bool = False) -> tuple[str, ...]:
+    """A list of registry names, each checked against ``valid``."""
+    values = _get(raw, key, list, source, ... if required else [])
+    if required and not values:
+        _fail(source, f"{key!r} is empty; choose from: {', '.join(valid)}")
+    for v in values:
+        if v not in valid:
+            _fail(source, f"unknown {key[:-1]} {v!r} in {key}; choose from: {', '.join(valid)}")
+    if len(set(values)) != len(values):
+        _fail(source, f"{key!r} lists a name twice: {values}")
+    return tuple(values)
+
+
+def _engine(table: Mapping[str, Any], base: EngineConfig, where: str, source: str) -> EngineConfig:
+    """``base`` with the engine settings of ``table`` (run seeds come from the top-level ``seeds``)."""
+    _known(table, tuple(ENGINE_TYPES), f"key in {where}", source, " (run seeds go in the top-level seeds list)")
+    values = {k: _get(table, k, ENGINE_TYPES[k], source, where=f"{where} ") for k in table}
+    try:
+        return replace(base, **values)
+    except DelibError as err:
+        _fail(source, f"{where}: {err}")
+
+
+def _variant(table: Any, base: EngineConfig, index: int, source: str) -> Arm:
+    where = f"[[variants]] #{index + 1}"
+    if not isinstance(table, dict):
+        _fail(source, f"{where} must be a table with label and method")
+    _known(table, VARIANT_KEYS, f"key in {where}", source)
+    label = _label(_get(table, "label", str, source, where=f"{where} "), "label", source)
+    method = _get(table, "method", str, source, where=f"{where} ")
+    if method not in METHODS:
+        _fail(source, f"unknown method {method!r} in {where}; choose from: {', '.join(METHODS)}")
+    policy = _get(table, "policy", str, source, None, where=f"{where} ")
+    if policy is not None and method != "mpdf":
+        _fail(source, f"{where} ({label}): policy applies to method mpdf only, not {method!r}")
+    engine = _engine({k: v for k, v in table.items() if k in ENGINE_TYPES}, base, where, source)
+    return Arm(label, method, policy, engine)
+
+
+def _check_arms(arms: Sequence[Arm], source: str) -> None:
+    if not arms:
+        _fail(source, "no methods and no variants: list methods = [...] or add [[variants]]")
+    labels = [a.label for a in arms]
+    twice = next((x for x in labels if labels.count(x) > 1), None)
+    if twice:
+        _fail(source, f"label {twice!r} is used twice (a variant's label must differ from the methods')")
+
+
+def _seeds(raw: Mapping[str, Any], source: str) -> tuple[int, ...]:
+    seeds = _get(raw, "seeds", list, source, [0])
+    if not seeds or not all(_is(s, int) for s in seeds) or len(set(seeds)) < len(seeds):
+        _fail(source, f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
+    return tuple(seeds)
+
+
+def _splits(value: Any, names: Sequence[str], source: str) -> dict[str, str]:
+    """One split for all benchmarks, or a [split] table of per-benchmark overrides of 'test'."""
+    if isinstance(value, dict):
+        _known(value, names, "benchmark in [split]", source)
+        splits = {b: _get(value, b, str, source, "test", where="[split] ") for b in names}
+    elif isinstance(value, str):
+        splits = {b: value for b in names}
+    else:
+        _fail(source, f"split must be a string or a table benchmark = split, got {value!r}")
+    for b, split in splits.items():
+        have = benchmarks.get(b).splits
+        if split not in have:
+            _fail(source, f"benchmark {b} has no split {split!r}; it has: {', '.join(have)} (use a [split] table)")
+    return splits
+
+
+def _limits(value: Any, names: Sequence[str], source: str) -> dict[str, int | None]:
+    """No limit, one limit for all, or a [limit] table that must name every benchmark (a forgotten one
+    would silently run the whole set)."""
+    if value is None:
+        return {b: None for b in names}
+    if isinstance(value, dict):
+        _known(value, names, "benchmark in [limit]", source)
+        missing = [b for b in names if b not in value]
+        if missing:
+            _fail(source, f"[limit] has no entry for {', '.join(missing)}; give every benchmark a limit")
+        limits = {b: _get(value, b, int, source, where="[limit] ") for b in names}
+    else:
+        limits = {b: _get({"limit": value}, "limit", int, source) for b in names}
+    if any(n < 1 for n in limits.values()):
+        _fail(source, f"limits must be at least 1, got {limits}")
+    return limits
+
+
+def _backend(table: Mapping[str, Any], source: str) -> tuple[str, dict[str, Any]]:
+    """The backend name and its options, checked against the backend class's constructor."""
+    name = _get(table, "name", str, source, "llamacpp", where="[backend] ")
+    if name not in BACKENDS:
+        _fail(source, f"unknown backend {name!r} in [backend]; choose from: {', '.join(sorted(BACKENDS))}")
+    options = {k: v for k, v in table.items() if k != "name"}
+    params = inspect.signature(backend_class(name)).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        _known(options, ("name", *params), f"option of backend {name} in [backend]", source)
+    return name, options
+
+
+# --- planning and running -----------------------------------------------------------------------------
+
+
+def plan(cfg: ExperimentConfig) -> list[Cell]:
+    """Every cell, benchmark-major then seed then label, so each benchmark's round-0 answers are generated
+    once (by its first method) and served from the cache to the rest."""
+    return [_cell(cfg, arm, bench, seed) for bench in cfg.benchmarks for seed in cfg.seeds for arm in cfg.arms]
+
+
+def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
+    spec = RunSpec(method=arm.method, benchmark=bench, split=cfg.splits[bench], limit=cfg.limits[bench],
+                   backend=cfg.backend, backend_options=dict(cfg.backend_options), cache=str(cfg.cache),
+                   engine=replace(arm.engine, seed=seed), policy=arm.policy, data_dir=cfg.data_dir,
+                   command=f"delib experiment {cfg.source}")
+    return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / bench / f"{arm.label}-s{seed}")
+
+
+def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backend | None = None, workers: int = 1,
+                   ray_address: str | None = None, notify: Callable[[str], None] | None = None) -> list[Summary]:
+    """Run (or resume) every cell in plan order, write ``<out>/report/``, return the summaries.
+
+    One process (``workers`` 1): every cell uses one backend, ``backend`` if given (the caller closes it),
+    else ``cfg.backend`` wrapped in the cache ``<out>/responses.sqlite``. ``workers`` > 1: each cell's
+    examples are spread over that many Ray actors (``distributed.execute_distributed``, ``ray_address`` as
+    in ``delib run``), each building its backend from the spec with the same cache file, so round-0
+    answers are still shared across cells. ``notify`` receives a line as each cell starts. Cells that fail
+    are raised together, as one DelibError, after the others ran and the report is written."""
+    if workers < 1:
+        raise DelibError(f"workers must be at least 1 (got {workers})")
+    if workers > 1 and backend is not None:
+        raise DelibError("a backend object cannot be shared with Ray workers; pass workers=1 or no backend")
+    cells = plan(cfg)
+    shared = None if workers > 1 else backend or make_backend(cfg.backend, cache=str(cfg.cache), **cfg.backend_options)
+    run = _distributed(workers, ray_address) if shared is None else _local(shared)
+    try:
+        outcomes = [_run_cell(c, run, progress, f"[{i + 1}/{len(cells)}]", notify) for i, c in enumerate(cells)]
+    finally:
+        if backend is None and shared is not None:
+            shared.close()
+    return _finish(cfg, cells, outcomes)
+
+
+CellRunner = Callable[[RunSpec, str, bool], Summary]
+
+
+def _local(backend: Backend) -> CellRunner:
+    return lambda spec, out, progress: execute(spec, out, progress=progress, backend=backend)
+
+
+def _distributed(workers: int, ray_address: str | None) -> CellRunner:
+    from deliberation.distributed import execute_distributed
+
+    return lambda spec, out, progress: execute_distributed(spec, out, workers, ray_address, progress=progress)
+
+
+def _run_cell(cell: Cell, run: CellRunner, progress: bool, tag: str,
+              notify: Callable[[str], None] | None) -> Summary | str:
+    """Run one cell -> its summary, or its error message. Its directory gets ``cell.json`` (the label the
+    report shows) once the spec is known to be valid."""
+    if notify is not None:
+        notify(f"{tag} {cell.label} on {cell.benchmark}/{cell.spec.split} seed {cell.seed} -> {cell.out}")
+    try:
+        validate(cell.spec)
+        cell.out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(cell.out / CELL, {"label": cell.label, "method": cell.method, "seed": cell.seed})
+        return run(cell.spec, str(cell.out), progress)
+    except DelibError as err:
+        return str(err)
+
+
+def _finish(cfg: ExperimentConfig, cells: Sequence[Cell], outcomes: Sequence[Summary | str]) -> list[Summary]:
+    """Write the report over the cells that ran; raise the failures, if any, as one line (cells that
+    failed for the same reason listed under it once)."""
+    done = [c.out for c, o in zip(cells, outcomes) if isinstance(o, Summary)]
+    by_error: dict[str, list[str]] = {}
+    for cell, outcome in zip(cells, outcomes):
+        if isinstance(outcome, str):
+            by_error.setdefault(outcome, []).append(f"{cell.label}/{cell.benchmark}/s{cell.seed}")
+    if done:
+        write_report(done, Path(cfg.out) / "report")
+    if by_error:
+        failed = sum(map(len, by_error.values()))
+        where = f"report of the rest in {Path(cfg.out) / 'report'}" if done else "no cell ran"
+        reasons = "; ".join(f"{', '.join(names)}: {error}" for error, names in by_error.items())
+        raise DelibError(f"{failed} of {len(cells)} cells failed ({where}); fix and rerun to resume. {reasons}")
+    return [o for o in outcomes if isinstance(o, Summary)]

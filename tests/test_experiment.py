@@ -1,0 +1,159 @@
+"""Experiment grids: parse and validate TOML, run a grid with a shared cache, resume, fail per cell."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from deliberation.backends import make_backend
+from deliberation.backends.cache import CachedBackend
+from deliberation.errors import DelibError
+from deliberation.experiment import load_experiment, plan, run_experiment
+from deliberation.runs import RunDir
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+GRID = """
+name = "grid"
+out = "{out}"
+methods = ["self-consistency", "debate"]
+benchmarks = ["gsm8k"]
+limit = 3
+[backend]
+name = "scripted"
+benchmark = "gsm8k"
+"""
+
+
+@pytest.fixture(autouse=True)
+def data_dir(monkeypatch):
+    if not os.environ.get("DELIB_DATA_DIR"):
+        monkeypatch.setenv("DELIB_DATA_DIR", str(DATA))
+
+
+def write_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "exp.toml"
+    path.write_text(text.replace("{out}", (tmp_path / "out").as_posix()))
+    return path
+
+
+def scripted_with_cache(cfg):
+    """The scripted backend (its ``calls`` counts the requests that reach it) behind the grid's cache."""
+    inner = make_backend("scripted", benchmark="gsm8k")
+    return inner, CachedBackend(inner, cfg.cache)
+
+
+def test_grid_runs_shares_the_cache_and_resumes(tmp_path):
+    cfg = load_experiment(write_config(tmp_path, GRID))
+    inner, backend = scripted_with_cache(cfg)
+    sc, debate = run_experiment(cfg, progress=False, backend=backend)
+    out = tmp_path / "out"
+    for label in ("self-consistency", "debate"):
+        assert {p.name for p in (out / "gsm8k" / f"{label}-s0").iterdir()} == {
+            "config.json", "episodes.jsonl", "summary.json", "cell.json"}
+    assert "| self-consistency |" in (out / "report" / "report.md").read_text()
+    assert (out / "report" / "report.csv").exists() and (out / "responses.sqlite").exists()
+    # debate's round-0 answers are self-consistency's samples: served from the cache, not generated again
+    debate_turns = [t for e in RunDir(out / "gsm8k" / "debate-s0").episodes() for t in e.turns]
+    assert all(t.cached for t in debate_turns if t.round == 0) and len([t for t in debate_turns if t.round == 0]) == 9
+    assert not any(t.cached for t in debate_turns if t.round > 0)
+    assert (sc.llm_calls, debate.llm_calls) == (9, 27)
+    assert inner.calls == sc.llm_calls + debate.llm_calls - 9
+    backend.close()
+
+    episodes = {p: p.read_bytes() for p in out.glob("gsm8k/*/episodes.jsonl")}
+    inner, backend = scripted_with_cache(cfg)
+    again = run_experiment(cfg, progress=False, backend=backend)
+    assert inner.calls == 0 and again == [sc, debate]
+    assert {p: p.read_bytes() for p in out.glob("gsm8k/*/episodes.jsonl")} == episodes
+
+
+def test_plan_is_benchmark_major(tmp_path):
+    text = GRID.replace('["gsm8k"]', '["gsm8k", "aime24"]').replace("limit = 3", "seeds = [0, 1]\nlimit = 3")
+    cfg = load_experiment(write_config(tmp_path, text))
+    cells = plan(cfg)
+    assert [(c.benchmark, c.seed, c.label) for c in cells] == [
+        (b, s, m) for b in ("gsm8k", "aime24") for s in (0, 1) for m in ("self-consistency", "debate")]
+    assert cells[-1].out == tmp_path / "out" / "aime24" / "debate-s1"
+    assert cells[-1].spec.engine.seed == 1 and cells[-1].spec.cache == str(tmp_path / "out" / "responses.sqlite")
+
+
+def test_failed_cell_does_not_stop_the_others(tmp_path):
+    text = GRID.replace('"debate"', '"cot"') + '[[variants]]\nlabel = "mpdf-x"\nmethod = "mpdf"\npolicy = "missing.pt"\n'
+    cfg = load_experiment(write_config(tmp_path, text))
+    assert [(a.label, a.method, a.policy) for a in cfg.arms][-1] == ("mpdf-x", "mpdf", "missing.pt")
+    with pytest.raises(DelibError, match=r"1 of 3 cells failed .*mpdf-x/gsm8k/s0: .*missing\.pt") as err:
+        run_experiment(cfg, progress=False)
+    assert "\n" not in str(err.value)
+    out = tmp_path / "out"
+    assert (out / "gsm8k" / "cot-s0" / "summary.json").exists() and not (out / "gsm8k" / "mpdf-x-s0").exists()
+    assert "| cot |" in (out / "report" / "report.md").read_text()
+
+
+def test_workers_send_each_cell_to_ray_actors_sharing_the_cache_file(tmp_path, monkeypatch):
+    """workers > 1 routes every cell, in plan order, to distributed.execute_distributed (stubbed here by the
+    local runner: Ray itself is tested in tests/test_distributed.py)."""
+    from deliberation import distributed, runner
+
+    calls = []
+
+    def fake(spec, out, workers, ray_address=None, progress=True):
+        calls.append((spec.method, spec.cache, workers, ray_address))
+        return runner.execute(spec, out, progress=False)
+
+    monkeypatch.setattr(distributed, "execute_distributed", fake)
+    cfg = load_experiment(write_config(tmp_path, GRID))
+    summaries = run_experiment(cfg, progress=False, workers=2, ray_address="auto")
+    cache = str(tmp_path / "out" / "responses.sqlite")
+    assert calls == [("self-consistency", cache, 2, "auto"), ("debate", cache, 2, "auto")]
+    assert [s.method for s in summaries] == ["self-consistency", "debate"]
+    assert (tmp_path / "out" / "report" / "report.md").exists()
+    with pytest.raises(DelibError, match="cannot be shared with Ray workers"):
+        run_experiment(cfg, progress=False, workers=2, backend=make_backend("scripted", benchmark="gsm8k"))
+
+
+BAD = [
+    ('methods = ["self-consistency", "debate"]', 'methods = ["debate", "telepathy"]', "telepathy", "mpdf"),
+    ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["gsm9k"]', "gsm9k", "humaneval"),
+    ("limit = 3", "limit = 3\nlimt = 4", "limt", "benchmarks"),
+    ("limit = 3", "limit = 3\n[engine]\nagnets = 2", "agnets", "max_tokens"),
+    ("limit = 3", "limit = 3\n[engine]\nseed = 2", "seed", "seeds"),
+    ("limit = 3", "limit = 3\n[engine]\nagents = 0", "agents", "at least 1"),
+    ("limit = 3", "limit = 3\n[engine]\nagents = true", "agents", "int"),
+    ("limit = 3", 'split = "train"\nlimit = 3', "aime24", "train"),
+    ("limit = 3", "[limit]\ngsm8k = 3", "aime24", "every benchmark"),
+    ('name = "scripted"', 'name = "scripted"\nskilz = [0.5]', "skilz", "skills"),
+    ('name = "scripted"', 'name = "gpt-7"', "gpt-7", "llamacpp"),
+    ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "d2"\nmethod = "debate"\npolicy = "p.pt"', "d2", "mpdf only"),
+    ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "debate"\nmethod = "debate"', "debate", "used twice"),
+    ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "a/b"\nmethod = "mpdf"', "a/b", "directory"),
+]
+
+
+@pytest.mark.parametrize("old, new, name, hint", BAD)
+def test_bad_config_is_one_line_error_before_anything_is_written(tmp_path, old, new, name, hint):
+    text = GRID.replace('["gsm8k"]', '["gsm8k", "aime24"]')
+    assert old in text
+    path = write_config(tmp_path, text.replace(old, new))
+    with pytest.raises(DelibError) as err:
+        load_experiment(path)
+    message = str(err.value)
+    assert "\n" not in message and name in message and hint in message and str(path) in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.toml"]
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(DelibError, match="cannot read experiment file"):
+        load_experiment(tmp_path / "absent.toml")
+    (tmp_path / "bad.toml").write_text("name = \n")
+    with pytest.raises(DelibError, match="bad.toml is not valid TOML"):
+        load_experiment(tmp_path / "bad.toml")
+
+
+@pytest.mark.parametrize("name, cells", [("table1.toml", 72), ("quick.toml", 4)])
+def test_shipped_experiments_load(name, cells):
+    cfg = load_experiment(REPO / "experiments" / name)
+    assert len(plan(cfg)) == cells and cfg.backend == "llamacpp"
+    assert cfg.backend_options == {"model": "qwen2.5-coder-1.5b"}

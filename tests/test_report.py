@@ -1,0 +1,169 @@
+"""Report: tables equal the run summaries, pooling and averages, plots written, training plots, bad input."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from deliberation import plots, report
+from deliberation.backends import make_backend
+from deliberation.errors import DelibError
+from deliberation.runner import RunSpec, execute
+from deliberation.runs import Summary, summarize, wilson_ci
+from deliberation.types import to_json
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    """self-consistency and debate on 3 GSM8K questions (scripted backend), as run directories."""
+    root = tmp_path_factory.mktemp("runs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
+        backend = make_backend("scripted", benchmark="gsm8k")
+        for method in ("self-consistency", "debate"):
+            spec = RunSpec(method=method, benchmark="gsm8k", limit=LIMIT, backend="scripted")
+            execute(spec, str(root / method), progress=False, backend=backend)
+    return root
+
+
+def summary_of(path: Path) -> Summary:
+    return report.load_run(path).summary
+
+
+def csv_rows(text: str) -> dict[str, dict[str, str]]:
+    return {row["method"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def test_markdown_and_csv_equal_the_summaries(runs):
+    tab = report.table(report.load_runs([runs]))
+    assert tab.columns == ("gsm8k/test",) and {r.label for r in tab.rows} == {"self-consistency", "debate"}
+    markdown, rows = report.to_markdown(tab), csv_rows(report.to_csv(tab))
+    for method in ("self-consistency", "debate"):
+        s = json.loads((runs / method / "summary.json").read_text())
+        lo, hi = s["accuracy_ci95"]
+        assert f"| {method} | {100 * s['accuracy']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] n={LIMIT} |" in markdown
+        row = rows[method]
+        assert float(row["gsm8k/test:accuracy"]) == s["accuracy"] and int(row["gsm8k/test:n"]) == s["n"] == LIMIT
+        assert (float(row["gsm8k/test:ci95_low"]), float(row["gsm8k/test:ci95_high"])) == (lo, hi)
+        assert float(row["gsm8k/test:tokens_per_question"]) == pytest.approx(s["tokens_per_question"])
+        assert float(row["gsm8k/test:calls_per_question"]) == pytest.approx(s["llm_calls_per_question"])
+        assert float(row["gsm8k/test:seconds_per_question"]) == pytest.approx(s["wall_seconds"] / LIMIT)
+        assert float(row["average:accuracy"]) == s["accuracy"]
+
+
+def test_debate_actions_per_round(runs):
+    """Debate refines with every agent in both rounds: 3 questions x 3 agents per round."""
+    debate = report.load_run(runs / "debate")
+    assert debate.actions_by_round == ((0, 9, 0), (0, 9, 0))
+    assert report.load_run(runs / "self-consistency").actions_by_round == ()
+
+
+def result(label: str, benchmark: str, correct: int, n: int, tokens: int, seed: int = 0) -> report.RunResult:
+    s = Summary(label, benchmark, "test", n, correct / n, wilson_ci(correct, n), tokens * n, 0, float(tokens), 0.0,
+                2 * n, 2.0, 0, {}, 0.0, 0.5 * n)
+    return report.RunResult(Path(f"/runs/{label}-{benchmark}-{seed}"), label, label, benchmark, "test", "scripted",
+                            "default", seed, s, (), False)
+
+
+def test_average_and_pooling_over_seeds():
+    results = [result("a", "gsm8k", 5, 10, 100), result("a", "math", 10, 10, 300),
+               result("b", "gsm8k", 2, 10, 50), result("b", "gsm8k", 6, 10, 150, seed=1)]
+    tab = report.table(results)
+    a, b = tab.rows
+    assert (a.mean_accuracy, a.mean_tokens_per_question, a.benchmarks) == (0.75, 200.0, 2)
+    pooled = b.cells[0]
+    assert (pooled.n, pooled.correct, pooled.accuracy, pooled.runs) == (20, 8, 0.4, 2)
+    assert pooled.ci95 == wilson_ci(8, 20) and pooled.tokens_per_question == 100.0 and b.cells[1] is None
+    markdown = report.to_markdown(tab)
+    assert "| a | 50.0 [" in markdown and "| 75.0 | 200 |" in markdown
+    assert "| b | 40.0 [" in markdown and "| 40.0 (1/2) | 100 |" in markdown
+    assert csv_rows(report.to_csv(tab))["b"]["math/test:accuracy"] == ""
+
+
+def test_write_report_writes_tables_and_pngs(runs, tmp_path):
+    written = report.write_report([runs], tmp_path / "out")
+    names = {p.name for p in written}
+    assert names == {"report.md", "report.csv", "accuracy_vs_tokens.png", "actions_per_round.png"}
+    for path in written:
+        assert path.parent == tmp_path / "out" and path.stat().st_size > 0
+        if path.suffix == ".png":
+            assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 5000
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "training curves: skipped" in text and "![accuracy vs tokens per question](accuracy_vs_tokens.png)" in text
+
+
+def test_partial_run_is_summarized_from_episodes_without_repairing_it(runs, tmp_path):
+    partial = tmp_path / "partial"
+    shutil.copytree(runs / "debate", partial)
+    (partial / "summary.json").unlink()
+    with open(partial / "episodes.jsonl", "a") as f:
+        f.write('{"example_id": "torn')
+    before = (partial / "episodes.jsonl").read_bytes()
+    loaded = report.load_run(partial)
+    episodes = report.read_episodes(partial / "episodes.jsonl")
+    assert loaded.partial and len(episodes) == LIMIT
+    assert loaded.summary == summarize(episodes, "debate", "gsm8k", "test")
+    assert (partial / "episodes.jsonl").read_bytes() == before
+
+
+def write_training_dir(folder: Path, algo: str, scale: float, final_accuracy: float) -> None:
+    """A training directory as ``write_training_outputs`` writes it (records built from StepMetrics)."""
+    from deliberation.rl.trainer import StepMetrics
+
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"algo": algo, "reward_scale": scale}))
+    steps = [StepMetrics("sft", 1, 0, 1.1, 0.0, 0.9, None, 0.5, 0.1, (0.5, 0.2, 0.3)),
+             StepMetrics(algo, 1, 0, 0.4, 0.01, 0.8, 0.0, 0.6, 0.2, (0.6, 0.2, 0.2)),
+             StepMetrics(algo, 2, 1, 0.3, 0.02, 0.7, 0.0, final_accuracy, 0.3, (0.7, 0.1, 0.2))]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(to_json(s)) + "\n" for s in steps))
+
+
+def test_training_plots_from_metrics(tmp_path):
+    for algo, scale, acc in [("softrankpo", 1.0, 0.7), ("softrankpo", 10.0, 0.7), ("grpo", 1.0, 0.65),
+                             ("grpo", 10.0, 0.4)]:
+        write_training_dir(tmp_path / "train" / f"{algo}-{scale:g}", algo, scale, acc)
+    runs = plots.load_training(report.discover([tmp_path / "train"])[1])
+    assert sorted((r.final_stage, r.reward_scale, r.final_val_accuracy) for r in runs) == [
+        ("grpo", 1.0, 0.65), ("grpo", 10.0, 0.4), ("softrankpo", 1.0, 0.7), ("softrankpo", 10.0, 0.7)]
+    written = report.write_report([tmp_path / "train"], tmp_path / "out")
+    pngs = {p.name: p for p in written if p.suffix == ".png"}
+    assert set(pngs) == {"training_curves.png", "training_actions.png", "reward_scale_ablation.png"}
+    assert all(p.read_bytes()[:8] == PNG_MAGIC for p in pngs.values())
+    assert "accuracy vs tokens per question: skipped" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_ablation_needs_two_reward_scales(tmp_path):
+    write_training_dir(tmp_path / "one", "grpo", 1.0, 0.5)
+    outcome = plots.reward_scale_ablation(plots.load_training([tmp_path / "one"]), tmp_path / "a.png")
+    assert outcome.path is None and "two or more reward_scale" in outcome.note
+    assert not (tmp_path / "a.png").exists()
+
+
+def test_missing_path_is_a_delib_error(runs, tmp_path):
+    with pytest.raises(DelibError, match="nope"):
+        report.write_report([runs, tmp_path / "nope"], tmp_path / "out")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DelibError, match="no run or training directory found under .*empty"):
+        report.write_report([tmp_path / "empty"], tmp_path / "out")
+    with pytest.raises(DelibError, match="no run directory"):
+        report.load_runs([tmp_path / "empty"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_without_matplotlib_the_tables_are_still_written(runs, tmp_path, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    written = report.write_report([runs], tmp_path / "out")
+    assert {p.name for p in written} == {"report.md", "report.csv"}
+    assert "pip install 'deliberation[plot]'" in (tmp_path / "out" / "report.md").read_text()
