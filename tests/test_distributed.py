@@ -54,7 +54,8 @@ def cluster(data_dir):
         import ray
     except ImportError:
         pytest.fail("ray is needed by the distributed tests: pip install 'deliberation[ray]'")
-    ray.init(num_cpus=2, object_store_memory=100 * 2**20, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, object_store_memory=100 * 2**20, include_dashboard=False,
+             log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -56,7 +56,7 @@ from typing import Any, Iterator
 from deliberation import methods
 from deliberation.backends import make_backend
 from deliberation.errors import DelibError, install_hint
-from deliberation.runner import RunSpec, _drive, config_record, finish, run_examples, validate
+from deliberation.runner import RunSpec, config_record, drive, finish, run_examples, validate
 from deliberation.runs import RunDir, Summary
 from deliberation.types import Episode, Example
 
@@ -111,7 +111,7 @@ def execute_distributed(spec: RunSpec, out: str, workers: int, ray_address: str 
 def _run_all(run_dir: RunDir, pool: _Pool, todo: list[Example], done: set[str], progress: bool) -> None:
     """Stream ``todo``'s episodes from the actors into the run directory; end the actors in any case."""
     try:
-        _drive(run_dir, _once(pool.stream(todo), done), len(todo), progress)
+        drive(run_dir, _once(pool.stream(todo), done), len(todo), progress)
     finally:
         pool.close()
     _raise_if_given_up(pool.given_up, run_dir.path)
@@ -141,8 +141,9 @@ def _ray_session(ray: Any, address: str | None, workers: int) -> Iterator[None]:
         yield
         return
     if address is None:
-        ray.init(num_cpus=workers, object_store_memory=_OBJECT_STORE_BYTES, include_dashboard=False,
-                 log_to_driver=False, ignore_reinit_error=True)
+        # "local": always a new instance; None would join a cluster `ray start` left on this machine
+        ray.init(address="local", num_cpus=workers, object_store_memory=_OBJECT_STORE_BYTES,
+                 include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     else:
         _connect(ray, address)
     try:
@@ -156,8 +157,9 @@ def _connect(ray: Any, address: str) -> None:
     try:
         ray.init(address=address, log_to_driver=False, ignore_reinit_error=True)
     except ConnectionError as err:
-        raise DelibError(f"no Ray cluster at {address!r} ({_last_line(err)}); start one with `ray start --head`, "
-                         "or leave out --ray-address to run on a local Ray") from err
+        raise DelibError(f"no Ray cluster at {address!r} ({_last_line(err)}); start one with `ray start --head` and "
+                         "pass the address it prints (or auto, on a node of the cluster), or leave out --ray-address "
+                         "to run on a local Ray") from err
 
 
 def _check_capacity(ray: Any, workers: int) -> None:

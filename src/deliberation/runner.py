@@ -83,14 +83,14 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
-        _drive(run_dir, run_examples(run_fn, todo, backend, spec), len(todo), progress)
+        drive(run_dir, run_examples(run_fn, todo, backend, spec), len(todo), progress)
     finally:
         if own_backend:
             backend.close()
     return finish(run_dir, spec, [ex.id for ex in examples])
 
 
-def _drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bool) -> None:
+def drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bool) -> None:
     """Append episodes as they finish, with a bar showing accuracy so far and tokens."""
     from tqdm import tqdm
 

@@ -302,7 +302,9 @@ class LlamaCppBackend:
         self.model = str(model)
         path = models.resolve(model)
         _import_llama_cpp()
-        logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
+        # llama-cpp-python maps ggml WARN to logging.ERROR (its level table predates ggml adding DEBUG), so only
+        # CRITICAL silences the load chatter; real failures surface as return codes -> DelibError.
+        logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
         self._rt = _Runtime(path, n_ctx, max_parallel, n_batch, n_threads or _default_threads())
         self._max_parallel = max_parallel
         self._formatter = self._chat_formatter(chat_format)

@@ -1,0 +1,114 @@
+"""The in-process llama.cpp backend on SmolLM2-135M: batching, seeded sampling, logprobs, stops, limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deliberation.backends import Backend, make_backend
+from deliberation.backends.llamacpp import LlamaCppBackend
+from deliberation.errors import DelibError
+from deliberation.types import GenerationRequest, Message
+
+pytestmark = pytest.mark.integration
+
+QUESTIONS = ("What is 2+3?", "Name three colors.", "Write one sentence about the sea.")
+# ~550 prompt tokens: a multi-chunk prefill (n_batch 256) and 512+ KV cells, where llama.cpp's CPU
+# attention picks other kernels; batched and alone must still agree.
+LONG = "Here is a note about cats, dogs and birds in the garden. " * 40 + "Which animals are mentioned?"
+
+
+def ask(question: str, **kwargs) -> GenerationRequest:
+    options = {"max_tokens": 24, "temperature": 0.0, "seed": 1, **kwargs}
+    return GenerationRequest(messages=(Message("user", question),), **options)
+
+
+@pytest.fixture(scope="module")
+def backend(smollm2_path: Path):
+    b = LlamaCppBackend("smollm2-135m", n_ctx=1024, n_batch=256, max_parallel=4)
+    yield b
+    b.close()
+
+
+def test_issue_snippet_works_as_written(smollm2_path: Path) -> None:
+    b = make_backend("llamacpp", model="smollm2-135m")
+    try:
+        [c] = b.generate(
+            [GenerationRequest(messages=(Message("user", "What is 2+3?"),), max_tokens=16, temperature=0.0, seed=1)]
+        )
+    finally:
+        b.close()
+    assert isinstance(b, Backend) and b.name == "llamacpp" and b.model == "smollm2-135m"
+    assert c.text.strip() and c.prompt_tokens > 0 and 0 < c.completion_tokens <= 16
+    assert c.finish_reason in ("stop", "length") and c.latency_s > 0
+
+
+def test_batch_returns_one_completion_per_request_with_exact_counts(backend: LlamaCppBackend) -> None:
+    requests = [ask(q) for q in QUESTIONS]
+    completions = backend.generate(requests)
+    assert len(completions) == 3
+    for request, c in zip(requests, completions):
+        assert c.prompt_tokens == len(backend.prompt_tokens(request))
+        assert 0 < c.completion_tokens <= request.max_tokens and c.text
+
+
+def test_same_seeds_give_identical_outputs(backend: LlamaCppBackend) -> None:
+    requests = [ask(q, temperature=0.7, seed=i) for i, q in enumerate(QUESTIONS)]
+    assert [c.text for c in backend.generate(requests)] == [c.text for c in backend.generate(requests)]
+
+
+def test_different_seeds_sample_differently(backend: LlamaCppBackend) -> None:
+    requests = [ask("Write a short poem about a cat.", temperature=0.7, seed=s) for s in range(4)]
+    assert len({c.text for c in backend.generate(requests)}) > 1
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_batched_equals_alone(backend: LlamaCppBackend, temperature: float) -> None:
+    requests = [ask(q, temperature=temperature, seed=i) for i, q in enumerate((*QUESTIONS, LONG))]
+    batched = backend.generate(requests)
+    alone = [backend.generate([r])[0] for r in requests]
+    assert batched[3].prompt_tokens > 512
+    assert [c.text for c in batched] == [c.text for c in alone]
+    assert [c.completion_tokens for c in batched] == [c.completion_tokens for c in alone]
+
+
+def test_more_requests_than_max_parallel_keep_order(backend: LlamaCppBackend) -> None:
+    requests = [ask(q, seed=i, temperature=0.7) for i, q in enumerate(QUESTIONS * 2)]  # 6 > max_parallel 4
+    batched = backend.generate(requests)
+    assert [c.text for c in batched] == [backend.generate([r])[0].text for r in requests]
+
+
+def test_logprobs_with_sorted_top_alternatives(backend: LlamaCppBackend) -> None:
+    [c] = backend.generate([ask("What is 2+3?", logprobs=True, top_logprobs=3)])
+    assert c.logprobs is not None and len(c.logprobs) == c.completion_tokens
+    for lp in c.logprobs:
+        assert lp.logprob <= 0 and len(lp.top) == 3
+        assert [t[1] for t in lp.top] == sorted((t[1] for t in lp.top), reverse=True)
+        assert lp.top[0] == (lp.token, lp.logprob)  # greedy picks the most likely token
+    assert "".join(lp.token for lp in c.logprobs).startswith(c.text)
+
+
+def test_no_logprobs_unless_asked(backend: LlamaCppBackend) -> None:
+    assert backend.generate([ask("What is 2+3?")])[0].logprobs is None
+
+
+def test_max_tokens_is_respected(backend: LlamaCppBackend) -> None:
+    [c] = backend.generate([ask("Tell me a long story about a dragon.", max_tokens=5)])
+    assert c.completion_tokens == 5 and c.finish_reason == "length"
+
+
+def test_stop_string_cuts_the_text(backend: LlamaCppBackend) -> None:
+    question = "Tell me a long story about a dragon."
+    full = backend.generate([ask(question)])[0].text
+    stop = full[6:9]
+    [c] = backend.generate([ask(question, stop=(stop,))])
+    assert c.finish_reason == "stop" and c.text == full[: full.find(stop)]
+    assert c.completion_tokens < len(backend.generate([ask(question)])[0].text)
+
+
+def test_generate_after_close_is_refused(smollm2_path: Path) -> None:
+    b = LlamaCppBackend("smollm2-135m", n_ctx=256, max_parallel=1)
+    b.close()
+    with pytest.raises(DelibError, match="closed"):
+        b.generate([ask("hi")])
