@@ -1,10 +1,15 @@
-"""Shared fixtures. Keep minimal: other test modules add their own fixtures here."""
+"""Shared fixtures and environment: benchmark data from the shared folder beside the repository (unless
+DELIB_DATA_DIR says otherwise), and no Hugging Face hub access."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("DELIB_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,5 @@
 """Bad input: one line on stderr naming the problem, exit status 2, nothing written as finished."""
 
-import pytest
 import torch
 
 from deliberation.cli import main
@@ -38,11 +37,23 @@ def test_unknown_split_lists_valid_ones(tmp_path, capsys):
     assert "test" in bad(tmp_path, capsys, "--method", "cot", "--split", "dev")
 
 
-def test_unknown_method_is_refused_by_the_parser(tmp_path, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["run", "--method", "telepathy", "--out", str(tmp_path / "r")])
-    assert exc.value.code == 2 and "telepathy" in capsys.readouterr().err
-    assert not (tmp_path / "r").exists()
+def test_unknown_method_lists_the_valid_ones(tmp_path, capsys):
+    err = bad(tmp_path, capsys, "--method", "telepathy")
+    assert "telepathy" in err and "debate" in err and not (tmp_path / "run").exists()
+
+
+def test_unknown_backend_and_benchmark(tmp_path, capsys):
+    assert "scripted" in bad(tmp_path, capsys, "--method", "cot", "--backend", "nope")
+    assert "gsm8k" in bad(tmp_path, capsys, "--method", "cot", "--benchmark", "nope")
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_model_lists_the_catalogue(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["run", "--method", "cot", "--model", "gpt-17", "--limit", "1", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "qwen2.5-coder-1.5b" in err
+    assert not (out / "episodes.jsonl").exists()
 
 
 def test_settings_change_into_same_directory_is_refused(tmp_path, capsys):

@@ -33,7 +33,7 @@ def _registry_names() -> tuple[list[str], list[str], list[str]]:
 def add_backend_args(p: argparse.ArgumentParser) -> None:
     """Backend choice and options shared by run, collect and experiment."""
     _, _, backends = _registry_names()
-    p.add_argument("--backend", default="llamacpp", choices=backends, help="LLM backend (default: llamacpp)")
+    p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(backends) + " (default llamacpp)")
     p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
                    "folder (hf) or the server's model id (openai, vllm); default: the backend's")
     p.add_argument("--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
@@ -74,9 +74,8 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run one method on one benchmark split", epilog=EPILOG_RUN,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run a method on a benchmark; writes config.json, episodes.jsonl, summary.json.")
-    p.add_argument("--method", required=True, choices=method_names, metavar="METHOD",
-                   help="one of: " + ", ".join(method_names))
-    p.add_argument("--benchmark", default="gsm8k", choices=bench_names, help="benchmark (default gsm8k)")
+    p.add_argument("--method", required=True, help="one of: " + ", ".join(method_names))
+    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
     p.add_argument("--split", default="test", help="split (default test)")
     p.add_argument("--limit", type=int, help="first N examples only")
     p.add_argument("--out", required=True, help="run directory")
@@ -96,7 +95,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
         "its log-prob and the reward of each of PERSIST/REFINE/CONCEDE. Resumable: rerun to continue.",
         epilog="example:\n  delib collect --benchmark gsm8k --split train --limit 150 --out data/rollouts/gsm8k",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--benchmark", default="gsm8k", choices=bench_names)
+    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
     p.add_argument("--split", default="train", help="split (default train; never collect on test)")
     p.add_argument("--limit", type=int, help="first N questions only")
     p.add_argument("--samples", type=int, default=8, help="K joint actions per decision point (default 8)")

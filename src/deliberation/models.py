@@ -247,6 +247,7 @@ def assemble(spec: ModelSpec, parts: Sequence[Path], dest: Path, progress: bool 
                     digest.update(chunk)
                     bar.update(len(chunk))
         _check_digest(spec, digest.hexdigest(), dest, "the file was removed")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache file is an ordinary readable file
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from deliberation import benchmarks, methods
-from deliberation.backends import make_backend
+from deliberation.backends import backend_class, make_backend
 from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.methods.base import MethodConfig
@@ -45,6 +45,7 @@ def validate(spec: RunSpec) -> tuple[Callable, list[Example]]:
     """The method's run function and the examples, or a DelibError before anything is written."""
     run_fn = methods.get(spec.method)
     bench = benchmarks.get(spec.benchmark)
+    backend_class(spec.backend)
     examples = bench.load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
     if spec.method == "mpdf":
         from deliberation.methods.mpdf import policy_for

@@ -65,6 +65,8 @@ def test_different_seeds_sample_differently(backend: LlamaCppBackend) -> None:
 
 @pytest.mark.parametrize("temperature", [0.0, 0.7])
 def test_batched_equals_alone(backend: LlamaCppBackend, temperature: float) -> None:
+    """Holds for SmolLM2 (row-independent matmul kernels); for Qwen Q4_K_M only the first token is
+    batch-independent (see the module docstring of deliberation.backends.llamacpp)."""
     requests = [ask(q, temperature=temperature, seed=i) for i, q in enumerate((*QUESTIONS, LONG))]
     batched = backend.generate(requests)
     alone = [backend.generate([r])[0] for r in requests]

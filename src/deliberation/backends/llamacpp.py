@@ -2,25 +2,33 @@
 
 Batching is the main speed lever on CPU: one forward pass over one new token of each of 9 sequences
 costs little more than a pass over one, because the weights are read once per pass. This backend drives
-llama-cpp-python's low-level API (llama.h): one context with ``n_seq_max = max_parallel`` sequence slots,
-each with its own KV stream of ``n_ctx`` cells; a request occupies one slot. Each ``llama_decode`` is either
-the next ``n_batch`` prompt tokens of one new sequence (prefill) or one token of every sequence in flight
-(decode). When a sequence finishes, its slot and cells go to the next waiting request at once
-(continuous batching), so more requests than ``max_parallel`` need no separate chunking.
+llama-cpp-python's low-level API (llama.h). Requests run in waves of ``max_parallel``; each request of a
+wave is one sequence id of a decode context (``n_seq_max`` > 1, one unified KV pool of
+``n_ctx * max_parallel`` cells, flash attention on: both measured fastest for batched CPU decode here).
+A wave first reads each prompt alone in a one-sequence prefill context, in chunks of ``n_batch`` tokens,
+and copies its KV cells into the decode context; then every ``llama_decode`` carries one token of every
+running sequence, until all finish (EOS/EOG, a stop string, or ``max_tokens``).
 
 Sampling is done here in numpy, per sequence, with ``numpy.random.default_rng(request.seed)`` over the
 full vocabulary (temperature 0 = greedy): the token drawn at step k depends only on the request's own
-logits and its own generator. What is guaranteed: the same requests with the same seeds give identical
-outputs, call after call. What holds by construction but rests on llama.cpp internals (pinned by
-tests/backends/test_llamacpp.py): a request's logits do not depend on the other requests of the batch,
-so it gets the same output alone or batched. Three choices make that so: separate KV streams (a shared
-pool puts a sequence's cells at batch-dependent offsets), prompts prefilled alone (llama.cpp splits mixed
-batches into equal-length ubatches, chopping a prompt by its neighbours), and flash attention off (its CPU
-kernel changes once a ubatch holds 64+ tokens). Not guaranteed across machines, thread counts or builds.
+logits and its own generator.
 
-Memory: the KV cache holds ``n_ctx * max_parallel`` tokens (about 2 GB for Qwen2.5-1.5B at the defaults;
-lower ``n_ctx``, the per-sequence window, to shrink it). The cache is not reused across ``generate``
-calls: every call starts from an empty cache and re-reads the prompts.
+Guaranteed: the same requests with the same seeds, batched the same way, give the same outputs call
+after call (llama.cpp's CPU kernels are deterministic for a fixed thread count). Also by construction: a
+request's first-token logits, and so a one-token critic answer and its logprobs, are bitwise the same
+alone or in any batch, because every prompt is read alone in its own context (same cells, same chunks).
+Later tokens are batch-independent only where llama.cpp's matrix products give each row the same bits
+whatever the number of rows: true for SmolLM2-135M Q4_1 (pinned by tests/backends/test_llamacpp.py), not
+for Qwen2.5 Q4_K_M, whose multi-row kernels round differently (logits differ by ~0.3, occasionally
+flipping a token; measured here). Two further choices remove the other batch dependences we found in
+llama.cpp's attention, which sums in an order set by where a sequence's cells sit and by how many query
+tokens a ubatch has: finished sequences keep their cells until the wave ends (no reuse, so cells stay in
+order), and a lone decode token is padded (see ``_Runtime.step``). Never guaranteed: equality across
+thread counts, CPU types or llama.cpp builds.
+
+Memory: the KV cache holds ``n_ctx * (max_parallel + 1)`` tokens (about 2.3 GB for Qwen2.5-1.5B at the
+defaults; ``n_ctx`` is the per-sequence window, lower it to shrink this). The cache is not reused across
+``generate`` calls: every call starts empty and re-reads the prompts.
 """
 
 from __future__ import annotations
@@ -297,8 +305,8 @@ class LlamaCppBackend:
         chat_format: str | None = None,
         verbose: bool = False,
     ) -> None:
-        if not 1 <= max_parallel <= n_batch:
-            raise DelibError(f"max_parallel must be between 1 and n_batch ({n_batch}); got {max_parallel}")
+        if not 1 <= max_parallel < n_batch:  # a decode step holds max_parallel tokens, or 1 plus a pad token
+            raise DelibError(f"max_parallel must be at least 1 and below n_batch ({n_batch}); got {max_parallel}")
         self.model = str(model)
         path = models.resolve(model)
         _import_llama_cpp()

@@ -1,0 +1,101 @@
+"""Measured costs of the framework (``delib bench``): overhead per LLM call, batching and cache speedups,
+policy-gradient update rate. Every function returns a frozen dataclass; nothing here prints.
+
+What is measured, and how (project issue 6):
+1. ``overhead_ms_per_call``: episodes of each method run through ``runner.execute`` into a fresh run
+   directory (validation, the round loop, answer extraction and scoring, appends with fsync, the summary)
+   against the scripted simulator. The simulator's own work (prompt parsing, scoring) is not the
+   framework's, so the backend is wrapped in a timer and its time subtracted:
+   (wall - time inside backend.generate) / requests. A second run replays the recorded completions from
+   a dict (a zero-cost backend) as a cross-check; when a method is over the 1 ms target, that replay run
+   is profiled with cProfile and the top functions are reported.
+2. ``episodes_per_s``: end to end on the scripted backend (simulator included), MPDF's default policy rule.
+3. ``llamacpp_batch_speedup``: round 0 of self-consistency (one batch of ``agents`` requests through
+   ``engine.generate`` on the llamacpp backend) against raw llama-cpp-python generating the same requests
+   one at a time with ``create_chat_completion`` (same model, context, threads, max_tokens, temperature,
+   seed; full-vocabulary sampling on both sides: top_k 0, top_p 1, min_p 0). Ratio of completion tokens/s.
+   Raw llama-cpp-python keeps its default prompt-prefix reuse between calls, as a user would get it.
+4. ``cache_rerun_speedup``: a method run on N questions with a response cache in front of llamacpp, then
+   the same run into a new run directory with a fresh cache connection (every request a hit): ratio of
+   the two ``execute`` wall times (the model is loaded once, outside both timings).
+5. ``softrankpo_updates_per_s``: ``rl.trainer.train_pg`` (SoftRankPO, KL to a reference, PPO clip) on
+   synthetic decisions, steps / wall seconds including its one-off tensorization, at torch's default
+   thread count (what ``delib train`` gets) and again at one thread (for a network this small, intra-op
+   threads on a busy machine can cost more than they give).
+
+Timings on CPUs shared with other work mislead: llama.cpp and torch spread over every core slow down
+many-fold when another process holds one (seen here with 2 cores and one busy: SmolLM2 at 2 threads
+3.5 tok/s, at 1 thread 45 tok/s), so ``meta.load_average`` records the background load at the start.
+
+Layout: ``results`` (settings and records, JSON), ``timing`` (timed/replay backends, profiling),
+``measure`` (one function per measurement), and here the entry point ``run_bench``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from deliberation import __version__
+from deliberation.bench.measure import measure_cache_rerun, measure_llamacpp_batch, measure_overhead, measure_updates
+from deliberation.bench.results import BenchMeta, BenchResult, BenchSettings
+
+
+def run_bench(quick: bool, model: str | None, progress: bool) -> BenchResult:
+    """``delib bench [--quick] [--model NAME]``: every measurement with the preset of the mode."""
+    return run_settings(BenchSettings.for_mode(quick, model), progress)
+
+
+def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
+    """Every measurement under ``settings``; a tqdm bar on stderr names the stage when ``progress``."""
+    from tqdm import tqdm
+
+    from deliberation.backends.llamacpp import LlamaCppBackend
+    from deliberation.backends.scripted import ScriptedBackend
+
+    meta = collect_meta(settings)  # before the work: its load average is the background load
+    with tqdm(total=len(settings.overhead_methods) + 4, disable=not progress, unit="stage") as bar:
+        step = _stepper(bar)
+        scripted = ScriptedBackend(benchmark=settings.benchmark)
+        overhead = tuple(step(f"overhead {m}", measure_overhead, m, settings, scripted)
+                         for m in settings.overhead_methods)
+        updates = (step("softrankpo updates", measure_updates, settings),
+                   step("softrankpo updates, 1 thread", measure_updates, settings, 1))
+        llama = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
+                                max_parallel=settings.agents)
+        try:
+            batch = step("llamacpp batch", measure_llamacpp_batch, settings, llama)
+            cache = step("cache rerun", measure_cache_rerun, settings, llama)
+        finally:
+            llama.close()
+    return BenchResult(meta, overhead, batch, cache, updates, settings)
+
+
+def _stepper(bar: Any) -> Callable[..., Any]:
+    """Run one stage under the bar: name it, run it, advance."""
+
+    def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        bar.set_description(name)
+        out = fn(*args)
+        bar.update()
+        return out
+
+    return step
+
+
+def collect_meta(settings: BenchSettings) -> BenchMeta:
+    """Versions, CPUs and time of this bench."""
+    import llama_cpp
+    import numpy as np
+    import torch
+
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return BenchMeta(settings.model, settings.quick, __version__, platform.python_version(), torch.__version__,
+                     llama_cpp.__version__, np.__version__, os.cpu_count() or 1, settings.threads,
+                     (load[0], load[1], load[2]), platform.platform(),
+                     datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+__all__ = ["BenchResult", "BenchSettings", "run_bench", "run_settings"]

@@ -1,0 +1,147 @@
+"""``delib bench``: the overhead accounting, the records' arithmetic and the JSON's keys. No assertion
+here is about speed: numbers are only checked to be finite and positive, and the accounting against a
+backend whose cost is known."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Sequence
+
+import pytest
+import torch
+
+from deliberation.backends.scripted import ScriptedBackend
+from deliberation.bench import BenchSettings, run_settings
+from deliberation.bench.measure import measure_overhead, measure_updates, synthetic_decisions
+from deliberation.bench.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
+                                        Throughput, UpdateResult)
+from deliberation.bench.timing import TimedBackend
+from deliberation.errors import DelibError
+from deliberation.rl.data import tensorize
+from deliberation.types import Completion, GenerationRequest, Message
+
+SLEEP_S = 0.05  # per request
+
+
+class SleepyBackend(ScriptedBackend):
+    """The scripted simulator, plus a known cost of SLEEP_S per request."""
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        time.sleep(SLEEP_S * len(requests))
+        return super().generate(requests)
+
+
+def _request(seed: int) -> GenerationRequest:
+    return GenerationRequest((Message("user", f"question {seed}"),), max_tokens=4, seed=seed)
+
+
+class _Echo:
+    name, model, supports_logprobs = "echo", "echo-v1", False
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        time.sleep(SLEEP_S)
+        return [Completion(f"answer {r.seed}", 3, 2) for r in requests]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_timed_backend_counts_requests_and_time_and_replays_them():
+    inner = _Echo()
+    timed = TimedBackend(inner, record=True)
+    first = timed.generate([_request(1), _request(2)])
+    timed.generate([_request(3)])
+    assert timed.requests == 3
+    assert timed.seconds >= 2 * SLEEP_S  # two calls, each sleeping once
+    replay = timed.replay()
+    assert replay.generate([_request(2), _request(1)]) == [first[1], first[0]]
+    with pytest.raises(DelibError, match="not recorded"):
+        replay.generate([_request(4)])
+    timed.close()
+    assert not inner.closed  # borrowed by default
+    TimedBackend(inner, owns=True).close()
+    assert inner.closed
+
+
+def test_overhead_subtracts_the_backend_time():
+    backend = SleepyBackend(benchmark="gsm8k")
+    settings = BenchSettings(overhead_questions=4, overhead_methods=("mpdf",))
+    result = measure_overhead("mpdf", settings, backend)
+    assert result.llm_calls >= 4 * settings.agents  # round 0 at least
+    assert result.backend_s >= SLEEP_S * result.llm_calls  # the timer saw every sleep
+    assert result.wall_s > result.backend_s
+    # Without the subtraction the per-call figure would be at least the sleep (50 ms).
+    assert 0 < result.overhead_ms_per_call < 1000 * SLEEP_S / 2
+    assert result.replay_backend_s < SLEEP_S  # the replay never reaches the sleeping backend
+    assert result.replay_overhead_ms_per_call > 0
+
+
+def test_records_compute_their_ratios_from_the_raw_numbers():
+    batch = BatchResult("m", 6, 64, engine=Throughput(300, 600, 2.0), raw=Throughput(200, 600, 4.0))
+    assert batch.engine.tokens_per_s == 150 and batch.raw.tokens_per_s == 50
+    assert batch.speedup == pytest.approx(3.0)
+    assert CacheResult("self-consistency", 2, 10.0, 0.05, 6, 0).speedup == pytest.approx(200.0)
+    assert UpdateResult("softrankpo", 256, 2560, 50, 2.0, 1).updates_per_s == 25
+    over = OverheadResult("mpdf", 10, 100, wall_s=1.0, backend_s=0.9, replay_wall_s=0.2, replay_backend_s=0.1)
+    assert over.overhead_ms_per_call == pytest.approx(1.0)
+    assert over.replay_overhead_ms_per_call == pytest.approx(1.0)
+    assert over.episodes_per_s == pytest.approx(10.0)
+
+
+def test_headline_overhead_is_the_worst_method():
+    fast = OverheadResult("mpdf", 10, 100, 1.0, 0.95, 0.1, 0.0)  # 0.5 ms
+    slow = OverheadResult("debate", 10, 100, 1.0, 0.8, 0.1, 0.0)  # 2 ms
+    meta = BenchMeta("m", True, "0", "3", "t", "l", "n", 2, 2, (0.0, 0.0, 0.0), "p", "now")
+    result = BenchResult(meta, (fast, slow), BatchResult("m", 3, 8, Throughput(3, 3, 1.0), Throughput(3, 3, 1.0)),
+                         CacheResult("sc", 1, 1.0, 0.5, 3, 0), (UpdateResult("softrankpo", 8, 16, 2, 1.0, 2),))
+    data = result.to_json()
+    assert data["overhead_ms_per_call"] == pytest.approx(2.0)
+    assert data["episodes_per_s_method"] == "mpdf"
+    assert json.loads(json.dumps(data)) == data  # plain JSON values
+
+
+def test_presets():
+    quick, full = BenchSettings.for_mode(True), BenchSettings.for_mode(False)
+    assert (quick.model, quick.quick, full.model, full.quick) == ("smollm2-135m", True, "qwen2.5-coder-1.5b", False)
+    assert BenchSettings.for_mode(True, "qwen2.5-coder-0.5b").model == "qwen2.5-coder-0.5b"
+    assert quick.overhead_questions < full.overhead_questions and quick.max_tokens < full.max_tokens
+
+
+def test_synthetic_decisions_form_ranking_groups():
+    batch = tensorize(synthetic_decisions(48, agents=3, seed=0, group_size=8))
+    assert len(batch) == 48
+    assert torch.bincount(batch.groups).tolist() == [8] * 6  # 6 groups of the 8 samples
+    assert batch.peers.shape[1] == 2  # (N, P=agents-1, F)
+
+
+def test_updates_run_the_trainer_and_restore_torch_threads():
+    before = torch.get_num_threads()
+    result = measure_updates(BenchSettings(pg_batch_size=16, pg_steps=3), torch_threads=1)
+    assert (result.steps, result.torch_threads, result.batch_size) == (3, 1, 16)
+    assert result.seconds > 0
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.integration
+def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_path):
+    settings = BenchSettings(model=str(smollm2_path), quick=True, overhead_questions=3, batch_questions=1,
+                             max_tokens=8, n_ctx=1024, n_threads=1, cache_questions=1, pg_batch_size=16,
+                             pg_steps=2)
+    data = json.loads(json.dumps(run_settings(settings, progress=False).to_json()))
+    for key in ("overhead_ms_per_call", "episodes_per_s", "llamacpp_batch_speedup", "cache_rerun_speedup",
+                "softrankpo_updates_per_s"):
+        assert math.isfinite(data[key]) and data[key] > 0, key
+    batch, cache = data["llamacpp_batch"], data["cache_rerun"]
+    assert batch["requests"] == settings.agents
+    for side in ("engine", "raw"):
+        assert batch[side]["completion_tokens"] > 0 and batch[side]["prompt_tokens"] > 0 and batch[side]["seconds"] > 0
+    assert (cache["rerun_hits"], cache["rerun_misses"]) == (settings.agents, 0)
+    assert [o["method"] for o in data["overhead"]] == ["mpdf", "debate"]
+    assert [u["torch_threads"] for u in data["softrankpo"]][1] == 1
+    meta = data["meta"]
+    assert meta["model"] == str(smollm2_path) and meta["torch"] and meta["llama_cpp"] and meta["cpu_count"] >= 1
