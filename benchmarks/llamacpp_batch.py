@@ -42,7 +42,8 @@ def requests(n: int, max_tokens: int) -> list[GenerationRequest]:
 
 def rate(completions: list[Completion], seconds: float) -> dict[str, float]:
     tokens = sum(c.completion_tokens for c in completions)
-    return {"seconds": round(seconds, 2), "completion_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1)}
+    per_s = round(tokens / seconds, 1)
+    return {"seconds": round(seconds, 2), "completion_tokens": tokens, "tokens_per_s": per_s}
 
 
 def main() -> None:

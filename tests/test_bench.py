@@ -82,9 +82,10 @@ def test_overhead_subtracts_the_backend_time():
 
 
 def test_records_compute_their_ratios_from_the_raw_numbers():
-    batch = BatchResult("m", 6, 64, engine=Throughput(300, 600, 2.0), raw=Throughput(200, 600, 4.0))
+    batch = BatchResult("m", 6, 64, engine=Throughput(300, 600, 2.0), raw=Throughput(200, 600, 4.0),
+                        raw_fresh=Throughput(200, 600, 8.0))
     assert batch.engine.tokens_per_s == 150 and batch.raw.tokens_per_s == 50
-    assert batch.speedup == pytest.approx(3.0)
+    assert batch.speedup == pytest.approx(3.0) and batch.speedup_vs_fresh == pytest.approx(6.0)
     assert CacheResult("self-consistency", 2, 10.0, 0.05, 6, 0).speedup == pytest.approx(200.0)
     assert UpdateResult("softrankpo", 256, 2560, 50, 2.0, 1).updates_per_s == 25
     over = OverheadResult("mpdf", 10, 100, wall_s=1.0, backend_s=0.9, replay_wall_s=0.2, replay_backend_s=0.1)
@@ -97,7 +98,7 @@ def test_headline_overhead_is_the_worst_method():
     fast = OverheadResult("mpdf", 10, 100, 1.0, 0.95, 0.1, 0.0)  # 0.5 ms
     slow = OverheadResult("debate", 10, 100, 1.0, 0.8, 0.1, 0.0)  # 2 ms
     meta = BenchMeta("m", True, "0", "3", "t", "l", "n", 2, 2, (0.0, 0.0, 0.0), "p", "now")
-    result = BenchResult(meta, (fast, slow), BatchResult("m", 3, 8, Throughput(3, 3, 1.0), Throughput(3, 3, 1.0)),
+    result = BenchResult(meta, (fast, slow), BatchResult("m", 3, 8, *[Throughput(3, 3, 1.0)] * 3),
                          CacheResult("sc", 1, 1.0, 0.5, 3, 0), (UpdateResult("softrankpo", 8, 16, 2, 1.0, 2),))
     data = result.to_json()
     assert data["overhead_ms_per_call"] == pytest.approx(2.0)
@@ -138,7 +139,7 @@ def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_pat
         assert math.isfinite(data[key]) and data[key] > 0, key
     batch, cache = data["llamacpp_batch"], data["cache_rerun"]
     assert batch["requests"] == settings.agents
-    for side in ("engine", "raw"):
+    for side in ("engine", "raw", "raw_fresh"):
         assert batch[side]["completion_tokens"] > 0 and batch[side]["prompt_tokens"] > 0 and batch[side]["seconds"] > 0
     assert (cache["rerun_hits"], cache["rerun_misses"]) == (settings.agents, 0)
     assert [o["method"] for o in data["overhead"]] == ["mpdf", "debate"]

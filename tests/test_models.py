@@ -36,7 +36,8 @@ def install_fake_part(site: Path, index: int, version: str = "1.0") -> None:
     (site / rel).write_bytes(PARTS[index - 1])
     info = site / f"{module}-{version}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: fake-model-part{index}\nVersion: {version}\n")
+    metadata = f"Metadata-Version: 2.1\nName: fake-model-part{index}\nVersion: {version}\n"
+    (info / "METADATA").write_text(metadata)
     (info / "RECORD").write_text(f"{module}/__init__.py,,\n{rel},,\n{info.name}/METADATA,,\n")
 
 

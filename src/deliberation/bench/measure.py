@@ -43,29 +43,37 @@ def measure_overhead(method: str, settings: BenchSettings, scripted: Backend) ->
 def measure_llamacpp_batch(settings: BenchSettings, backend: Backend) -> BatchResult:
     """Round 0 of self-consistency (one batch of ``agents`` requests via ``engine.generate``) on
     ``batch_questions`` questions, against the same requests one at a time in raw llama-cpp-python.
-    The two sides alternate question by question, so they share the machine's background load."""
+    The sides alternate (a batch, then its requests raw, then fresh), so they share the background load."""
     from deliberation import benchmarks
     from deliberation.deliberation import engine, prompts
     from deliberation.methods.self_consistency import SPEC
 
-    llm = raw_llama(settings)
     bench = benchmarks.get(settings.benchmark)
     cfg = EngineConfig(agents=settings.agents, max_tokens=settings.max_tokens, seed=settings.seed)
-    warm = GenerationRequest(prompts.initial_messages("1 + 1"), max_tokens=8)
-    backend.generate([warm]), raw_generate(llm, warm)  # page the weights in on both sides
     timed = TimedBackend(backend, record=True)
     done: list[Completion] = []
-    engine_s, raw = 0.0, []
-    for ex in bench.load("test", limit=settings.batch_questions):
-        ctx = engine.Context(ex, bench.format_question(ex), timed, bench, cfg, SPEC)
-        start = time.perf_counter()
-        done += engine.generate(ctx, [prompts.initial_messages(ctx.question)] * cfg.agents, range(cfg.agents), 0)
-        engine_s += time.perf_counter() - start
-        raw += [raw_generate(llm, r) for r in list(timed.log)[len(raw):]]  # the requests just sent
-    llm.close()
+    engine_s, raw, fresh = 0.0, [], []
+    llm = raw_llama(settings)
+    try:
+        warm = GenerationRequest(prompts.initial_messages("1 + 1"), max_tokens=8)
+        backend.generate([warm])  # page the weights in on both sides
+        raw_generate(llm, warm)
+        for ex in bench.load("test", limit=settings.batch_questions):
+            ctx = engine.Context(ex, bench.format_question(ex), timed, bench, cfg, SPEC)
+            start = time.perf_counter()
+            done += engine.generate(ctx, [prompts.initial_messages(ctx.question)] * cfg.agents, range(cfg.agents), 0)
+            engine_s += time.perf_counter() - start
+            for request in list(timed.log)[len(raw):]:  # the requests just sent
+                raw.append(raw_generate(llm, request))
+                fresh.append(raw_generate(llm, request, fresh=True))
+    finally:
+        llm.close()
     engine_side = Throughput(sum(c.completion_tokens for c in done), sum(c.prompt_tokens for c in done), engine_s)
-    raw_side = Throughput(sum(r[0] for r in raw), sum(r[1] for r in raw), sum(r[2] for r in raw))
-    return BatchResult(settings.model, len(done), settings.max_tokens, engine_side, raw_side)
+    return BatchResult(settings.model, len(done), settings.max_tokens, engine_side, _sum(raw), _sum(fresh))
+
+
+def _sum(runs: list[tuple[int, int, float]]) -> Throughput:
+    return Throughput(sum(r[0] for r in runs), sum(r[1] for r in runs), sum(r[2] for r in runs))
 
 
 def raw_llama(settings: BenchSettings) -> Any:
@@ -81,10 +89,13 @@ def raw_llama(settings: BenchSettings) -> Any:
                            verbose=False)
 
 
-def raw_generate(llm: Any, request: GenerationRequest) -> tuple[int, int, float]:
+def raw_generate(llm: Any, request: GenerationRequest, fresh: bool = False) -> tuple[int, int, float]:
     """(completion tokens, prompt tokens, seconds) of one ``create_chat_completion`` of ``request``,
-    sampling from the full vocabulary (top_k 0, top_p 1, min_p 0) as the engine's backend does."""
+    sampling from the full vocabulary (top_k 0, top_p 1, min_p 0) as the engine's backend does;
+    ``fresh``: forget the previous prompt first (``Llama.reset``), so no prefix of it is reused."""
     start = time.perf_counter()
+    if fresh:
+        llm.reset()
     out = llm.create_chat_completion(
         messages=[{"role": m.role, "content": m.content} for m in request.messages],
         max_tokens=request.max_tokens, temperature=request.temperature, seed=request.seed,

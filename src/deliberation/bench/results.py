@@ -24,11 +24,15 @@ class BenchSettings:
     model: str = DEFAULT_MODEL
     """llamacpp model of the batching and cache measurements (catalogue name or .gguf path)."""
     quick: bool = False
+    """Recorded in the report: whether the quick preset was used."""
     benchmark: str = "gsm8k"
+    """Benchmark of every measurement (its test split)."""
     overhead_methods: tuple[str, ...] = ("mpdf", "debate")
     """Methods whose framework overhead is measured; the first one also gives ``episodes_per_s``."""
     overhead_questions: int = 200
+    """Questions per method in the overhead measurement (fixed per-run costs amortize over them)."""
     agents: int = 3
+    """Agents per team (round-0 batch size)."""
     batch_questions: int = 3
     """Questions whose round-0 batch is compared against raw llama-cpp-python."""
     max_tokens: int = 256
@@ -38,10 +42,14 @@ class BenchSettings:
     n_threads: int | None = None
     """llama.cpp threads for both sides (default: every core this process may use)."""
     cache_method: str = "self-consistency"
+    """Method of the cache rerun measurement."""
     cache_questions: int = 10
     pg_batch_size: int = 256
+    """Decisions per policy-gradient step."""
     pg_steps: int = 200
+    """Policy-gradient steps timed (rounded up to whole epochs of 10 steps)."""
     seed: int = 0
+    """Run seed of every measurement (request seeds, synthetic decisions, network initialization)."""
 
     @classmethod
     def for_mode(cls, quick: bool, model: str | None = None) -> BenchSettings:
@@ -109,17 +117,25 @@ class Throughput:
 
 @dataclass(frozen=True)
 class BatchResult:
-    """Round-0 batches through the engine against the same requests one at a time in raw llama-cpp."""
+    """Round-0 batches through the engine against the same requests one at a time in raw llama-cpp:
+    ``raw`` as llama-cpp-python does by default (a prompt sharing a prefix with the previous one reuses
+    its KV cache: agents 2..N of a round-0 batch skip most of their prefill), ``raw_fresh`` with the
+    cache reset before each request (the same prefill work as the engine: batching alone)."""
 
     model: str
     requests: int
     max_tokens: int
     engine: Throughput
     raw: Throughput
+    raw_fresh: Throughput
 
     @property
     def speedup(self) -> float:
         return self.engine.tokens_per_s / self.raw.tokens_per_s
+
+    @property
+    def speedup_vs_fresh(self) -> float:
+        return self.engine.tokens_per_s / self.raw_fresh.tokens_per_s
 
 
 @dataclass(frozen=True)
@@ -203,7 +219,8 @@ class BenchResult:
             "meta": to_json(self.meta),
             "overhead": [_with_properties(o) for o in self.overhead],
             "llamacpp_batch": {**_with_properties(self.batch), "engine": _with_properties(self.batch.engine),
-                               "raw": _with_properties(self.batch.raw)},
+                               "raw": _with_properties(self.batch.raw),
+                               "raw_fresh": _with_properties(self.batch.raw_fresh)},
             "cache_rerun": _with_properties(self.cache),
             "softrankpo": [_with_properties(u) for u in self.updates],
             "settings": to_json(self.settings),

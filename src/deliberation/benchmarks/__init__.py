@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
-
 from deliberation.benchmarks.base import Benchmark
-from deliberation.errors import DelibError
+from deliberation.registry import lookup
 
 # name -> "module:Class"
 BENCHMARKS: dict[str, str] = {
@@ -20,10 +18,7 @@ BENCHMARKS: dict[str, str] = {
 
 def get(name: str) -> Benchmark:
     """The benchmark registered under ``name``."""
-    if name not in BENCHMARKS:
-        raise DelibError(f"unknown benchmark {name!r}; choose one of: {', '.join(sorted(BENCHMARKS))}")
-    module, cls = BENCHMARKS[name].split(":")
-    return getattr(importlib.import_module(module), cls)()
+    return lookup(BENCHMARKS, name, "benchmark")()
 
 
 __all__ = ["BENCHMARKS", "Benchmark", "get"]

@@ -8,8 +8,8 @@ ignored; fractions equal their decimals), the convention of Qwen2.5-Math's ``mat
 
 from __future__ import annotations
 
-from deliberation.benchmarks import numeric, sources
-from deliberation.benchmarks.base import Benchmark
+from deliberation.benchmarks import numeric
+from deliberation.benchmarks.base import NumericBenchmark
 from deliberation.benchmarks.sources import HubSplit, Row, SplitSources
 from deliberation.types import Example
 
@@ -29,21 +29,9 @@ SOURCES = {
 }
 
 
-class AMC23(Benchmark):
+class AMC23(NumericBenchmark):
     """AMC23 with numeric answer checking."""
 
     name = "amc23"
+    sources = SOURCES
     splits = tuple(SOURCES)
-    answer_instruction = "Reason step by step, then put your final answer (a number) in \\boxed{}."
-
-    def load(self, split: str, limit: int | None = None, data_dir: str | None = None) -> list[Example]:
-        return sources.load(self.name, split, SOURCES, limit, data_dir)
-
-    def extract(self, text: str) -> str | None:
-        return numeric.extract_answer(text)
-
-    def score(self, example: Example, text: str) -> bool:
-        return numeric.score_answer(example.answer, text)
-
-    def answer_key(self, answer: str) -> str:
-        return numeric.numeric_key(answer)

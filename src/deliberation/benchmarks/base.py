@@ -49,3 +49,30 @@ class Benchmark(ABC):
         if len(examples) != len(texts):
             raise ValueError(f"score_many got {len(examples)} examples but {len(texts)} texts")
         return [self.score(ex, text) for ex, text in zip(examples, texts)]
+
+
+class NumericBenchmark(Benchmark):
+    """A benchmark whose answers are numbers (GSM8K, AMC): ``sources`` maps split -> SplitSources."""
+
+    sources: dict = {}
+    answer_instruction = "Reason step by step, then put your final answer (a number) in \\boxed{}."
+
+    def load(self, split: str, limit: int | None = None, data_dir: str | None = None) -> list[Example]:
+        from deliberation.benchmarks import sources
+
+        return sources.load(self.name, split, self.sources, limit, data_dir)
+
+    def extract(self, text: str) -> str | None:
+        from deliberation.benchmarks import numeric
+
+        return numeric.extract_answer(text)
+
+    def score(self, example: Example, text: str) -> bool:
+        from deliberation.benchmarks import numeric
+
+        return numeric.score_answer(example.answer, text)
+
+    def answer_key(self, answer: str) -> str:
+        from deliberation.benchmarks import numeric
+
+        return numeric.numeric_key(answer)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deliberation.benchmarks import numeric, sources
-from deliberation.benchmarks.base import Benchmark
+from deliberation.benchmarks.base import NumericBenchmark
 from deliberation.benchmarks.sources import Convert, HubSplit, Row, SplitSources
 from deliberation.errors import DelibError
 from deliberation.types import Example
@@ -67,21 +67,9 @@ SOURCES = {
 }
 
 
-class GSM8K(Benchmark):
+class GSM8K(NumericBenchmark):
     """GSM8K with numeric answer checking."""
 
     name = "gsm8k"
+    sources = SOURCES
     splits = tuple(SOURCES)
-    answer_instruction = "Reason step by step, then put your final answer (a number) in \\boxed{}."
-
-    def load(self, split: str, limit: int | None = None, data_dir: str | None = None) -> list[Example]:
-        return sources.load(self.name, split, SOURCES, limit, data_dir)
-
-    def extract(self, text: str) -> str | None:
-        return numeric.extract_answer(text)
-
-    def score(self, example: Example, text: str) -> bool:
-        return numeric.score_answer(example.answer, text)
-
-    def answer_key(self, answer: str) -> str:
-        return numeric.numeric_key(answer)

@@ -3,10 +3,9 @@ engine, so answers, checking and token accounting are comparable. Registry ``MET
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
-from deliberation.errors import DelibError
+from deliberation.registry import lookup
 from deliberation.methods.base import MethodConfig
 
 # name -> "module:function"
@@ -27,10 +26,7 @@ METHODS: dict[str, str] = {
 
 def get(name: str) -> Callable:
     """The ``run`` function of method ``name``."""
-    if name not in METHODS:
-        raise DelibError(f"unknown method {name!r}; choose one of: {', '.join(METHODS)}")
-    module, fn = METHODS[name].split(":")
-    return getattr(importlib.import_module(module), fn)
+    return lookup(METHODS, name, "method")
 
 
 __all__ = ["METHODS", "MethodConfig", "get"]

@@ -1,0 +1,20 @@
+"""Lazy registries: a name maps to ``"module:attribute"``, imported on first use.
+
+Backends, benchmarks and methods register this way, so listing names (the CLI's help) imports nothing
+heavy, and adding an implementation is one file plus one line in its package's table.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Mapping
+
+from deliberation.errors import DelibError
+
+
+def lookup(table: Mapping[str, str], name: str, kind: str) -> Any:
+    """The object registered under ``name``; a one-line DelibError listing the valid names if none."""
+    if name not in table:
+        raise DelibError(f"unknown {kind} {name!r}; choose one of: {', '.join(table)}")
+    module, attribute = table[name].split(":")
+    return getattr(importlib.import_module(module), attribute)
