@@ -61,3 +61,8 @@ def test_settings_change_into_same_directory_is_refused(tmp_path, capsys):
     assert main(["run", "--method", "cot", "--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet"]) == 0
     assert main(["run", "--method", "debate", "--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet"]) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+def test_unknown_backend_option_lists_the_valid_ones(tmp_path, capsys):
+    err = bad(tmp_path, capsys, "--method", "cot", "--backend-opt", "warp_drive=1")
+    assert "warp_drive" in err and "skills" in err

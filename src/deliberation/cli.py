@@ -37,6 +37,9 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
                    "folder (hf) or the server's model id (openai, vllm); default: the backend's")
     p.add_argument("--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--backend-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), max_in_flight=16 "
+                   "(openai), device=cuda (hf), tensor_parallel_size=2 (vllm)")
     p.add_argument("--cache", default=None, help="SQLite response cache (default: <out>/../responses.sqlite "
                    "shared by sibling runs; 'none' disables)")
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
@@ -188,8 +191,23 @@ def engine_config(args: argparse.Namespace):
                         verbal_confidence=args.verbal_confidence)
 
 
+def _option_value(text: str) -> object:
+    """A --backend-opt value: int, float, true/false, or the string as given."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
 def backend_options(args: argparse.Namespace) -> dict:
     opts = {}
+    for item in args.backend_opt:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise DelibError(f"--backend-opt takes KEY=VALUE, got {item!r}")
+        opts[key.strip()] = _option_value(value.strip())
     if args.model:
         opts["model"] = args.model
     if args.base_url:

@@ -6,9 +6,11 @@ backend, so importing this package is cheap.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from deliberation.backends.base import Backend
+from deliberation.errors import DelibError
 from deliberation.registry import lookup
 
 # name -> "module:Class"; resolved on use so no heavy import happens at registry time.
@@ -28,12 +30,24 @@ def backend_class(name: str) -> type:
 
 def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
     """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache``."""
-    backend = backend_class(name)(**options)
+    cls = backend_class(name)
+    _check_options(name, cls, options)
+    backend = cls(**options)
     if cache is None:
         return backend
     from deliberation.backends.cache import CachedBackend
 
     return CachedBackend(backend, cache)
+
+
+def _check_options(name: str, cls: type, options: dict[str, Any]) -> None:
+    """Refuse an option the backend's constructor does not take, listing those it does."""
+    params = inspect.signature(cls).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        raise DelibError(f"backend {name!r} takes no option {', '.join(unknown)}; its options: {', '.join(params)}")
 
 
 __all__ = ["BACKENDS", "Backend", "backend_class", "make_backend"]

@@ -175,7 +175,7 @@ def _from_hub(sources: SplitSources, limit: int | None, _: str | None) -> tuple[
     try:
         import datasets
     except ImportError:
-        return None, f"{where} ({install_hint('datasets', 'data')})"
+        return None, f"{where} ({install_hint('datasets', 'hub')})"
     try:
         rows = datasets.load_dataset(hub.dataset, hub.config, split=hub.split)
     except (OSError, ValueError) as err:  # network and not-found errors of datasets/huggingface_hub
