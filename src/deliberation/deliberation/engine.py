@@ -154,7 +154,7 @@ def apply_actions(ctx: Context, records: list[AgentRecord], actions: Sequence[Ac
     spent: list[list[Completion]] = [[] for _ in records]
     new = [replace(r, changed=False) for r in records]
     for i, out in zip(refiners, outs):
-        new[i] = record_of(ctx, out, changed=answer_key(ctx, out.text) != records[i].key or out.text != records[i].text)
+        new[i] = record_of(ctx, out, changed=answer_key(ctx, out.text) != records[i].key)
         spent[i].append(out)
     for i, a in enumerate(actions):
         target = concede_target(records, i) if a is Action.CONCEDE else None
@@ -168,14 +168,15 @@ def deliberation_round(ctx: Context, records: list[AgentRecord], round_: int, rn
     obs = observe([r.view() for r in records], round_, ctx.cfg.rounds)
     actions, _ = ctx.spec.policy.decide(obs, rng)
     new, spent = apply_actions(ctx, records, actions, round_)
-    new, critics = _rescore(ctx, new, records, actions)
+    new, critics = _rescore(ctx, new, actions)
     turns = [_turn(ctx, i, round_, actions[i], new[i], [*spent[i], critics[i]]) for i in range(len(new))]
     return new, turns
 
 
-def _rescore(ctx: Context, new: list[AgentRecord], old: list[AgentRecord], actions: Sequence[Action]) -> tuple[list[AgentRecord], list[Completion | None]]:
-    """Critic calls for refined responses; conceded ones keep the adopted peer's confidence."""
-    needs = [replace(r, changed=r.changed and a is Action.REFINE) for r, a in zip(new, actions)]
+def _rescore(ctx: Context, new: list[AgentRecord], actions: Sequence[Action]) -> tuple[list[AgentRecord], list[Completion | None]]:
+    """Critic calls for every refined response (its text is new even when its answer is not); conceded
+    ones keep the adopted peer's confidence."""
+    needs = [replace(r, changed=a is Action.REFINE) for r, a in zip(new, actions)]
     scored, critics = score_confidence(ctx, needs)
     return [replace(s, changed=n.changed) for s, n in zip(scored, new)], critics
 

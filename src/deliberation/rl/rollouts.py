@@ -51,7 +51,8 @@ class EpsilonMixed:
 def counterfactuals(ctx: Context, records: list[AgentRecord], round_: int) -> list[Outcomes]:
     """Every agent's outcome under each action: one REFINE batch, one critic batch, no other calls."""
     refined, spent = apply_actions(ctx, records, [Action.REFINE] * len(records), round_)
-    refined, critics = score_confidence(ctx, refined)
+    scored, critics = score_confidence(ctx, [replace(r, changed=True) for r in refined])
+    refined = [replace(s, changed=r.changed) for s, r in zip(scored, refined)]
     out = []
     for i, rec in enumerate(records):
         target = concede_target(records, i)
