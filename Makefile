@@ -9,7 +9,6 @@ DELIB := $(VENV)/bin/delib
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export HF_HUB_OFFLINE := 1
 DATA ?= $(abspath ../shared/data)
-DEMO_N ?= 5
 
 .PHONY: demo test setup-test setup-demo clean
 
@@ -34,8 +33,8 @@ test: setup-test
 	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: setup-demo
-	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(DELIB) run --method mpdf --benchmark gsm8k --limit $(DEMO_N) --out runs/demo/mpdf
-	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(DELIB) run --method debate --benchmark gsm8k --limit $(DEMO_N) --out runs/demo/debate
+	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(DELIB) experiment experiments/quick.toml
+	cat runs/quick/report/report.md
 
 clean:
-	rm -rf $(VENV) runs/demo
+	rm -rf $(VENV) runs/quick
