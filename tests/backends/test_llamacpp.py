@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 QUESTIONS = ("What is 2+3?", "Name three colors.", "Write one sentence about the sea.")
 # ~550 prompt tokens: a multi-chunk prefill (n_batch 256) and 512+ KV cells, where llama.cpp's CPU
-# attention picks other kernels; batched and alone must still agree.
+# kernels depend on the batch shape.
 LONG = "Here is a note about cats, dogs and birds in the garden. " * 40 + "Which animals are mentioned?"
 
 
@@ -63,14 +63,23 @@ def test_different_seeds_sample_differently(backend: LlamaCppBackend) -> None:
     assert len({c.text for c in backend.generate(requests)}) > 1
 
 
-@pytest.mark.parametrize("temperature", [0.0, 0.7])
-def test_batched_equals_alone(backend: LlamaCppBackend, temperature: float) -> None:
-    """Holds for SmolLM2 (row-independent matmul kernels); for Qwen Q4_K_M only the first token is
-    batch-independent (see the module docstring of deliberation.backends.llamacpp)."""
-    requests = [ask(q, temperature=temperature, seed=i) for i, q in enumerate((*QUESTIONS, LONG))]
+def test_first_token_is_batch_independent(backend: LlamaCppBackend) -> None:
+    """Guaranteed for every model: prompts are read alone, so the first token's logprobs (a critic's
+    Yes/No) are bitwise the same in any batch, long prompts included."""
+    requests = [ask(q, logprobs=True, top_logprobs=5) for q in (*QUESTIONS, LONG)]
     batched = backend.generate(requests)
     alone = [backend.generate([r])[0] for r in requests]
     assert batched[3].prompt_tokens > 512
+    assert [c.logprobs[0] for c in batched] == [c.logprobs[0] for c in alone]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_short_sequences_batched_equal_alone(backend: LlamaCppBackend, temperature: float) -> None:
+    """Holds for SmolLM2 Q4_1 on short sequences (row-independent kernels); not for every model, see
+    the module docstring of deliberation.backends.llamacpp."""
+    requests = [ask(q, temperature=temperature, seed=i) for i, q in enumerate(QUESTIONS)]
+    batched = backend.generate(requests)
+    alone = [backend.generate([r])[0] for r in requests]
     assert [c.text for c in batched] == [c.text for c in alone]
     assert [c.completion_tokens for c in batched] == [c.completion_tokens for c in alone]
 

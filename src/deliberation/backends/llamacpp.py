@@ -17,16 +17,16 @@ Guaranteed: the same requests with the same seeds, batched the same way, give th
 after call (llama.cpp's CPU kernels are deterministic for a fixed thread count). Also by construction: a
 request's first-token logits, and so a one-token critic answer and its logprobs, are bitwise the same
 alone or in any batch, because every prompt is read alone in its own context (same cells, same chunks).
-Later tokens are batch-independent only where llama.cpp's matrix products give each row the same bits
-whatever the number of rows: true for SmolLM2-135M Q4_1 (pinned by tests/backends/test_llamacpp.py), not
-for Qwen2.5 Q4_K_M, whose multi-row kernels round differently (logits differ by ~0.3, occasionally
-flipping a token; measured here). Two further choices remove the other batch dependences we found in
-llama.cpp's attention, which sums in an order set by where a sequence's cells sit and by how many query
-tokens a ubatch has: finished sequences keep their cells until the wave ends (no reuse, so cells stay in
-order), and a lone decode token is padded (see ``_Runtime.step``). Never guaranteed: equality across
-thread counts, CPU types or llama.cpp builds.
+Later tokens may differ between a request run alone and in a batch. llama.cpp picks kernels by batch
+shape: Qwen2.5 Q4_K_M's multi-row matrix products round differently from single-row ones (logits differ
+by ~0.3 and occasionally flip a token; measured here), and a lone sequence with 512+ KV cells gets a
+split-KV attention kernel (``ggml_compute_forward_flash_attn_ext_f16``, ggml-cpu/ops.cpp). Where neither
+applies (SmolLM2-135M Q4_1, short sequences) outputs agree alone and batched; tests/backends/
+test_llamacpp.py pins that, and finished sequences keep their cells until the wave ends so that a running
+sequence's cells stay in order (freed cells would be refilled and reorder its attention sum). Never
+guaranteed: equality across thread counts, CPU types or llama.cpp builds.
 
-Memory: the KV cache holds ``n_ctx * (max_parallel + 1)`` tokens (about 2.3 GB for Qwen2.5-1.5B at the
+Memory: the KV caches hold ``n_ctx * (max_parallel + 1)`` tokens (about 2.3 GB for Qwen2.5-1.5B at the
 defaults; ``n_ctx`` is the per-sequence window, lower it to shrink this). The cache is not reused across
 ``generate`` calls: every call starts empty and re-reads the prompts.
 """
@@ -76,9 +76,7 @@ class _Runtime:
         self.ctx = self.prefill_ctx = self.batch = None
         self.prefill_ctx = self._context(n_ctx, 1, n_threads)  # prompts, one at a time, from an empty cache
         self.n_ctx = lib.llama_n_ctx(self.prefill_ctx)  # cells per sequence (llama.cpp may round n_ctx up)
-        self.pad_seq = n_seq  # an extra sequence id for the padding token of one-sequence steps
-        # decode context: one token of every sequence a step
-        self.ctx = self._context(self.n_ctx * n_seq, n_seq + 1, n_threads)
+        self.ctx = self._context(self.n_ctx * n_seq, n_seq, n_threads)  # decode: a token of every sequence
         self.batch = lib.llama_batch_init(n_batch, 0, 1)
         self._pieces: dict[int, bytes] = {}
 
@@ -160,20 +158,9 @@ class _Runtime:
         return logits
 
     def step(self, entries: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
-        """Decode one (token, position, sequence id) per sequence; the next-token logits of each.
-
-        A lone token is padded with a throw-away token of a spare sequence: for exactly one query token
-        and 512+ KV cells ggml's CPU flash attention switches to a split-KV kernel
-        (``ggml_compute_forward_flash_attn_ext_f16`` in ggml-cpu/ops.cpp) that rounds differently from
-        the kernel used for several tokens, so a sequence decoded alone would drift from its batched self.
-        The padding cell is removed at once, so the next real token takes it and cells stay in order."""
-        rows = [(token, pos, seq, True) for token, pos, seq in entries]
-        if len(rows) == 1:
-            rows.append((rows[0][0], 0, self.pad_seq, False))
-        self._decode(self.ctx, rows)
-        logits = [self._logits(self.ctx, i) for i in range(len(entries))]
-        self.lib.llama_memory_seq_rm(self.lib.llama_get_memory(self.ctx), self.pad_seq, -1, -1)
-        return logits
+        """Decode one (token, position, sequence id) per sequence; the next-token logits of each."""
+        self._decode(self.ctx, [(token, pos, seq, True) for token, pos, seq in entries])
+        return [self._logits(self.ctx, i) for i in range(len(entries))]
 
     def _decode(self, ctx: Any, entries: Sequence[tuple[int, int, int, bool]]) -> None:
         """One ``llama_decode`` of (token, position, sequence id, wants logits) entries."""
@@ -312,8 +299,8 @@ class LlamaCppBackend:
         chat_format: str | None = None,
         verbose: bool = False,
     ) -> None:
-        if not 1 <= max_parallel < n_batch:  # a decode step holds max_parallel tokens, or 1 plus a pad token
-            raise DelibError(f"max_parallel must be >= 1 and below n_batch ({n_batch}); got {max_parallel}")
+        if not 1 <= max_parallel <= n_batch:  # a decode step holds one token of each sequence
+            raise DelibError(f"max_parallel must be between 1 and n_batch ({n_batch}); got {max_parallel}")
         _import_llama_cpp()  # fail fast with the install hint, before resolving (maybe assembling) the model
         self.model = str(model)
         path = models.resolve(model)
