@@ -219,7 +219,7 @@ def cache_path(args: argparse.Namespace, out: str) -> str | None:
     """The response cache: explicit, disabled, or shared by the run directories beside ``out``."""
     if args.cache == "none" or args.backend == "scripted" and args.cache is None:
         return None
-    return args.cache or str(Path(out).resolve().parent / "responses.sqlite")
+    return args.cache or str(Path(out).parent / "responses.sqlite")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

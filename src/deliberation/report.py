@@ -289,7 +289,7 @@ def runs_markdown(results: Sequence[RunResult]) -> str:
     lines = [_md_line(["run", "label", "benchmark", "seed", "model", "n", "accuracy %", "state"]),
              _md_line(["---"] * 5 + ["---:"] * 2 + ["---"])]
     for r in results:
-        lines.append(_md_line([str(r.path), r.label, column_of(r), str(r.seed), f"{r.model} ({r.backend})",
+        lines.append(_md_line([_shown(r.path), r.label, column_of(r), str(r.seed), f"{r.model} ({r.backend})",
                                str(r.summary.n), f"{100 * r.summary.accuracy:.1f}",
                                "partial (no summary.json)" if r.partial else "finished"]))
     return "\n".join(lines) + "\n"
@@ -337,3 +337,11 @@ def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequ
     if train_dirs:
         parts += ["## Training directories\n", "".join(f"- {p}\n" for p in train_dirs)]
     return "\n".join(parts)
+
+
+def _shown(path: Path) -> str:
+    """A run's path as the report shows it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
