@@ -2,6 +2,7 @@
 
 import pytest
 
+from deliberation.errors import DelibError
 from deliberation.runs import RunDir, summarize, wilson_ci
 from deliberation.types import Action, Episode, Turn
 
@@ -39,3 +40,17 @@ def test_summary_counts():
 def test_wilson_ci_contains_the_rate(k, n):
     lo, hi = wilson_ci(k, n)
     assert 0 <= lo <= k / n <= hi <= 1 and hi - lo > 0
+
+
+def test_resume_accepts_other_thread_count_and_cache_path(tmp_path):
+    first = {"method": "m", "cache": "a.sqlite", "backend_options": {"model": "x", "n_threads": 1}}
+    RunDir.open(tmp_path, first)
+    RunDir.open(tmp_path, {"method": "m", "cache": "b.sqlite", "backend_options": {"model": "x"}})
+
+
+def test_resume_refuses_another_model_or_temperature(tmp_path):
+    RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "x"}, "engine": {"temperature": 0.7}})
+    with pytest.raises(DelibError, match="backend_options"):
+        RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "y"}, "engine": {"temperature": 0.7}})
+    with pytest.raises(DelibError, match="engine"):
+        RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "x"}, "engine": {"temperature": 0.0}})

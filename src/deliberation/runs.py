@@ -76,6 +76,20 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+# Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
+# other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
+_RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache"})
+_SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` without the keys a resumed run may change."""
+    kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS}
+    if isinstance(kept.get("backend_options"), dict):
+        kept["backend_options"] = {k: v for k, v in kept["backend_options"].items() if k not in _SPEED_OPTIONS}
+    return kept
+
+
 class RunDir:
     """An open run directory; ``open`` creates it or checks it holds the same configuration."""
 
@@ -94,8 +108,8 @@ class RunDir:
         return run
 
     def _check_same(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        ignore = {"limit", "command", "workers", "ray_address"}
-        diff = sorted(k for k in set(old) | set(new) if k not in ignore and old.get(k) != new.get(k))
+        old, new = _comparable(old), _comparable(new)
+        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         if diff:
             raise DelibError(f"{self.path} holds a run with other settings ({', '.join(diff)}); "
                              "use another --out or delete it")
