@@ -90,6 +90,21 @@ def test_more_requests_than_max_parallel_keep_order(backend: LlamaCppBackend) ->
     assert [c.text for c in batched] == [backend.generate([r])[0].text for r in requests]
 
 
+def test_identical_prompts_are_read_once_and_sample_as_if_read_alone(
+    backend: LlamaCppBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 0 sends every agent the same prompt: it is read once per call (across waves too), and each
+    copy samples exactly what it samples when its prompt is read on its own."""
+    requests = [ask(QUESTIONS[2], temperature=0.7, seed=s) for s in range(6)] + [ask(QUESTIONS[0])]
+    alone = [backend.generate([r])[0] for r in requests]
+    reads: list[int] = []
+    prefill = backend._rt.prefill
+    monkeypatch.setattr(backend._rt, "prefill", lambda prompt: reads.append(len(prompt)) or prefill(prompt))
+    batched = backend.generate(requests)  # 7 requests > max_parallel 4: two waves
+    assert len(reads) == 2
+    assert [c.text for c in batched] == [c.text for c in alone]
+
+
 def test_logprobs_with_sorted_top_alternatives(backend: LlamaCppBackend) -> None:
     [c] = backend.generate([ask("What is 2+3?", logprobs=True, top_logprobs=3)])
     assert c.logprobs is not None and len(c.logprobs) == c.completion_tokens

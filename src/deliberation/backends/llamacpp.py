@@ -27,8 +27,9 @@ sequence's cells stay in order (freed cells would be refilled and reorder its at
 guaranteed: equality across thread counts, CPU types or llama.cpp builds.
 
 Memory: the KV caches hold ``n_ctx * (max_parallel + 1)`` tokens (about 2.3 GB for Qwen2.5-1.5B at the
-defaults; ``n_ctx`` is the per-sequence window, lower it to shrink this). The cache is not reused across
-``generate`` calls: every call starts empty and re-reads the prompts.
+defaults; ``n_ctx`` is the per-sequence window, lower it to shrink this). Identical prompts within one
+``generate`` call are read once (the usual case: every agent of round 0, or k self-consistency samples,
+asks the same prompt); the cache is not reused across calls, so each call re-reads its prompts.
 """
 
 from __future__ import annotations
@@ -135,9 +136,9 @@ class _Runtime:
     def special_text(self, token: int) -> str:
         return self.piece(token, special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
 
-    def prefill(self, prompt: Sequence[int], slot: int) -> np.ndarray:
-        """Read ``prompt`` in the prefill context from an empty cache, in chunks of n_batch, then copy its
-        KV cells into sequence ``slot`` of the decode context. Returns the logits after the last token.
+    def prefill(self, prompt: Sequence[int]) -> tuple[np.ndarray, Any]:
+        """Read ``prompt`` in the prefill context from an empty cache, in chunks of n_batch. Returns the
+        logits after the last token and the prompt's KV cells as a state blob for ``place``.
 
         A prompt read inside the shared decode context would sit at an offset that depends on the other
         sequences, and llama.cpp's tiled attention for 64+ token ubatches sums differently at other
@@ -153,9 +154,12 @@ class _Runtime:
         size = self.lib.llama_state_seq_get_size(self.prefill_ctx, 0)
         state = (ctypes.c_uint8 * size)()
         self.lib.llama_state_seq_get_data(self.prefill_ctx, state, size, 0)
-        if self.lib.llama_state_seq_set_data(self.ctx, state, size, slot) == 0:
+        return logits, state
+
+    def place(self, state: Any, slot: int) -> None:
+        """Copy a prompt's KV cells (from ``prefill``) into sequence ``slot`` of the decode context."""
+        if self.lib.llama_state_seq_set_data(self.ctx, state, len(state), slot) == 0:
             raise DelibError("llama.cpp could not place a prompt in the KV cache; raise n_ctx")
-        return logits
 
     def step(self, entries: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
         """Decode one (token, position, sequence id) per sequence; the next-token logits of each."""
@@ -335,9 +339,10 @@ class LlamaCppBackend:
             if self._rt is None:
                 raise DelibError("this LlamaCppBackend was closed; create a new one")
             seqs = [self._sequence(i, r) for i, r in enumerate(requests)]
+            read: dict[tuple[int, ...], tuple[np.ndarray, Any]] = {}  # prompt -> (logits, KV state)
             completions: list[Completion] = []
             for start in range(0, len(seqs), self._max_parallel):
-                completions += self._wave(seqs[start : start + self._max_parallel])
+                completions += self._wave(seqs[start : start + self._max_parallel], read)
             return completions
 
     def _sequence(self, index: int, request: GenerationRequest) -> _Seq:
@@ -349,8 +354,10 @@ class LlamaCppBackend:
         rng = np.random.default_rng(request.seed)
         return _Seq(index, request, index % self._max_parallel, prompt, limit, rng)
 
-    def _wave(self, seqs: list[_Seq]) -> list[Completion]:
-        """Decode ``seqs`` (at most max_parallel) until all finish, on an empty KV cache.
+    def _wave(self, seqs: list[_Seq], read: dict[tuple[int, ...], tuple[np.ndarray, Any]]) -> list[Completion]:
+        """Decode ``seqs`` (at most max_parallel) until all finish, on an empty KV cache. ``read`` holds
+        the prompts already read in this call: a prompt asked again (k samples, agents of round 0) is read
+        once and its cells copied, which gives the same bytes as reading it again.
 
         Finished sequences keep their cells until the wave ends: freeing them would let llama.cpp put a
         running sequence's next token in a freed cell before its earlier ones, which reorders its
@@ -359,7 +366,12 @@ class LlamaCppBackend:
         start = time.perf_counter()
         try:
             for seq in seqs:
-                seq.advance(self._rt.prefill(seq.prompt, seq.slot), self._rt)
+                key = tuple(seq.prompt)
+                if key not in read:
+                    read[key] = self._rt.prefill(seq.prompt)
+                logits, state = read[key]
+                self._rt.place(state, seq.slot)
+                seq.advance(logits, self._rt)
             active = self._finish(seqs, start)
             while active:
                 for seq, logits in zip(active, self._rt.step([s.next_input() for s in active])):
