@@ -40,6 +40,7 @@ class TrainingPoint:
     mean_advantage: float | None
     val_accuracy: float | None
     val_actions: tuple[float, ...] | None
+    val_reward: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class TrainingRun:
     name: str
     reward_scale: float | None
     points: tuple[TrainingPoint, ...]
+    held_out: dict[str, Any] | None = None  # held_out.json: the final policy against the fixed policies
 
     @property
     def final_stage(self) -> str:
@@ -80,18 +82,21 @@ def _training_run(folder: Path) -> TrainingRun:
         config = json.loads(config_path.read_text()) if config_path.exists() else {}
         lines = (folder / "metrics.jsonl").read_text().splitlines()
         points = tuple(_point(json.loads(line)) for line in lines if line.strip())
+        compared = folder / "held_out.json"
+        held_out = json.loads(compared.read_text()) if compared.exists() else None
     except (KeyError, TypeError, ValueError) as err:
         raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
                          f"metrics.jsonl record needs step, loss, kl and entropy ({err!r})") from err
     scale = config.get("reward_scale")
-    return TrainingRun(folder, folder.name, float(scale) if scale is not None else None, points)
+    return TrainingRun(folder, folder.name, float(scale) if scale is not None else None, points, held_out)
 
 
 def _point(row: dict[str, Any]) -> TrainingPoint:
     actions = row.get("val_actions")
     return TrainingPoint(str(row.get("stage", "")), int(row["step"]), float(row["loss"]), float(row["kl"]),
                          float(row["entropy"]), row.get("mean_advantage"), row.get("val_accuracy"),
-                         tuple(float(x) for x in actions) if actions is not None else None)
+                         tuple(float(x) for x in actions) if actions is not None else None,
+                         row.get("val_reward"))
 
 
 def write_plots(tab: "Table | None", results: Sequence["RunResult"], training: Sequence[TrainingRun],

@@ -233,8 +233,8 @@ def to_markdown(tab: Table) -> str:
     per question; then the average over the benchmarks a method has."""
     header = ["method"] + [f"{c} {h}" for c in tab.columns for h in METRIC_HEADERS]
     header += ["average accuracy %", "average tokens/q"]
-    lines = [_md_line(header), _md_line(["---"] + ["---:"] * (len(header) - 1))]
-    lines += [_md_line([row.label, *_md_cells(row, len(tab.columns))]) for row in tab.rows]
+    lines = [md_line(header), md_line(["---"] + ["---:"] * (len(header) - 1))]
+    lines += [md_line([row.label, *_md_cells(row, len(tab.columns))]) for row in tab.rows]
     return "\n".join(lines) + "\n\n" + TABLE_NOTE + "\n"
 
 
@@ -246,7 +246,7 @@ TABLE_NOTE = ("n = questions per cell, pooled over the runs (seeds) of that cell
               "average is not comparable to the others.")
 
 
-def _md_line(cells: Sequence[str]) -> str:
+def md_line(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
@@ -286,10 +286,10 @@ def _csv_cell(c: TableCell | None) -> list[Any]:
 
 def runs_markdown(results: Sequence[RunResult]) -> str:
     """Every run directory that went into the table, for tracing a number back to its episodes."""
-    lines = [_md_line(["run", "label", "benchmark", "seed", "model", "n", "accuracy %", "state"]),
-             _md_line(["---"] * 5 + ["---:"] * 2 + ["---"])]
+    lines = [md_line(["run", "label", "benchmark", "seed", "model", "n", "accuracy %", "state"]),
+             md_line(["---"] * 5 + ["---:"] * 2 + ["---"])]
     for r in results:
-        lines.append(_md_line([_shown(r.path), r.label, column_of(r), str(r.seed), f"{r.model} ({r.backend})",
+        lines.append(md_line([_shown(r.path), r.label, column_of(r), str(r.seed), f"{r.model} ({r.backend})",
                                str(r.summary.n), f"{100 * r.summary.accuracy:.1f}",
                                "partial (no summary.json)" if r.partial else "finished"]))
     return "\n".join(lines) + "\n"
@@ -316,7 +316,7 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outcomes = plots.write_plots(tab, results, training, out)
-    texts = {"report.md": _report_text(tab, results, outcomes, train_dirs)}
+    texts = {"report.md": _report_text(tab, results, outcomes, training)}
     if tab is not None:
         texts["report.csv"] = to_csv(tab)
     for name, text in texts.items():
@@ -325,8 +325,8 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike)
 
 
 def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
-                 train_dirs: Sequence[Path]) -> str:
-    """report.md: the table, the figures (or why each was skipped), the runs and training directories."""
+                 training: Sequence[Any]) -> str:
+    """report.md: the table, the figures (or why each was skipped), the runs and the training runs."""
     parts = ["# Deliberation report\n"]
     if tab is not None:
         parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
@@ -334,8 +334,11 @@ def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequ
     parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
     if results:
         parts += ["## Runs\n", runs_markdown(results)]
-    if train_dirs:
-        parts += ["## Training directories\n", "".join(f"- {p}\n" for p in train_dirs)]
+    if training:
+        from deliberation.training_table import training_markdown
+
+        parts += ["## Training runs\n", training_markdown(training),
+                  "".join(f"- {run.name}: {_shown(run.path)}\n" for run in training)]
     return "\n".join(parts)
 
 

@@ -18,13 +18,16 @@ def rollouts(tmp_path_factory):
 def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
     sft = tmp_path / "sft"
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(sft), "--epochs", "3"]) == 0
-    assert {p.name for p in sft.iterdir()} == {"policy.pt", "config.json", "metrics.jsonl"}
+    assert {p.name for p in sft.iterdir()} == {"policy.pt", "config.json", "metrics.jsonl", "held_out.json"}
     srpo = tmp_path / "srpo"
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"),
                  "--out", str(srpo), "--epochs", "2", "--reward-scale", "10"]) == 0
     rows = [json.loads(x) for x in (srpo / "metrics.jsonl").read_text().splitlines()]
     assert rows and all(set(r) >= {"loss", "kl", "entropy", "mean_advantage", "val_accuracy"} for r in rows)
-    assert "held-out decision accuracy" in capsys.readouterr().out
+    assert "decision accuracy" in capsys.readouterr().out
+    compared = json.loads((srpo / "held_out.json").read_text())
+    assert compared["start"]["decisions"] == compared["policy"]["decisions"] > 0
+    assert compared["policy"]["oracle_reward"] >= max(compared["policy"]["fixed_rewards"])
     # the trained policy runs as mpdf's policy
     run = tmp_path / "run"
     assert main(["run", "--method", "mpdf", "--policy", str(srpo / "policy.pt"), "--backend", "scripted",

@@ -13,6 +13,9 @@ from typing import Any
 from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.rollout_files import load_decisions
+from deliberation.types import ACTIONS, to_json
+
+HELD_OUT_FILE = "held_out.json"
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,28 @@ def run_training(req: TrainRequest) -> str:
             init, sft_metrics = train_sft(decisions, cfg)
         net, pg_metrics = train_pg(decisions, cfg, init=init, reference=init)
         metrics = [*sft_metrics, *pg_metrics]
-    out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION)
-    last = metrics[-1]
-    return (f"{req.algo}: {len(decisions)} decisions, held-out decision accuracy {last.val_accuracy:.3f}, "
-            f"held-out reward {last.val_reward:.3f} -> {out}")
+    start = None if req.algo == "sft" else init
+    comparison = _comparison(decisions, cfg, net, start)
+    out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
+                                 extra={HELD_OUT_FILE: comparison})
+    return _summary_line(req.algo, len(decisions), comparison, out)
+
+
+def _comparison(decisions: list, cfg: TrainConfig, net: Any, start: Any) -> dict[str, Any]:
+    """held_out.json: the trained policy (and the policy it started from) against the fixed policies."""
+    from deliberation.rl.data import split_by_example, tensorize
+    from deliberation.rl.evaluate import held_out
+
+    val = split_by_example(tensorize(decisions), cfg.val_fraction, cfg.seed)[1]
+    scores = {"policy": held_out(net, val), "start": held_out(start, val) if start is not None else None}
+    return {k: to_json(v) if v is not None else None for k, v in scores.items()}
+
+
+def _summary_line(algo: str, n: int, comparison: dict[str, Any], out: Path) -> str:
+    policy = comparison["policy"]
+    if policy is None:
+        return f"{algo}: {n} decisions, nothing held out (val_fraction 0) -> {out}"
+    fixed = ", ".join(f"{a.value} {r:.3f}" for a, r in zip(ACTIONS, policy["fixed_rewards"]))
+    return (f"{algo}: {n} decisions; held out ({policy['questions']} questions): decision accuracy "
+            f"{policy['decision_accuracy']:.3f}, reward {policy['policy_reward']:.3f} (always {fixed}; "
+            f"oracle {policy['oracle_reward']:.3f}) -> {out}")

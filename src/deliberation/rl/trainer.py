@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -26,9 +26,10 @@ from deliberation.errors import DelibError
 from deliberation.policy.network import MetaPolicyNet, save_policy
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import DecisionBatch, split_by_example, tensorize
+from deliberation.rl.evaluate import held_out
 from deliberation.rl.losses import ALGORITHMS, entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss
-from deliberation.types import ACTIONS, Decision, to_json
+from deliberation.types import Decision, to_json
 
 CHECKPOINT_NAME = "policy.pt"
 
@@ -178,21 +179,18 @@ def _record(stage: str, step: int, epoch: int, out: _StepLoss, val: Validation) 
 
 def validate(net: MetaPolicyNet, val: DecisionBatch) -> Validation:
     """Greedy-action accuracy against oracle labels, expected counterfactual reward and action shares."""
-    if len(val) == 0:
+    scores = held_out(net, val)
+    if scores is None:
         return Validation(None, None, None)
-    with torch.no_grad():
-        greedy = net(val.own, val.peers, val.peer_mask).argmax(-1)  # (N,)
-    accuracy = float((greedy == oracle_labels(val.rewards)).double().mean())
-    reward = float(val.rewards.gather(-1, greedy.unsqueeze(-1)).mean())
-    shares = torch.bincount(greedy, minlength=len(ACTIONS)).double() / len(val)  # (3,)
-    return Validation(accuracy, reward, (float(shares[0]), float(shares[1]), float(shares[2])))
+    return Validation(scores.decision_accuracy, scores.policy_reward, scores.policy_actions)
 
 
 def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: TrainConfig,
                            metrics: Sequence[StepMetrics], feature_names: Sequence[str],
-                           feature_version: int) -> Path:
-    """Write ``policy.pt``, ``config.json`` and ``metrics.jsonl`` into ``out_dir``, all or nothing: they are
-    written into a temporary sibling folder that is renamed to ``out_dir`` at the end."""
+                           feature_version: int, extra: dict[str, Any] | None = None) -> Path:
+    """Write ``policy.pt``, ``config.json``, ``metrics.jsonl`` and each ``extra`` name -> JSON value into
+    ``out_dir``, all or nothing: they are written into a temporary sibling folder that is renamed to
+    ``out_dir`` at the end."""
     target = Path(out_dir)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise DelibError(f"{target} already exists and is not an empty folder; choose a new --out or delete it")
@@ -200,6 +198,8 @@ def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: 
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         _write_files(staging, net, cfg, metrics, tuple(feature_names), feature_version)
+        for name, value in (extra or {}).items():
+            (staging / name).write_text(json.dumps(value, indent=2) + "\n")
         if target.exists():
             target.rmdir()
         os.rename(staging, target)

@@ -1,0 +1,55 @@
+"""Held-out comparison of a policy with the constant policies and the oracle, on counterfactual rewards."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from deliberation.policy.network import MetaPolicyNet
+from deliberation.rl.data import tensorize
+from deliberation.rl.evaluate import held_out
+from deliberation.types import ACTIONS, Decision
+
+REWARDS = ((1.0, 0.0, -1.0), (0.0, 1.0, 0.0), (-1.0, -1.0, 1.0), (1.0, 1.0, 1.0))
+
+
+def decision(i: int, rewards: tuple[float, float, float]) -> Decision:
+    own = (float(i), 0.0, 1.0, 0.5)
+    return Decision(example_id=f"q{i % 2}", sample=0, round=1, agent=0, own=own, peers=((0.0,) * 4,) * 2,
+                    action=ACTIONS[0], logprob=math.log(1 / 3), rewards=rewards, r_local=0.0, r_global=0.0)
+
+
+class Constant(MetaPolicyNet):
+    """Always the same action, whatever the features."""
+
+    def __init__(self, action: int) -> None:
+        super().__init__(4)
+        self.action = action
+
+    def forward(self, own, peers, mask):  # (N, 4), (N, P, 4), (N, P) -> (N, 3)
+        return torch.nn.functional.one_hot(torch.full((own.shape[0],), self.action), 3).float()
+
+
+@pytest.mark.parametrize("action", range(3))
+def test_a_constant_policy_scores_its_fixed_column(action):
+    val = tensorize([decision(i, r) for i, r in enumerate(REWARDS)])
+    scores = held_out(Constant(action), val)
+    assert scores.policy_reward == pytest.approx(scores.fixed_rewards[action])
+    assert scores.policy_actions[action] == 1.0
+    assert (scores.questions, scores.decisions) == (2, 4)
+
+
+def test_fixed_and_oracle_rewards_and_oracle_ties_go_to_the_cheaper_action():
+    scores = held_out(Constant(0), tensorize([decision(i, r) for i, r in enumerate(REWARDS)]))
+    assert scores.fixed_rewards == pytest.approx((0.25, 0.25, 0.25))
+    assert scores.oracle_reward == 1.0
+    # oracle labels: persist, refine, concede, and the all-equal row goes to persist (cheapest)
+    assert scores.oracle_actions == pytest.approx((0.5, 0.25, 0.25))
+    assert scores.decision_accuracy == 0.5
+
+
+def test_nothing_held_out_gives_none():
+    batch = tensorize([decision(0, REWARDS[0])])
+    assert held_out(Constant(0), batch.subset(torch.zeros(0, dtype=torch.long))) is None
