@@ -171,12 +171,14 @@ def test_without_matplotlib_the_tables_are_still_written(runs, tmp_path, monkeyp
 
 def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_path):
     write_training_dir(tmp_path / "train" / "srpo", "softrankpo", 10.0, 0.75)
-    compared = {"policy": {"fixed_rewards": [0.1, -0.2, 0.05], "oracle_reward": 0.4}, "start": None}
-    (tmp_path / "train" / "srpo" / "held_out.json").write_text(json.dumps(compared))
-    write_training_dir(tmp_path / "train" / "grpo", "grpo", 1.0, 0.5)
+    scores = {"decision_accuracy": 0.8, "policy_reward": 0.25, "policy_actions": [0.7, 0.1, 0.2],
+              "fixed_rewards": [0.1, -0.2, 0.05], "oracle_reward": 0.4}
+    start = {**scores, "decision_accuracy": 0.6, "policy_reward": 0.1, "policy_actions": [0.5, 0.2, 0.3]}
+    (tmp_path / "train" / "srpo" / "held_out.json").write_text(json.dumps({"policy": scores, "start": start}))
+    write_training_dir(tmp_path / "train" / "grpo", "grpo", 1.0, 0.5)  # no held_out.json: from metrics
     report.write_report([tmp_path / "train"], tmp_path / "out")
     text = (tmp_path / "out" / "report.md").read_text()
     rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
-    assert "| srpo | softrankpo | 10 | 3 | 0.500 -> 0.750 | 0.100 -> 0.300 | 50/20/30 -> 70/10/20 | " \
+    assert "| srpo | softrankpo | 10 | 3 | 0.600 -> 0.800 | 0.100 -> 0.250 | 50/20/30 -> 70/10/20 | " \
            "0.100 / -0.200 / 0.050 | 0.400 |" == rows["| srpo"]
-    assert rows["| grpo"].startswith("| grpo | grpo | 1 | 3 | 0.500 -> 0.500 |")
+    assert "| grpo | grpo | 1 | 3 | 0.500 -> 0.500 | 0.100 -> 0.300 | 50/20/30 -> 70/10/20 |  |  |" == rows["| grpo"]

@@ -8,13 +8,14 @@ oracle (``deliberation.rl.evaluate``). A reward-scale ablation is these rows sid
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from deliberation.plots import TrainingPoint, TrainingRun
 from deliberation.report import md_line
 
-HEADER = ("run", "final stage", "reward scale", "steps", "held-out accuracy (SFT -> final)",
-          "held-out reward (SFT -> final)", "actions P/R/C (SFT -> final)", "always P / R / C", "oracle")
+HEADER = ("run", "final stage", "reward scale", "steps", "held-out accuracy (start -> final)",
+          "held-out reward (start -> final)", "actions P/R/C (start -> final)", "always P / R / C", "oracle")
 
 
 def training_markdown(runs: Sequence[TrainingRun]) -> str:
@@ -27,7 +28,7 @@ def training_markdown(runs: Sequence[TrainingRun]) -> str:
 
 
 def _row(run: TrainingRun) -> tuple[str, ...]:
-    before, after = _stage_ends(run.points)
+    before, after = _ends(run)
     fixed, oracle = _references(run.held_out)
     scale = "" if run.reward_scale is None else f"{run.reward_scale:g}"
     return (run.name, run.final_stage, scale, str(len(run.points)),
@@ -36,16 +37,37 @@ def _row(run: TrainingRun) -> tuple[str, ...]:
             _pair(before, after, lambda p: _shares(p.val_actions)), fixed, oracle)
 
 
-def _stage_ends(points: Sequence[TrainingPoint]) -> tuple[TrainingPoint | None, TrainingPoint | None]:
-    """(last SFT point, last point); the first is None when the run has no SFT stage before another."""
+def _ends(run: TrainingRun) -> tuple[_Scores | None, _Scores | None]:
+    """(start policy, final policy) on held-out decisions: from held_out.json when the run wrote one
+    (it scores an ``--init`` policy too), else the last SFT point before another stage and the last point."""
+    compared = run.held_out or {}
+    if compared.get("policy"):
+        start = compared.get("start")
+        return (_from_held_out(start) if start else None), _from_held_out(compared["policy"])
+    points = run.points
     if not points:
         return None, None
     sft = [p for p in points if p.stage == "sft"]
     before = sft[-1] if sft and points[-1].stage != "sft" else None
-    return before, points[-1]
+    return (_from_point(before) if before else None), _from_point(points[-1])
 
 
-def _pair(before: TrainingPoint | None, after: TrainingPoint | None, show: Any) -> str:
+@dataclass(frozen=True)
+class _Scores:
+    val_accuracy: float | None
+    val_reward: float | None
+    val_actions: Sequence[float] | None
+
+
+def _from_point(point: TrainingPoint) -> _Scores:
+    return _Scores(point.val_accuracy, point.val_reward, point.val_actions)
+
+
+def _from_held_out(scores: dict[str, Any]) -> _Scores:
+    return _Scores(scores["decision_accuracy"], scores["policy_reward"], scores["policy_actions"])
+
+
+def _pair(before: _Scores | None, after: _Scores | None, show: Any) -> str:
     if after is None:
         return ""
     return show(after) if before is None else f"{show(before)} -> {show(after)}"

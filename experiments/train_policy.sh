@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Train the meta-policy on collected rollouts and run the reward-scale ablation (project issue 5).
+#
+#   experiments/train_policy.sh OUT ROLLOUT_DIR...
+#
+# 1. SFT on oracle labels                               -> OUT/sft
+# 2. softrankpo, grpo, reinforce x reward scale 0.1/1/10, each from OUT/sft/policy.pt (also its KL
+#    reference)                                         -> OUT/ablation/ALGO-SCALE
+#    OUT/ablation/softrankpo-1 is the default-settings SoftRankPO policy, the one to ship.
+# 3. delib report over all of it                        -> OUT/report/report.md (training table + plots)
+#
+# Every step reads the same rollouts and the same held-out questions (--seed 0, --val-fraction default).
+# Policy training is small: minutes on one CPU core. Steps whose output exists are skipped (rerun = resume).
+set -euo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: $0 OUT ROLLOUT_DIR..." >&2
+  exit 2
+fi
+OUT=$1; shift
+DELIB=${DELIB:-delib}
+train() {  # train OUT_DIR ARGS...: skip when OUT_DIR already holds a policy
+  local dir=$1; shift
+  [ -f "$dir/policy.pt" ] || "$DELIB" train --rollouts "$@" --out "$dir"
+}
+train "$OUT/sft" "$@" --algo sft
+for algo in softrankpo grpo reinforce; do
+  for scale in 0.1 1 10; do
+    train "$OUT/ablation/$algo-$scale" "$@" --algo "$algo" --init "$OUT/sft/policy.pt" --reward-scale "$scale"
+  done
+done
+"$DELIB" report "$OUT" --out "$OUT/report"
