@@ -19,6 +19,7 @@ def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
     sft = tmp_path / "sft"
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(sft), "--epochs", "3"]) == 0
     assert {p.name for p in sft.iterdir()} == {"policy.pt", "config.json", "metrics.jsonl", "held_out.json"}
+    assert json.loads((sft / "config.json").read_text())["algo"] == "sft"
     srpo = tmp_path / "srpo"
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"),
                  "--out", str(srpo), "--epochs", "2", "--reward-scale", "10"]) == 0

@@ -157,3 +157,8 @@ def test_write_training_outputs_refuses_a_non_empty_folder(decisions, tmp_path):
         write_training_outputs(tmp_path / "policy", net, cfg, metrics, NAMES, 1)
     assert [p.name for p in (tmp_path / "policy").iterdir()] == ["keep.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["policy"]
+
+
+def test_train_pg_refuses_the_sft_algo(decisions):
+    with pytest.raises(DelibError, match="train_sft"):
+        train_pg(decisions, dataclasses.replace(FAST, algo="sft"))

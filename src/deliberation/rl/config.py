@@ -18,7 +18,8 @@ class TrainConfig:
 
     algo: str = "softrankpo"
     """Policy-gradient algorithm, a key of ``deliberation.rl.losses.ALGORITHMS`` (softrankpo, grpo,
-    reinforce, reinforce_baseline, rloo, ppo). All share everything but the advantage and the loss form."""
+    reinforce, reinforce_baseline, rloo, ppo), or ``sft`` for a supervised-only run (``train_pg`` refuses
+    it). All share everything but the advantage and the loss form."""
 
     lr: float = 3e-3
     """Adam learning rate (Kingma & Ba 2015)."""
@@ -93,4 +94,4 @@ def _check(ok: bool, message: str) -> None:
 def _check_algo(algo: str) -> None:
     from deliberation.rl.losses import ALGORITHMS  # lazy: keeps torch out of config import
 
-    _check(algo in ALGORITHMS, f"unknown algo {algo!r}; choose one of {', '.join(ALGORITHMS)}")
+    _check(algo == "sft" or algo in ALGORITHMS, f"unknown algo {algo!r}; choose sft or one of {', '.join(ALGORITHMS)}")

@@ -37,7 +37,7 @@ def run_training(req: TrainRequest) -> str:
     from deliberation.rl.trainer import train_pg, train_sft, write_training_outputs
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
-    cfg = TrainConfig(**{"algo": "softrankpo" if req.algo == "sft" else req.algo, **req.overrides})
+    cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
     decisions = load_decisions([Path(p) for p in req.rollouts])
     if req.algo == "sft":
         net, metrics = train_sft(decisions, cfg)

@@ -90,6 +90,8 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
 
     The KL term is to ``reference``, or to ``init`` when no reference is given; with neither it is 0.
     Advantages are computed once over the training decisions (rewards are fixed offline data)."""
+    if cfg.algo not in ALGORITHMS:
+        raise DelibError(f"train_pg needs a policy-gradient algo, got {cfg.algo!r}; use train_sft for sft")
     train, val = _prepare(decisions, cfg)
     _check_groups(train)
     for given in (init, reference):
