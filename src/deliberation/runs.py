@@ -40,6 +40,7 @@ class Summary:
     actions: dict[str, int] = field(default_factory=dict)
     rounds_run_mean: float = 0.0
     wall_seconds: float = 0.0
+    generation_seconds: float = 0.0  # see Episode.generation_seconds: the uncached cost of the requests
 
 
 def wilson_ci(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -65,7 +66,7 @@ def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: s
         method, benchmark, split, n, right / n if n else 0.0, wilson_ci(right, n), prompt, completion,
         (prompt + completion) / n if n else 0.0, completion / n if n else 0.0, calls, calls / n if n else 0.0,
         sum(t.cached for t in turns), actions, sum(e.rounds_run for e in episodes) / n if n else 0.0,
-        sum(e.wall_seconds for e in episodes),
+        sum(e.wall_seconds for e in episodes), sum(e.generation_seconds for e in episodes),
     )
 
 

@@ -108,6 +108,10 @@ class Episode:
     turns: tuple[Turn, ...]
     rounds_run: int = 0
     wall_seconds: float = 0.0
+    generation_seconds: float = 0.0
+    """Sum over the episode's LLM batches of the time each took when generated (from the completions'
+    latencies, cached ones included): what the episode costs without a cache, comparable across methods
+    that share cached requests. Backends that do not time requests (scripted) give 0."""
 
     @property
     def prompt_tokens(self) -> int:

@@ -110,3 +110,23 @@ def test_same_seed_same_episode(examples):
         return replace(run_episode(ctx, np.random.default_rng(5)), wall_seconds=0.0)
 
     assert once() == once()
+
+
+class Timed:
+    """The scripted backend with a made-up latency per completion: 1 s for the first of a batch, then 2 s."""
+
+    def __init__(self, inner):
+        self.inner, self.batches = inner, 0
+        self.name, self.model, self.supports_logprobs = inner.name, inner.model, inner.supports_logprobs
+
+    def generate(self, requests):
+        self.batches += 1
+        outs = self.inner.generate(requests)
+        return [replace(c, latency_s=1.0 if i == 0 else 2.0) for i, c in enumerate(outs)]
+
+
+def test_generation_seconds_sum_the_slowest_completion_of_each_batch(examples, backend):
+    timed = Timed(backend)
+    ep = run_episode(ctx_for(examples[3], timed, Action.REFINE, confidence=True), np.random.default_rng(0))
+    assert timed.batches == 6  # answers and critics of rounds 0, 1, 2
+    assert ep.generation_seconds == 6 * 2.0

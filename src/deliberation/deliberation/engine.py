@@ -76,6 +76,17 @@ class Context:
     cfg: EngineConfig
     spec: MethodSpec
     memo: dict[str, bool] = field(default_factory=dict)  # text -> score, within the episode
+    batch_seconds: list[float] = field(default_factory=list)  # per backend call: its slowest completion
+
+
+def call_backend(ctx: Context, requests: Sequence[GenerationRequest]) -> list[Completion]:
+    """Send one batch and note how long it took when generated: the latency of its slowest completion
+    (a cached completion keeps the latency it had when first generated)."""
+    if not requests:
+        return []
+    outs = ctx.backend.generate(requests)
+    ctx.batch_seconds.append(max(c.latency_s for c in outs))
+    return outs
 
 
 def request_seed(seed: int, example_id: str, agent: int, round_: int) -> int:
@@ -102,7 +113,7 @@ def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequ
         GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(ctx.cfg.seed, ctx.example.id, a, round_))
         for m, a in zip(messages, agents)
     ]
-    return ctx.backend.generate(requests) if requests else []
+    return call_backend(ctx, requests)
 
 
 def initial_round(ctx: Context) -> tuple[list[AgentRecord], list[Turn]]:
@@ -120,7 +131,7 @@ def score_confidence(ctx: Context, records: list[AgentRecord]) -> tuple[list[Age
     todo = [i for i, r in enumerate(records) if r.changed] if ctx.spec.confidence else []
     verbal = ctx.cfg.verbal_confidence or not ctx.backend.supports_logprobs
     reqs = [conf_mod.critic_request(ctx.question, records[i].text, verbal) for i in todo]
-    outs = ctx.backend.generate(reqs) if reqs else []
+    outs = call_backend(ctx, reqs)
     critics: list[Completion | None] = [None] * len(records)
     records = list(records)
     for i, out in zip(todo, outs):
@@ -202,7 +213,7 @@ def run_episode(ctx: Context, rng: np.random.Generator) -> Episode:
         rounds_run = t
     answer, text = final_vote(ctx, records)
     return Episode(ctx.example.id, ctx.spec.name, answer, _score(ctx, text), tuple(turns), rounds_run,
-                   time.perf_counter() - start)
+                   time.perf_counter() - start, sum(ctx.batch_seconds))
 
 
 def _score(ctx: Context, text: str) -> bool:
