@@ -59,6 +59,7 @@ def test_markdown_and_csv_equal_the_summaries(runs):
         assert float(row["gsm8k/test:tokens_per_question"]) == pytest.approx(s["tokens_per_question"])
         assert float(row["gsm8k/test:calls_per_question"]) == pytest.approx(s["llm_calls_per_question"])
         assert float(row["gsm8k/test:seconds_per_question"]) == pytest.approx(s["wall_seconds"] / LIMIT)
+        assert float(row["gsm8k/test:generation_seconds_per_question"]) == s["generation_seconds"] / LIMIT
         assert float(row["average:accuracy"]) == s["accuracy"]
 
 

@@ -57,7 +57,8 @@ class TableCell:
     ci95: tuple[float, float]
     tokens_per_question: float
     calls_per_question: float
-    seconds_per_question: float
+    seconds_per_question: float  # wall clock
+    generation_seconds_per_question: float  # what the requests cost when generated (cached ones too)
     runs: int
 
 
@@ -208,8 +209,9 @@ def pool(summaries: Sequence[Summary]) -> TableCell:
     correct = sum(round(s.accuracy * s.n) for s in summaries)
     tokens = sum(s.prompt_tokens + s.completion_tokens for s in summaries)
     calls, seconds = sum(s.llm_calls for s in summaries), sum(s.wall_seconds for s in summaries)
+    generation = sum(s.generation_seconds for s in summaries)
     return TableCell(n, correct, _ratio(correct, n), wilson_ci(correct, n), _ratio(tokens, n), _ratio(calls, n),
-                     _ratio(seconds, n), len(summaries))
+                     _ratio(seconds, n), _ratio(generation, n), len(summaries))
 
 
 def _ratio(total: float, n: int) -> float:
@@ -225,7 +227,7 @@ def _row(label: str, cells: list[TableCell | None]) -> Row:
 
 # --- renderers ----------------------------------------------------------------------------------------
 
-METRIC_HEADERS = ("accuracy % [95% CI]", "tokens/q", "calls/q", "s/q")
+METRIC_HEADERS = ("accuracy % [95% CI]", "tokens/q", "calls/q", "LLM s/q")
 
 
 def to_markdown(tab: Table) -> str:
@@ -240,8 +242,9 @@ def to_markdown(tab: Table) -> str:
 
 TABLE_NOTE = ("n = questions per cell, pooled over the runs (seeds) of that cell. Accuracy intervals are Wilson "
               "95% intervals. Tokens and calls count every request, including those served from the response "
-              "cache; s/q is measured wall time, in which cached answers cost nothing, so it favours methods "
-              "that ran after another had generated the shared round-0 answers. The average is the mean over "
+              "cache; LLM s/q is the time the requests took when they were generated (a cached answer counts what "
+              "it cost the first time), so methods that share round-0 answers compare fairly; wall-clock "
+              "seconds, in which cached answers cost nothing, are in the CSV. The average is the mean over "
               "the benchmarks a method was run on; (k/K) marks a method run on k of the K benchmarks, whose "
               "average is not comparable to the others.")
 
@@ -255,13 +258,13 @@ def _md_cells(row: Row, n_columns: int) -> list[str]:
     for c in row.cells:
         out += ["-"] * 4 if c is None else [
             f"{100 * c.accuracy:.1f} [{100 * c.ci95[0]:.1f}, {100 * c.ci95[1]:.1f}] n={c.n}",
-            f"{c.tokens_per_question:.0f}", f"{c.calls_per_question:.2f}", f"{c.seconds_per_question:.2f}"]
+            f"{c.tokens_per_question:.0f}", f"{c.calls_per_question:.2f}", f"{c.generation_seconds_per_question:.1f}"]
     partial = "" if row.benchmarks == n_columns else f" ({row.benchmarks}/{n_columns})"
     return out + [f"{100 * row.mean_accuracy:.1f}{partial}", f"{row.mean_tokens_per_question:.0f}"]
 
 
 CSV_FIELDS = ("n", "correct", "accuracy", "ci95_low", "ci95_high", "tokens_per_question",
-              "calls_per_question", "seconds_per_question", "runs")
+              "calls_per_question", "seconds_per_question", "generation_seconds_per_question", "runs")
 
 
 def to_csv(tab: Table) -> str:
@@ -281,7 +284,7 @@ def _csv_cell(c: TableCell | None) -> list[Any]:
     if c is None:
         return [""] * len(CSV_FIELDS)
     return [c.n, c.correct, c.accuracy, c.ci95[0], c.ci95[1], c.tokens_per_question, c.calls_per_question,
-            c.seconds_per_question, c.runs]
+            c.seconds_per_question, c.generation_seconds_per_question, c.runs]
 
 
 def runs_markdown(results: Sequence[RunResult]) -> str:
