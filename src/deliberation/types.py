@@ -65,6 +65,8 @@ class Completion:
     logprobs: tuple[TokenLogprob, ...] | None = None
     finish_reason: str = "stop"
     latency_s: float = 0.0
+    """Seconds from the start of the backend call that produced it until it was done, so the slowest
+    completion of a batch gives the batch's time (a cached completion keeps its original value)."""
     cached: bool = False
 
 

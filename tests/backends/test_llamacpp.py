@@ -88,6 +88,8 @@ def test_more_requests_than_max_parallel_keep_order(backend: LlamaCppBackend) ->
     requests = [ask(q, seed=i, temperature=0.7) for i, q in enumerate(QUESTIONS * 2)]  # 6 > max_parallel 4
     batched = backend.generate(requests)
     assert [c.text for c in batched] == [backend.generate([r])[0].text for r in requests]
+    # latencies count from the start of the call, so the second wave's come after the whole first wave
+    assert min(c.latency_s for c in batched[4:]) > max(c.latency_s for c in batched[:4]) > 0
 
 
 def test_identical_prompts_are_read_once_and_sample_as_if_read_alone(

@@ -67,9 +67,10 @@ class HFBackend:
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One Completion per request, in order (greedy ones batched, sampled ones one by one)."""
         results: dict[int, Completion] = {}
+        start = time.perf_counter()  # latencies count from here: sampled requests run one after another
         for indices in self._schedule(requests):
             batch = [requests[i] for i in indices]
-            results.update(zip(indices, self._run(batch)))
+            results.update(zip(indices, self._run(batch, start)))
         return [results[i] for i in range(len(requests))]
 
     def close(self) -> None:
@@ -84,19 +85,18 @@ class HFBackend:
         yield from (greedy[k : k + self.batch_size] for k in range(0, len(greedy), self.batch_size))
         yield from ([i] for i, r in enumerate(requests) if r.temperature > 0)
 
-    def _run(self, batch: list[GenerationRequest]) -> list[Completion]:
+    def _run(self, batch: list[GenerationRequest], call_start: float) -> list[Completion]:
         """Generate for ``batch``: one sampled request, or a chunk of greedy ones (each with its own stops)."""
         torch = self._torch
         prompts = [self._prompt_ids(r) for r in batch]
         input_ids, attention = _left_pad(torch, prompts, self._pad_id)  # [B, T], [B, T]
-        start = time.perf_counter()
         with torch.inference_mode(), self._seeded(batch[0]):
             out = self._lm.generate(
                 input_ids=input_ids.to(self._device),
                 attention_mask=attention.to(self._device),
                 **self._generate_options(batch, input_ids.shape[1]),
             )
-        latency = time.perf_counter() - start
+        latency = time.perf_counter() - call_start
         new_ids = out.sequences[:, input_ids.shape[1] :].cpu()  # [B, N]
         # Raw logits only when some request wants logprobs: [B, N, V] is large for big vocabularies.
         logits = torch.stack(out.logits, dim=1).float().cpu() if out.logits else None  # [B, N, V]

@@ -221,7 +221,7 @@ class _Seq:
     prompt: list[int]
     limit: int  # max_tokens, capped so the sequence fits the context
     rng: np.random.Generator
-    latency: float = 0.0  # seconds from the start of its wave to its last token
+    latency: float = 0.0  # seconds from the start of the generate() call to its last token
     tokens: list[int] = field(default_factory=list)
     data: bytearray = field(default_factory=bytearray)
     logprobs: list[TokenLogprob] = field(default_factory=list)
@@ -341,8 +341,9 @@ class LlamaCppBackend:
             seqs = [self._sequence(i, r) for i, r in enumerate(requests)]
             read: dict[tuple[int, ...], tuple[np.ndarray, Any]] = {}  # prompt -> (logits, KV state)
             completions: list[Completion] = []
-            for start in range(0, len(seqs), self._max_parallel):
-                completions += self._wave(seqs[start : start + self._max_parallel], read)
+            start = time.perf_counter()
+            for first in range(0, len(seqs), self._max_parallel):
+                completions += self._wave(seqs[first : first + self._max_parallel], read, start)
             return completions
 
     def _sequence(self, index: int, request: GenerationRequest) -> _Seq:
@@ -354,7 +355,8 @@ class LlamaCppBackend:
         rng = np.random.default_rng(request.seed)
         return _Seq(index, request, index % self._max_parallel, prompt, limit, rng)
 
-    def _wave(self, seqs: list[_Seq], read: dict[tuple[int, ...], tuple[np.ndarray, Any]]) -> list[Completion]:
+    def _wave(self, seqs: list[_Seq], read: dict[tuple[int, ...], tuple[np.ndarray, Any]],
+              start: float) -> list[Completion]:
         """Decode ``seqs`` (at most max_parallel) until all finish, on an empty KV cache. ``read`` holds
         the prompts already read in this call: a prompt asked again (k samples, agents of round 0) is read
         once and its cells copied, which gives the same bytes as reading it again.
@@ -363,7 +365,6 @@ class LlamaCppBackend:
         running sequence's next token in a freed cell before its earlier ones, which reorders its
         attention sum and makes its logits depend on its neighbours."""
         self._rt.clear()
-        start = time.perf_counter()
         try:
             for seq in seqs:
                 key = tuple(seq.prompt)
