@@ -129,6 +129,7 @@ BAD = [
     ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "d2"\nmethod = "debate"\npolicy = "p.pt"', "d2", "mpdf only"),
     ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "debate"\nmethod = "debate"', "debate", "used twice"),
     ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "a/b"\nmethod = "mpdf"', "a/b", "directory"),
+    ("limit = 3", "limit = 3\nconcurrency = 0", "concurrency", "at least 1"),
 ]
 
 
@@ -157,3 +158,8 @@ def test_shipped_experiments_load(name, cells):
     cfg = load_experiment(REPO / "experiments" / name)
     assert len(plan(cfg)) == cells and cfg.backend == "llamacpp"
     assert cfg.backend_options == {"model": "qwen2.5-coder-1.5b"}
+
+
+def test_concurrency_reaches_every_cell(tmp_path):
+    cfg = load_experiment(write_config(tmp_path, GRID.replace("limit = 3", "limit = 3\nconcurrency = 3")))
+    assert cfg.concurrency == 3 and all(cell.spec.concurrency == 3 for cell in plan(cfg))

@@ -44,6 +44,16 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
                    "shared by sibling runs; 'none' disables)")
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
                    "packages, then the Hugging Face hub)")
+    p.add_argument("--concurrency", type=_positive, default=1, metavar="N",
+                   help="questions in flight at once, their requests merged into one batch per step (default 1; "
+                   "on a CPU, 3 lets llama.cpp batch 9 requests instead of 3; outputs then depend on the batch)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_engine_args(p: argparse.ArgumentParser) -> None:
@@ -230,7 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = RunSpec(method=args.method, benchmark=args.benchmark, split=args.split, limit=args.limit,
                    backend=args.backend, backend_options=backend_options(args), cache=cache_path(args, args.out),
                    engine=engine_config(args), policy=args.policy, data_dir=args.data_dir,
-                   command=shlex.join(["delib", *sys.argv[1:]]))
+                   command=shlex.join(["delib", *sys.argv[1:]]), concurrency=args.concurrency)
     if args.workers > 1 or args.ray_address:
         from deliberation.distributed import execute_distributed
 
@@ -252,7 +262,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     spec = CollectSpec(benchmark=args.benchmark, split=args.split, limit=args.limit, backend=args.backend,
                        backend_options=backend_options(args), cache=cache_path(args, args.out),
                        engine=engine_config(args), samples=args.samples, epsilon=args.epsilon, policy=args.policy,
-                       command=shlex.join(["delib", *sys.argv[1:]]))
+                       command=shlex.join(["delib", *sys.argv[1:]]), concurrency=args.concurrency)
     n = collect(spec, args.out, progress=not args.quiet)
     print(f"{n} questions of rollouts in {args.out}")
     return 0

@@ -38,7 +38,7 @@ from deliberation.runner import RunSpec, execute, validate
 from deliberation.runs import Summary, write_json_atomic
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
-            "variants")
+            "variants", "concurrency")
 ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
 VARIANT_KEYS = ("label", "method", "policy", *ENGINE_TYPES)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # labels name directories
@@ -72,6 +72,8 @@ class ExperimentConfig:
     data_dir: str | None = None
     source: str = ""
     """The file it was read from (for messages and the runs' recorded command)."""
+    concurrency: int = 1
+    """Questions in flight at once within a cell (``delib run --concurrency``)."""
 
     @property
     def cache(self) -> Path:
@@ -118,7 +120,14 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     return ExperimentConfig(name, _get(raw, "out", str, source, f"runs/{name}"), arms, names, _seeds(raw, source),
                             _splits(raw.get("split", "test"), names, source),
                             _limits(raw.get("limit"), names, source), backend, options,
-                            _get(raw, "data_dir", str, source, None), source)
+                            _get(raw, "data_dir", str, source, None), source, _concurrency(raw, source))
+
+
+def _concurrency(raw: Mapping[str, Any], source: str) -> int:
+    value = _get(raw, "concurrency", int, source, 1)
+    if value < 1:
+        _fail(source, f"concurrency must be at least 1, got {value}")
+    return value
 
 
 def _fail(source: str, message: str) -> NoReturn:
@@ -269,7 +278,7 @@ def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
     spec = RunSpec(method=arm.method, benchmark=bench, split=cfg.splits[bench], limit=cfg.limits[bench],
                    backend=cfg.backend, backend_options=dict(cfg.backend_options), cache=str(cfg.cache),
                    engine=replace(arm.engine, seed=seed), policy=arm.policy, data_dir=cfg.data_dir,
-                   command=f"delib experiment {cfg.source}")
+                   command=f"delib experiment {cfg.source}", concurrency=cfg.concurrency)
     return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / bench / f"{arm.label}-s{seed}")
 
 

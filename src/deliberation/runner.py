@@ -7,14 +7,16 @@ is checked before the directory is created, so bad input leaves nothing behind.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
 from deliberation import benchmarks, methods
 from deliberation.backends import backend_class, make_backend
 from deliberation.backends.base import Backend
+from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.config import EngineConfig
 from deliberation.methods.base import MethodConfig
 from deliberation.runs import RunDir, Summary, summarize
@@ -36,6 +38,8 @@ class RunSpec:
     policy: str | None = None
     data_dir: str | None = None
     command: str = ""
+    concurrency: int = 1
+    """Questions in flight at once, their LLM requests merged into shared batches (backends/coalesce.py)."""
 
     def method_config(self) -> MethodConfig:
         return MethodConfig(benchmark=self.benchmark, engine=self.engine, policy=self.policy)
@@ -70,10 +74,30 @@ def config_record(spec: RunSpec) -> dict[str, Any]:
 
 
 def run_examples(run_fn: Callable, examples: Iterable[Example], backend: Backend, spec: RunSpec) -> Iterable[Episode]:
-    """Episodes of ``examples`` one by one (the unit of work shared by local and distributed runs)."""
+    """Episodes of ``examples`` (the unit of work shared by local and distributed runs): one by one, or
+    ``spec.concurrency`` at a time in the order they finish."""
     cfg = spec.method_config()
-    for ex in examples:
-        yield run_fn(ex, backend, cfg, example_rng(spec.engine.seed, ex.id))
+    return in_flight(lambda ex, b: run_fn(ex, b, cfg, example_rng(spec.engine.seed, ex.id)), list(examples),
+                     backend, spec.concurrency)
+
+
+T, R = TypeVar("T"), TypeVar("R")
+
+
+def in_flight(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backend, concurrency: int) -> Iterator[R]:
+    """``fn(item, backend)`` for every item: in order when ``concurrency`` is 1, else in ``concurrency``
+    threads sharing a ``CoalescingBackend`` over ``backend``, yielded as they finish. A failure stops the
+    items not yet started and is raised once the running ones are done."""
+    if concurrency <= 1:
+        yield from (fn(item, backend) for item in items)
+        return
+    shared = CoalescingBackend(backend, callers=min(concurrency, len(items)) or 1)
+    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="delib-question")
+    try:
+        for future in as_completed([pool.submit(fn, item, shared) for item in items]):
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | None = None) -> Summary:

@@ -79,7 +79,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
-_RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache"})
+_RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency"})
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
 
 

@@ -8,7 +8,7 @@ from deliberation import benchmarks
 from deliberation.cli import main
 from deliberation.methods import METHODS
 from deliberation.runs import RunDir
-from deliberation.types import Action
+from deliberation.types import Action, to_json
 
 BENCH = benchmarks.get("gsm8k")
 GOLD = {ex.id: ex for ex in BENCH.load("test", limit=30)}
@@ -59,3 +59,36 @@ def test_rerun_skips_finished_and_is_reproducible(tmp_path):
     strip = lambda p: [{**json.loads(x), "wall_seconds": 0} for x in (p / "episodes.jsonl").read_text().splitlines()]
     assert strip(out) == strip(other)
     assert first["accuracy"] == again["accuracy"]
+
+
+@pytest.mark.parametrize("method", ["mpdf", "debate"])
+def test_concurrent_questions_give_the_same_episodes(tmp_path, method):
+    """The scripted backend answers a request the same in any batch, so --concurrency changes only the
+    order episodes finish in; the summary is computed in dataset order."""
+    alone, first = run(tmp_path / "1", method)
+    together, second = run(tmp_path / "4", method, "--concurrency", "4")
+    by_id = lambda p: {e.example_id: {**to_json(e), "wall_seconds": 0} for e in RunDir(p).episodes()}
+    assert by_id(alone) == by_id(together)
+    assert {k: v for k, v in first.items() if k != "wall_seconds"} == \
+        {k: v for k, v in second.items() if k != "wall_seconds"}
+
+
+def test_concurrency_merges_the_questions_requests_into_shared_batches():
+    from deliberation.backends.scripted import ScriptedBackend
+    from deliberation.runner import RunSpec, run_examples
+    from deliberation.methods import get
+
+    inner = ScriptedBackend(benchmark="gsm8k")
+    sizes = []
+    original = inner.generate
+    inner.generate = lambda requests: sizes.append(len(requests)) or original(requests)
+    spec = RunSpec(method="self-consistency", backend="scripted", concurrency=3)
+    episodes = list(run_examples(get("self-consistency"), list(GOLD.values())[:6], inner, spec))
+    assert len(episodes) == 6 and sum(sizes) == 18 and max(sizes) > 3  # more than one question per batch
+
+
+def test_concurrency_below_one_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--method", "cot", "--backend", "scripted", "--out", str(tmp_path / "x"), "--concurrency", "0"])
+    assert "at least 1" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -1,5 +1,6 @@
 """Rollout collection on the scripted backend: counterfactual rewards, groups, files, resume."""
 
+import dataclasses
 import gzip
 import json
 
@@ -79,6 +80,15 @@ def test_collect_writes_resumable_gzip_jsonl(tmp_path):
     assert collect(spec, str(tmp_path), progress=False) == 5
     assert (tmp_path / files.ROLLOUTS).stat().st_size == size  # repaired, nothing redone
     assert len(files.load_decisions([tmp_path])) > 0
+
+
+def test_concurrent_collection_writes_the_same_questions(tmp_path):
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=6, backend="scripted",
+                       backend_options={"benchmark": "gsm8k"}, samples=3)
+    assert collect(spec, str(tmp_path / "1"), progress=False) == 6
+    assert collect(dataclasses.replace(spec, concurrency=3), str(tmp_path / "3"), progress=False) == 6
+    read = lambda d: {r["example_id"]: r for r in (json.loads(x) for x in gzip.open(d / files.ROLLOUTS, "rt"))}
+    assert read(tmp_path / "1") == read(tmp_path / "3")
 
 
 def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):

@@ -19,8 +19,9 @@ from deliberation.errors import DelibError
 from deliberation.methods.heuristics import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import EpsilonMixed, collect_question
-from deliberation.runner import example_rng
-from deliberation.types import to_json
+from deliberation.backends.base import Backend
+from deliberation.runner import example_rng, in_flight
+from deliberation.types import Example, to_json
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class CollectSpec:
     """Probability of replacing the behaviour policy's action by a uniform one."""
     policy: str | None = None
     command: str = ""
+    concurrency: int = 1
+    """Questions collected at once, their requests merged into shared batches (backends/coalesce.py)."""
 
     def __post_init__(self) -> None:
         if self.samples < 2:
@@ -76,11 +79,18 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     path = directory / files.ROLLOUTS
     done = {row["example_id"] for row in files.read_lines(path, repair=True)}
     method = MethodSpec(name="collect", policy=behaviour, confidence=True)
+
+    def one(ex: Example, shared: Backend) -> tuple[str, list]:
+        ctx = Context(ex, bench.format_question(ex), shared, bench, spec.engine, method)
+        return ex.id, collect_question(ctx, behaviour, spec.samples, example_rng(spec.engine.seed, ex.id))
+
+    todo = [e for e in examples if e.id not in done]
     try:
-        for ex in tqdm([e for e in examples if e.id not in done], disable=not progress, unit="q"):
-            ctx = Context(ex, bench.format_question(ex), backend, bench, spec.engine, method)
-            decisions = collect_question(ctx, behaviour, spec.samples, example_rng(spec.engine.seed, ex.id))
-            files.append_question(path, files.question_row(backend.model, spec.benchmark, spec.split, ex.id, decisions))
+        with tqdm(total=len(todo), disable=not progress, unit="q") as bar:
+            for example_id, decisions in in_flight(one, todo, backend, spec.concurrency):
+                row = files.question_row(backend.model, spec.benchmark, spec.split, example_id, decisions)
+                files.append_question(path, row)
+                bar.update()
     finally:
         backend.close()
     return len(files.read_lines(path))

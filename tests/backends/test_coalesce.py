@@ -1,0 +1,85 @@
+"""Batching across questions: concurrent generate() calls merged into one call of the backend behind."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from deliberation.backends.coalesce import CoalescingBackend
+from deliberation.types import Completion, GenerationRequest, Message
+
+
+def ask(text: str, seed: int = 0) -> GenerationRequest:
+    return GenerationRequest((Message("user", text),), max_tokens=8, seed=seed)
+
+
+class Echo:
+    """Answers each request with its own text; records the size of every call."""
+
+    name, model, supports_logprobs = "echo", "echo", False
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls: list[int] = []
+        self.fail_on = fail_on
+
+    def generate(self, requests):
+        self.calls.append(len(requests))
+        if any(r.messages[0].content == self.fail_on for r in requests):
+            raise RuntimeError("backend down")
+        return [Completion(r.messages[0].content, 1, 1) for r in requests]
+
+    def close(self):
+        pass
+
+
+def in_threads(n: int, fn) -> list:
+    """Run fn(i) in n threads started together; results in thread order."""
+    results: list = [None] * n
+    start = threading.Barrier(n)
+
+    def body(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = fn(i)
+        except Exception as err:  # returned, so the test can check every caller saw it
+            results[i] = err
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    return results
+
+
+def test_concurrent_callers_share_one_call_and_each_gets_its_own_answers():
+    inner = Echo()
+    shared = CoalescingBackend(inner, callers=3, window_s=5.0)  # a long window: only all-present can send
+    results = in_threads(3, lambda i: shared.generate([ask(f"q{i}-a{j}") for j in range(i + 1)]))
+    assert inner.calls == [6] and shared.batch_sizes == [6]
+    assert [[c.text for c in r] for r in results] == [["q0-a0"], ["q1-a0", "q1-a1"], ["q2-a0", "q2-a1", "q2-a2"]]
+
+
+def test_a_lone_caller_is_sent_after_the_window():
+    inner = Echo()
+    shared = CoalescingBackend(inner, callers=3, window_s=0.01)
+    assert [c.text for c in shared.generate([ask("alone")])] == ["alone"]
+    assert inner.calls == [1]
+
+
+def test_a_failure_reaches_every_caller_of_the_batch():
+    shared = CoalescingBackend(Echo(fail_on="q1"), callers=3, window_s=5.0)
+    results = in_threads(3, lambda i: shared.generate([ask(f"q{i}")]))
+    assert all(isinstance(r, RuntimeError) and "backend down" in str(r) for r in results)
+
+
+def test_empty_request_list_makes_no_call():
+    inner = Echo()
+    assert CoalescingBackend(inner, callers=2).generate([]) == [] and inner.calls == []
+
+
+@pytest.mark.parametrize("callers", [1, 2])
+def test_it_passes_the_backend_identity_through(callers):
+    shared = CoalescingBackend(Echo(), callers=callers)
+    assert (shared.name, shared.model, shared.supports_logprobs) == ("echo", "echo", False)
