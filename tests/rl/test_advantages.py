@@ -209,3 +209,10 @@ def test_registry_names_the_five_advantages():
 def test_float32_rewards_come_back_float32():
     adv = softrankpo(torch.tensor([1.0, 2.0], dtype=torch.float32), torch.tensor([0, 0]), tau=0.5)
     assert adv.dtype == torch.float32
+
+
+def test_grpo_group_differing_only_by_rounding_sums_to_zero():
+    """Found by hypothesis: two rewards equal up to rounding, std far below eps."""
+    rewards = torch.tensor([-50.0, -50.0 + 7.105427357601002e-15], dtype=torch.float64)
+    adv = ADVANTAGES["grpo"](rewards, torch.tensor([0, 0]))
+    assert abs(float(adv.sum())) < 1e-15

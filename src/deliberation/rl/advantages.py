@@ -155,11 +155,13 @@ def _soft_scores(padded: Tensor, grp: _Groups, tau: float) -> Tensor:
 
 
 def grpo(rewards: Tensor, groups: Tensor, eps: float = GRPO_EPS) -> Tensor:
-    """GRPO (Shao et al. 2024): (r - mean_g) / (std_g + eps), population std."""
+    """GRPO (Shao et al. 2024): (r - mean_g) / (std_g + eps), population std. Centred again after the
+    division: when a group's rewards differ only by rounding (std far below eps), the rounding left in
+    r - mean_g is multiplied by 1 / eps, and the second centring restores a zero sum per group."""
     r, grp = _prepare(rewards, groups)
     padded = grp.pad(r)  # (G, Kmax)
-    adv = (padded - grp.mean(padded)) / (_group_std(padded, grp) + eps)
-    return _out(grp.unpad(adv), rewards)
+    adv = (padded - grp.mean(padded)) / (_group_std(padded, grp) + eps)  # (G, Kmax)
+    return _out(grp.unpad(adv - grp.mean(adv)), rewards)
 
 
 def reinforce(rewards: Tensor, groups: Tensor) -> Tensor:
