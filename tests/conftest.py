@@ -7,9 +7,16 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("DELIB_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 os.environ["HF_HUB_OFFLINE"] = "1"
+
+# Property tests draw the same examples on every run, so CI passes or fails on the code, not on the draw.
+# HYPOTHESIS_PROFILE=explore searches fresh examples (cases it finds become explicit regression tests).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")
