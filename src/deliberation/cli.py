@@ -10,7 +10,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from deliberation.errors import DelibError
 
@@ -66,8 +66,15 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbal-confidence", action="store_true", help="ask for 0-100 instead of P(Yes)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (the problem and where help is), like every other delib error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="delib", description="Multi-agent LLM deliberation with a learned meta-policy (MPDF + SoftRankPO).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _run_parser(sub)

@@ -90,5 +90,6 @@ def test_concurrency_merges_the_questions_requests_into_shared_batches():
 def test_concurrency_below_one_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["run", "--method", "cot", "--backend", "scripted", "--out", str(tmp_path / "x"), "--concurrency", "0"])
-    assert "at least 1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "at least 1" in err and "--help" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
