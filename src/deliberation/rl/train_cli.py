@@ -57,10 +57,10 @@ def run_training(req: TrainRequest) -> str:
 
 def _comparison(decisions: list, cfg: TrainConfig, net: Any, start: Any) -> dict[str, Any]:
     """held_out.json: the trained policy (and the policy it started from) against the fixed policies."""
-    from deliberation.rl.data import split_by_example, tensorize
     from deliberation.rl.evaluate import held_out
+    from deliberation.rl.trainer import prepare
 
-    val = split_by_example(tensorize(decisions), cfg.val_fraction, cfg.seed)[1]
+    val = prepare(decisions, cfg)[1]  # the questions the trainer held out
     scores = {"policy": held_out(net, val), "start": held_out(start, val) if start is not None else None}
     return {k: to_json(v) if v is not None else None for k, v in scores.items()}
 

@@ -71,7 +71,7 @@ class Validation:
 
 def train_sft(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[MetaPolicyNet, list[StepMetrics]]:
     """Fit a fresh policy to the oracle labels by cross-entropy -> (reference network, per-step metrics)."""
-    train, val = _prepare(decisions, cfg)
+    train, val = prepare(decisions, cfg)
     net = _new_net(train.n_features, cfg)
     labels = oracle_labels(train.rewards)  # (N,)
 
@@ -92,7 +92,7 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
     Advantages are computed once over the training decisions (rewards are fixed offline data)."""
     if cfg.algo not in ALGORITHMS:
         raise DelibError(f"train_pg needs a policy-gradient algo, got {cfg.algo!r}; use train_sft for sft")
-    train, val = _prepare(decisions, cfg)
+    train, val = prepare(decisions, cfg)
     _check_groups(train)
     for given in (init, reference):
         _check_width(given, train.n_features)
@@ -116,7 +116,7 @@ def shaped_rewards(batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
     return cfg.reward_scale * taken - cfg.token_cost_coef * batch.token_costs
 
 
-def _prepare(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[DecisionBatch, DecisionBatch]:
+def prepare(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[DecisionBatch, DecisionBatch]:
     """Validate and tensorize the decisions, then hold out questions -> (train, val)."""
     return split_by_example(tensorize(decisions), cfg.val_fraction, cfg.seed)
 
