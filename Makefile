@@ -9,7 +9,7 @@ DELIB := $(VENV)/bin/delib
 # with AVX-512 (VNNI), `make llama-native` rebuilds it for this CPU: 1.4x faster with qwen2.5-coder-0.5b here
 # (docs/results/bench/README.md); outputs may differ in the last bits, as across any two builds.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-LLAMA_CPP := llama-cpp-python==$(shell sed -n 's/^llamacpp = \["llama-cpp-python==\(.*\)"\]/\1/p' pyproject.toml)
+LLAMA_CPP = llama-cpp-python==$(shell sed -n 's/^llamacpp = \["llama-cpp-python==\(.*\)"\]/\1/p' pyproject.toml)
 export HF_HUB_OFFLINE := 1
 DATA ?= $(abspath ../shared/data)
 

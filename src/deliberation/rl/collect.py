@@ -12,6 +12,7 @@ from typing import Any
 
 from deliberation import benchmarks
 from deliberation.backends import make_backend
+from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.deliberation.engine import Context, MetaPolicy, MethodSpec
 from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
@@ -19,7 +20,6 @@ from deliberation.errors import DelibError
 from deliberation.methods.heuristics import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import EpsilonMixed, collect_question
-from deliberation.backends.base import Backend
 from deliberation.runner import example_rng, in_flight
 from deliberation.types import Example, to_json
 
