@@ -10,7 +10,7 @@ import pytest
 from deliberation.backends import make_backend
 from deliberation.backends.cache import CachedBackend
 from deliberation.errors import DelibError
-from deliberation.experiment import load_experiment, plan, run_experiment
+from deliberation.experiment import cap_limits, load_experiment, plan, run_experiment
 from deliberation.runs import RunDir
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -163,3 +163,18 @@ def test_shipped_experiments_load(name, cells):
 def test_concurrency_reaches_every_cell(tmp_path):
     cfg = load_experiment(write_config(tmp_path, GRID.replace("limit = 3", "limit = 3\nconcurrency = 3")))
     assert cfg.concurrency == 3 and all(cell.spec.concurrency == 3 for cell in plan(cfg))
+
+
+def test_limit_cap_gives_a_smaller_table_that_a_rerun_without_it_extends(tmp_path):
+    cfg = load_experiment(write_config(tmp_path, GRID.replace("limit = 3", "[limit]\ngsm8k = 3")))
+    capped = cap_limits(cfg, 2)
+    assert capped.limits == {"gsm8k": 2} and cap_limits(cfg, 5).limits == {"gsm8k": 3}
+    assert all(c.spec.command.endswith("exp.toml --limit 2") for c in plan(capped))
+    inner, backend = scripted_with_cache(cfg)
+    assert [s.n for s in run_experiment(capped, progress=False, backend=backend)] == [2, 2]
+    first = inner.calls
+    assert [s.n for s in run_experiment(cfg, progress=False, backend=backend)] == [3, 3]
+    assert inner.calls - first == first // 2  # only the third question's requests reached the model
+    backend.close()
+    with pytest.raises(DelibError, match="--limit must be at least 1"):
+        cap_limits(cfg, 0)

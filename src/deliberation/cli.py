@@ -159,9 +159,12 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
         "experiment", help="run a grid of methods x benchmarks x seeds from a TOML file",
         description="Every cell is a resumable run directory; all cells share one backend and one response "
         "cache, so round-0 answers are generated once. Ends with the report table.",
-        epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml",
+        epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
+        "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", help="experiment TOML (see experiments/)")
+    p.add_argument("--limit", type=_positive, metavar="N",
+                   help="at most N questions per benchmark (a first, smaller table; rerun without it to extend)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ray_args(p)
     p.set_defaults(func=cmd_experiment)
@@ -290,6 +293,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from deliberation import experiment
 
     cfg = experiment.load_experiment(args.config)
+    if args.limit is not None:
+        cfg = experiment.cap_limits(cfg, args.limit)
     summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers,
                                           ray_address=args.ray_address, notify=print)
     for s in summaries:

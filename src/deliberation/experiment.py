@@ -74,6 +74,8 @@ class ExperimentConfig:
     """The file it was read from (for messages and the runs' recorded command)."""
     concurrency: int = 1
     """Questions in flight at once within a cell (``delib run --concurrency``)."""
+    command: str = ""
+    """The command recorded in every cell's run (``delib experiment SOURCE`` when empty)."""
 
     @property
     def cache(self) -> Path:
@@ -121,6 +123,16 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
                             _splits(raw.get("split", "test"), names, source),
                             _limits(raw.get("limit"), names, source), backend, options,
                             _get(raw, "data_dir", str, source, None), source, _concurrency(raw, source))
+
+
+def cap_limits(cfg: ExperimentConfig, cap: int) -> ExperimentConfig:
+    """``cfg`` with every benchmark's limit at most ``cap`` (``delib experiment --limit``): a first, smaller
+    table from the same file. The limit is a resumable setting, so rerunning without the cap extends the
+    same cells to the file's limits."""
+    if cap < 1:
+        raise DelibError(f"--limit must be at least 1 (got {cap})")
+    limits = {b: cap if n is None else min(n, cap) for b, n in cfg.limits.items()}
+    return replace(cfg, limits=limits, command=f"delib experiment {cfg.source} --limit {cap}")
 
 
 def _concurrency(raw: Mapping[str, Any], source: str) -> int:
@@ -278,7 +290,7 @@ def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
     spec = RunSpec(method=arm.method, benchmark=bench, split=cfg.splits[bench], limit=cfg.limits[bench],
                    backend=cfg.backend, backend_options=dict(cfg.backend_options), cache=str(cfg.cache),
                    engine=replace(arm.engine, seed=seed), policy=arm.policy, data_dir=cfg.data_dir,
-                   command=f"delib experiment {cfg.source}", concurrency=cfg.concurrency)
+                   command=cfg.command or f"delib experiment {cfg.source}", concurrency=cfg.concurrency)
     return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / bench / f"{arm.label}-s{seed}")
 
 
