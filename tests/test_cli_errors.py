@@ -1,5 +1,6 @@
 """Bad input: one line on stderr naming the problem, exit status 2, nothing written as finished."""
 
+import pytest
 import torch
 
 from deliberation.cli import main
@@ -66,3 +67,21 @@ def test_settings_change_into_same_directory_is_refused(tmp_path, capsys):
 def test_unknown_backend_option_lists_the_valid_ones(tmp_path, capsys):
     err = bad(tmp_path, capsys, "--method", "cot", "--backend-opt", "warp_drive=1")
     assert "warp_drive" in err and "skills" in err
+
+
+def test_zero_limit(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--method", "cot", "--backend", "scripted", "--limit", "0", "--out", str(tmp_path / "run")])
+    assert exit_.value.code == 2 and "--limit" in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+def test_specs_built_in_code_check_their_counts():
+    """Library callers get the same errors as the command line (RunSpec, CollectSpec)."""
+    from deliberation.errors import DelibError
+    from deliberation.rl.collect import CollectSpec
+    from deliberation.runner import RunSpec
+
+    for make, kwargs in ((RunSpec, {"method": "cot"}), (CollectSpec, {})):
+        for bad_field in ({"concurrency": 0}, {"limit": 0}):
+            with pytest.raises(DelibError, match=f"{next(iter(bad_field))} must be at least 1"):
+                make(**kwargs, **bad_field)

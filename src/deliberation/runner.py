@@ -18,6 +18,7 @@ from deliberation.backends import backend_class, make_backend
 from deliberation.backends.base import Backend
 from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.config import EngineConfig
+from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
 from deliberation.runs import RunDir, Summary, summarize
 from deliberation.types import Episode, Example, to_json
@@ -40,6 +41,12 @@ class RunSpec:
     command: str = ""
     concurrency: int = 1
     """Questions in flight at once, their LLM requests merged into shared batches (backends/coalesce.py)."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise DelibError(f"concurrency must be at least 1 (got {self.concurrency})")
+        if self.limit is not None and self.limit < 1:
+            raise DelibError(f"limit must be at least 1 (got {self.limit})")
 
     def method_config(self) -> MethodConfig:
         return MethodConfig(benchmark=self.benchmark, engine=self.engine, policy=self.policy)

@@ -96,8 +96,9 @@ def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
     with pytest.raises(DelibError, match="feature version"):
         files.load_decisions([tmp_path])
     empty = tmp_path / "empty"
-    spec = CollectSpec(benchmark="gsm8k", split="train", limit=0, backend="scripted", samples=2)
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", samples=2)
     collect(spec, str(empty), progress=False)
+    gzip.open(empty / files.ROLLOUTS, "wt").close()  # stopped before its first question finished
     with pytest.raises(DelibError, match="empty"):
         files.load_decisions([empty])
 

@@ -1,5 +1,6 @@
 """`delib collect` then `delib train` end to end on the scripted backend; bad input refused cleanly."""
 
+import gzip
 import json
 
 import pytest
@@ -46,8 +47,9 @@ def test_bad_hyperparameters(tmp_path, rollouts, capsys, flags, message):
 
 def test_empty_and_foreign_rollouts(tmp_path, capsys):
     empty = tmp_path / "empty"
-    assert main(["collect", "--limit", "0", "--split", "train", "--backend", "scripted", "--out", str(empty),
+    assert main(["collect", "--limit", "1", "--split", "train", "--backend", "scripted", "--out", str(empty),
                  "--quiet"]) == 0
+    gzip.open(empty / "rollouts.jsonl.gz", "wt").close()  # stopped before its first question finished
     assert main(["train", "--algo", "sft", "--rollouts", str(empty), "--out", str(tmp_path / "o")]) == 2
     assert "empty" in capsys.readouterr().err
     assert main(["train", "--algo", "sft", "--rollouts", str(tmp_path), "--out", str(tmp_path / "o")]) == 2

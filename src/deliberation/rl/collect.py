@@ -49,6 +49,10 @@ class CollectSpec:
             raise DelibError(f"--samples must be at least 2 to rank rewards within a group (got {self.samples})")
         if not 0.0 <= self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in [0, 1] (got {self.epsilon})")
+        if self.concurrency < 1:
+            raise DelibError(f"--concurrency must be at least 1 (got {self.concurrency})")
+        if self.limit is not None and self.limit < 1:
+            raise DelibError(f"--limit must be at least 1 (got {self.limit})")
 
 
 def behaviour_policy(spec: CollectSpec) -> MetaPolicy:
