@@ -74,12 +74,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from deliberation.cli_rl import add_training_parsers
+
     parser = _Parser(
         prog="delib", description="Multi-agent LLM deliberation with a learned meta-policy (MPDF + SoftRankPO).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _run_parser(sub)
-    _collect_parser(sub)
-    _train_parser(sub)
+    add_training_parsers(sub)
     _experiment_parser(sub)
     _report_parser(sub)
     _models_parser(sub)
@@ -103,55 +104,6 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_args(p)
     add_ray_args(p)
     p.set_defaults(func=cmd_run)
-
-
-def _collect_parser(sub: argparse._SubParsersAction) -> None:
-    _, bench_names, _ = _registry_names()
-    p = sub.add_parser(
-        "collect", help="collect training rollouts (counterfactual rewards of every action)",
-        description="Run episodes with a behaviour policy and record, per decision, the features, the action, "
-        "its log-prob and the reward of each of PERSIST/REFINE/CONCEDE. Resumable: rerun to continue.",
-        epilog="example:\n  delib collect --benchmark gsm8k --split train --limit 150 --out data/rollouts/gsm8k",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
-    p.add_argument("--split", default="train", help="split (default train; never collect on test)")
-    p.add_argument("--limit", type=_positive, help="first N questions only")
-    p.add_argument("--samples", type=int, default=8, help="K joint actions per decision point (default 8)")
-    p.add_argument("--epsilon", type=float, default=0.2, help="uniform exploration share (default 0.2)")
-    p.add_argument("--policy", help="behaviour policy checkpoint (default: the agreement-threshold rule)")
-    p.add_argument("--out", required=True, help="rollout directory")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_backend_args(p)
-    add_engine_args(p)
-    p.set_defaults(func=cmd_collect)
-
-
-def _train_parser(sub: argparse._SubParsersAction) -> None:
-    from deliberation.rl.losses import ALGORITHMS
-
-    algos = ["sft", *ALGORITHMS]
-    p = sub.add_parser(
-        "train", help="train a meta-policy on rollouts (sft, softrankpo, grpo, ...)",
-        description="Stage 1 (sft): cross-entropy on oracle labels (the best counterfactual action). Stage 2: "
-        "a policy gradient from the SFT policy, KL-regularized to it. Without --init, a policy-gradient algo "
-        "trains the SFT stage first. Writes policy.pt, config.json, metrics.jsonl into --out.",
-        epilog="examples:\n  delib train --algo sft --rollouts data/rollouts/gsm8k data/rollouts/math --out ckpt/sft\n"
-        "  delib train --algo softrankpo --rollouts data/rollouts/* --init ckpt/sft/policy.pt --out ckpt/srpo",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--algo", default="softrankpo", choices=algos, help="default softrankpo")
-    p.add_argument("--rollouts", nargs="+", required=True, help="rollout directories from `delib collect`")
-    p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage")
-    p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
-    for flag, kind, text in (("--epochs", int, "passes over the data"), ("--lr", float, "learning rate"),
-                             ("--reward-scale", float, "multiplies rewards (robustness ablation)"),
-                             ("--kl-coef", float, "beta: KL to the reference policy"),
-                             ("--entropy-coef", float, "entropy bonus weight"), ("--tau", float, "SoftRankPO "
-                             "temperature (0 = hard ranks)"), ("--group-size", int, "K samples ranked per group"),
-                             ("--token-cost-coef", float, "reward penalty per token spent"),
-                             ("--clip-eps", float, "PPO ratio clip against the behaviour policy"),
-                             ("--seed", int, "training seed"), ("--val-fraction", float, "held-out questions")):
-        p.add_argument(flag, type=kind, help=text)
-    p.set_defaults(func=cmd_train)
 
 
 def _experiment_parser(sub: argparse._SubParsersAction) -> None:
@@ -261,31 +213,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{s.method} on {s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] n={s.n}, "
           f"{s.tokens_per_question:.0f} tokens/question ({s.completion_tokens_per_question:.0f} generated), "
           f"{s.llm_calls_per_question:.1f} calls/question -> {args.out}")
-    return 0
-
-
-def cmd_collect(args: argparse.Namespace) -> int:
-    from deliberation.rl.collect import CollectSpec, collect
-
-    if args.data_dir:
-        os.environ["DELIB_DATA_DIR"] = args.data_dir
-    spec = CollectSpec(benchmark=args.benchmark, split=args.split, limit=args.limit, backend=args.backend,
-                       backend_options=backend_options(args), cache=cache_path(args, args.out),
-                       engine=engine_config(args), samples=args.samples, epsilon=args.epsilon, policy=args.policy,
-                       command=shlex.join(["delib", *sys.argv[1:]]), concurrency=args.concurrency)
-    n = collect(spec, args.out, progress=not args.quiet)
-    print(f"{n} questions of rollouts in {args.out}")
-    return 0
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    from deliberation.rl.train_cli import TrainRequest, run_training
-
-    fields = ("epochs", "lr", "reward_scale", "kl_coef", "entropy_coef", "tau", "group_size", "token_cost_coef",
-              "clip_eps", "seed", "val_fraction")
-    overrides = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
-    result = run_training(TrainRequest(args.algo, tuple(args.rollouts), args.init, args.out, overrides))
-    print(result)
     return 0
 
 

@@ -1,0 +1,81 @@
+"""``delib iterate``: collect with the current policy, train, repeat (issue 5's iterative mode).
+
+Iteration ``i`` collects rollouts on every benchmark with the behaviour policy of iteration ``i - 1`` (for
+the first, ``--policy`` or the agreement-threshold rule, epsilon-mixed as in ``delib collect``), then
+trains on this iteration's rollouts, starting from (and KL-regularized to) that behaviour policy; the first
+iteration without a start policy trains SFT first, as ``delib train`` does. Each iteration samples with
+engine seed ``seed + i``: every decision already records the counterfactual reward of all three actions,
+so with the same seed a new behaviour policy would mostly revisit the same states.
+
+Layout under ``out``: ``iter-<i>/rollouts/<benchmark>/`` (``delib collect`` directories) and
+``iter-<i>/policy/`` (``delib train`` outputs); ``delib iterate`` gives every iteration one response
+cache, ``<out>/responses.sqlite``. Resumable step by step: collection skips finished questions, and a
+policy file that exists is complete (``write_training_outputs`` renames its folder into place), so a rerun
+does only what is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from deliberation.errors import DelibError
+from deliberation.rl.collect import CollectSpec, collect
+from deliberation.rl.train_cli import TrainRequest, run_training
+
+@dataclass(frozen=True)
+class IterateSpec:
+    """Iterations of collect-then-train; ``collect`` is the template (its benchmark and policy are set
+    per iteration)."""
+
+    collect: CollectSpec
+    benchmarks: tuple[str, ...]
+    iterations: int
+    algo: str = "softrankpo"
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """``delib train`` settings (epochs, lr, kl_coef, ...)."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise DelibError(f"--iterations must be at least 1 (got {self.iterations})")
+        if not self.benchmarks:
+            raise DelibError("give at least one --benchmark to collect on")
+        if self.algo == "sft":
+            raise DelibError("--algo sft learns from oracle labels, not from its own rollouts; choose a policy-"
+                             "gradient algo (softrankpo, grpo, ...)")
+
+
+def policy_file(out: str | Path, iteration: int) -> Path:
+    """The checkpoint iteration ``iteration`` trains."""
+    return Path(out) / f"iter-{iteration}" / "policy" / "policy.pt"
+
+
+def iterate(spec: IterateSpec, out: str, progress: bool = True,
+            notify: Callable[[str], None] | None = None) -> Path:
+    """Run (or resume) every iteration; returns the last policy file."""
+    behaviour = spec.collect.policy
+    for i in range(spec.iterations):
+        rollouts = [_collect(spec, out, i, bench, behaviour, progress) for bench in spec.benchmarks]
+        line = _train(spec, out, i, rollouts, behaviour)
+        if notify is not None:
+            notify(f"iteration {i}: {line}")
+        behaviour = str(policy_file(out, i))
+    return Path(behaviour)
+
+
+def _collect(spec: IterateSpec, out: str, i: int, bench: str, behaviour: str | None, progress: bool) -> str:
+    template = spec.collect
+    directory = Path(out) / f"iter-{i}" / "rollouts" / bench
+    one = replace(template, benchmark=bench, policy=behaviour,
+                  engine=replace(template.engine, seed=template.engine.seed + i),
+                  command=f"{template.command} (iteration {i}, {bench})".strip())
+    collect(one, str(directory), progress=progress)
+    return str(directory)
+
+
+def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: str | None) -> str:
+    done = policy_file(out, i)
+    if done.exists():
+        return f"trained earlier -> {done.parent}"
+    return run_training(TrainRequest(spec.algo, tuple(rollouts), behaviour, str(done.parent), dict(spec.overrides)))

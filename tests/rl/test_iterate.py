@@ -1,0 +1,41 @@
+"""`delib iterate`: collect with the current policy, train, repeat; resumable (scripted backend)."""
+
+import json
+
+import pytest
+
+from deliberation.cli import main
+from deliberation.errors import DelibError
+from deliberation.rl.collect import CollectSpec
+from deliberation.rl.iterate import IterateSpec, policy_file
+
+
+def iterate_cmd(out):
+    return ["iterate", "--benchmark", "gsm8k", "math", "--limit", "6", "--samples", "2", "--iterations", "2",
+            "--backend", "scripted", "--epochs", "2", "--out", str(out), "--quiet"]
+
+
+def manifest(out, i, bench):
+    return json.loads((out / f"iter-{i}" / "rollouts" / bench / "manifest.json").read_text())
+
+
+def test_each_iteration_collects_with_the_previous_policy_and_trains_from_it(tmp_path, capsys):
+    out = tmp_path / "it"
+    assert main(iterate_cmd(out)) == 0
+    assert "last policy" in capsys.readouterr().out
+    assert manifest(out, 0, "math")["policy"] is None and manifest(out, 0, "gsm8k")["seed"] == 0
+    assert manifest(out, 1, "gsm8k")["policy"] == str(policy_file(out, 0)) and manifest(out, 1, "math")["seed"] == 1
+    stages = {json.loads(line)["stage"] for line in (out / "iter-1" / "policy" / "metrics.jsonl").open()}
+    assert stages == {"softrankpo"}  # iteration 1 starts from iteration 0's policy: no SFT stage
+    first = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix in {".pt", ".gz"}}
+    assert len(first) == 6
+    assert main(iterate_cmd(out)) == 0  # resume: nothing left to do, nothing rewritten
+    assert {p: p.read_bytes() for p in first} == first
+
+
+def test_bad_settings_are_refused_before_anything_runs():
+    for kwargs, message in (({"iterations": 0}, "iterations"), ({"benchmarks": ()}, "benchmark"),
+                            ({"algo": "sft"}, "policy-gradient")):
+        with pytest.raises(DelibError, match=message):
+            IterateSpec(**{"collect": CollectSpec(backend="scripted"), "benchmarks": ("gsm8k",), "iterations": 1,
+                           **kwargs})
