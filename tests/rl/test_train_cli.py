@@ -54,3 +54,15 @@ def test_empty_and_foreign_rollouts(tmp_path, capsys):
     assert "empty" in capsys.readouterr().err
     assert main(["train", "--algo", "sft", "--rollouts", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "manifest" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_init_trained_on_a_different_split_is_refused(tmp_path, rollouts, capsys):
+    sft = tmp_path / "sft"
+    assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(sft), "--epochs", "1"]) == 0
+    for flags in (["--seed", "1"], ["--val-fraction", "0.3"]):
+        out = tmp_path / "pg"
+        assert main(["train", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"), "--out", str(out),
+                     "--epochs", "1", *flags]) == 2
+        assert "leak into validation" in capsys.readouterr().err and not out.exists()
+    assert main(["train", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"), "--out",
+                 str(tmp_path / "ok"), "--epochs", "1", "--val-fraction", "0.1"]) == 0

@@ -7,6 +7,7 @@ the K samples of a question (DESIGN.md section 1, "SoftRankPO").
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -17,6 +18,7 @@ from torch import Tensor
 
 from deliberation.errors import DelibError
 from deliberation.types import ACTIONS, Action, Decision
+
 
 @dataclass(frozen=True)
 class DecisionBatch:
@@ -97,14 +99,35 @@ def _group_ids(decisions: Sequence[Decision]) -> Tensor:
 
 
 def split_by_example(batch: DecisionBatch, val_fraction: float, seed: int) -> tuple[DecisionBatch, DecisionBatch]:
-    """Hold out a seeded random ``val_fraction`` of the questions (never part of a question) -> (train, val).
-    A positive fraction holds out at least one question and keeps at least one for training."""
+    """Hold out about ``val_fraction`` of the questions (never part of a question) -> (train, val).
+
+    A question is held out when a hash of (seed, example_id) falls below ``val_fraction``, so its side never
+    depends on which other questions are present: a rollout file that grows between two trainings (or a
+    policy trained on an earlier snapshot and used as ``--init``) cannot move a training question into
+    validation. A positive fraction holds out at least one question and keeps at least one for training."""
     names = sorted(set(batch.examples))
-    n_val = min(max(round(val_fraction * len(names)), 1 if val_fraction > 0 else 0), len(names) - 1)
-    if val_fraction > 0 and n_val < 1:
+    if val_fraction > 0 and len(names) < 2:
         raise DelibError(f"val_fraction {val_fraction} needs decisions from at least 2 questions, got "
                          f"{len(names)}; collect more questions or set val_fraction to 0")
-    order = np.random.default_rng(seed).permutation(len(names))
-    held = {names[i] for i in order[:n_val]}
+    held = _held_out_names(names, val_fraction, seed)
     is_val = torch.tensor([e in held for e in batch.examples], dtype=torch.bool)  # (N,)
     return batch.subset(torch.nonzero(~is_val).squeeze(-1)), batch.subset(torch.nonzero(is_val).squeeze(-1))
+
+
+def _held_out_names(names: Sequence[str], val_fraction: float, seed: int) -> set[str]:
+    """The questions whose hash is below ``val_fraction``, nudged to leave one on each side."""
+    if val_fraction <= 0:
+        return set()
+    unit = {n: _unit_hash(seed, n) for n in names}
+    held = {n for n in names if unit[n] < val_fraction}
+    if not held:
+        held = {min(names, key=unit.__getitem__)}
+    if len(held) == len(names):
+        held.remove(max(names, key=unit.__getitem__))
+    return held
+
+
+def _unit_hash(seed: int, name: str) -> float:
+    """A number in [0, 1) fixed by (seed, name): the first 8 bytes of their SHA-256."""
+    digest = hashlib.sha256(f"{seed}/{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64

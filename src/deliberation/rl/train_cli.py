@@ -6,11 +6,13 @@ written; outputs are staged and renamed by ``write_training_outputs``, so nothin
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.errors import DelibError
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.types import ACTIONS, to_json
@@ -38,6 +40,8 @@ def run_training(req: TrainRequest) -> str:
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
     cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
+    if req.init:
+        check_init_split(Path(req.init), cfg)
     decisions = load_decisions([Path(p) for p in req.rollouts])
     if req.algo == "sft":
         net, metrics = train_sft(decisions, cfg)
@@ -53,6 +57,22 @@ def run_training(req: TrainRequest) -> str:
     out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
                                  extra={HELD_OUT_FILE: comparison})
     return _summary_line(req.algo, len(decisions), comparison, out)
+
+
+def check_init_split(init: Path, cfg: TrainConfig) -> None:
+    """Refuse an ``--init`` policy whose training questions may sit in this run's held-out set: questions are
+    held out by (seed, hash) below val_fraction (``rl.data.split_by_example``), so that is safe only with the
+    same seed and a val_fraction no larger than the one it was trained with. A checkpoint without its
+    config.json beside it (e.g. one shipped in the package) is taken as is."""
+    path = init.parent / "config.json"
+    if cfg.val_fraction == 0 or not path.exists():
+        return
+    trained = json.loads(path.read_text())
+    seed, fraction = trained.get("seed"), trained.get("val_fraction", 0.0)
+    if seed != cfg.seed or cfg.val_fraction > fraction:
+        raise DelibError(f"--init {init} was trained holding out questions with seed {seed} and val_fraction "
+                         f"{fraction}; train with the same --seed and a --val-fraction of at most {fraction} "
+                         f"(now {cfg.seed} and {cfg.val_fraction}), or its training questions leak into validation")
 
 
 def _comparison(decisions: list, cfg: TrainConfig, net: Any, start: Any) -> dict[str, Any]:
