@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868")  # persist, refine, concede (ACTIONS order)
 MARKERS = "osD^vPX*<>"  # one per method, with colour C0..C9, so a method looks the same in every panel
-CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy = oracle label)"),
+CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy earns the best reward)"),
           ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
 
 

@@ -15,7 +15,8 @@ from deliberation.plots import TrainingPoint, TrainingRun
 from deliberation.report import md_line
 
 HEADER = ("run", "final stage", "reward scale", "steps", "held-out accuracy (start -> final)",
-          "held-out reward (start -> final)", "actions P/R/C (start -> final)", "always P / R / C", "oracle")
+          "held-out reward (start -> final)", "actions P/R/C (start -> final)", "always P / R / C",
+          "always P / R / C accuracy", "gain over best constant (95% CI)", "oracle")
 
 
 def training_markdown(runs: Sequence[TrainingRun]) -> str:
@@ -29,12 +30,12 @@ def training_markdown(runs: Sequence[TrainingRun]) -> str:
 
 def _row(run: TrainingRun) -> tuple[str, ...]:
     before, after = _ends(run)
-    fixed, oracle = _references(run.held_out)
+    fixed, fixed_accuracy, gain, oracle = _references(run.held_out)
     scale = "" if run.reward_scale is None else f"{run.reward_scale:g}"
     return (run.name, run.final_stage, scale, str(len(run.points)),
             _pair(before, after, lambda p: _num(p.val_accuracy)),
             _pair(before, after, lambda p: _num(p.val_reward)),
-            _pair(before, after, lambda p: _shares(p.val_actions)), fixed, oracle)
+            _pair(before, after, lambda p: _shares(p.val_actions)), fixed, fixed_accuracy, gain, oracle)
 
 
 def _ends(run: TrainingRun) -> tuple[_Scores | None, _Scores | None]:
@@ -73,12 +74,15 @@ def _pair(before: _Scores | None, after: _Scores | None, show: Any) -> str:
     return show(after) if before is None else f"{show(before)} -> {show(after)}"
 
 
-def _references(held_out: dict[str, Any] | None) -> tuple[str, str]:
-    """('always P / R / C' rewards, oracle reward) from held_out.json, blank when absent."""
+def _references(held_out: dict[str, Any] | None) -> tuple[str, str, str, str]:
+    """(constant policies' rewards, their accuracies, the final policy's gain over the best of them with its
+    interval, oracle reward) from held_out.json, blank when absent (or written before the field existed)."""
     policy = (held_out or {}).get("policy")
     if not policy:
-        return "", ""
-    return " / ".join(_num(r) for r in policy["fixed_rewards"]), _num(policy["oracle_reward"])
+        return "", "", "", ""
+    accuracy = " / ".join(_num(a) for a in policy.get("fixed_accuracies") or ())
+    gain = "{:+.3f} [{:+.3f}, {:+.3f}]".format(*policy["gain_ci95"]) if policy.get("gain_ci95") else ""
+    return " / ".join(_num(r) for r in policy["fixed_rewards"]), accuracy, gain, _num(policy["oracle_reward"])
 
 
 def _num(x: float | None) -> str:

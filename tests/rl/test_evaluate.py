@@ -47,7 +47,26 @@ def test_fixed_and_oracle_rewards_and_oracle_ties_go_to_the_cheaper_action():
     assert scores.oracle_reward == 1.0
     # oracle labels: persist, refine, concede, and the all-equal row goes to persist (cheapest)
     assert scores.oracle_actions == pytest.approx((0.5, 0.25, 0.25))
-    assert scores.decision_accuracy == 0.5
+    # always-persist is right on the first row and on the all-tied last row; the label agrees only there too
+    assert (scores.decision_accuracy, scores.label_accuracy, scores.tied_share) == (0.5, 0.5, 0.25)
+    assert scores.fixed_accuracies == pytest.approx((0.5, 0.5, 0.5)) and scores.decision_points == 2
+
+
+def test_ties_count_as_right_but_not_for_the_label():
+    """Refine on an all-tied decision earns the best reward though the label (cheapest) is persist."""
+    val = tensorize([decision(i, (1.0, 1.0, 1.0)) for i in range(4)])
+    scores = held_out(Constant(1), val)
+    assert (scores.decision_accuracy, scores.label_accuracy, scores.tied_share) == (1.0, 0.0, 1.0)
+
+
+def test_gain_interval_is_over_questions():
+    """Always-refine against the best constant (persist): q0 (rows 0, 2) gains 0.5, q1 (rows 1, 3) -1."""
+    rows = [decision(0, (0.0, 1.0, 0.0)), decision(1, (1.0, 0.0, 0.0)), decision(2, (0.0, 0.0, 0.0)),
+            decision(3, (1.0, 0.0, 0.0))]
+    mean, lo, hi = held_out(Constant(1), tensorize(rows)).gain_ci95
+    half = 1.96 * torch.tensor([0.5, -1.0]).std().item() / 2**0.5
+    assert (mean, lo, hi) == pytest.approx((-0.25, -0.25 - half, -0.25 + half))
+    assert held_out(Constant(0), tensorize(rows)).gain_ci95 == (0.0, 0.0, 0.0)  # persist is the best constant
 
 
 def test_nothing_held_out_gives_none():

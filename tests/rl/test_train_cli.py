@@ -26,7 +26,7 @@ def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
                  "--out", str(srpo), "--epochs", "2", "--reward-scale", "10"]) == 0
     rows = [json.loads(x) for x in (srpo / "metrics.jsonl").read_text().splitlines()]
     assert rows and all(set(r) >= {"loss", "kl", "entropy", "mean_advantage", "val_accuracy"} for r in rows)
-    assert "decision accuracy" in capsys.readouterr().out
+    assert "gain over the best constant" in capsys.readouterr().out
     compared = json.loads((srpo / "held_out.json").read_text())
     assert compared["start"]["decisions"] == compared["policy"]["decisions"] > 0
     assert compared["policy"]["oracle_reward"] >= max(compared["policy"]["fixed_rewards"])

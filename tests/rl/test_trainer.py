@@ -21,9 +21,11 @@ NAMES = ("f0", "f1", "f2", "f3")
 
 
 def best_fixed_accuracy(decisions, cfg: TrainConfig) -> float:
-    """Held-out accuracy of the best constant policy (always the most common oracle label)."""
+    """Held-out accuracy of the best constant policy: the share of decisions where its action earns the
+    best reward (ties count as right, as in ``rl.evaluate``)."""
     _, val = split_by_example(tensorize(decisions), cfg.val_fraction, cfg.seed)
-    return float(torch.bincount(oracle_labels(val.rewards), minlength=3).max()) / len(val)
+    best = val.rewards == val.rewards.max(-1, keepdim=True).values  # (N, 3)
+    return float(best.double().mean(0).max())
 
 
 def params(net: MetaPolicyNet) -> list[torch.Tensor]:

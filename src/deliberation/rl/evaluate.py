@@ -5,6 +5,12 @@ agents' moves fixed (``rl.rollouts``), so a policy is scored offline by the rewa
 and the constant policies (always PERSIST / REFINE / CONCEDE) and the oracle (best action, an upper
 bound) by theirs. This compares single decisions, not whole episodes: an agent's choice changes what its
 peers see next round, which only a rerun of the episodes (``delib run``) captures.
+
+Accuracy counts a decision right when the chosen action earns the best reward, ties included: on most
+collected decisions all three actions earn the same (nothing the agent does changes the vote), and there
+the tie-broken oracle label (the SFT target, ``label_accuracy``) would reward the cheapest action alone.
+The constant policies get the same tie-aware accuracy, so always-PERSIST is the baseline to beat. The
+gain interval is over questions (decisions of one question are not independent).
 """
 
 from __future__ import annotations
@@ -24,11 +30,16 @@ class HeldOut:
     """Mean counterfactual reward per decision on held-out questions, for the policy and the references."""
 
     questions: int
-    decisions: int
+    decisions: int  # every sample of every decision point
+    decision_points: int  # distinct (question, round, agent): the K samples of one share their features
     policy_reward: float
-    decision_accuracy: float  # greedy action == oracle label
+    decision_accuracy: float  # greedy action earns the best reward of the three (ties count as right)
+    label_accuracy: float  # greedy action == tie-broken oracle label (the SFT target)
+    tied_share: float  # decisions where all three actions earn the same reward
     policy_actions: tuple[float, float, float]  # greedy action shares, ACTIONS order
     fixed_rewards: tuple[float, float, float]  # always-PERSIST, always-REFINE, always-CONCEDE
+    fixed_accuracies: tuple[float, float, float]  # their tie-aware accuracy
+    gain_ci95: tuple[float, float, float]  # policy reward minus the best fixed policy's: (mean, lo, hi)
     oracle_reward: float
     oracle_actions: tuple[float, float, float]
 
@@ -40,16 +51,36 @@ def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:
     with torch.no_grad():
         greedy = net(val.own, val.peers, val.peer_mask).argmax(-1)  # (N,)
     oracle = oracle_labels(val.rewards)  # (N,)
+    best = val.rewards == val.rewards.max(-1, keepdim=True).values  # (N, 3) bool: reward-maximizing actions
+    fixed = tuple(float(val.rewards[:, a].mean()) for a in range(len(ACTIONS)))
     return HeldOut(
         questions=len(set(val.examples)),
         decisions=len(val),
+        decision_points=int(val.groups.unique().numel()),
         policy_reward=_reward_of(val, greedy),
-        decision_accuracy=float((greedy == oracle).double().mean()),
+        decision_accuracy=float(best.gather(-1, greedy.unsqueeze(-1)).double().mean()),
+        label_accuracy=float((greedy == oracle).double().mean()),
+        tied_share=float(best.all(-1).double().mean()),
         policy_actions=_shares(greedy),
-        fixed_rewards=tuple(float(val.rewards[:, a].mean()) for a in range(len(ACTIONS))),
+        fixed_rewards=fixed,
+        fixed_accuracies=tuple(float(best[:, a].double().mean()) for a in range(len(ACTIONS))),
+        gain_ci95=_gain_ci95(val, greedy, max(range(len(ACTIONS)), key=fixed.__getitem__)),
         oracle_reward=_reward_of(val, oracle),
         oracle_actions=_shares(oracle),
     )
+
+
+def _gain_ci95(val: DecisionBatch, greedy: torch.Tensor, fixed: int) -> tuple[float, float, float]:
+    """Mean per-question reward gain of ``greedy`` (N,) over always-``fixed``, with a normal 95% interval
+    across questions (the interval is the mean when only one question is held out)."""
+    diff = val.rewards.gather(-1, greedy.unsqueeze(-1)).squeeze(-1) - val.rewards[:, fixed]  # (N,)
+    index = {q: i for i, q in enumerate(sorted(set(val.examples)))}
+    question = torch.tensor([index[e] for e in val.examples])  # (N,) question index
+    counts = torch.bincount(question, minlength=len(index)).double()  # (Q,)
+    per_question = torch.zeros(len(index), dtype=torch.float64).index_add_(0, question, diff.double()) / counts
+    mean = float(per_question.mean())
+    half = 1.96 * float(per_question.std()) / len(index) ** 0.5 if len(index) > 1 else 0.0
+    return mean, mean - half, mean + half
 
 
 def _reward_of(val: DecisionBatch, actions: torch.Tensor) -> float:

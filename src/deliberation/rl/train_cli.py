@@ -90,6 +90,9 @@ def _summary_line(algo: str, n: int, comparison: dict[str, Any], out: Path) -> s
     if policy is None:
         return f"{algo}: {n} decisions, nothing held out (val_fraction 0) -> {out}"
     fixed = ", ".join(f"{a.value} {r:.3f}" for a, r in zip(ACTIONS, policy["fixed_rewards"]))
-    return (f"{algo}: {n} decisions; held out ({policy['questions']} questions): decision accuracy "
-            f"{policy['decision_accuracy']:.3f}, reward {policy['policy_reward']:.3f} (always {fixed}; "
-            f"oracle {policy['oracle_reward']:.3f}) -> {out}")
+    accuracy = "/".join(f"{x:.3f}" for x in policy["fixed_accuracies"])
+    gain, lo, hi = policy["gain_ci95"]
+    return (f"{algo}: {n} decisions; held out ({policy['questions']} questions, {policy['decision_points']} "
+            f"decision points): accuracy {policy['decision_accuracy']:.3f} (always P/R/C {accuracy}), reward "
+            f"{policy['policy_reward']:.3f} (always {fixed}; oracle {policy['oracle_reward']:.3f}), gain over the "
+            f"best constant {gain:+.3f} [{lo:+.3f}, {hi:+.3f}] -> {out}")

@@ -45,7 +45,7 @@ class StepMetrics:
     kl: float  # KL(pi || pi_ref) on the mini-batch (0 without a reference)
     entropy: float  # mean policy entropy on the mini-batch
     mean_advantage: float | None  # mean advantage of the mini-batch (None for SFT)
-    val_accuracy: float | None  # share of held-out decisions whose greedy action is the oracle label
+    val_accuracy: float | None  # share of held-out decisions whose greedy action earns the best reward
     val_reward: float | None  # mean counterfactual (unscaled) reward of the greedy action, held out
     val_actions: tuple[float, float, float] | None  # greedy action shares on held out, ACTIONS order
 
@@ -180,7 +180,7 @@ def _record(stage: str, step: int, epoch: int, out: _StepLoss, val: Validation) 
 
 
 def validate(net: MetaPolicyNet, val: DecisionBatch) -> Validation:
-    """Greedy-action accuracy against oracle labels, expected counterfactual reward and action shares."""
+    """Greedy-action accuracy (a best action, ties included), expected counterfactual reward, action shares."""
     scores = held_out(net, val)
     if scores is None:
         return Validation(None, None, None)
