@@ -15,6 +15,10 @@ from pathlib import Path
 from deliberation.cli import (_positive, _registry_names, add_backend_args, add_engine_args, backend_options,
                               cache_path, engine_config)
 
+def _clip_eps(text: str) -> float | None:
+    return None if text.lower() == "none" else float(text)
+
+
 TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learning rate"),
                ("--reward-scale", float, "multiplies rewards (robustness ablation)"),
                ("--kl-coef", float, "beta: KL to the reference policy"),
@@ -22,7 +26,9 @@ TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learn
                ("--tau", float, "SoftRankPO temperature (0 = hard ranks)"),
                ("--group-size", int, "K samples ranked per group"),
                ("--token-cost-coef", float, "reward penalty per token spent"),
-               ("--clip-eps", float, "PPO ratio clip against the behaviour policy"),
+               ("--clip-eps", _clip_eps,
+                "PPO ratio clip against the behaviour log-prob, for every algo (default 0.2: rollouts are "
+                "offline); 'none' = the plain gradient -mean(A log pi), where only ppo still clips"),
                ("--val-fraction", float, "held-out questions"))
 """``delib train`` settings, each overriding ``TrainConfig``'s default only when given (and the seed)."""
 
@@ -106,14 +112,17 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
 def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed") -> None:
     """TrainConfig overrides; ``iterate`` names the training seed --train-seed (--seed is the engine's)."""
     for flag, kind, text in TRAIN_FLAGS:
-        p.add_argument(flag, type=kind, help=text)
-    p.add_argument(seed_flag, dest="train_seed", type=int, help="training seed")
+        p.add_argument(flag, type=kind, help=text, default=argparse.SUPPRESS)  # absent: TrainConfig's default
+    p.add_argument(seed_flag, dest="train_seed", type=int, help="training seed", default=argparse.SUPPRESS)
 
 
 def _overrides(args: argparse.Namespace) -> dict:
-    values = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in TRAIN_FLAGS}
-    values["seed"] = args.train_seed
-    return {k: v for k, v in values.items() if v is not None}
+    """The TrainConfig fields given on the command line (``--clip-eps none`` gives clip_eps None)."""
+    fields = [flag[2:].replace("-", "_") for flag, _, _ in TRAIN_FLAGS]
+    values = {name: getattr(args, name) for name in fields if hasattr(args, name)}
+    if hasattr(args, "train_seed"):
+        values["seed"] = args.train_seed
+    return values
 
 
 def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None):

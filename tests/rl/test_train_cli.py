@@ -66,3 +66,18 @@ def test_init_trained_on_a_different_split_is_refused(tmp_path, rollouts, capsys
         assert "leak into validation" in capsys.readouterr().err and not out.exists()
     assert main(["train", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"), "--out",
                  str(tmp_path / "ok"), "--epochs", "1", "--val-fraction", "0.1"]) == 0
+
+
+def test_clip_none_gives_the_plain_gradient_where_only_ppo_clips(tmp_path, rollouts):
+    """By default every algo clips (offline rollouts), so grpo and ppo coincide; --clip-eps none tells them apart."""
+    def train(algo, *flags):
+        out = tmp_path / "-".join((algo, *flags))
+        assert main(["train", "--algo", algo, "--rollouts", str(rollouts), "--out", str(out), "--epochs", "2",
+                     *flags]) == 0
+        return [json.loads(x)["loss"] for x in (out / "metrics.jsonl").read_text().splitlines()]
+
+    clipped = train("ppo")
+    assert train("grpo") == clipped
+    plain = train("grpo", "--clip-eps", "none")
+    assert json.loads((tmp_path / "grpo---clip-eps-none" / "config.json").read_text())["clip_eps"] is None
+    assert train("ppo", "--clip-eps", "none") == clipped and plain != clipped
