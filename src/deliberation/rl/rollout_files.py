@@ -92,13 +92,26 @@ def check_manifest(directory: Path) -> dict[str, Any]:
 
 
 def load_decisions(paths: list[Path]) -> list[Decision]:
-    """Every decision in the rollout directories (or files) given, checked for feature version."""
+    """Every decision in the rollout directories (or files) given, checked for feature version. A question
+    may come from one directory only: ranking groups are (question, round, agent), so two collections of
+    the same question (the same directory twice, or another behaviour policy's) would be ranked as one."""
     decisions: list[Decision] = []
-    for p in paths:
-        directory = p if p.is_dir() else p.parent
+    source: dict[str, Path] = {}
+    directories = [(p if p.is_dir() else p.parent).resolve() for p in paths]
+    for directory in directories:
+        if directories.count(directory) > 1:
+            raise DelibError(f"rollout directory {directory} is given more than once; name each collection once")
         check_manifest(directory)
         for row in read_lines(directory / ROLLOUTS):
+            _claim(source, row["example_id"], directory)
             decisions += [from_json(Decision, d) for d in row["decisions"]]
     if not decisions:
         raise DelibError(f"no decisions in {', '.join(map(str, paths))}: the rollout files are empty; run `delib collect`")
     return decisions
+
+
+def _claim(source: dict[str, Path], example_id: str, directory: Path) -> None:
+    first = source.setdefault(example_id, directory)
+    if first != directory:
+        raise DelibError(f"question {example_id} is in both {first} and {directory}; train on one collection of "
+                         "a question at a time (its K samples are ranked against each other)")
