@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.benchmarks import get
-from deliberation.benchmarks.math import MATH, answer_key, extract, gold_from_solution
+from deliberation.benchmarks.math import MATH, answer_key, extract, gold_from_solution, tidy_key
 from deliberation.errors import DelibError
 from deliberation.types import Example
 
@@ -41,6 +41,10 @@ CASES = [
     ("5", "", False),
     ("5", "I am not sure how to solve this problem.", False),
     ("5", "\\boxed{}", False),
+    # "final answer" announces an answer only with "is", ":" or as a heading: a cut-off plan states none
+    ("5", "To get the final answer, first compute 2+3 = 5, then multiply by", False),
+    ("3", "### Final Answer\nThe value is 3.", True),
+    ("3", "**Final Answer**\n\\boxed{3}", True),
 ]
 
 
@@ -58,6 +62,10 @@ def test_math_scoring(gold: str, text: str, correct: bool) -> None:
         ("Final Answer:\n\n\\[ x = 4 \\]", "x = 4"),
         ("The final answer is:\n$$\n\\frac{3}{4}\n$$", "\\frac{3}{4}"),
         ("The answer is 7 apples. I think.", "7 apples"),
+        ("**Final Answer**\n3", "3"),
+        ("### Final Answer\nThe value is $x = 3$.", "x = 3"),
+        ("The final answer is **5**.", "5"),
+        ("To get the final answer, first compute 2+3 = 5, then", None),
         ("```output\n(1, 2)\n```", "(1, 2)"),
         ("```python\nx = 2**10\n```\n```output\n2**10\n```", "2^10"),
         ("nothing here", None),
@@ -68,13 +76,57 @@ def test_math_extract(text: str, expected: str | None) -> None:
     assert extract(text) == expected
 
 
-def test_answer_key_normalizes_latex_lightly() -> None:
-    assert answer_key("\\dfrac{1}{2}") == answer_key("0.5") == answer_key("\\frac12") == "0.5"
-    assert answer_key("\\left( 3, \\frac{\\pi}{2} \\right)") == answer_key("(3,\\frac{\\pi}{2})")
-    assert answer_key("30^\\circ") == answer_key("30")
-    assert answer_key("\\text{Evelyn}") == "Evelyn"
-    assert answer_key("10x") != answer_key("10")
-    assert answer_key("\\sqrt{2}") != answer_key("2")
+def test_tidy_key_normalizes_latex_lightly() -> None:
+    assert tidy_key("\\dfrac{1}{2}") == tidy_key("0.5") == tidy_key("\\frac12") == "0.5"
+    assert tidy_key("\\left( 3, \\frac{\\pi}{2} \\right)") == tidy_key("(3,\\frac{\\pi}{2})")
+    assert tidy_key("30^\\circ") == tidy_key("30")
+    assert tidy_key("\\text{Evelyn}") == "Evelyn"
+    assert tidy_key("10x") != tidy_key("10")
+    assert tidy_key("\\sqrt{2}") != tidy_key("2")
+    assert tidy_key("25\\%") != tidy_key("25")  # math-verify judges them apart (gold 1/4)
+
+
+# Answers that math-verify finds equal vote together; answers it judges differently never share a key.
+SAME_KEY = [
+    ("3", "x = 3"),
+    ("11\\sqrt2", "11\\sqrt{2}"),
+    ("\\frac{\\sqrt3}{3}", "\\frac{\\sqrt{3}}{3}"),
+    ("5", "5\\text{ cm}"),
+    ("0.25", "\\frac14"),
+    ("x^2 + 1", "1 + x^{2}"),
+    ("\\left( 3, \\frac{\\pi}{2} \\right)", "(3,\\frac{\\pi}{2})"),
+    ("30^\\circ", "30"),
+]
+DIFFERENT_KEY = [("25\\%", "25"), ("10x", "10"), ("\\sqrt{2}", "2"), ("x = 3", "x = 4"), ("\\frac13", "0.33")]
+
+
+@pytest.mark.parametrize(("a", "b"), SAME_KEY)
+def test_answer_key_groups_equal_answers(a: str, b: str) -> None:
+    assert answer_key(a) == answer_key(b)
+    assert get("math").score(Example(id="t", question="q", answer=a), f"\\boxed{{{b}}}")
+
+
+@pytest.mark.parametrize(("a", "b"), DIFFERENT_KEY)
+def test_answer_key_separates_different_answers(a: str, b: str) -> None:
+    assert answer_key(a) != answer_key(b)
+
+
+def test_answer_key_of_unbounded_or_undefined_values_never_raises() -> None:
+    """sympy's oo, nan and zoo are Numbers that no Fraction can hold; a key must still come back."""
+    keys = [answer_key(a) for a in ("\\infty", "-\\infty", "0/0", "\\frac{1}{0}", "[0,\\infty)")]
+    assert all(keys) and keys[0] != keys[1] and len(set(keys)) == 5
+
+
+def test_answer_key_from_threads_matches_the_main_thread() -> None:
+    """Off the main thread the keys come from the worker process, and must be the same."""
+    answers = [a for pair in SAME_KEY + DIFFERENT_KEY for a in pair]
+    bench = MATH()
+    try:
+        expected = [bench.answer_key(a) for a in answers]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            assert list(pool.map(bench.answer_key, answers)) == expected
+    finally:
+        bench.close()
 
 
 def test_gold_comes_from_the_last_box() -> None:

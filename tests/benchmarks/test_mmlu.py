@@ -61,6 +61,25 @@ def test_extract_for_matches_choice_text() -> None:
     assert bench.extract_for(EXAMPLE, "Answer: 7") is None
 
 
+DAYS = Example(id="t", question="q", answer="B", choices=("A lunar day", "A solar day is longer", "Neither", "Both"))
+VITAMINS = Example(id="t", question="q", answer="A", choices=("Vitamin D", "Vitamin C", "Iron", "Zinc"))
+
+
+@pytest.mark.parametrize(
+    ("example", "text", "letter"),
+    [
+        (DAYS, "The answer is B. A solar day is longer.", "B"),  # a label followed by its own choice's text
+        (DAYS, "The answer is: A solar day is longer.", "B"),  # the choice's text, not the article "A"
+        (DAYS, "Answer: A lunar day", "A"),
+        (DAYS, "Answer: B", "B"),
+        (VITAMINS, "\\boxed{Vitamin D}", "A"),  # the choice's text, not the letter inside it
+        (VITAMINS, "\\boxed{D}", "D"),
+    ],
+)
+def test_choice_text_wins_over_letters_inside_it(example: Example, text: str, letter: str) -> None:
+    assert get("mmlu").extract_for(example, text) == letter
+
+
 def test_format_question_labels_four_choices() -> None:
     shown = get("mmlu").format_question(EXAMPLE)
     assert shown.startswith("What is 2 + 2?")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks import get, numeric
+from deliberation.benchmarks import arith, get, numeric
 from deliberation.types import Example
 
 CODE_THEN_OUTPUT = "```python\neggs = 16 - 3 - 4\nprint(eggs * 2)\n```\n```output\n18\n```\nSo that is it."
@@ -45,6 +45,15 @@ GSM8K_CASES = [
     ("18", "\\boxed{\\text{eighteen}} but 18 in digits", False),  # a box without a number is unparseable
     ("18", "\\boxed{18", True),  # an unclosed box is ignored; the last number counts
     ("100", "That is 100%.", True),
+    # a box with two candidates or an expression is never read as its first number
+    ("3", "\\boxed{3 \\text{ or } 4}", False),
+    ("3", "\\boxed{3 + 4}", False),
+    ("7", "\\boxed{3 + 4}", True),
+    ("2", "\\boxed{\\sqrt{2}}", False),
+    # "final answer" without "is" or ":" is a plan, not a marker; a "Final Answer" heading is one
+    ("6", "To get the final answer we multiply 6 by 3.\n6*3 = 18", False),
+    ("18", "To get the final answer we multiply 6 by 3.\n6*3 = 18", True),
+    ("18", "### Final Answer\nThe total is 18 dollars for 3 days.", True),
 ]
 
 
@@ -127,6 +136,62 @@ def test_aime_extract(text: str, expected: str | None) -> None:
 )
 def test_extract_is_canonical(text: str, expected: str | None) -> None:
     assert get("gsm8k").extract(text) == expected
+
+
+BOX_CASES = [
+    # one number, with units, signs, separators
+    ("\\$5", "5"),
+    ("5.", "5"),
+    ("x = 3", "3"),
+    ("$18.00", "18"),
+    ("50\\%", "50"),
+    ("05", "5"),
+    ("45°", "45"),
+    ("120 \\text{ ft}^2", "120"),
+    ("- 5", "-5"),
+    ("-\\frac{1}{2}", "-0.5"),
+    ("1{,}000", "1000"),
+    ("1\\,000", "1000"),
+    ("1,\\!000", "1000"),
+    ("1 000", "1000"),
+    ("\\$1{,}250.50", "1250.5"),
+    # arithmetic expressions, evaluated exactly
+    ("2^{10}", "1024"),
+    ("2 \\times 6", "12"),
+    ("5-3", "2"),
+    ("1.5 \\times 10^6", "1500000"),
+    ("18 = 20 - 2", "18"),
+    ("(2 + 1) \\cdot 3", "9"),
+    # hedges and anything else: no answer
+    ("3 \\text{ or } 4", None),
+    ("3, 4", None),
+    ("3,4", None),
+    ("x = 3 \\text{ or } x = 4", None),
+    ("3 \\frac{1}{2}", None),
+    ("\\sqrt{2}", None),
+    ("2\\pi", None),
+    ("5!", None),
+    ("\\frac{1}{0}", None),
+]
+
+
+@pytest.mark.parametrize(("box", "expected"), BOX_CASES)
+def test_boxed_number(box: str, expected: str | None) -> None:
+    assert get("gsm8k").extract(f"So \\boxed{{{box}}}.") == expected
+
+
+@pytest.mark.parametrize(("box", "expected"), [("025", "25"), ("\\frac{50}{2}", "25"), ("5^2", "25"), ("- 25", None)])
+def test_aime_reads_boxed_expressions(box: str, expected: str | None) -> None:
+    assert get("aime24").extract(f"\\boxed{{{box}}}") == expected
+
+
+def test_arithmetic_is_exact_and_bounded() -> None:
+    assert arith.evaluate("1/3 + 1/6") == Fraction(1, 2)
+    assert arith.evaluate("2^-1") == Fraction(1, 2)
+    assert arith.evaluate("-2^2") == -4
+    assert arith.evaluate("2^3^2") == 512
+    for refused in ["10^10^10", "2^0.5", "1/0", "x + 1", "3 4", "(1", "1 +", "", "(" * 5000 + "1" + ")" * 5000]:
+        assert arith.evaluate(refused) is None, refused
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 Data: cais/mmlu (``all``): dev 285 (the canonical 5-shot exemplars), validation 1531, test 14042. The
 gold is a letter A-D. The response's final answer span is its last ``\\boxed{}``, else the line after its
 last answer marker ("Answer:", "the answer is"), else its last line; the span must name exactly one letter
-("(B)", "B.", "\\boxed{B}") or, read with the example, be exactly one choice's text. Zero or several
+("(B)", "B.", "\\boxed{B}") or, read with the example, be exactly one choice's text, alone or after its own
+label ("B. 4"); a choice's text wins over letters inside it ("Vitamin D", "A solar day"). Zero or several
 different letters is unparseable, hence wrong: the generative MMLU convention of OpenAI's simple-evals
 ("Answer: $LETTER") and lm-evaluation-harness's ``mmlu_generative``, made strict about hedged answers.
 """
@@ -28,6 +29,8 @@ _LETTER = re.compile(r"(?<![A-Za-z0-9])\(?([A-D])\)?(?![A-Za-z0-9])")
 # Where no marker announces the answer, a bare line must look like a choice label, not the article "A".
 _LABEL = re.compile(r"^\W*([A-D])(?:[.):]|\W*$)|\(([A-D])\)")
 _TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
+_BARE_LETTER = re.compile(r"\W*[A-D]\W*")
+_LABELLED = re.compile(r"\W*\(?([A-D])\)?[.):]?\s+(.+)", re.S)
 
 
 def _gold_letter(value: object, origin: str) -> str:
@@ -109,14 +112,29 @@ def _norm(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text).strip().lower()
 
 
-def extract_for(example: Example, text: str) -> str | None:
-    """``extract``, else the letter of the one choice whose text the final answer span is exactly."""
-    letter = extract(text)
-    if letter is not None:
-        return letter
-    span = _norm(final_span(text.replace("**", ""))[0])
+def _choice_named(example: Example, span: str) -> str | None:
+    """The letter of the one choice whose text ``span`` is exactly (up to case and punctuation), or None."""
+    span = _norm(span)
     matches = [LETTERS[i] for i, choice in enumerate(example.choices) if span and _norm(choice) == span]
     return matches[0] if len(matches) == 1 else None
+
+
+def _choice_letter(example: Example, span: str) -> str | None:
+    """The choice ``span`` names by its text, alone or after its own label ("B. 4"); None for a bare letter
+    (a label, even where some choice's text is that letter) or a label naming another choice's text."""
+    if _BARE_LETTER.fullmatch(span):
+        return None
+    named = _choice_named(example, span)
+    labelled = _LABELLED.fullmatch(span.strip())
+    if named is None and labelled and _choice_named(example, labelled.group(2)) == labelled.group(1):
+        return labelled.group(1)
+    return named
+
+
+def extract_for(example: Example, text: str) -> str | None:
+    """The choice the final answer span names by its text (which wins over the letters inside it: "Vitamin
+    D", "A solar day is longer"), else ``extract``."""
+    return _choice_letter(example, final_span(text.replace("**", ""))[0]) or extract(text)
 
 
 class MMLU(Benchmark):

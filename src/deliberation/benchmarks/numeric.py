@@ -3,9 +3,11 @@
 The order follows the usual grade-school-math evaluation (the GSM8K paper's ``####`` marker, Minerva's
 ``\\boxed{}`` / "The final answer is" convention, then lm-evaluation-harness's "last number" fallback):
 
-1. the last ``\\boxed{...}`` (nested braces allowed): the answer is in it, or there is none;
-2. the last explicit marker ("####", "Answer:", "the answer is", "final answer"): the first number on the
-   first non-empty line after it;
+1. the last ``\\boxed{...}`` (nested braces allowed): the answer is in it, or there is none. The box must
+   state one number (units and words around it allowed) or an arithmetic expression of numbers, which is
+   evaluated exactly; two numbers ("3 or 4", "3, 4") or anything else is no answer (``boxed_number``);
+2. the last explicit marker ("####", "Answer:", "the answer is", "final answer:" or a "Final Answer"
+   heading): the first number on the first non-empty line after it;
 3. the last number in the text.
 
 Fenced code is replaced first by what it states it prints, because small code models (Qwen2.5-Coder) often
@@ -21,15 +23,22 @@ import re
 from decimal import Decimal
 from fractions import Fraction
 
+from deliberation.benchmarks import arith
+
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # A fenced block: language tag, body, closing fence (or end of text when the model was cut off).
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n?(.*?)(?:```|\Z)", re.S)
 _OUTPUT_TAGS = frozenset({"", "output", "text", "plaintext", "console", "stdout"})
 # A code comment stating what the code prints: "# Output: 18", "# prints 18", "# Result = 18".
 _STATED = re.compile(r"#\s*(?:output|result|prints?|returns?|answer)\b\s*(?:is\b)?\s*[:=]?\s*(.+)$", re.I)
-_MARKER = re.compile(r"(?i)####|\bfinal\s+answer\b\s*(?:is\b|:)?|\banswer\b\s*(?:is\b|:|=)")
+# "final answer" counts only when it announces one ("is", ":" or a heading line), not in "to get the final answer".
+_MARKER = re.compile(
+    r"(?im)####|\bfinal\s+answer\b\s*(?:is\b|:)|^[#*\s]*final\s+answer[*:\s]*$|\banswer\b\s*(?:is\b|:|=)"
+)
 _FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?[\d.,]+)\s*\}\s*\{\s*(-?[\d.,]+)\s*\}|\\[dt]?frac(\d)(\d)")
-_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
+_TEXT = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+# LaTeX thousands separators between digit groups: 1{,}000, 1\,000, 1,\!000, 1\!000, 1\ 000.
+_LATEX_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,\\!|\\[,! ])(?=\d{3}(?!\d))")
 _LATEX_NOISE = re.compile(r"\\[,!;: ]|\\(?:left|right|quad|qquad)\b|\\\$|\$|\^\s*\{?\\circ\}?|\\%|[{}]")
 # A minus sign counts only where it cannot be a subtraction ("5-3" is 5 and 3).
 _NUMBER = re.compile(
@@ -38,6 +47,14 @@ _NUMBER = re.compile(
 )
 # A whole answer: optional unit words around one number ("USD 18", "18 dollars", "50 %").
 _WHOLE = re.compile(r"(?:[^\W\d_]+\s+)*" + _NUMBER.pattern + r"\s*%?\s*(?:[^\W\d_]+(?:\s+[^\W\d_]+)*)?")
+# What a box may hold: one number with unit text around it ("USD 18", "5 km/h", "50 %"): no other digit, no
+# operator or factorial, no LaTeX command left ("\sqrt 2", "2\pi"), and a sign only as part of the number.
+_BOX_SINGLE = re.compile(r"[^\d+\-*/^.\\]*" + _NUMBER.pattern + r"[^\d+\-*^!\\]*")
+# Two candidate answers in one box ("3 or 4", "3, 4", "x = 3 and x = 4"); "1,000" is one number.
+_HEDGE = re.compile(r"(?i)\b(?:or|and)\b|;|,(?!\d{3}(?!\d))")
+_OPERATORS = {"\\times": "*", "\\cdot": "*", "\\div": "/", "×": "*", "·": "*", "÷": "/"}
+_UNIT_POWER = re.compile(r"(?<=[^\W\d_])\s*\^\s*[23]\b")  # ft^2, m^3
+_SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?: \d{3})+(?![\d.])")  # 1 000 000
 
 
 def boxed_contents(text: str) -> list[str]:
@@ -93,7 +110,7 @@ def clean_latex(span: str) -> str:
     """Plain text from a LaTeX-ish span: ``\\frac{a}{b}`` -> a/b, ``\\text{x}`` -> x, no $ or braces."""
     span = _FRAC.sub(lambda m: f"{m.group(1) or m.group(3)}/{m.group(2) or m.group(4)}", span)
     span = _TEXT.sub(r" \1 ", span.replace("−", "-"))
-    return _LATEX_NOISE.sub(" ", span)
+    return _LATEX_NOISE.sub(" ", _LATEX_THOUSANDS.sub(",", span))
 
 
 def _to_fraction(match: re.Match[str]) -> Fraction | None:
@@ -117,6 +134,28 @@ def number_in(span: str) -> Fraction | None:
     return vals[0] if vals else None
 
 
+def _box_text(content: str) -> str:
+    """A box's content as plain text for ``boxed_number``: operators as ``* /``, units' powers and the
+    degree and currency signs dropped, space-separated digit groups joined."""
+    span = clean_latex(content)
+    for latex, op in _OPERATORS.items():
+        span = span.replace(latex, op)
+    span = _UNIT_POWER.sub("", re.sub("[°£€¥]", " ", span))
+    return _SPACED_THOUSANDS.sub(lambda m: m.group().replace(" ", ""), span)
+
+
+def boxed_number(content: str) -> Fraction | None:
+    """The number a box states (after its last '='): one number among unit words, else the exact value of
+    an arithmetic expression ("2^{10}", "20 - 2"); None for hedges ("3 or 4") and anything else, since
+    taking the first of several numbers could score a wrong answer correct."""
+    span = _box_text(content)
+    if _HEDGE.search(span):
+        return None
+    stated = span.rsplit("=", 1)[-1].strip().rstrip(".")
+    single = _BOX_SINGLE.fullmatch(stated)
+    return _to_fraction(single) if single else arith.evaluate(stated)
+
+
 def _after_marker(text: str) -> Fraction | None:
     markers = list(_MARKER.finditer(text))
     if not markers:
@@ -130,7 +169,7 @@ def extract_number(text: str) -> Fraction | None:
     text = strip_code(text)
     boxed = last_boxed(text)
     if boxed is not None:
-        return number_in(boxed)
+        return boxed_number(boxed)
     marked = _after_marker(text)
     if marked is not None:
         return marked
