@@ -18,6 +18,10 @@ HEADER = ("run", "final stage", "reward scale", "steps", "held-out accuracy (sta
           "held-out reward (start -> final)", "actions P/R/C (start -> final)", "always P / R / C",
           "always P / R / C accuracy", "gain over best constant (95% CI)", "oracle")
 
+LEGEND = ("Scores are per held-out decision, on counterfactual rewards: \"always X\" is the deciding agent "
+          "taking X while its peers act as collected (not a team that always does X); accuracy counts the "
+          "greedy action right when it earns the best reward of the three, ties included.\n")
+
 
 def training_markdown(runs: Sequence[TrainingRun]) -> str:
     """A markdown table of ``runs`` (empty string when there are none)."""
@@ -25,7 +29,7 @@ def training_markdown(runs: Sequence[TrainingRun]) -> str:
         return ""
     lines = [md_line(HEADER), md_line(("---",) * len(HEADER))]
     lines += [md_line(_row(run)) for run in sorted(runs, key=lambda r: (r.name, r.reward_scale or 0.0))]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + LEGEND
 
 
 def _row(run: TrainingRun) -> tuple[str, ...]:
