@@ -153,11 +153,13 @@ def test_unreadable_files(tmp_path):
         load_experiment(tmp_path / "bad.toml")
 
 
-@pytest.mark.parametrize("name, cells", [("table1.toml", 72), ("quick.toml", 4)])
-def test_shipped_experiments_load(name, cells):
+@pytest.mark.parametrize("name, cells, model", [("table1.toml", 72, "qwen2.5-coder-1.5b"),
+                                               ("quick.toml", 4, "qwen2.5-coder-1.5b"),
+                                               ("policy_episodes.toml", 12, "qwen2.5-coder-0.5b")])
+def test_shipped_experiments_load(name, cells, model):
     cfg = load_experiment(REPO / "experiments" / name)
     assert len(plan(cfg)) == cells and cfg.backend == "llamacpp"
-    assert cfg.backend_options == {"model": "qwen2.5-coder-1.5b"}
+    assert cfg.backend_options == {"model": model}
 
 
 def test_concurrency_reaches_every_cell(tmp_path):
