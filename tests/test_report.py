@@ -189,3 +189,16 @@ def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_p
     report.write_report([tmp_path / "train"], tmp_path / "out2")
     assert "| 0.100 / -0.200 / 0.050 | 0.700 / 0.200 / 0.300 | +0.150 [-0.050, +0.350] | 0.400 |" in \
         (tmp_path / "out2" / "report.md").read_text()
+
+
+def test_mpdf_without_a_trained_policy_is_marked_as_the_rule(runs, tmp_path):
+    """Until a checkpoint ships, mpdf runs the confidence-threshold rule: its row must say so."""
+    from deliberation.methods.mpdf import SHIPPED_POLICY
+
+    out = tmp_path / "mpdf"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
+        execute(RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted"), str(out), progress=False)
+    label = report.load_run(out).label
+    assert label == "mpdf" if SHIPPED_POLICY.exists() else label == "mpdf [rule:confidence-threshold]"
+    assert report.load_run(runs / "debate").label == "debate"

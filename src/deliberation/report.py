@@ -133,7 +133,7 @@ def load_run(path: Path) -> RunResult:
                             config.get("split", "?"))
     cell = read_json(path / CELL) if (path / CELL).exists() else {}
     options = config.get("backend_options") or {}
-    return RunResult(path, cell.get("label") or _default_label(summary.method, config.get("policy")),
+    return RunResult(path, _label(cell.get("label") or _default_label(summary.method, config.get("policy")), config),
                      summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
                      str(options.get("model", "default")), int((config.get("engine") or {}).get("seed", 0)),
                      summary, actions_by_round(episodes), not (path / SUMMARY).exists())
@@ -142,6 +142,13 @@ def load_run(path: Path) -> RunResult:
 def _default_label(method: str, policy: str | None) -> str:
     """The method, marked with the policy file when one was given (so two policies do not pool)."""
     return f"{method} [{Path(policy).stem}]" if policy else method
+
+
+def _label(label: str, config: dict) -> str:
+    """``label``, marked when mpdf ran its documented rule because no trained policy existed, so such a row
+    is never read (or pooled) as the learned policy."""
+    used = str(config.get("policy_used") or "")
+    return f"{label} [{used}]" if used.startswith("rule:") else label
 
 
 def _summary(path: Path) -> Summary:
