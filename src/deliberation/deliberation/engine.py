@@ -97,8 +97,7 @@ def request_seed(seed: int, example_id: str, agent: int, round_: int) -> int:
 
 def answer_key(ctx: Context, text: str) -> str | None:
     """Canonical answer of a response (None when unparseable)."""
-    answer = ctx.bench.extract_for(ctx.example, text)
-    return None if answer is None else ctx.bench.answer_key(answer)
+    return ctx.bench.key_for(ctx.example, text)
 
 
 def record_of(ctx: Context, completion: Completion, changed: bool) -> AgentRecord:
