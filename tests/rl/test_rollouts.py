@@ -90,7 +90,7 @@ def test_concurrent_collection_writes_the_same_questions(tmp_path):
     read = lambda d: {r["example_id"]: r for r in (json.loads(x) for x in gzip.open(d / files.ROLLOUTS, "rt"))}
     assert read(tmp_path / "1") == read(tmp_path / "3")
     # two collections of the same questions would be ranked as one group: refused
-    with pytest.raises(DelibError, match="gsm8k/train/0 is in both"):
+    with pytest.raises(DelibError, match=r"gsm8k/train/\d+ is in both"):
         files.load_decisions([tmp_path / "1", tmp_path / "3"])
     with pytest.raises(DelibError, match="more than once"):
         files.load_decisions([tmp_path / "1", tmp_path / "1" / files.ROLLOUTS])
