@@ -43,13 +43,18 @@ class RunSpec:
     """Questions in flight at once, their LLM requests merged into shared batches (backends/coalesce.py)."""
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise DelibError(f"concurrency must be at least 1 (got {self.concurrency})")
-        if self.limit is not None and self.limit < 1:
-            raise DelibError(f"limit must be at least 1 (got {self.limit})")
+        check_counts(self.concurrency, self.limit)
 
     def method_config(self) -> MethodConfig:
         return MethodConfig(benchmark=self.benchmark, engine=self.engine, policy=self.policy)
+
+
+def check_counts(concurrency: int, limit: int | None) -> None:
+    """The checks every spec that runs questions shares (RunSpec, rl.collect.CollectSpec)."""
+    if concurrency < 1:
+        raise DelibError(f"concurrency must be at least 1 (got {concurrency})")
+    if limit is not None and limit < 1:
+        raise DelibError(f"limit must be at least 1 (got {limit})")
 
 
 def validate(spec: RunSpec) -> tuple[Callable, list[Example]]:

@@ -20,7 +20,7 @@ from deliberation.errors import DelibError
 from deliberation.methods.heuristics import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import EpsilonMixed, collect_question
-from deliberation.runner import example_rng, in_flight
+from deliberation.runner import check_counts, example_rng, in_flight
 from deliberation.types import Example, to_json
 
 
@@ -49,10 +49,7 @@ class CollectSpec:
             raise DelibError(f"--samples must be at least 2 to rank rewards within a group (got {self.samples})")
         if not 0.0 <= self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in [0, 1] (got {self.epsilon})")
-        if self.concurrency < 1:
-            raise DelibError(f"--concurrency must be at least 1 (got {self.concurrency})")
-        if self.limit is not None and self.limit < 1:
-            raise DelibError(f"--limit must be at least 1 (got {self.limit})")
+        check_counts(self.concurrency, self.limit)
 
 
 def behaviour_policy(spec: CollectSpec) -> MetaPolicy:
