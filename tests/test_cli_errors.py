@@ -85,3 +85,16 @@ def test_specs_built_in_code_check_their_counts():
         for bad_field in ({"concurrency": 0}, {"limit": 0}):
             with pytest.raises(DelibError, match=f"{next(iter(bad_field))} must be at least 1"):
                 make(**kwargs, **bad_field)
+
+
+@pytest.mark.parametrize("name,value,minimum,why,expected", [
+    ("--agents", 0, 1, "", "--agents must be at least 1 (got 0)"),
+    ("--samples", 1, 2, "to rank rewards", "--samples must be at least 2 to rank rewards (got 1)"),
+])
+def test_require_at_least_names_the_bound_and_the_value(name, value, minimum, why, expected):
+    from deliberation.errors import DelibError, require_at_least
+
+    with pytest.raises(DelibError) as err:
+        require_at_least(name, value, minimum, why)
+    assert str(err.value) == expected
+    require_at_least(name, minimum, minimum, why)  # the bound itself passes

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, require_at_least
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,9 @@ class EngineConfig:
     no logprobs)."""
 
     def __post_init__(self) -> None:
-        if self.agents < 1:
-            raise DelibError(f"--agents must be at least 1 (got {self.agents})")
+        require_at_least("--agents", self.agents)
         if self.rounds < 0:
             raise DelibError(f"--rounds must be 0 or more (got {self.rounds})")
         if self.temperature < 0:
             raise DelibError(f"--temperature must be >= 0 (got {self.temperature})")
-        if self.max_tokens < 1:
-            raise DelibError(f"--max-tokens must be at least 1 (got {self.max_tokens})")
+        require_at_least("--max-tokens", self.max_tokens)

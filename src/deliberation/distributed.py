@@ -55,7 +55,7 @@ from typing import Any, Iterator
 
 from deliberation import methods
 from deliberation.backends import make_backend
-from deliberation.errors import DelibError, install_hint
+from deliberation.errors import DelibError, install_hint, require_at_least
 from deliberation.runner import RunSpec, config_record, drive, finish, run_examples, validate
 from deliberation.runs import RunDir, Summary
 from deliberation.types import Episode, Example
@@ -118,8 +118,7 @@ def _run_all(run_dir: RunDir, pool: _Pool, todo: list[Example], done: set[str], 
 
 
 def _check_counts(workers: int, max_retries: int) -> None:
-    if workers < 1:
-        raise DelibError(f"--workers must be at least 1 (got {workers})")
+    require_at_least("--workers", workers)
     if max_retries < 0:
         raise DelibError(f"max_retries must be 0 or more (got {max_retries})")
 

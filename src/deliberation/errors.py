@@ -8,3 +8,11 @@ class DelibError(Exception):
 def install_hint(package: str, extra: str) -> str:
     """The message for a missing optional dependency."""
     return f"{package} is not installed; install it with: pip install 'deliberation[{extra}]'"
+
+
+def require_at_least(name: str, value: int, minimum: int = 1, why: str = "") -> None:
+    """Refuse a count below ``minimum``: the one wording of every "how many" check (agents, workers,
+    concurrency, ...), so the CLI's messages read alike. ``why`` is appended after the bound."""
+    if value < minimum:
+        reason = f" {why}" if why else ""
+        raise DelibError(f"{name} must be at least {minimum}{reason} (got {value})")

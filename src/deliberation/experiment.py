@@ -31,7 +31,7 @@ from deliberation import benchmarks
 from deliberation.backends import BACKENDS, backend_class, make_backend
 from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, require_at_least
 from deliberation.methods import METHODS
 from deliberation.report import CELL, write_report
 from deliberation.runner import RunSpec, execute, validate
@@ -129,8 +129,7 @@ def cap_limits(cfg: ExperimentConfig, cap: int) -> ExperimentConfig:
     """``cfg`` with every benchmark's limit at most ``cap`` (``delib experiment --limit``): a first, smaller
     table from the same file. The limit is a resumable setting, so rerunning without the cap extends the
     same cells to the file's limits."""
-    if cap < 1:
-        raise DelibError(f"--limit must be at least 1 (got {cap})")
+    require_at_least("--limit", cap)
     limits = {b: cap if n is None else min(n, cap) for b, n in cfg.limits.items()}
     return replace(cfg, limits=limits, command=f"delib experiment {cfg.source} --limit {cap}")
 
@@ -304,8 +303,7 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backen
     in ``delib run``), each building its backend from the spec with the same cache file, so round-0
     answers are still shared across cells. ``notify`` receives a line as each cell starts. Cells that fail
     are raised together, as one DelibError, after the others ran and the report is written."""
-    if workers < 1:
-        raise DelibError(f"workers must be at least 1 (got {workers})")
+    require_at_least("workers", workers)
     if workers > 1 and backend is not None:
         raise DelibError("a backend object cannot be shared with Ray workers; pass workers=1 or no backend")
     cells = plan(cfg)

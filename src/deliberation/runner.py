@@ -18,7 +18,7 @@ from deliberation.backends import backend_class, make_backend
 from deliberation.backends.base import Backend
 from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.config import EngineConfig
-from deliberation.errors import DelibError
+from deliberation.errors import require_at_least
 from deliberation.methods.base import MethodConfig
 from deliberation.runs import RunDir, Summary, summarize
 from deliberation.types import Episode, Example, to_json
@@ -51,10 +51,9 @@ class RunSpec:
 
 def check_counts(concurrency: int, limit: int | None) -> None:
     """The checks every spec that runs questions shares (RunSpec, rl.collect.CollectSpec)."""
-    if concurrency < 1:
-        raise DelibError(f"concurrency must be at least 1 (got {concurrency})")
-    if limit is not None and limit < 1:
-        raise DelibError(f"limit must be at least 1 (got {limit})")
+    require_at_least("concurrency", concurrency)
+    if limit is not None:
+        require_at_least("limit", limit)
 
 
 def validate(spec: RunSpec) -> tuple[Callable, list[Example]]:

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
-from deliberation.errors import DelibError, install_hint
+from deliberation.errors import DelibError, install_hint, require_at_least
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
 T = TypeVar("T")
@@ -214,8 +214,7 @@ def _describe(err: Exception | None) -> str:
 
 
 def _check_options(max_in_flight: int, timeout_s: float, max_retries: int, backoff_s: float) -> None:
-    if max_in_flight < 1:
-        raise DelibError(f"max_in_flight must be at least 1, got {max_in_flight}")
+    require_at_least("max_in_flight", max_in_flight)
     if timeout_s <= 0:
         raise DelibError(f"timeout_s must be positive, got {timeout_s}")
     if max_retries < 0 or backoff_s < 0:

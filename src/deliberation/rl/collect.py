@@ -16,7 +16,7 @@ from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.deliberation.engine import Context, MetaPolicy, MethodSpec
 from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, require_at_least
 from deliberation.methods.heuristics import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import EpsilonMixed, collect_question
@@ -45,8 +45,7 @@ class CollectSpec:
     """Questions collected at once, their requests merged into shared batches (backends/coalesce.py)."""
 
     def __post_init__(self) -> None:
-        if self.samples < 2:
-            raise DelibError(f"--samples must be at least 2 to rank rewards within a group (got {self.samples})")
+        require_at_least("--samples", self.samples, 2, "to rank rewards within a group")
         if not 0.0 <= self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in [0, 1] (got {self.epsilon})")
         check_counts(self.concurrency, self.limit)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, require_at_least
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.train_cli import TrainRequest, run_training
 
@@ -37,8 +37,7 @@ class IterateSpec:
     """``delib train`` settings (epochs, lr, kl_coef, ...)."""
 
     def __post_init__(self) -> None:
-        if self.iterations < 1:
-            raise DelibError(f"--iterations must be at least 1 (got {self.iterations})")
+        require_at_least("--iterations", self.iterations)
         if not self.benchmarks:
             raise DelibError("give at least one --benchmark to collect on")
         if self.algo == "sft":
