@@ -1,0 +1,37 @@
+"""Which policy `--method mpdf` runs: --policy, else the checkpoint shipped in the package, else the rule."""
+
+import pytest
+
+from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.methods import mpdf
+from deliberation.methods.base import MethodConfig
+from deliberation.methods.heuristics import ConfidenceThreshold
+from deliberation.policy.network import MetaPolicyNet, save_policy
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    net = MetaPolicyNet(len(FEATURE_NAMES))
+    return save_policy(tmp_path / "default.pt", net, FEATURE_NAMES, FEATURE_VERSION, {"algo": "test"})
+
+
+def test_shipped_checkpoint_is_the_default_when_present(checkpoint, monkeypatch):
+    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", checkpoint)
+    cfg = MethodConfig(benchmark="gsm8k")
+    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
+    assert mpdf.policy_name(cfg) == "shipped:default.pt"
+
+
+def test_rule_when_nothing_ships(tmp_path, monkeypatch):
+    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", tmp_path / "absent.pt")
+    cfg = MethodConfig(benchmark="gsm8k", confidence_threshold=0.6)
+    policy = mpdf.policy_for(cfg)
+    assert isinstance(policy, ConfidenceThreshold) and policy.threshold == 0.6
+    assert mpdf.policy_name(cfg) == "rule:confidence-threshold"
+
+
+def test_explicit_policy_wins_over_the_shipped_one(checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", tmp_path / "absent.pt")
+    cfg = MethodConfig(benchmark="gsm8k", policy=str(checkpoint))
+    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
+    assert mpdf.policy_name(cfg) == str(checkpoint)
