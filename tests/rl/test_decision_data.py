@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from deliberation.errors import DelibError
-from deliberation.rl.data import split_by_example, tensorize
+from deliberation.rl.data import first_samples, split_by_example, tensorize
 from deliberation.rl.sft import oracle_labels
 from deliberation.types import ACTIONS, Action, Decision
 
@@ -88,3 +88,14 @@ def test_bad_records_name_the_decision(field, value, message):
 def test_empty_decisions_raise():
     with pytest.raises(DelibError, match="no training decisions"):
         tensorize([])
+
+
+def test_group_size_keeps_the_first_k_samples_of_every_question(make_decisions):
+    decisions = make_decisions(n_examples=5, group_size=8)
+    kept = first_samples(decisions, 3)
+    assert {d.sample for d in kept} == {0, 1, 2} and len(kept) == len(decisions) * 3 // 8
+    assert first_samples(decisions, None) == decisions
+    groups = torch.bincount(tensorize(kept).groups)
+    assert groups.min() == groups.max() == 3  # every (question, round, agent) is ranked over 3 samples
+    with pytest.raises(DelibError, match="--group-size 9 is more than the 8 samples"):
+        first_samples(decisions, 9)

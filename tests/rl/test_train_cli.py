@@ -81,3 +81,13 @@ def test_clip_none_gives_the_plain_gradient_where_only_ppo_clips(tmp_path, rollo
     plain = train("grpo", "--clip-eps", "none")
     assert json.loads((tmp_path / "grpo---clip-eps-none" / "config.json").read_text())["clip_eps"] is None
     assert train("ppo", "--clip-eps", "none") == clipped and plain != clipped
+
+
+def test_group_size_ablation_trains_on_fewer_samples(tmp_path, rollouts, capsys):
+    out = tmp_path / "k2"
+    assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(out),
+                 "--epochs", "1", "--group-size", "2"]) == 0
+    assert json.loads((out / "config.json").read_text())["group_size"] == 2
+    assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(tmp_path / "k9"),
+                 "--group-size", "9"]) == 2
+    assert "more than the 4 samples" in capsys.readouterr().err and not (tmp_path / "k9").exists()

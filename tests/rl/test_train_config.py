@@ -15,7 +15,7 @@ from deliberation.rl.config import TrainConfig
 
 def test_defaults_follow_the_design():
     cfg = TrainConfig()
-    assert (cfg.algo, cfg.group_size, cfg.tau) == ("softrankpo", 8, 0.0)
+    assert (cfg.algo, cfg.group_size, cfg.tau) == ("softrankpo", None, 0.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.lr = 1.0  # type: ignore[misc]
 

@@ -30,9 +30,10 @@ class TrainConfig:
     batch_size: int = 256
     """Decisions per optimizer step."""
 
-    group_size: int = 8
-    """K, samples per question that SoftRankPO ranks against each other (>= 2; rollouts are collected with
-    it and the trainer checks the data has groups of at least 2)."""
+    group_size: int | None = None
+    """K, samples per question ranked against each other: training keeps samples 0..K-1 of every question
+    (the group-size ablation); None = every sample collected (``delib collect --samples``, 8 by default).
+    At least 2; more than the rollouts hold is refused (``rl.data.first_samples``)."""
 
     tau: float = 0.0
     """SoftRankPO temperature: 0 = hard normal scores of ranks; > 0 = soft ranks (our reconstruction of the
@@ -74,8 +75,8 @@ class TrainConfig:
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}; try 3e-3")
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
         _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}; try 256")
-        _check(self.group_size >= 2, f"group_size must be >= 2 (SoftRankPO ranks K samples of a question), got "
-                                     f"{self.group_size}; use the default 8")
+        _check(self.group_size is None or self.group_size >= 2, f"group_size must be >= 2 (SoftRankPO ranks K "
+               f"samples of a question), got {self.group_size}; leave it out to rank every collected sample")
         _check(self.tau >= 0, f"tau must be >= 0 (0 = hard ranks), got {self.tau}")
         for name in ("kl_coef", "entropy_coef", "token_cost_coef"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")

@@ -55,7 +55,7 @@ class DecisionBatch:
 def tensorize(decisions: Sequence[Decision]) -> DecisionBatch:
     """Validate decisions and stack them into a DecisionBatch (raises DelibError naming the bad record)."""
     if not decisions:
-        raise DelibError("no training decisions; collect rollouts first with `delib rollouts`")
+        raise DelibError("no training decisions; collect rollouts first with `delib collect`")
     width = _check_decisions(decisions)
     n_peers = max(len(d.peers) for d in decisions)
     peers = np.zeros((len(decisions), n_peers, width), dtype=np.float32)  # (N, P, F)
@@ -73,6 +73,18 @@ def tensorize(decisions: Sequence[Decision]) -> DecisionBatch:
         token_costs=torch.tensor([d.token_cost for d in decisions], dtype=torch.float64),
         groups=_group_ids(decisions), examples=tuple(d.example_id for d in decisions),
     )
+
+
+def first_samples(decisions: Sequence[Decision], k: int | None) -> list[Decision]:
+    """The decisions of samples 0..k-1 of every question (all of them when ``k`` is None): ranking groups of
+    K = k samples, the group-size ablation. Asking for more samples than were collected is refused."""
+    if k is None or not decisions:
+        return list(decisions)
+    collected = 1 + max(d.sample for d in decisions)
+    if k > collected:
+        raise DelibError(f"--group-size {k} is more than the {collected} samples per question the rollouts hold; "
+                         f"use at most {collected}, or collect with --samples {k}")
+    return [d for d in decisions if d.sample < k]
 
 
 def _check_decisions(decisions: Sequence[Decision]) -> int:

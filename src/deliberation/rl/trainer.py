@@ -25,7 +25,7 @@ from torch import Tensor
 from deliberation.errors import DelibError
 from deliberation.policy.network import MetaPolicyNet, save_policy
 from deliberation.rl.config import TrainConfig
-from deliberation.rl.data import DecisionBatch, split_by_example, tensorize
+from deliberation.rl.data import DecisionBatch, first_samples, split_by_example, tensorize
 from deliberation.rl.evaluate import held_out
 from deliberation.rl.losses import ALGORITHMS, entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss
@@ -117,8 +117,9 @@ def shaped_rewards(batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
 
 
 def prepare(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[DecisionBatch, DecisionBatch]:
-    """Validate and tensorize the decisions, then hold out questions -> (train, val)."""
-    return split_by_example(tensorize(decisions), cfg.val_fraction, cfg.seed)
+    """Keep the first ``cfg.group_size`` samples of each question, validate and tensorize the decisions, then
+    hold out questions -> (train, val)."""
+    return split_by_example(tensorize(first_samples(decisions, cfg.group_size)), cfg.val_fraction, cfg.seed)
 
 
 def _check_groups(train: DecisionBatch) -> None:
