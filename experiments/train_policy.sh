@@ -10,6 +10,7 @@
 # 3. delib report over all of it                        -> OUT/report/report.md (training table + plots)
 #
 # Every step reads the same rollouts and the same held-out questions (--seed 0, --val-fraction default).
+# TRAIN_ARGS is added to every `delib train` call, e.g. TRAIN_ARGS="--ignore-features confidence".
 # Policy training is small: minutes on one CPU core. Steps whose output exists are skipped (rerun = resume).
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -20,7 +21,8 @@ OUT=$1; shift
 DELIB=${DELIB:-delib}
 train() {  # train OUT_DIR ARGS...: skip when OUT_DIR already holds a policy
   local dir=$1; shift
-  [ -f "$dir/policy.pt" ] || "$DELIB" train --rollouts "$@" --out "$dir"
+  # shellcheck disable=SC2086  # TRAIN_ARGS holds several words
+  [ -f "$dir/policy.pt" ] || "$DELIB" train --rollouts "$@" --out "$dir" ${TRAIN_ARGS:-}
 }
 train "$OUT/sft" "$@" --algo sft
 for algo in softrankpo grpo reinforce; do

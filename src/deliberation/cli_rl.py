@@ -19,6 +19,10 @@ def _clip_eps(text: str) -> float | None:
     return None if text.lower() == "none" else float(text)
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learning rate"),
                ("--reward-scale", float, "multiplies rewards (robustness ablation)"),
                ("--kl-coef", float, "beta: KL to the reference policy"),
@@ -29,7 +33,10 @@ TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learn
                ("--clip-eps", _clip_eps,
                 "PPO ratio clip against the behaviour log-prob, for every algo (rollouts are offline); "
                 "'none' = the plain gradient -mean(A log pi), where only ppo still clips"),
-               ("--val-fraction", float, "held-out questions"))
+               ("--val-fraction", float, "held-out questions"),
+               ("--ignore-features", _names,
+                "comma-separated features the policy never sees, e.g. confidence (the critic's P(Yes), whose "
+                "scale is the collecting model's) for a policy meant for another model"))
 """``delib train`` settings, each overriding ``TrainConfig``'s default only when given (and the seed)."""
 
 ITERATE_EPILOG = """example (two iterations on 100 GSM8K and 100 MATH train questions):

@@ -157,3 +157,31 @@ def test_loading_a_missing_or_foreign_file_raises_delib_error(tmp_path):
     for name in ("text.pt", "other.pt"):
         with pytest.raises(DelibError, match="not a deliberation policy checkpoint"):
             load_policy(tmp_path / name, NAMES, 1)
+
+
+def test_ignored_features_do_not_move_the_output_and_survive_a_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    net = MetaPolicyNet(F, hidden=16, heads=4, ignored=[2])
+    own, peers = inputs()
+    moved_own, moved_peers = own.clone(), peers.clone()
+    moved_own[:, 2] += 5.0
+    moved_peers[..., 2] -= 3.0
+    assert torch.allclose(net(own, peers), net(moved_own, moved_peers), atol=1e-6)
+    moved_own[:, 1] += 5.0  # a feature it does see
+    assert not torch.allclose(net(own, peers), net(moved_own, peers), atol=1e-4)
+    path = save_policy(tmp_path / "p.pt", net, NAMES, 1, {})
+    loaded = load_policy(path, NAMES, 1).net
+    assert loaded.ignored == (2,) and torch.allclose(loaded(own, peers), net(own, peers), atol=1e-6)
+
+
+def test_checkpoint_without_ignored_in_its_arch_ignores_nothing(net, tmp_path):
+    path = save_policy(tmp_path / "p.pt", net, NAMES, 1, {})
+    payload = torch.load(path, weights_only=True)
+    del payload["arch"]["ignored"]  # as written before the field existed
+    torch.save(payload, path)
+    assert load_policy(path, NAMES, 1).net.ignored == ()
+
+
+def test_ignored_column_out_of_range_is_refused():
+    with pytest.raises(DelibError, match=r"ignored feature columns \[5\]"):
+        MetaPolicyNet(F, hidden=16, heads=4, ignored=[5])

@@ -91,3 +91,42 @@ def test_group_size_ablation_trains_on_fewer_samples(tmp_path, rollouts, capsys)
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(tmp_path / "k9"),
                  "--group-size", "9"]) == 2
     assert "more than the 4 samples" in capsys.readouterr().err and not (tmp_path / "k9").exists()
+
+
+def test_ignore_features_is_recorded_and_blinds_the_policy(tmp_path, rollouts):
+    import numpy as np
+
+    from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.policy.network import load_policy
+
+    out = tmp_path / "blind"
+    assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(out), "--epochs", "1",
+                 "--ignore-features", "confidence,log_tokens"]) == 0
+    assert json.loads((out / "config.json").read_text())["ignore_features"] == ["confidence", "log_tokens"]
+    policy = load_policy(out / "policy.pt", FEATURE_NAMES, FEATURE_VERSION)
+    rng = np.random.default_rng(0)
+    own, peers = rng.random((3, len(FEATURE_NAMES))), rng.random((3, 2, len(FEATURE_NAMES)))
+    moved = own.copy()
+    moved[:, FEATURE_NAMES.index("confidence")] += 0.5
+    assert np.allclose(policy.probs(own, peers), policy.probs(moved, peers))
+
+
+def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_path, rollouts):
+    """experiments/train_policy.sh, the pipeline behind the shipped policy, end to end (1 epoch each)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    delib = shutil.which("delib", path=str(Path(sys.executable).parent)) or shutil.which("delib")
+    script = Path(__file__).resolve().parents[2] / "experiments" / "train_policy.sh"
+    env = {**os.environ, "DELIB": delib, "TRAIN_ARGS": "--epochs 1 --ignore-features confidence"}
+    out = tmp_path / "tp"
+    done = subprocess.run(["bash", str(script), str(out), str(rollouts)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    runs = sorted(p.parent.name for p in out.glob("ablation/*/policy.pt"))
+    assert runs == sorted(f"{a}-{s}" for a in ("softrankpo", "grpo", "reinforce") for s in ("0.1", "1", "10"))
+    config = json.loads((out / "ablation" / "softrankpo-1" / "config.json").read_text())
+    assert config["ignore_features"] == ["confidence"] and config["epochs"] == 1
+    assert (out / "report" / "report.md").exists()

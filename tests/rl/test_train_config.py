@@ -33,6 +33,7 @@ def test_defaults_follow_the_design():
     ({"clip_eps": 1.5}, "clip_eps must be in"),
     ({"hidden": 30, "heads": 4}, "multiple of heads"),
     ({"val_fraction": 1.0}, "val_fraction"),
+    ({"ignore_features": ("confidence", "nope")}, "ignore_features names unknown features ['nope']"),
 ])
 def test_invalid_values_raise_one_line_actionable_errors(kwargs, message):
     with pytest.raises(DelibError, match="invalid training config") as err:

@@ -164,3 +164,14 @@ def test_write_training_outputs_refuses_a_non_empty_folder(decisions, tmp_path):
 def test_train_pg_refuses_the_sft_algo(decisions):
     with pytest.raises(DelibError, match="train_sft"):
         train_pg(decisions, dataclasses.replace(FAST, algo="sft"))
+
+
+def test_ignored_features_reach_the_network_and_must_match_the_start_policy(decisions):
+    cfg = dataclasses.replace(FAST, epochs=1, ignore_features=("confidence",))  # column 2 of FEATURE_NAMES
+    net, _ = train_sft(decisions, cfg)
+    assert net.ignored == (2,)
+    tuned, _ = train_pg(decisions, dataclasses.replace(cfg, algo="softrankpo"), init=net)
+    assert tuned.ignored == (2,)
+    with pytest.raises(DelibError, match="the start policy ignores feature columns \\[\\]"):
+        train_pg(decisions, dataclasses.replace(cfg, algo="softrankpo"),
+                 init=MetaPolicyNet(4, hidden=FAST.hidden, heads=FAST.heads))

@@ -33,14 +33,23 @@ CHECKPOINT_FORMAT_VERSION = 1
 
 
 class MetaPolicyNet(nn.Module):
-    """Shared-parameter cross-attention policy: (own (B, F), peers (B, P, F), mask (B, P)) -> logits (B, 3)."""
+    """Shared-parameter cross-attention policy: (own (B, F), peers (B, P, F), mask (B, P)) -> logits (B, 3).
 
-    def __init__(self, n_features: int, hidden: int = 64, heads: int = 4) -> None:
+    ``ignored`` feature columns are zeroed at the input, in training and at inference alike: a policy meant
+    for another model can leave out a feature whose scale is the model's own (the critic's P(Yes))."""
+
+    def __init__(self, n_features: int, hidden: int = 64, heads: int = 4, ignored: Sequence[int] = ()) -> None:
         super().__init__()
         if n_features < 1 or hidden < 1 or heads < 1 or hidden % heads:
             raise DelibError(f"MetaPolicyNet needs n_features >= 1 and hidden divisible by heads, got "
                              f"n_features={n_features}, hidden={hidden}, heads={heads}; fix the policy config")
+        if any(not 0 <= i < n_features for i in ignored):
+            raise DelibError(f"ignored feature columns {list(ignored)} must lie in [0, {n_features})")
         self.n_features, self.hidden, self.heads = n_features, hidden, heads
+        self.ignored = tuple(sorted(set(int(i) for i in ignored)))
+        keep = torch.ones(n_features)
+        keep[list(self.ignored)] = 0.0
+        self.register_buffer("keep", keep, persistent=False)  # (F,) 0 at ignored columns; rebuilt from arch
         self.embed = nn.Sequential(nn.Linear(n_features, hidden), nn.GELU(), nn.Linear(hidden, hidden))
         self.query = nn.Linear(hidden, hidden)
         self.key_value = nn.Linear(hidden, 2 * hidden)
@@ -49,8 +58,8 @@ class MetaPolicyNet(nn.Module):
 
     def forward(self, own: Tensor, peers: Tensor, peer_mask: Tensor | None = None) -> Tensor:
         """own (B, F), peers (B, P, F), peer_mask (B, P) bool (True = real peer; None = all real) -> (B, 3)."""
-        h_own = self.embed(own)  # (B, H)
-        h_peers = self.embed(peers)  # (B, P, H)
+        h_own = self.embed(own * self.keep)  # (B, H)
+        h_peers = self.embed(peers * self.keep)  # (B, P, H)
         if peer_mask is None:
             peer_mask = torch.ones(peers.shape[:2], dtype=torch.bool, device=peers.device)  # (B, P)
         context = self._attend(h_own, h_peers, peer_mask)  # (B, H)
@@ -70,9 +79,16 @@ class MetaPolicyNet(nn.Module):
         context = (weights.unsqueeze(-1) * v).sum(-2)  # (B, h, d)
         return self.out(context.reshape(batch, self.hidden))  # (B, H)
 
-    def arch(self) -> dict[str, int]:
+    def arch(self) -> dict[str, Any]:
         """Architecture hyper-parameters, enough to rebuild the module before loading a state dict."""
-        return {"n_features": self.n_features, "hidden": self.hidden, "heads": self.heads}
+        return {"n_features": self.n_features, "hidden": self.hidden, "heads": self.heads,
+                "ignored": list(self.ignored)}
+
+
+def net_from_arch(arch: Mapping[str, Any]) -> MetaPolicyNet:
+    """The module ``arch()`` describes (checkpoints written before ``ignored`` existed ignore nothing)."""
+    sizes = {k: int(arch[k]) for k in ("n_features", "hidden", "heads")}
+    return MetaPolicyNet(**sizes, ignored=[int(i) for i in arch.get("ignored", ())])
 
 
 def behaviour_probs(probs: np.ndarray, greedy: bool, epsilon: float) -> np.ndarray:
@@ -141,7 +157,7 @@ def load_policy(path: str | os.PathLike, feature_names: Sequence[str], feature_v
     """Load a checkpoint written by ``save_policy``; refuse one trained on other features (DelibError)."""
     payload = _read_checkpoint(Path(path))
     _check_features(payload, tuple(feature_names), int(feature_version))
-    net = MetaPolicyNet(**{k: int(v) for k, v in payload["arch"].items()})
+    net = net_from_arch(payload["arch"])
     net.load_state_dict(payload["state_dict"])
     net.eval()
     return MetaPolicy(net=net, feature_names=tuple(feature_names), feature_version=int(feature_version))

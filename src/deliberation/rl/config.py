@@ -64,6 +64,12 @@ class TrainConfig:
     heads: int = 4
     """Attention heads of the policy network; must divide ``hidden``."""
 
+    ignore_features: tuple[str, ...] = ()
+    """Feature names (``deliberation.deliberation.state.FEATURE_NAMES``) the policy never sees: zeroed at its
+    input in training and at inference, recorded in the checkpoint. E.g. ``confidence``, the critic's P(Yes),
+    whose scale belongs to the model the rollouts came from (``confidence_vs_mean`` keeps the relative
+    signal), for a policy that will run with another model."""
+
     seed: int = 0
     """Seeds network initialization, mini-batch order and the held-out split: same seed, same result."""
 
@@ -86,6 +92,13 @@ class TrainConfig:
         _check(self.hidden >= 1 and self.heads >= 1 and self.hidden % self.heads == 0,
                f"hidden ({self.hidden}) must be a positive multiple of heads ({self.heads}); try 64 and 4")
         _check(0 <= self.val_fraction < 1, f"val_fraction must be in [0, 1), got {self.val_fraction}; try 0.2")
+        _check_feature_names(self.ignore_features)
+
+    def ignored_columns(self) -> tuple[int, ...]:
+        """Column indices of ``ignore_features`` in the feature vector."""
+        from deliberation.deliberation.state import FEATURE_NAMES
+
+        return tuple(FEATURE_NAMES.index(name) for name in self.ignore_features)
 
 
 def _check(ok: bool, message: str) -> None:
@@ -97,3 +110,10 @@ def _check_algo(algo: str) -> None:
     from deliberation.rl.losses import ALGORITHMS  # lazy: keeps torch out of config import
 
     _check(algo == "sft" or algo in ALGORITHMS, f"unknown algo {algo!r}; choose sft or one of {', '.join(ALGORITHMS)}")
+
+
+def _check_feature_names(names: tuple[str, ...]) -> None:
+    from deliberation.deliberation.state import FEATURE_NAMES
+
+    unknown = [n for n in names if n not in FEATURE_NAMES]
+    _check(not unknown, f"ignore_features names unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)}")
