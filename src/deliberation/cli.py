@@ -34,8 +34,8 @@ CACHE_HELP = "SQLite response cache (default: <out>/../responses.sqlite shared b
 
 
 def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -> None:
-    """Backend choice and options shared by run, collect, iterate and experiment (``cache_help`` says where
-    the command's default cache lives)."""
+    """Backend choice and options shared by run, collect and iterate (``cache_help`` says where the
+    command's default cache lives)."""
     _, _, backends = _registry_names()
     p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(backends) + " (default llamacpp)")
     p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "

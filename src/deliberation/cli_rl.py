@@ -28,7 +28,7 @@ TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learn
                ("--kl-coef", float, "beta: KL to the reference policy"),
                ("--entropy-coef", float, "entropy bonus weight"),
                ("--tau", float, "SoftRankPO temperature (0 = hard ranks)"),
-               ("--group-size", int, "K: rank samples 0..K-1 of each question, the group-size ablation; None = all"),
+               ("--group-size", int, "K: rank samples 0..K-1 of each question, the group-size ablation; omit for all"),
                ("--token-cost-coef", float, "reward penalty per token spent"),
                ("--clip-eps", _clip_eps,
                 "PPO ratio clip against the behaviour log-prob, for every algo (rollouts are offline); "
@@ -132,7 +132,8 @@ def _default(flag: str) -> str:
     """'default X' of the TrainConfig field behind ``flag``, for the help text."""
     from deliberation.rl.config import TrainConfig
 
-    return f"default {TrainConfig.__dataclass_fields__[flag[2:].replace('-', '_')].default}"
+    value = TrainConfig.__dataclass_fields__[flag[2:].replace("-", "_")].default
+    return "default: all" if value is None else "default: none" if value == () else f"default {value}"
 
 
 def _overrides(args: argparse.Namespace) -> dict:

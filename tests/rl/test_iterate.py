@@ -35,7 +35,19 @@ def test_each_iteration_collects_with_the_previous_policy_and_trains_from_it(tmp
 
 def test_bad_settings_are_refused_before_anything_runs():
     for kwargs, message in (({"iterations": 0}, "iterations"), ({"benchmarks": ()}, "benchmark"),
-                            ({"algo": "sft"}, "policy-gradient")):
+                            ({"algo": "sft"}, "policy-gradient"), ({"overrides": {"lr": -1.0}}, "lr must be > 0"),
+                            ({"overrides": {"group_size": 9}}, "--group-size 9 is more than the --samples 8"),
+                            ({"overrides": {"ignore_features": ("nope",)}}, "unknown features")):
         with pytest.raises(DelibError, match=message):
             IterateSpec(**{"collect": CollectSpec(backend="scripted"), "benchmarks": ("gsm8k",), "iterations": 1,
                            **kwargs})
+
+
+def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp_path):
+    from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.policy.network import MetaPolicyNet, save_policy
+
+    start = save_policy(tmp_path / "start.pt", MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {})
+    out = tmp_path / "it"
+    assert main([*iterate_cmd(out), "--policy", str(start), "--ignore-features", "confidence"]) == 2
+    assert not out.exists()

@@ -88,6 +88,10 @@ def test_group_size_ablation_trains_on_fewer_samples(tmp_path, rollouts, capsys)
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(out),
                  "--epochs", "1", "--group-size", "2"]) == 0
     assert json.loads((out / "config.json").read_text())["group_size"] == 2
+    from deliberation.rl.rollout_files import load_decisions
+
+    every = load_decisions([rollouts])
+    assert f"softrankpo: {sum(d.sample < 2 for d in every)} decisions;" in capsys.readouterr().out
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(tmp_path / "k9"),
                  "--group-size", "9"]) == 2
     assert "more than the 4 samples" in capsys.readouterr().err and not (tmp_path / "k9").exists()
@@ -120,6 +124,7 @@ def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_
     from pathlib import Path
 
     delib = shutil.which("delib", path=str(Path(sys.executable).parent)) or shutil.which("delib")
+    assert delib, "the delib console script is not installed beside this Python; pip install -e ."
     script = Path(__file__).resolve().parents[2] / "experiments" / "train_policy.sh"
     env = {**os.environ, "DELIB": delib, "TRAIN_ARGS": "--epochs 1 --ignore-features confidence"}
     out = tmp_path / "tp"

@@ -95,10 +95,10 @@ class TrainConfig:
         _check_feature_names(self.ignore_features)
 
     def ignored_columns(self) -> tuple[int, ...]:
-        """Column indices of ``ignore_features`` in the feature vector."""
+        """Column indices of ``ignore_features`` in the feature vector, sorted, each once."""
         from deliberation.deliberation.state import FEATURE_NAMES
 
-        return tuple(FEATURE_NAMES.index(name) for name in self.ignore_features)
+        return tuple(sorted({FEATURE_NAMES.index(name) for name in self.ignore_features}))
 
 
 def _check(ok: bool, message: str) -> None:

@@ -80,10 +80,13 @@ def first_samples(decisions: Sequence[Decision], k: int | None) -> list[Decision
     K = k samples, the group-size ablation. Asking for more samples than were collected is refused."""
     if k is None or not decisions:
         return list(decisions)
-    collected = 1 + max(d.sample for d in decisions)
-    if k > collected:
-        raise DelibError(f"--group-size {k} is more than the {collected} samples per question the rollouts hold; "
-                         f"use at most {collected}, or collect with --samples {k}")
+    collected: dict[str, int] = {}
+    for d in decisions:
+        collected[d.example_id] = max(collected.get(d.example_id, 0), d.sample + 1)
+    fewest = min(collected, key=collected.__getitem__)
+    if k > collected[fewest]:
+        raise DelibError(f"--group-size {k} is more than the {collected[fewest]} samples the rollouts hold for "
+                         f"question {fewest}; use at most {collected[fewest]}, or collect with --samples {k}")
     return [d for d in decisions if d.sample < k]
 
 

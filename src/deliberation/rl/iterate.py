@@ -43,6 +43,22 @@ class IterateSpec:
         if self.algo == "sft":
             raise DelibError("--algo sft learns from oracle labels, not from its own rollouts; choose a policy-"
                              "gradient algo (softrankpo, grpo, ...)")
+        self._check_training()
+
+    def _check_training(self) -> None:
+        """Refuse, before hours of collection, training settings that would fail after it: bad values, a
+        group larger than the samples collected, a start policy blind to other features."""
+        from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+        from deliberation.policy.network import load_policy
+        from deliberation.rl.config import TrainConfig
+        from deliberation.rl.trainer import check_ignored
+
+        cfg = TrainConfig(**{"algo": self.algo, **self.overrides})
+        if cfg.group_size is not None and cfg.group_size > self.collect.samples:
+            raise DelibError(f"--group-size {cfg.group_size} is more than the --samples {self.collect.samples} "
+                             "collected per question; lower it or collect more samples")
+        if self.collect.policy is not None:
+            check_ignored(load_policy(self.collect.policy, FEATURE_NAMES, FEATURE_VERSION).net, cfg)
 
 
 def policy_file(out: str | Path, iteration: int) -> Path:

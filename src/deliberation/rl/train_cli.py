@@ -36,6 +36,7 @@ def run_training(req: TrainRequest) -> str:
     import torch
 
     from deliberation.policy.network import load_policy
+    from deliberation.rl.data import first_samples
     from deliberation.rl.trainer import train_pg, train_sft, write_training_outputs
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
@@ -56,7 +57,7 @@ def run_training(req: TrainRequest) -> str:
     comparison = _comparison(decisions, cfg, net, start)
     out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
                                  extra={HELD_OUT_FILE: comparison})
-    return _summary_line(req.algo, len(decisions), comparison, out)
+    return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
 
 
 def check_init_split(init: Path, cfg: TrainConfig) -> None:

@@ -96,7 +96,7 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
     _check_groups(train)
     for given in (init, reference):
         _check_width(given, train.n_features)
-    _check_ignored(init, cfg)
+    check_ignored(init, cfg)
     net = copy.deepcopy(init) if init is not None else _new_net(train.n_features, cfg)
     ref_logits = _reference_logits(reference if reference is not None else init, train)  # (N, 3) or None
     advantages = ALGORITHMS[cfg.algo].advantages(shaped_rewards(train, cfg), train.groups, cfg).float()  # (N,)
@@ -136,11 +136,11 @@ def _check_width(net: MetaPolicyNet | None, width: int) -> None:
                          "recollect the rollouts or retrain the SFT policy with the current features")
 
 
-def _check_ignored(init: MetaPolicyNet | None, cfg: TrainConfig) -> None:
+def check_ignored(init: MetaPolicyNet | None, cfg: TrainConfig) -> None:
     """Fine-tuning keeps the start policy's inputs: its ignored features must be the ones asked for."""
-    if init is not None and init.ignored != tuple(sorted(cfg.ignored_columns())):
+    if init is not None and init.ignored != cfg.ignored_columns():
         raise DelibError(f"the start policy ignores feature columns {list(init.ignored)} but ignore_features "
-                         f"{list(cfg.ignore_features)} asks for {sorted(cfg.ignored_columns())}; train it with "
+                         f"{list(cfg.ignore_features)} asks for {list(cfg.ignored_columns())}; train it with "
                          "the same --ignore-features")
 
 
