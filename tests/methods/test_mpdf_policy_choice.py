@@ -35,3 +35,22 @@ def test_explicit_policy_wins_over_the_shipped_one(checkpoint, tmp_path, monkeyp
     cfg = MethodConfig(benchmark="gsm8k", policy=str(checkpoint))
     assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
     assert mpdf.policy_name(cfg) == str(checkpoint)
+
+
+@pytest.mark.parametrize(("name", "algo"), [("default.pt", "softrankpo"), ("grpo.pt", "grpo")])
+def test_shipped_checkpoints_load_with_this_builds_features(name, algo):
+    """The checkpoints in the package match the features this build produces and stay blind to the
+    critic's absolute confidence (README: trained on another model's P(Yes) scale)."""
+    from deliberation.policy.network import load_meta, load_policy
+
+    path = mpdf.SHIPPED_POLICY.with_name(name)
+    policy = load_policy(path, FEATURE_NAMES, FEATURE_VERSION)
+    assert policy.net.arch()["ignored"] == [FEATURE_NAMES.index("confidence")]
+    assert load_meta(path)["config"]["algo"] == algo
+
+
+def test_mpdf_runs_the_shipped_policy_by_default():
+    cfg = MethodConfig(benchmark="gsm8k")
+    assert mpdf.SHIPPED_POLICY.is_file()
+    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
+    assert mpdf.policy_name(cfg) == "shipped:default.pt"

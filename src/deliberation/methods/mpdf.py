@@ -2,7 +2,7 @@
 CONCEDE from its meta-cognitive state and its peers'; the critic supplies introspective confidence.
 
 The policy is the checkpoint at ``cfg.policy``, else the one shipped in the package
-(``deliberation/policy/checkpoints/default.pt``). Until a shipped checkpoint exists the fallback is the
+(``deliberation/policy/checkpoints/default.pt``, docs/results/policy). Without either the fallback is the
 confidence-threshold rule of ``heuristics`` (persist at P(Yes) >= cfg.confidence_threshold, else concede
 to a more confident peer, else refine); the run's config records which policy ran.
 """
