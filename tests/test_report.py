@@ -180,10 +180,11 @@ def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_p
     report.write_report([tmp_path / "train"], tmp_path / "out")
     text = (tmp_path / "out" / "report.md").read_text()
     rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
-    assert "| srpo | softrankpo | 10 | 3 | 0.600 -> 0.800 | 0.100 -> 0.250 | 50/20/30 -> 70/10/20 | " \
-           "0.100 / -0.200 / 0.050 |  |  | 0.400 |" == rows["| srpo"]  # held_out.json of an older version
-    assert "| grpo | grpo | 1 | 3 | 0.500 -> 0.500 | 0.100 -> 0.300 | 50/20/30 -> 70/10/20 |  |  |  |  |" \
-           == rows["| grpo"]
+    # the mean ± sd column: the final stage's points only (sft's 0.5 is left out)
+    assert "| srpo | softrankpo | 10 | 3 | 0.600 -> 0.800 | 0.675 ± 0.075 | 0.100 -> 0.250 | " \
+           "50/20/30 -> 70/10/20 | 0.100 / -0.200 / 0.050 |  |  | 0.400 |" == rows["| srpo"]  # older held_out.json
+    assert "| grpo | grpo | 1 | 3 | 0.500 -> 0.500 | 0.550 ± 0.050 | 0.100 -> 0.300 | 50/20/30 -> 70/10/20 " \
+           "|  |  |  |  |" == rows["| grpo"]
     scores.update(fixed_accuracies=[0.7, 0.2, 0.3], gain_ci95=[0.15, -0.05, 0.35])
     (tmp_path / "train" / "srpo" / "held_out.json").write_text(json.dumps({"policy": scores, "start": start}))
     report.write_report([tmp_path / "train"], tmp_path / "out2")
@@ -191,14 +192,17 @@ def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_p
         (tmp_path / "out2" / "report.md").read_text()
 
 
-def test_mpdf_without_a_trained_policy_is_marked_as_the_rule(runs, tmp_path):
-    """Until a checkpoint ships, mpdf runs the confidence-threshold rule: its row must say so."""
-    from deliberation.methods.mpdf import SHIPPED_POLICY
+def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):
+    """mpdf with the package's checkpoint is plain `mpdf`; without one it runs the rule, and its row says so."""
+    from deliberation.methods import mpdf
 
-    out = tmp_path / "mpdf"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
-        execute(RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted"), str(out), progress=False)
-    label = report.load_run(out).label
-    assert label == "mpdf" if SHIPPED_POLICY.exists() else label == "mpdf [rule:confidence-threshold]"
+    def label(out, shipped):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
+            mp.setattr(mpdf, "SHIPPED_POLICY", shipped)
+            execute(RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted"), str(out), progress=False)
+        return report.load_run(out).label
+
+    assert label(tmp_path / "shipped", mpdf.SHIPPED_POLICY) == "mpdf"
+    assert label(tmp_path / "rule", tmp_path / "absent.pt") == "mpdf [rule:confidence-threshold]"
     assert report.load_run(runs / "debate").label == "debate"

@@ -1,20 +1,27 @@
 """The report's training table: one row per training directory, read from its metrics and held_out.json.
 
 It answers what the training figures show only approximately: the held-out decision accuracy and
-counterfactual reward at the end of each stage, the greedy action shares before the policy-gradient stage
-(the SFT policy) and after it, and the same held-out decisions scored by the constant policies and the
-oracle (``deliberation.rl.evaluate``). A reward-scale ablation is these rows side by side.
+counterfactual reward at the end of each stage, the mean and spread of the held-out accuracy over the
+final stage's last ``TAIL_STEPS`` steps (on a few hundred held-out decisions one step's value moves by
+about a point from the next, so the last step alone is a noisy summary), the greedy action shares
+before the policy-gradient stage (the SFT policy) and after it, and the same held-out decisions scored by
+the constant policies and the oracle (``deliberation.rl.evaluate``). A reward-scale ablation is these rows
+side by side.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from deliberation.plots import TrainingPoint, TrainingRun
 from deliberation.report import md_line
 
+TAIL_STEPS = 100
+
 HEADER = ("run", "final stage", "reward scale", "steps", "held-out accuracy (start -> final)",
+          f"held-out accuracy, last {TAIL_STEPS} steps (mean ± sd)",
           "held-out reward (start -> final)", "actions P/R/C (start -> final)", "always P / R / C",
           "always P / R / C accuracy", "gain over best constant (95% CI)", "oracle")
 
@@ -37,7 +44,7 @@ def _row(run: TrainingRun) -> tuple[str, ...]:
     fixed, fixed_accuracy, gain, oracle = _references(run.held_out)
     scale = "" if run.reward_scale is None else f"{run.reward_scale:g}"
     return (run.name, run.final_stage, scale, str(len(run.points)),
-            _pair(before, after, lambda p: _num(p.val_accuracy)),
+            _pair(before, after, lambda p: _num(p.val_accuracy)), _tail_accuracy(run),
             _pair(before, after, lambda p: _num(p.val_reward)),
             _pair(before, after, lambda p: _shares(p.val_actions)), fixed, fixed_accuracy, gain, oracle)
 
@@ -55,6 +62,15 @@ def _ends(run: TrainingRun) -> tuple[_Scores | None, _Scores | None]:
     sft = [p for p in points if p.stage == "sft"]
     before = sft[-1] if sft and points[-1].stage != "sft" else None
     return (_from_point(before) if before else None), _from_point(points[-1])
+
+
+def _tail_accuracy(run: TrainingRun) -> str:
+    """'mean ± sd' (population sd) of the held-out accuracy over the final stage's last TAIL_STEPS points."""
+    final = [p.val_accuracy for p in run.points if p.stage == run.final_stage and p.val_accuracy is not None]
+    if not final:
+        return ""
+    tail = final[-TAIL_STEPS:]
+    return f"{statistics.fmean(tail):.3f} ± {statistics.pstdev(tail):.3f}"
 
 
 @dataclass(frozen=True)
