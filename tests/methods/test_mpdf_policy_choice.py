@@ -1,5 +1,7 @@
 """Which policy `--method mpdf` runs: --policy, else the checkpoint shipped in the package, else the rule."""
 
+from dataclasses import replace
+
 import pytest
 
 from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
@@ -19,7 +21,7 @@ def test_shipped_checkpoint_is_the_default_when_present(checkpoint, monkeypatch)
     monkeypatch.setattr(mpdf, "SHIPPED_POLICY", checkpoint)
     cfg = MethodConfig(benchmark="gsm8k")
     assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
-    assert mpdf.policy_name(cfg) == "shipped:default.pt"
+    assert mpdf.policy_name(cfg) == f"shipped:default.pt {mpdf.content_hash(checkpoint)}"
 
 
 def test_rule_when_nothing_ships(tmp_path, monkeypatch):
@@ -34,7 +36,7 @@ def test_explicit_policy_wins_over_the_shipped_one(checkpoint, tmp_path, monkeyp
     monkeypatch.setattr(mpdf, "SHIPPED_POLICY", tmp_path / "absent.pt")
     cfg = MethodConfig(benchmark="gsm8k", policy=str(checkpoint))
     assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
-    assert mpdf.policy_name(cfg) == str(checkpoint)
+    assert mpdf.policy_name(cfg).startswith(f"{checkpoint} sha256:")
 
 
 @pytest.mark.parametrize(("name", "algo"), [("default.pt", "softrankpo"), ("grpo.pt", "grpo")])
@@ -53,4 +55,19 @@ def test_mpdf_runs_the_shipped_policy_by_default():
     cfg = MethodConfig(benchmark="gsm8k")
     assert mpdf.SHIPPED_POLICY.is_file()
     assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
-    assert mpdf.policy_name(cfg) == "shipped:default.pt"
+    assert mpdf.policy_name(cfg).startswith("shipped:default.pt sha256:")
+
+
+def test_resuming_after_the_checkpoint_changed_is_refused(checkpoint, tmp_path, monkeypatch):
+    """A run's episodes come from one policy: retraining the checkpoint under a half-finished run must not
+    mix two policies in one table row."""
+    from deliberation.errors import DelibError
+    from deliberation.runner import RunSpec, execute
+
+    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", checkpoint)
+    spec = RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted")
+    execute(spec, str(tmp_path / "run"), progress=False)
+    save_policy(checkpoint, MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {"algo": "other"})
+    mpdf.load_learned.cache_clear()
+    with pytest.raises(DelibError, match="policy_used"):
+        execute(replace(spec, limit=2), str(tmp_path / "run"), progress=False)

@@ -4,12 +4,14 @@ CONCEDE from its meta-cognitive state and its peers'; the critic supplies intros
 The policy is the checkpoint at ``cfg.policy``, else the one shipped in the package
 (``deliberation/policy/checkpoints/default.pt``, docs/results/policy). Without either the fallback is the
 confidence-threshold rule of ``heuristics`` (persist at P(Yes) >= cfg.confidence_threshold, else concede
-to a more confident peer, else refine); the run's config records which policy ran.
+to a more confident peer, else refine); the run's config records which policy ran, with the checkpoint's
+content hash, so resuming a run after the checkpoint changed is refused rather than mixing two policies.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,10 +57,17 @@ def policy_for(cfg: MethodConfig) -> MetaPolicy:
 
 
 def policy_name(cfg: MethodConfig) -> str:
-    """What ``policy_for`` picks, for the run's config.json."""
+    """What ``policy_for`` picks, for the run's config.json: the file and the hash of its contents."""
     if cfg.policy is not None:
-        return str(cfg.policy)
-    return "shipped:default.pt" if SHIPPED_POLICY.exists() else "rule:confidence-threshold"
+        return f"{cfg.policy} {content_hash(Path(cfg.policy))}"
+    if SHIPPED_POLICY.exists():
+        return f"shipped:default.pt {content_hash(SHIPPED_POLICY)}"
+    return "rule:confidence-threshold"
+
+
+def content_hash(path: Path) -> str:
+    """``sha256:`` and the first 12 hex digits of the file's SHA-256 (enough to tell checkpoints apart)."""
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
 run = make_run(lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True))
