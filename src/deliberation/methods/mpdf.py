@@ -11,7 +11,6 @@ content hash, so resuming a run after the checkpoint changed is refused rather t
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from deliberation.deliberation.engine import MetaPolicy, MethodSpec
 from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION, Observation
 from deliberation.methods.base import MethodConfig, make_run
 from deliberation.methods.heuristics import ConfidenceThreshold
+from deliberation.models import sha256_file
 from deliberation.types import Action
 
 SHIPPED_POLICY = Path(__file__).resolve().parent.parent / "policy" / "checkpoints" / "default.pt"
@@ -67,7 +67,7 @@ def policy_name(cfg: MethodConfig) -> str:
 
 def content_hash(path: Path) -> str:
     """``sha256:`` and the first 12 hex digits of the file's SHA-256 (enough to tell checkpoints apart)."""
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return "sha256:" + sha256_file(path)[:12]
 
 
 run = make_run(lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True))
