@@ -56,7 +56,9 @@ ITERATE_CACHE_HELP = "SQLite response cache (default: <out>/responses.sqlite, sh
 
 def _collection_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -> None:
     """What to collect and how: shared by collect and iterate."""
-    p.add_argument("--split", default="train", help="split (default train; never collect on test)")
+    p.add_argument("--split", default="train", help="split (default train; test is refused without --allow-test)")
+    p.add_argument("--allow-test", action="store_true",
+                   help="collect on a test split anyway (benchmarks with no train split; never evaluate on it then)")
     p.add_argument("--limit", type=_positive, help="first N questions only")
     p.add_argument("--samples", type=int, default=8, help="K joint actions per decision point (default 8)")
     p.add_argument("--epsilon", type=float, default=0.2, help="uniform exploration share (default 0.2)")
@@ -153,7 +155,8 @@ def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None):
     return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, backend=args.backend,
                        backend_options=backend_options(args), cache=cache, engine=engine_config(args),
                        samples=args.samples, epsilon=args.epsilon, policy=args.policy,
-                       command=shlex.join(["delib", *sys.argv[1:]]), concurrency=args.concurrency)
+                       command=shlex.join(["delib", *sys.argv[1:]]), concurrency=args.concurrency,
+                       allow_test=args.allow_test)
 
 
 def cmd_collect(args: argparse.Namespace) -> int:

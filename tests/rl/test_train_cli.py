@@ -66,6 +66,32 @@ def test_init_trained_on_a_different_split_is_refused(tmp_path, rollouts, capsys
         assert "leak into validation" in capsys.readouterr().err and not out.exists()
     assert main(["train", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"), "--out",
                  str(tmp_path / "ok"), "--epochs", "1", "--val-fraction", "0.1"]) == 0
+    # sft trains from scratch: an --init it would ignore is refused
+    out = tmp_path / "sft-init"
+    assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"),
+                 "--out", str(out), "--epochs", "1"]) == 2
+    assert "drop --init" in capsys.readouterr().err and not out.exists()
+
+
+def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
+    out = tmp_path / "test-split"
+    args = ["collect", "--split", "test", "--limit", "1", "--samples", "2", "--backend", "scripted", "--out",
+            str(out), "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--allow-test" in err and len(err.splitlines()) == 1 and not out.exists()
+    assert main([*args, "--allow-test"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["split"] == "test"
+
+
+@pytest.mark.parametrize("flags", [["--epsilon", "0.5"], ["--temperature", "0.3"]])
+def test_resuming_a_collection_with_other_behaviour_settings_is_refused(tmp_path, capsys, flags):
+    args = ["collect", "--limit", "1", "--samples", "2", "--backend", "scripted", "--out", str(tmp_path), "--quiet"]
+    assert main(args) == 0
+    before = (tmp_path / "rollouts.jsonl.gz").read_bytes()
+    assert main([*args, "--limit", "2", *flags]) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert (tmp_path / "rollouts.jsonl.gz").read_bytes() == before
 
 
 def test_clip_none_gives_the_plain_gradient_where_only_ppo_clips(tmp_path, rollouts):

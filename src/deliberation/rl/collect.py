@@ -43,8 +43,13 @@ class CollectSpec:
     command: str = ""
     concurrency: int = 1
     """Questions collected at once, their requests merged into shared batches (backends/coalesce.py)."""
+    allow_test: bool = False
+    """Collecting on a test split trains the policy on the questions it is then evaluated on: opt-in only."""
 
     def __post_init__(self) -> None:
+        if self.split == "test" and not self.allow_test:
+            raise DelibError("--split test would train the policy on the questions it is evaluated on; collect on "
+                             "a train split (or pass --allow-test to do it knowingly)")
         require_at_least("--samples", self.samples, 2, "to rank rewards within a group")
         if not 0.0 <= self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in [0, 1] (got {self.epsilon})")

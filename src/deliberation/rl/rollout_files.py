@@ -21,6 +21,8 @@ from deliberation.runs import write_json_atomic
 from deliberation.types import Decision, from_json, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
+ENGINE_KEYS = ("temperature", "max_tokens", "early_stop")
+"""Engine settings a resumed collection must share with the file: they change what an episode is."""
 
 
 def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
@@ -31,8 +33,10 @@ def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
         write_json_atomic(path, manifest)
         return
     old = json.loads(path.read_text())
-    keys = ("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples")
+    keys = ("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
+            "policy")
     diff = [k for k in keys if old.get(k) != manifest.get(k)]
+    diff += [f"engine.{k}" for k in ENGINE_KEYS if old.get("engine", {}).get(k) != manifest.get("engine", {}).get(k)]
     if diff:
         raise DelibError(f"{directory} holds rollouts with other settings ({', '.join(diff)}); use another --out")
 

@@ -41,6 +41,9 @@ def run_training(req: TrainRequest) -> str:
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
     cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
+    if req.init and req.algo == "sft":
+        raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
+                         "scratch on oracle labels: drop --init or pick another --algo")
     if req.init:
         check_init_split(Path(req.init), cfg)
     decisions = load_decisions([Path(p) for p in req.rollouts])
