@@ -1,5 +1,6 @@
 """The round loop on the scripted backend: call counts per action, concede, early stop, accounting."""
 
+import hashlib
 from dataclasses import replace
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from deliberation import benchmarks
 from deliberation.backends.scripted import ScriptedBackend
 from deliberation.config import EngineConfig
-from deliberation.deliberation.engine import AgentRecord, Context, MethodSpec, apply_actions, run_episode
+from deliberation.deliberation.engine import AgentRecord, Context, MethodSpec, apply_actions, request_seed, run_episode
 from deliberation.methods.heuristics import ConstantPolicy
 from deliberation.types import Action, Completion
 
@@ -130,3 +131,12 @@ def test_generation_seconds_sum_the_slowest_completion_of_each_batch(examples, b
     ep = run_episode(ctx_for(examples[3], timed, Action.REFINE, confidence=True), np.random.default_rng(0))
     assert timed.batches == 6  # answers and critics of rounds 0, 1, 2
     assert ep.generation_seconds == 6 * 2.0
+
+
+def test_request_seeds_differ_for_every_agent_past_sixteen():
+    seeds = [request_seed(0, "gsm8k/test/0", agent, 0) for agent in range(40)]
+    assert len(set(seeds)) == 40
+    assert [s % 16 for s in seeds] == [a % 16 for a in range(40)]  # the scripted backend's agent identity
+    # agents 0-15 keep the seeds of the original packing, so existing response caches still serve them
+    base = int.from_bytes(hashlib.sha256(b"0:gsm8k/test/0:0").digest()[:4], "big") % (1 << 26) * 16
+    assert seeds[:16] == [base + a for a in range(16)]

@@ -7,7 +7,7 @@ second batch. The team's answer is the vote. Methods differ only in their ``Meth
 update prompt, whether confidence is computed, the stop rule and the vote weighting.
 
 Request seeds: ``request_seed`` packs the agent index into the low 4 bits (the scripted backend reads it as
-the agent's identity) above a hash of (run seed, example, round).
+the agent's identity) above a hash of (run seed, example, round, and agent // 16 from agent 16 on).
 """
 
 from __future__ import annotations
@@ -90,8 +90,13 @@ def call_backend(ctx: Context, requests: Sequence[GenerationRequest]) -> list[Co
 
 
 def request_seed(seed: int, example_id: str, agent: int, round_: int) -> int:
-    """A reproducible per-request seed with the agent index in the low 4 bits."""
-    digest = hashlib.sha256(f"{seed}:{example_id}:{round_}".encode()).digest()
+    """A reproducible per-request seed with the agent index in the low 4 bits.
+
+    Agents 16 and up also hash ``agent // 16`` into the high bits, so self-consistency with many samples
+    never sends two agents the same request (agents 0-15 keep the seeds they always had).
+    """
+    block = f":{agent // 16}" if agent >= 16 else ""
+    digest = hashlib.sha256(f"{seed}:{example_id}:{round_}{block}".encode()).digest()
     return (int.from_bytes(digest[:4], "big") % (1 << 26)) * 16 + agent % 16
 
 
