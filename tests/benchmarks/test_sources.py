@@ -273,3 +273,11 @@ def test_hub_errors_are_reported_with_the_other_places(fake_hub: Path) -> None:
         get("gsm8k").load("train", data_dir=str(fake_hub))
     with pytest.raises(DelibError, match="no known dataset"):
         get("math").load("train", data_dir=str(fake_hub))
+
+
+def test_mmlu_limit_samples_across_subjects(data_dir: Path) -> None:
+    full = get("mmlu").load("test", data_dir=str(data_dir))
+    first = get("mmlu").load("test", limit=57, data_dir=str(data_dir))
+    assert first == full[:57] and len({ex.meta["subject"] for ex in first}) == 57  # the file is sorted by subject
+    raw = [json.loads(line) for line in (data_dir / "mmlu" / "test.jsonl").read_text().split("\n") if line]
+    assert sorted(ex.id for ex in full) == sorted(row["id"] for row in raw)  # reordered, none lost or repeated

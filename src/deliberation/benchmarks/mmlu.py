@@ -11,6 +11,7 @@ different letters is unparseable, hence wrong: the generative MMLU convention of
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -137,6 +138,16 @@ def extract_for(example: Example, text: str) -> str | None:
     return _choice_letter(example, final_span(text.replace("**", ""))[0]) or extract(text)
 
 
+def interleave_subjects(examples: list[Example]) -> list[Example]:
+    """Round-robin over subjects (in order of first appearance, each subject in file order), so any prefix
+    samples the subjects evenly."""
+    by_subject: dict[str, list[Example]] = {}
+    for ex in examples:
+        by_subject.setdefault(ex.meta.get("subject", ""), []).append(ex)
+    rounds = itertools.zip_longest(*by_subject.values())
+    return [ex for round_ in rounds for ex in round_ if ex is not None]
+
+
 class MMLU(Benchmark):
     """MMLU, answered with a letter."""
 
@@ -147,7 +158,9 @@ class MMLU(Benchmark):
     )
 
     def load(self, split: str, limit: int | None = None, data_dir: str | None = None) -> list[Example]:
-        return sources.load(self.name, split, SOURCES, limit, data_dir)
+        """Every question, interleaved across subjects: the files are sorted by subject, so without this the
+        first 50 test questions (``--limit 50``) would all be abstract algebra."""
+        return interleave_subjects(sources.load(self.name, split, SOURCES, None, data_dir))[:limit]
 
     def format_question(self, example: Example) -> str:
         options = "\n".join(f"{letter}. {choice}" for letter, choice in zip(LETTERS, example.choices))
