@@ -206,3 +206,22 @@ def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):
     assert label(tmp_path / "shipped", mpdf.SHIPPED_POLICY) == "mpdf"
     assert label(tmp_path / "rule", tmp_path / "absent.pt") == "mpdf [rule:confidence-threshold]"
     assert report.load_run(runs / "debate").label == "debate"
+
+
+def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
+    """Every trained checkpoint is called policy.pt: runs of two of them are two rows, named by their hash."""
+    from deliberation.methods import mpdf
+
+    shipped = Path(mpdf.SHIPPED_POLICY).parent
+    for name, source in (("a", "default.pt"), ("b", "grpo.pt")):
+        (tmp_path / name).mkdir()
+        shutil.copy(shipped / source, tmp_path / name / "policy.pt")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
+            execute(RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted",
+                            policy=str(tmp_path / name / "policy.pt")), str(tmp_path / "runs" / name), progress=False)
+    labels = [r.label for r in report.load_runs([tmp_path / "runs"])]
+    assert len(set(labels)) == 2 and all(label.startswith("mpdf [policy] [sha256:") for label in labels)
+    assert len(report.table(report.load_runs([tmp_path / "runs"])).rows) == 2
+    alone = report.load_runs([tmp_path / "runs" / "a"])
+    assert [r.label for r in alone] == ["mpdf [policy]"]  # no hash when nothing would pool

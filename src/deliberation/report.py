@@ -16,7 +16,7 @@ import csv
 import io
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -45,6 +45,8 @@ class RunResult:
     """Meta-action counts per deliberation round (index 0 = round 1), in ``ACTIONS`` order."""
     partial: bool
     """True when the directory has no summary.json (the run was killed or is still running)."""
+    policy_used: str = ""
+    """config.json's ``policy_used`` (mpdf: the checkpoint and its SHA-256 prefix, or the rule); else empty."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,24 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
     if not runs:
         raise DelibError(f"no run directory (summary.json or episodes.jsonl) found under "
                          f"{', '.join(map(str, paths))}")
-    return [load_run(p) for p in runs]
+    return split_policies([load_run(p) for p in runs])
+
+
+def split_policies(results: Sequence[RunResult]) -> list[RunResult]:
+    """Runs whose label is shared by runs of different checkpoints (every trained checkpoint is called
+    policy.pt; the shipped one is retrained) get the checkpoint's SHA-256 prefix in their label, so the
+    table and plots never pool two policies into one row."""
+    used: dict[str, set[str]] = {}
+    for r in results:
+        used.setdefault(r.label, set()).add(r.policy_used)
+    return [replace(r, label=f"{r.label} [{_digest(r.policy_used)}]") if len(used[r.label]) > 1 else r
+            for r in results]
+
+
+def _digest(policy_used: str) -> str:
+    """``sha256:<prefix>`` from a policy_used record; the record itself when it has none."""
+    _, sep, digest = policy_used.rpartition("sha256:")
+    return f"sha256:{digest}" if sep else policy_used or "no policy"
 
 
 def load_run(path: Path) -> RunResult:
@@ -136,7 +155,8 @@ def load_run(path: Path) -> RunResult:
     return RunResult(path, _label(cell.get("label") or _default_label(summary.method, config.get("policy")), config),
                      summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
                      str(options.get("model", "default")), int((config.get("engine") or {}).get("seed", 0)),
-                     summary, actions_by_round(episodes), not (path / SUMMARY).exists())
+                     summary, actions_by_round(episodes), not (path / SUMMARY).exists(),
+                     str(config.get("policy_used") or ""))
 
 
 def _default_label(method: str, policy: str | None) -> str:
@@ -193,14 +213,18 @@ def column_of(result: RunResult) -> str:
     return f"{result.benchmark}/{result.split}"
 
 
+def model_of(result: RunResult) -> str:
+    return f"{result.model} ({result.backend})"
+
+
 def row_key(result: RunResult, models: Sequence[str]) -> str:
-    """The row of a run: its label, plus the model when the runs used several."""
-    return result.label if len(models) < 2 else f"{result.label} @ {result.model}"
+    """The row of a run: its label, plus the model and backend when the runs used several."""
+    return result.label if len(models) < 2 else f"{result.label} @ {model_of(result)}"
 
 
 def table(results: Sequence[RunResult]) -> Table:
     """Pool ``results`` into rows (labels, in first-seen order) x columns (benchmark splits)."""
-    models = tuple(dict.fromkeys(f"{r.model} ({r.backend})" for r in results))
+    models = tuple(dict.fromkeys(model_of(r) for r in results))
     columns = tuple(dict.fromkeys(column_of(r) for r in results))
     groups: dict[str, dict[str, list[Summary]]] = {}
     for r in results:
@@ -299,7 +323,7 @@ def runs_markdown(results: Sequence[RunResult]) -> str:
     lines = [md_line(["run", "label", "benchmark", "seed", "model", "n", "accuracy %", "state"]),
              md_line(["---"] * 5 + ["---:"] * 2 + ["---"])]
     for r in results:
-        lines.append(md_line([_shown(r.path), r.label, column_of(r), str(r.seed), f"{r.model} ({r.backend})",
+        lines.append(md_line([_shown(r.path), r.label, column_of(r), str(r.seed), model_of(r),
                                str(r.summary.n), f"{100 * r.summary.accuracy:.1f}",
                                "partial (no summary.json)" if r.partial else "finished"]))
     return "\n".join(lines) + "\n"
