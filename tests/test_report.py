@@ -85,7 +85,8 @@ def test_average_and_pooling_over_seeds():
     assert (a.mean_accuracy, a.mean_tokens_per_question, a.benchmarks) == (0.75, 200.0, 2)
     pooled = b.cells[0]
     assert (pooled.n, pooled.correct, pooled.accuracy, pooled.runs) == (20, 8, 0.4, 2)
-    assert pooled.ci95 == wilson_ci(8, 20) and pooled.tokens_per_question == 100.0 and b.cells[1] is None
+    assert pooled.ci95 == wilson_ci(4, 10)  # two seeds of the same 10 questions: 10 independent questions
+    assert pooled.tokens_per_question == 100.0 and b.cells[1] is None
     markdown = report.to_markdown(tab)
     assert "| a | 50.0 [" in markdown and "| 75.0 | 200 |" in markdown
     assert "| b | 40.0 [" in markdown and "| 40.0 (1/2) | 100 |" in markdown

@@ -6,8 +6,9 @@ directory (``summary.json`` and/or ``episodes.jsonl``, see ``deliberation.runs``
 any depth. Runs without ``summary.json`` (killed or still running) are summarized from their finished
 episodes. Rows of the table are method labels: the experiment's label (``cell.json``, written by
 ``deliberation.experiment``), else the method name with the policy file's stem when one was given.
-Runs of the same label and benchmark split (e.g. several seeds) are pooled: counts add up and the
-interval is the Wilson interval of the pooled counts. Files are only read, never repaired.
+Runs of the same label and benchmark split (e.g. several seeds) are pooled: counts add up, and the
+interval counts questions, not answers (``seeds_ci``); runs of different checkpoints sharing a label are
+split (``split_policies``). Files are only read, never repaired.
 """
 
 from __future__ import annotations
@@ -235,14 +236,22 @@ def table(results: Sequence[RunResult]) -> Table:
 
 
 def pool(summaries: Sequence[Summary]) -> TableCell:
-    """Add up the counts of several runs of the same cell."""
+    """Add up the counts of several runs of the same cell (seeds of one method on the same questions)."""
     n = sum(s.n for s in summaries)
     correct = sum(round(s.accuracy * s.n) for s in summaries)
     tokens = sum(s.prompt_tokens + s.completion_tokens for s in summaries)
     calls, seconds = sum(s.llm_calls for s in summaries), sum(s.wall_seconds for s in summaries)
     generation = sum(s.generation_seconds for s in summaries)
-    return TableCell(n, correct, _ratio(correct, n), wilson_ci(correct, n), _ratio(tokens, n), _ratio(calls, n),
-                     _ratio(seconds, n), _ratio(generation, n), len(summaries))
+    return TableCell(n, correct, _ratio(correct, n), seeds_ci(correct, n, summaries), _ratio(tokens, n),
+                     _ratio(calls, n), _ratio(seconds, n), _ratio(generation, n), len(summaries))
+
+
+def seeds_ci(correct: int, n: int, summaries: Sequence[Summary]) -> tuple[float, float]:
+    """95% interval of pooled seeds, counting questions, not answers: seeds share their questions, so the
+    answers are not independent. Wilson at the pooled accuracy with n = one run's question count, which is
+    conservative (a question's mean over seeds varies no more than one Bernoulli answer)."""
+    questions = max((s.n for s in summaries), default=0)
+    return wilson_ci(round(_ratio(correct, n) * questions), questions)
 
 
 def _ratio(total: float, n: int) -> float:
@@ -271,8 +280,8 @@ def to_markdown(tab: Table) -> str:
     return "\n".join(lines) + "\n\n" + TABLE_NOTE + "\n"
 
 
-TABLE_NOTE = ("n = questions per cell, pooled over the runs (seeds) of that cell. Accuracy intervals are Wilson "
-              "95% intervals. Tokens and calls count every request, including those served from the response "
+TABLE_NOTE = ("n = answers per cell, pooled over the runs (seeds) of that cell. Accuracy intervals are Wilson "
+              "95% intervals over the questions (seeds of one question are not independent answers). Tokens and calls count every request, including those served from the response "
               "cache; LLM s/q is the time the requests took when they were generated (a cached answer counts what "
               "it cost the first time), so methods that share round-0 answers compare fairly; wall-clock "
               "seconds, in which cached answers cost nothing, are in the CSV. The average is the mean over "
