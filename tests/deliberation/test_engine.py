@@ -47,7 +47,7 @@ def test_refine_makes_exactly_one_call_per_agent(examples, backend):
     assert [t.llm_calls for t in ep.turns if t.round == 1] == [1, 1, 1]
 
 
-def test_confidence_is_computed_only_for_changed_responses(examples, backend):
+def test_persisting_agents_make_no_critic_calls_after_round_0(examples, backend):
     ep = run_episode(ctx_for(examples[2], backend, Action.PERSIST, confidence=True), np.random.default_rng(0))
     assert backend.calls == 6  # 3 answers + 3 critic calls in round 0, nothing after
     assert all(t.confidence is not None for t in ep.turns)

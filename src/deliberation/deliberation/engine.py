@@ -2,7 +2,7 @@
 
 Round 0: every agent answers independently (one batch). Rounds 1..R: unless the method's consensus rule
 stops early, the method's meta-policy picks PERSIST / REFINE / CONCEDE per agent from the observation,
-all REFINE calls go to the backend as one batch, then the critic calls for the responses that changed as a
+all REFINE calls go to the backend as one batch, then the critic calls for the refined responses as a
 second batch. The team's answer is the vote. Methods differ only in their ``MethodSpec``: the policy, the
 update prompt, whether confidence is computed, the stop rule and the vote weighting.
 
