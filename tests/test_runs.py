@@ -20,6 +20,21 @@ def test_append_and_read_back(tmp_path):
     assert run.finished_ids() == {"ex0", "ex1", "ex2"}
 
 
+def test_unicode_line_separators_inside_a_response_do_not_split_the_episode(tmp_path):
+    """json.dumps(ensure_ascii=False) leaves U+2028 and U+0085 raw; str.splitlines would break there."""
+    from dataclasses import replace
+
+    from deliberation.report import read_episodes
+
+    ep = episode(0)
+    ep = replace(ep, turns=(replace(ep.turns[0], text="a\u2028b\x85c\u2029d"), *ep.turns[1:]))
+    run = RunDir.open(tmp_path, {"method": "m"})
+    run.append(ep)
+    run.append(episode(1))
+    assert run.episodes() == [ep, episode(1)] and read_episodes(tmp_path / "episodes.jsonl") == [ep, episode(1)]
+    assert "\u2028" in (tmp_path / "episodes.jsonl").read_text()  # written raw, read back whole
+
+
 def test_torn_last_line_is_dropped(tmp_path):
     run = RunDir.open(tmp_path, {"method": "m"})
     run.append(episode(0))
@@ -54,3 +69,30 @@ def test_resume_refuses_another_model_or_temperature(tmp_path):
         RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "y"}, "engine": {"temperature": 0.7}})
     with pytest.raises(DelibError, match="engine"):
         RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "x"}, "engine": {"temperature": 0.0}})
+
+
+def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp_path, monkeypatch):
+    import os
+    from dataclasses import replace
+    from pathlib import Path
+
+    from deliberation import report, runner
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data"
+    monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))
+    spec, out = runner.RunSpec(method="cot", benchmark="gsm8k", limit=2, backend="scripted"), tmp_path / "run"
+    assert runner.execute(spec, str(out), progress=False).n == 2
+
+    def killed_after_one(run_dir, episodes, total, progress):
+        run_dir.append(next(iter(episodes)))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "drive", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        runner.execute(replace(spec, limit=4), str(out), progress=False)
+    loaded = report.load_run(out)
+    assert not (out / "summary.json").exists() and loaded.partial and loaded.summary.n == 3
+    monkeypatch.undo()
+    monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))
+    RunDir(out).append(RunDir(out).episodes()[0])  # a second writer's duplicate
+    assert runner.execute(replace(spec, limit=4), str(out), progress=False).n == 4

@@ -104,6 +104,7 @@ def execute_distributed(spec: RunSpec, out: str, workers: int, ray_address: str 
     with _ray_session(ray, ray_address, workers) if todo else nullcontext():
         run_dir = RunDir.open(out, config_record(spec))
         if todo:
+            run_dir.clear_summary()
             _run_all(run_dir, _Pool(ray, worker_cls, spec, min(workers, len(todo)), max_retries), todo, done, progress)
     return finish(run_dir, spec, [ex.id for ex in examples])
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.runs import CONFIG, EPISODES, SUMMARY, Summary, summarize, wilson_ci
+from deliberation.runs import CONFIG, EPISODES, SUMMARY, Summary, jsonl_lines, summarize, wilson_ci
 from deliberation.types import ACTIONS, Episode, from_json
 
 CELL = "cell.json"  # the experiment's label of a run directory (deliberation.experiment)
@@ -191,7 +191,7 @@ def read_episodes(path: Path) -> list[Episode]:
     """The complete episodes of an episodes.jsonl, read only (a torn last line is ignored, not cut)."""
     if not path.exists():
         return []
-    lines = path.read_text().splitlines(keepends=True)
+    lines = jsonl_lines(path.read_text())
     try:
         return [from_json(Episode, json.loads(x)) for x in lines if x.endswith("\n") and x.strip()]
     except (TypeError, ValueError) as err:

@@ -115,7 +115,10 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     """Run ``spec`` into ``out``, skipping examples already finished there; return the summary."""
     run_fn, examples = validate(spec)
     run_dir = RunDir.open(out, config_record(spec))
-    todo = [ex for ex in examples if ex.id not in run_dir.finished_ids()]
+    done = run_dir.finished_ids()
+    todo = [ex for ex in examples if ex.id not in done]
+    if todo:
+        run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
@@ -142,7 +145,8 @@ def drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bo
 def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
     """Write summary.json over the run's episodes of the requested examples, in dataset order."""
     wanted = {eid: i for i, eid in enumerate(order)}
-    episodes = sorted((e for e in run_dir.episodes() if e.example_id in wanted), key=lambda e: wanted[e.example_id])
+    first = {e.example_id: e for e in reversed(run_dir.episodes())}  # an id twice (two writers): its first
+    episodes = sorted((e for eid, e in first.items() if eid in wanted), key=lambda e: wanted[e.example_id])
     summary = summarize(episodes, spec.method, spec.benchmark, spec.split)
     run_dir.write_summary(summary)
     return summary

@@ -70,6 +70,14 @@ def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: s
     )
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, each keeping its "\\n" (a torn last line has none). Only "\\n" ends a line:
+    str.splitlines also breaks at U+2028, U+0085 and kin, which episodes (written with ensure_ascii=False)
+    hold raw whenever a model or a question uses them."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON through a temporary file and a rename, so readers never see half a file."""
     tmp = path.with_name(path.name + ".tmp")
@@ -126,7 +134,7 @@ class RunDir:
         path = self.path / EPISODES
         if not path.exists():
             return []
-        lines = path.read_text().splitlines(keepends=True)
+        lines = jsonl_lines(path.read_text())
         if lines and not lines[-1].endswith("\n"):
             self._truncate(path, sum(len(x.encode()) for x in lines[:-1]))
             lines = lines[:-1]
@@ -146,3 +154,7 @@ class RunDir:
 
     def write_summary(self, summary: Summary) -> None:
         write_json_atomic(self.path / SUMMARY, to_json(summary))
+
+    def clear_summary(self) -> None:
+        """Drop summary.json while episodes are being added, so readers summarize what is there."""
+        (self.path / SUMMARY).unlink(missing_ok=True)
