@@ -176,3 +176,15 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
     assert conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0] == 250
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+def test_two_servers_serving_one_model_name_do_not_share_answers(tmp_path: Path) -> None:
+    """An HTTP server answers under any model name: the cache keys on its cache_scope (the base URL too)."""
+    first, second = CountingBackend(), CountingBackend()
+    first.cache_scope, second.cache_scope = "echo at http://a/v1", "echo at http://b/v1"
+    CachedBackend(first, tmp_path / "c.sqlite").generate([req()])
+    CachedBackend(second, tmp_path / "c.sqlite").generate([req()])
+    assert (first.calls, second.calls) == (1, 1)
+    again = CountingBackend()
+    again.cache_scope = "echo at http://a/v1"
+    assert CachedBackend(again, tmp_path / "c.sqlite").generate([req()])[0].cached and again.calls == 0

@@ -101,6 +101,9 @@ class CachedBackend:
         self.name: str = inner.name
         self.model: str = inner.model
         self.supports_logprobs: bool = inner.supports_logprobs
+        self.scope: str = getattr(inner, "cache_scope", inner.model)
+        """What the key names as the model: a backend whose model name does not pin the weights (an HTTP
+        server serves whatever it loaded under any name) sets ``cache_scope`` to something that does."""
         self.path = Path(path)
         self._lock = threading.Lock()
         self._pid = os.getpid()
@@ -114,7 +117,7 @@ class CachedBackend:
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One Completion per request, in order; only the misses reach the inner backend."""
-        keys = [request_key(self.name, self.model, r) for r in requests]
+        keys = [request_key(self.name, self.scope, r) for r in requests]
         found = self._lookup(keys)
         missing = list(dict.fromkeys(k for k in keys if k not in found))  # unique, in request order
         fresh = self._compute(missing, keys, requests)

@@ -77,6 +77,7 @@ class OpenAIBackend:
         self._openai = import_openai()
         self.model = model
         self.base_url = base_url
+        self.cache_scope = f"{model} at {base_url}"  # one name, two servers: two models as far as the cache goes
         self.api_key_env = api_key_env
         self.max_in_flight = max_in_flight
         self.timeout_s = timeout_s
