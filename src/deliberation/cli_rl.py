@@ -29,7 +29,8 @@ TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learn
                ("--entropy-coef", float, "entropy bonus weight"),
                ("--tau", float, "SoftRankPO temperature (0 = hard ranks)"),
                ("--group-size", int, "K: rank samples 0..K-1 of each question, the group-size ablation; omit for all"),
-               ("--token-cost-coef", float, "reward penalty per token spent"),
+               ("--token-cost-coef", float, "reward penalty per token spent (policy gradient only; SFT labels and "
+                                   "held-out scores are uncosted)"),
                ("--clip-eps", _clip_eps,
                 "PPO ratio clip against the behaviour log-prob, for every algo (rollouts are offline); "
                 "'none' = the plain gradient -mean(A log pi), where only ppo still clips"),

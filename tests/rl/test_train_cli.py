@@ -161,3 +161,17 @@ def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_
     config = json.loads((out / "ablation" / "softrankpo-1" / "config.json").read_text())
     assert config["ignore_features"] == ["confidence"] and config["epochs"] == 1
     assert (out / "report" / "report.md").exists()
+
+
+
+def test_config_records_the_size_of_the_net_it_saved(tmp_path):
+    """An --init net keeps its own width, whatever TrainConfig's default says: config.json must say so."""
+    from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.policy.network import MetaPolicyNet
+    from deliberation.rl.config import TrainConfig
+    from deliberation.rl.trainer import write_training_outputs
+
+    net = MetaPolicyNet(len(FEATURE_NAMES), hidden=16, heads=2)
+    write_training_outputs(str(tmp_path / "out"), net, TrainConfig(), [], FEATURE_NAMES, FEATURE_VERSION)
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (config["hidden"], config["heads"]) == (16, 2) != (TrainConfig().hidden, TrainConfig().heads)

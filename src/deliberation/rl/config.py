@@ -49,7 +49,9 @@ class TrainConfig:
     """Multiplies r_local + r_global before the token cost (robustness ablation; SoftRankPO ignores it)."""
 
     token_cost_coef: float = 0.0
-    """Subtracted per token spent by the action taken: r = reward_scale * r_action - coef * tokens."""
+    """Subtracted per token spent by the action taken: r = reward_scale * r_action - coef * tokens. Only the
+    policy-gradient reward: SFT labels and held-out scores use the uncosted rewards of all three actions,
+    because a decision records the tokens of the action it took, not of a counterfactual REFINE."""
 
     clip_eps: float | None = 0.2
     """PPO ratio clip epsilon against the behaviour log-prob (Schulman et al. 2017); None = plain policy

@@ -223,8 +223,9 @@ def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: 
 
 def _write_files(folder: Path, net: MetaPolicyNet, cfg: TrainConfig, metrics: Sequence[StepMetrics],
                  feature_names: tuple[str, ...], feature_version: int) -> None:
-    meta = {"config": to_json(cfg), "final": to_json(metrics[-1]) if metrics else None}
+    record = {**to_json(cfg), "hidden": net.hidden, "heads": net.heads}  # an --init net keeps its own sizes
+    meta = {"config": record, "final": to_json(metrics[-1]) if metrics else None}
     save_policy(folder / CHECKPOINT_NAME, net, feature_names, feature_version, meta)
-    (folder / "config.json").write_text(json.dumps(to_json(cfg), indent=2) + "\n")
+    (folder / "config.json").write_text(json.dumps(record, indent=2) + "\n")
     lines = "".join(json.dumps(to_json(m)) + "\n" for m in metrics)
     (folder / "metrics.jsonl").write_text(lines)
