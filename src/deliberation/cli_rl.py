@@ -90,8 +90,9 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         "train", help="train a meta-policy on rollouts (sft, softrankpo, grpo, ...)",
         description="Stage 1 (sft): cross-entropy on oracle labels (the best counterfactual action). Stage 2: "
         "a policy gradient from the SFT policy, KL-regularized to it. Without --init, a policy-gradient algo "
-        "trains the SFT stage first. Writes policy.pt, config.json, metrics.jsonl and held_out.json (the policy "
-        "against the constant policies on held-out questions) into --out.",
+        "trains the SFT stage first. Writes policy.pt, config.json, metrics.jsonl, held_out.json (the policy "
+        "against the constant policies on held-out questions) and split.json (the question ids trained on and "
+        "held out) into --out.",
         epilog="examples:\n  delib train --algo sft --rollouts data/rollouts/gsm8k data/rollouts/math --out ckpt/sft\n"
         "  delib train --algo softrankpo --rollouts data/rollouts/* --init ckpt/sft/policy.pt --out ckpt/srpo",
         formatter_class=argparse.RawDescriptionHelpFormatter)

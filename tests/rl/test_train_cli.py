@@ -19,7 +19,10 @@ def rollouts(tmp_path_factory):
 def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
     sft = tmp_path / "sft"
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(sft), "--epochs", "3"]) == 0
-    assert {p.name for p in sft.iterdir()} == {"policy.pt", "config.json", "metrics.jsonl", "held_out.json"}
+    assert {p.name for p in sft.iterdir()} == {"policy.pt", "config.json", "metrics.jsonl", "held_out.json",
+                                               "split.json"}
+    split = json.loads((sft / "split.json").read_text())
+    assert split["held_out"] and split["train"] and not set(split["held_out"]) & set(split["train"])
     assert json.loads((sft / "config.json").read_text())["algo"] == "sft"
     srpo = tmp_path / "srpo"
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"),
@@ -63,9 +66,15 @@ def test_init_trained_on_a_different_split_is_refused(tmp_path, rollouts, capsys
         out = tmp_path / "pg"
         assert main(["train", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"), "--out", str(out),
                      "--epochs", "1", *flags]) == 2
-        assert "leak into validation" in capsys.readouterr().err and not out.exists()
+        err = capsys.readouterr().err
+        assert "of this run's held-out questions" in err and "leak into validation" in err and not out.exists()
     assert main(["train", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"), "--out",
                  str(tmp_path / "ok"), "--epochs", "1", "--val-fraction", "0.1"]) == 0
+    # a start run from before split.json existed: judged by its seed and val_fraction
+    (sft / "split.json").unlink()
+    assert main(["train", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"), "--out",
+                 str(tmp_path / "old"), "--epochs", "1", "--seed", "1"]) == 2
+    assert "with seed 0" in capsys.readouterr().err and not (tmp_path / "old").exists()
     # sft trains from scratch: an --init it would ignore is refused
     out = tmp_path / "sft-init"
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--init", str(sft / "policy.pt"),

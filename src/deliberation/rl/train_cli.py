@@ -18,6 +18,8 @@ from deliberation.rl.rollout_files import load_decisions
 from deliberation.types import ACTIONS, to_json
 
 HELD_OUT_FILE = "held_out.json"
+SPLIT_FILE = "split.json"
+"""The question ids a run trained on and held out, so a run started from its checkpoint can check for leaks."""
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,10 @@ def run_training(req: TrainRequest) -> str:
     if req.init and req.algo == "sft":
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
-    if req.init:
-        check_init_split(Path(req.init), cfg)
     decisions = load_decisions([Path(p) for p in req.rollouts])
+    split = split_record(decisions, cfg)
+    if req.init:
+        check_init_split(Path(req.init), cfg, split["held_out"])
     if req.algo == "sft":
         net, metrics = train_sft(decisions, cfg)
     else:
@@ -59,15 +62,30 @@ def run_training(req: TrainRequest) -> str:
     start = None if req.algo == "sft" else init
     comparison = _comparison(decisions, cfg, net, start)
     out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
-                                 extra={HELD_OUT_FILE: comparison})
+                                 extra={HELD_OUT_FILE: comparison, SPLIT_FILE: split})
     return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
 
 
-def check_init_split(init: Path, cfg: TrainConfig) -> None:
-    """Refuse an ``--init`` policy whose training questions may sit in this run's held-out set: questions are
-    held out by (seed, hash) below val_fraction (``rl.data.split_by_example``), so that is safe only with the
-    same seed and a val_fraction no larger than the one it was trained with. A checkpoint without its
-    config.json beside it (e.g. one shipped in the package) is taken as is."""
+def split_record(decisions: list, cfg: TrainConfig) -> dict[str, list[str]]:
+    """split.json: which questions this run trains on and which it holds out (``rl.data.split_by_example``)."""
+    from deliberation.rl.trainer import prepare
+
+    train, val = prepare(decisions, cfg)
+    return {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
+
+
+def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
+    """Refuse an ``--init`` policy that trained on questions this run holds out. With the start run's
+    split.json the check is exact; older runs have only config.json, and holding out by (seed, hash) below
+    val_fraction is safe then only with the same seed and a val_fraction no larger. A checkpoint with
+    neither beside it (e.g. one shipped in the package) is taken as is."""
+    if (init.parent / SPLIT_FILE).exists():
+        leaked = sorted(set(held_out) & set(json.loads((init.parent / SPLIT_FILE).read_text())["train"]))
+        if leaked:
+            raise DelibError(f"--init {init} trained on {len(leaked)} of this run's held-out questions (e.g. "
+                             f"{leaked[0]}), so they would leak into validation; train with the --seed and "
+                             f"--val-fraction it was trained with")
+        return
     path = init.parent / "config.json"
     if cfg.val_fraction == 0 or not path.exists():
         return
