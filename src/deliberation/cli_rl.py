@@ -62,7 +62,7 @@ def _collection_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -
                    help="collect on a test split anyway (benchmarks with no train split; never evaluate on it then)")
     p.add_argument("--limit", type=_positive, help="first N questions only")
     p.add_argument("--samples", type=int, default=8, help="K joint actions per decision point (default 8)")
-    p.add_argument("--epsilon", type=float, default=0.2, help="uniform exploration share (default 0.2)")
+    p.add_argument("--epsilon", type=float, default=0.2, help="uniform exploration share, above 0 (default 0.2)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_args(p, cache_help)
     add_engine_args(p)

@@ -108,6 +108,8 @@ def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
         files.load_decisions([empty])
 
 
-def test_samples_below_two_are_refused():
+def test_samples_below_two_and_no_exploration_are_refused():
     with pytest.raises(DelibError, match="samples"):
         CollectSpec(samples=1)
+    with pytest.raises(DelibError, match="rank nothing"):
+        CollectSpec(epsilon=0.0)

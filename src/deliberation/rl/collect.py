@@ -51,8 +51,9 @@ class CollectSpec:
             raise DelibError("--split test would train the policy on the questions it is evaluated on; collect on "
                              "a train split (or pass --allow-test to do it knowingly)")
         require_at_least("--samples", self.samples, 2, "to rank rewards within a group")
-        if not 0.0 <= self.epsilon <= 1.0:
-            raise DelibError(f"--epsilon must be in [0, 1] (got {self.epsilon})")
+        if not 0.0 < self.epsilon <= 1.0:
+            raise DelibError(f"--epsilon must be in (0, 1] (got {self.epsilon}): the behaviour policies are "
+                             "deterministic, so without exploration the K samples are identical and rank nothing")
         check_counts(self.concurrency, self.limit)
 
 
