@@ -111,5 +111,5 @@ def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
 def test_samples_below_two_and_no_exploration_are_refused():
     with pytest.raises(DelibError, match="samples"):
         CollectSpec(samples=1)
-    with pytest.raises(DelibError, match="rank nothing"):
+    with pytest.raises(DelibError, match="nothing to rank"):
         CollectSpec(epsilon=0.0)
