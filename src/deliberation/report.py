@@ -281,9 +281,10 @@ def to_markdown(tab: Table) -> str:
 
 
 TABLE_NOTE = ("n = answers per cell, pooled over the runs (seeds) of that cell. Accuracy intervals are Wilson "
-              "95% intervals over the questions (seeds of one question are not independent answers). Tokens and calls count every request, including those served from the response "
-              "cache; LLM s/q is the time the requests took when they were generated (a cached answer counts what "
-              "it cost the first time), so methods that share round-0 answers compare fairly; wall-clock "
+              "95% intervals over the questions (seeds of one question are not independent answers). Tokens "
+              "and calls count every request, including those served from the response cache; LLM s/q is the "
+              "time the requests took when they were generated (a cached answer counts what it cost the first "
+              "time), so methods that share round-0 answers compare fairly; wall-clock "
               "seconds, in which cached answers cost nothing, are in the CSV. The average is the mean over "
               "the benchmarks a method was run on; (k/K) marks a method run on k of the K benchmarks, whose "
               "average is not comparable to the others.")

@@ -53,7 +53,8 @@ class CollectSpec:
         require_at_least("--samples", self.samples, 2, "to rank rewards within a group")
         if not 0.0 < self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in (0, 1] (got {self.epsilon}): the behaviour policies are "
-                             "deterministic, so without exploration the K samples take the same actions: nothing to rank")
+                             "deterministic, so without exploration the K samples take the same actions: "
+                             "nothing to rank")
         check_counts(self.concurrency, self.limit)
 
 

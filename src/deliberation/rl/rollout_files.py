@@ -36,7 +36,8 @@ def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     keys = ("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
             "policy")
     diff = [k for k in keys if old.get(k) != manifest.get(k)]
-    diff += [f"engine.{k}" for k in ENGINE_KEYS if old.get("engine", {}).get(k) != manifest.get("engine", {}).get(k)]
+    old_engine, new_engine = old.get("engine", {}), manifest.get("engine", {})
+    diff += [f"engine.{k}" for k in ENGINE_KEYS if old_engine.get(k) != new_engine.get(k)]
     if diff:
         raise DelibError(f"{directory} holds rollouts with other settings ({', '.join(diff)}); use another --out")
 

@@ -39,7 +39,7 @@ def run_training(req: TrainRequest) -> str:
 
     from deliberation.policy.network import load_policy
     from deliberation.rl.data import first_samples
-    from deliberation.rl.trainer import train_pg, train_sft, write_training_outputs
+    from deliberation.rl.trainer import prepare, train_pg, train_sft, write_training_outputs
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
     cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
@@ -47,7 +47,8 @@ def run_training(req: TrainRequest) -> str:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
     decisions = load_decisions([Path(p) for p in req.rollouts])
-    split = split_record(decisions, cfg)
+    train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
+    split = {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
     if req.init:
         check_init_split(Path(req.init), cfg, split["held_out"])
     if req.algo == "sft":
@@ -60,18 +61,10 @@ def run_training(req: TrainRequest) -> str:
         net, pg_metrics = train_pg(decisions, cfg, init=init, reference=init)
         metrics = [*sft_metrics, *pg_metrics]
     start = None if req.algo == "sft" else init
-    comparison = _comparison(decisions, cfg, net, start)
+    comparison = _comparison(val, net, start)
     out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
                                  extra={HELD_OUT_FILE: comparison, SPLIT_FILE: split})
     return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
-
-
-def split_record(decisions: list, cfg: TrainConfig) -> dict[str, list[str]]:
-    """split.json: which questions this run trains on and which it holds out (``rl.data.split_by_example``)."""
-    from deliberation.rl.trainer import prepare
-
-    train, val = prepare(decisions, cfg)
-    return {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
 
 
 def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
@@ -97,12 +90,11 @@ def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
                          f"(now {cfg.seed} and {cfg.val_fraction}), or its training questions leak into validation")
 
 
-def _comparison(decisions: list, cfg: TrainConfig, net: Any, start: Any) -> dict[str, Any]:
-    """held_out.json: the trained policy (and the policy it started from) against the fixed policies."""
+def _comparison(val: Any, net: Any, start: Any) -> dict[str, Any]:
+    """held_out.json: the trained policy (and the policy it started from) against the fixed policies on the
+    questions the trainer held out (``val``)."""
     from deliberation.rl.evaluate import held_out
-    from deliberation.rl.trainer import prepare
 
-    val = prepare(decisions, cfg)[1]  # the questions the trainer held out
     scores = {"policy": held_out(net, val), "start": held_out(start, val) if start is not None else None}
     return {k: to_json(v) if v is not None else None for k, v in scores.items()}
 
