@@ -138,3 +138,10 @@ def test_batch_with_different_stops_matches_each_alone(chat_model: HFBackend) ->
     batched = chat_model.generate(requests)
     assert batched[0].text == chat_model.generate([requests[0]])[0].text == full.text[: full.text.index(stop)]
     assert batched[1].text == full.text  # the other row's stop does not end this one
+
+
+def test_cache_scope_names_a_dtype_other_than_float32(plain_model: HFBackend) -> None:
+    """Half precision gives other answers: the cache must not serve it the float32 ones (nor the reverse)."""
+    assert plain_model.cache_scope == plain_model.model
+    half = HFBackend(plain_model.model, dtype="bfloat16")
+    assert half.cache_scope == f"{plain_model.model} (dtype=bfloat16)"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.backends import Backend, make_backend
-from deliberation.backends.llamacpp import LlamaCppBackend
+from deliberation.backends.llamacpp import DEFAULT_N_CTX, LlamaCppBackend, _changed_settings
 from deliberation.errors import DelibError
 from deliberation.types import GenerationRequest, Message
 
@@ -140,3 +140,12 @@ def test_generate_after_close_is_refused(smollm2_path: Path) -> None:
     b.close()
     with pytest.raises(DelibError, match="closed"):
         b.generate([ask("hi")])
+
+
+def test_cache_scope_keys_a_window_or_template_off_the_defaults(backend: LlamaCppBackend) -> None:
+    """A smaller n_ctx can cut answers short and another template is another prompt: neither may be served
+    answers cached at the defaults, whose scope stays the bare model name (existing caches stay valid)."""
+    assert backend.cache_scope == "smollm2-135m (n_ctx=1024)"
+    assert _changed_settings(DEFAULT_N_CTX, None) == {}
+    one, other = _changed_settings(DEFAULT_N_CTX, "{{ a }}"), _changed_settings(DEFAULT_N_CTX, "{{ b }}")
+    assert set(one) == {"chat_format"} and one != other

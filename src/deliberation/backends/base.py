@@ -23,6 +23,14 @@ class Backend(Protocol):
         """Return one Completion per request, in the same order."""
         ...
 
+
+def cache_scope(model: str, **changed: object) -> str:
+    """What the response cache names as the model: ``model`` plus every output-changing setting that is not
+    at its default (callers pass only those), e.g. ``qwen (n_ctx=2048)``. Defaults add nothing, so caches
+    written before a setting was keyed stay valid for runs at the default."""
+    extra = ", ".join(f"{k}={v}" for k, v in sorted(changed.items()))
+    return f"{model} ({extra})" if extra else model
+
     def close(self) -> None:
         """Release models, servers, connections."""
         ...

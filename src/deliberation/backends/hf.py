@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from deliberation.backends.base import cache_scope
 from deliberation.errors import DelibError, install_hint
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
@@ -55,6 +56,7 @@ class HFBackend:
         if not isinstance(torch_dtype, self._torch.dtype):
             raise DelibError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
         self.model = model
+        self.cache_scope = cache_scope(model, **({"dtype": dtype} if dtype != "float32" else {}))
         self.batch_size = max(1, batch_size)
         self._device = self._torch.device(device)
         self._tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)

@@ -35,6 +35,7 @@ asks the same prompt); the cache is not reused across calls, so each call re-rea
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import logging
 import os
 import threading
@@ -45,6 +46,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from deliberation import models
+from deliberation.backends.base import cache_scope
 from deliberation.errors import DelibError, install_hint
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
@@ -55,6 +57,18 @@ def _import_llama_cpp() -> Any:
     except ImportError as err:
         raise DelibError(install_hint("llama-cpp-python", "llamacpp")) from err
     return llama_cpp
+
+
+DEFAULT_N_CTX = 8192
+
+
+def _changed_settings(n_ctx: int, chat_format: str | None) -> dict[str, object]:
+    """The settings off their defaults that change outputs, for the cache key: a smaller window cuts answers
+    short; another template is another prompt (named by a hash of the template)."""
+    changed: dict[str, object] = {"n_ctx": n_ctx} if n_ctx != DEFAULT_N_CTX else {}
+    if chat_format:
+        changed["chat_format"] = hashlib.sha256(chat_format.encode()).hexdigest()[:12]
+    return changed
 
 
 def _default_threads() -> int:
@@ -296,7 +310,7 @@ class LlamaCppBackend:
     def __init__(
         self,
         model: str = "qwen2.5-coder-1.5b",
-        n_ctx: int = 8192,
+        n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         n_batch: int = 512,
         max_parallel: int = 9,
@@ -307,6 +321,7 @@ class LlamaCppBackend:
             raise DelibError(f"max_parallel must be between 1 and n_batch ({n_batch}); got {max_parallel}")
         _import_llama_cpp()  # fail fast with the install hint, before resolving (maybe assembling) the model
         self.model = str(model)
+        self.cache_scope = cache_scope(self.model, **_changed_settings(n_ctx, chat_format))
         path = models.resolve(model)
         # llama-cpp-python maps ggml WARN to logging.ERROR (its level table predates ggml adding DEBUG),
         # so only CRITICAL silences the load chatter; real failures surface as return codes -> DelibError.
