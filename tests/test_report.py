@@ -14,6 +14,7 @@ import pytest
 
 from deliberation import plots, report
 from deliberation.backends import make_backend
+from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
 from deliberation.runner import RunSpec, execute
 from deliberation.runs import Summary, summarize, wilson_ci
@@ -226,3 +227,16 @@ def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
     assert len(report.table(report.load_runs([tmp_path / "runs"])).rows) == 2
     alone = report.load_runs([tmp_path / "runs" / "a"])
     assert [r.label for r in alone] == ["mpdf [policy]"]  # no hash when nothing would pool
+
+
+def test_runs_of_one_method_with_other_engine_settings_get_two_rows(tmp_path):
+    """self-consistency with 3 and with 9 agents, copied without cell.json, are two rows named by agents."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
+        for agents in (3, 9):
+            spec = RunSpec(method="self-consistency", benchmark="gsm8k", limit=1, backend="scripted",
+                           engine=EngineConfig(agents=agents))
+            execute(spec, str(tmp_path / f"sc{agents}"), progress=False)
+    labels = sorted(r.label for r in report.load_runs([tmp_path]))
+    assert labels == ["self-consistency [agents=3]", "self-consistency [agents=9]"]
+    assert [r.label for r in report.load_runs([tmp_path / "sc9"])] == ["self-consistency"]

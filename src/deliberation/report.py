@@ -48,6 +48,8 @@ class RunResult:
     """True when the directory has no summary.json (the run was killed or is still running)."""
     policy_used: str = ""
     """config.json's ``policy_used`` (mpdf: the checkpoint and its SHA-256 prefix, or the rule); else empty."""
+    engine: tuple[tuple[str, str], ...] = ()
+    """config.json's engine settings but the seed, sorted (agents, rounds, ...): runs that differ here never pool."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
     if not runs:
         raise DelibError(f"no run directory (summary.json or episodes.jsonl) found under "
                          f"{', '.join(map(str, paths))}")
-    return split_policies([load_run(p) for p in runs])
+    return split_engines(split_policies([load_run(p) for p in runs]))
 
 
 def split_policies(results: Sequence[RunResult]) -> list[RunResult]:
@@ -134,6 +136,22 @@ def split_policies(results: Sequence[RunResult]) -> list[RunResult]:
         used.setdefault(r.label, set()).add(r.policy_used)
     return [replace(r, label=f"{r.label} [{_digest(r.policy_used)}]") if len(used[r.label]) > 1 else r
             for r in results]
+
+
+def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
+    """Runs sharing a label but run with other engine settings (self-consistency with 3 and with 9 agents,
+    copied without the experiment's cell.json) get the settings that differ in their label, e.g.
+    ``self-consistency [agents=9]``, so one row never pools two configurations."""
+    seen: dict[str, set[tuple[tuple[str, str], ...]]] = {}
+    for r in results:
+        seen.setdefault(r.label, set()).add(r.engine)
+    return [replace(r, label=f"{r.label} [{_differing(r.engine, seen[r.label])}]") if len(seen[r.label]) > 1 else r
+            for r in results]
+
+
+def _differing(engine: tuple[tuple[str, str], ...], others: set[tuple[tuple[str, str], ...]]) -> str:
+    """``k=v, ...`` for the settings of ``engine`` whose value is not the same in all of ``others``."""
+    return ", ".join(f"{k}={v}" for k, v in engine if len({dict(o).get(k) for o in others}) > 1)
 
 
 def _digest(policy_used: str) -> str:
@@ -157,7 +175,11 @@ def load_run(path: Path) -> RunResult:
                      summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
                      str(options.get("model", "default")), int((config.get("engine") or {}).get("seed", 0)),
                      summary, actions_by_round(episodes), not (path / SUMMARY).exists(),
-                     str(config.get("policy_used") or ""))
+                     str(config.get("policy_used") or ""), _engine(config))
+
+
+def _engine(config: dict) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in (config.get("engine") or {}).items() if k != "seed"))
 
 
 def _default_label(method: str, policy: str | None) -> str:
