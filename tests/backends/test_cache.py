@@ -13,7 +13,6 @@ from typing import Sequence
 
 import pytest
 
-from deliberation.backends.base import cache_scope
 from deliberation.backends.cache import CachedBackend, request_key
 from deliberation.types import Completion, GenerationRequest, Message
 
@@ -189,9 +188,3 @@ def test_two_servers_serving_one_model_name_do_not_share_answers(tmp_path: Path)
     again = CountingBackend()
     again.cache_scope = "echo at http://a/v1"
     assert CachedBackend(again, tmp_path / "c.sqlite").generate([req()])[0].cached and again.calls == 0
-
-
-def test_cache_scope_names_only_the_settings_off_their_defaults() -> None:
-    assert cache_scope("qwen") == "qwen"  # at the defaults: the plain model name, as caches before scopes
-    assert cache_scope("qwen", n_ctx=2048, dtype="bfloat16") == cache_scope("qwen", dtype="bfloat16", n_ctx=2048)
-    assert len({cache_scope("qwen"), cache_scope("qwen", n_ctx=2048), cache_scope("qwen", n_ctx=4096)}) == 3

@@ -23,6 +23,10 @@ class Backend(Protocol):
         """Return one Completion per request, in the same order."""
         ...
 
+    def close(self) -> None:
+        """Release models, servers, connections."""
+        ...
+
 
 def cache_scope(model: str, **changed: object) -> str:
     """What the response cache names as the model: ``model`` plus every output-changing setting that is not
@@ -30,7 +34,3 @@ def cache_scope(model: str, **changed: object) -> str:
     written before a setting was keyed stay valid for runs at the default."""
     extra = ", ".join(f"{k}={v}" for k, v in sorted(changed.items()))
     return f"{model} ({extra})" if extra else model
-
-    def close(self) -> None:
-        """Release models, servers, connections."""
-        ...
