@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from deliberation.errors import DelibError
 from deliberation.runs import CONFIG, EPISODES, SUMMARY, Summary, jsonl_lines, summarize, wilson_ci
@@ -131,21 +131,24 @@ def split_policies(results: Sequence[RunResult]) -> list[RunResult]:
     """Runs whose label is shared by runs of different checkpoints (every trained checkpoint is called
     policy.pt; the shipped one is retrained) get the checkpoint's SHA-256 prefix in their label, so the
     table and plots never pool two policies into one row."""
-    used: dict[str, set[str]] = {}
-    for r in results:
-        used.setdefault(r.label, set()).add(r.policy_used)
-    return [replace(r, label=f"{r.label} [{_digest(r.policy_used)}]") if len(used[r.label]) > 1 else r
-            for r in results]
+    return _split_label(results, lambda r: r.policy_used, lambda r, _: _digest(r.policy_used))
 
 
 def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
     """Runs sharing a label but run with other engine settings (self-consistency with 3 and with 9 agents,
     copied without the experiment's cell.json) get the settings that differ in their label, e.g.
     ``self-consistency [agents=9]``, so one row never pools two configurations."""
-    seen: dict[str, set[tuple[tuple[str, str], ...]]] = {}
+    return _split_label(results, lambda r: r.engine, lambda r, seen: _differing(r.engine, seen))
+
+
+def _split_label(results: Sequence[RunResult], key: Callable[[RunResult], Hashable],
+                 mark: Callable[[RunResult, set], str]) -> list[RunResult]:
+    """Append ``[mark(run, keys seen under its label)]`` to the label of every run whose label is shared by
+    runs with other ``key`` values; runs whose label has one key keep it."""
+    seen: dict[str, set] = {}
     for r in results:
-        seen.setdefault(r.label, set()).add(r.engine)
-    return [replace(r, label=f"{r.label} [{_differing(r.engine, seen[r.label])}]") if len(seen[r.label]) > 1 else r
+        seen.setdefault(r.label, set()).add(key(r))
+    return [replace(r, label=f"{r.label} [{mark(r, seen[r.label])}]") if len(seen[r.label]) > 1 else r
             for r in results]
 
 
