@@ -10,7 +10,7 @@ import pytest
 from deliberation.backends import make_backend
 from deliberation.backends.cache import CachedBackend
 from deliberation.errors import DelibError
-from deliberation.experiment import cap_limits, load_experiment, plan, run_experiment
+from deliberation.experiment import cap_limits, load_experiment, only_benchmarks, plan, run_experiment
 from deliberation.runs import RunDir
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -180,3 +180,17 @@ def test_limit_cap_gives_a_smaller_table_that_a_rerun_without_it_extends(tmp_pat
     backend.close()
     with pytest.raises(DelibError, match="--limit must be at least 1"):
         cap_limits(cfg, 0)
+
+
+def test_only_benchmarks_runs_the_same_cells_in_the_order_given(tmp_path):
+    text = GRID.replace('["gsm8k"]', '["gsm8k", "aime24", "mmlu"]')
+    cfg = load_experiment(write_config(tmp_path, text))
+    whole = {c.out: c.spec for c in plan(cfg)}
+    cut = plan(only_benchmarks(cfg, ["mmlu", "gsm8k"]))
+    assert [(c.benchmark, c.label) for c in cut] == [
+        (b, m) for b in ("mmlu", "gsm8k") for m in ("self-consistency", "debate")]
+    assert all(whole[c.out] == c.spec for c in cut)  # same directory, same spec, same recorded command
+    with pytest.raises(DelibError, match=r"--benchmarks: 'math' is not in .*exp\.toml; it has: gsm8k, aime24, mmlu"):
+        only_benchmarks(cfg, ["gsm8k", "math"])
+    with pytest.raises(DelibError, match="each benchmark once"):
+        only_benchmarks(cfg, ["gsm8k", "gsm8k"])

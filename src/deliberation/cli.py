@@ -117,11 +117,14 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
         "cells share one backend and one response cache (<out>/responses.sqlite), so round-0 answers are "
         "generated once. Ends with the report table in <out>/report.",
         epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
-        "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first",
+        "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first\n"
+        "  delib experiment experiments/table1.toml --benchmarks mmlu,gsm8k   # only these, in this order",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", help="experiment TOML (see experiments/)")
     p.add_argument("--limit", type=_positive, metavar="N",
                    help="at most N questions per benchmark (a first, smaller table; rerun without it to extend)")
+    p.add_argument("--benchmarks", type=lambda s: s.split(","), metavar="NAME,NAME",
+                   help="only these benchmarks of the file, in this order (the same cells as a full run)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ray_args(p)
     p.set_defaults(func=cmd_experiment)
@@ -227,6 +230,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     cfg = experiment.load_experiment(args.config)
     if args.limit is not None:
         cfg = experiment.cap_limits(cfg, args.limit)
+    if args.benchmarks is not None:
+        cfg = experiment.only_benchmarks(cfg, args.benchmarks)
     summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers,
                                           ray_address=args.ray_address, notify=print)
     for s in summaries:

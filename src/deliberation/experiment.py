@@ -134,6 +134,18 @@ def cap_limits(cfg: ExperimentConfig, cap: int) -> ExperimentConfig:
     return replace(cfg, limits=limits, command=f"delib experiment {cfg.source} --limit {cap}")
 
 
+def only_benchmarks(cfg: ExperimentConfig, names: Sequence[str]) -> ExperimentConfig:
+    """``cfg`` cut to the benchmarks ``names``, run in the order given (``delib experiment --benchmarks``):
+    on a small machine the cheap benchmarks of a grid can come first. Each cell is the one the whole file
+    runs, so the command recorded in the runs stays the file's."""
+    unknown = next((n for n in names if n not in cfg.benchmarks), None)
+    if unknown is not None:
+        raise DelibError(f"--benchmarks: {unknown!r} is not in {cfg.source}; it has: {', '.join(cfg.benchmarks)}")
+    if not names or len(set(names)) != len(names):
+        raise DelibError(f"--benchmarks must name each benchmark once, got {','.join(names) or 'nothing'}")
+    return replace(cfg, benchmarks=tuple(names))
+
+
 def _concurrency(raw: Mapping[str, Any], source: str) -> int:
     value = _get(raw, "concurrency", int, source, 1)
     if value < 1:
