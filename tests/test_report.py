@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import plots, report
+from deliberation import plots, report, run_results
 from deliberation.backends import make_backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
@@ -39,7 +39,7 @@ def runs(tmp_path_factory) -> Path:
 
 
 def summary_of(path: Path) -> Summary:
-    return report.load_run(path).summary
+    return run_results.load_run(path).summary
 
 
 def csv_rows(text: str) -> dict[str, dict[str, str]]:
@@ -47,7 +47,7 @@ def csv_rows(text: str) -> dict[str, dict[str, str]]:
 
 
 def test_markdown_and_csv_equal_the_summaries(runs):
-    tab = report.table(report.load_runs([runs]))
+    tab = report.table(run_results.load_runs([runs]))
     assert tab.columns == ("gsm8k/test",) and {r.label for r in tab.rows} == {"self-consistency", "debate"}
     markdown, rows = report.to_markdown(tab), csv_rows(report.to_csv(tab))
     for method in ("self-consistency", "debate"):
@@ -66,15 +66,15 @@ def test_markdown_and_csv_equal_the_summaries(runs):
 
 def test_debate_actions_per_round(runs):
     """Debate refines with every agent in both rounds: 3 questions x 3 agents per round."""
-    debate = report.load_run(runs / "debate")
+    debate = run_results.load_run(runs / "debate")
     assert debate.actions_by_round == ((0, 9, 0), (0, 9, 0))
-    assert report.load_run(runs / "self-consistency").actions_by_round == ()
+    assert run_results.load_run(runs / "self-consistency").actions_by_round == ()
 
 
-def result(label: str, benchmark: str, correct: int, n: int, tokens: int, seed: int = 0) -> report.RunResult:
+def result(label: str, benchmark: str, correct: int, n: int, tokens: int, seed: int = 0) -> run_results.RunResult:
     s = Summary(label, benchmark, "test", n, correct / n, wilson_ci(correct, n), tokens * n, 0, float(tokens), 0.0,
                 2 * n, 2.0, 0, {}, 0.0, 0.5 * n)
-    return report.RunResult(Path(f"/runs/{label}-{benchmark}-{seed}"), label, label, benchmark, "test", "scripted",
+    return run_results.RunResult(Path(f"/runs/{label}-{benchmark}-{seed}"), label, label, benchmark, "test", "scripted",
                             "default", seed, s, (), False)
 
 
@@ -113,8 +113,8 @@ def test_partial_run_is_summarized_from_episodes_without_repairing_it(runs, tmp_
     with open(partial / "episodes.jsonl", "a") as f:
         f.write('{"example_id": "torn')
     before = (partial / "episodes.jsonl").read_bytes()
-    loaded = report.load_run(partial)
-    episodes = report.read_episodes(partial / "episodes.jsonl")
+    loaded = run_results.load_run(partial)
+    episodes = run_results.read_episodes(partial / "episodes.jsonl")
     assert loaded.partial and len(episodes) == LIMIT
     assert loaded.summary == summarize(episodes, "debate", "gsm8k", "test")
     assert (partial / "episodes.jsonl").read_bytes() == before
@@ -136,7 +136,7 @@ def test_training_plots_from_metrics(tmp_path):
     for algo, scale, acc in [("softrankpo", 1.0, 0.7), ("softrankpo", 10.0, 0.7), ("grpo", 1.0, 0.65),
                              ("grpo", 10.0, 0.4)]:
         write_training_dir(tmp_path / "train" / f"{algo}-{scale:g}", algo, scale, acc)
-    runs = plots.load_training(report.discover([tmp_path / "train"])[1])
+    runs = plots.load_training(run_results.discover([tmp_path / "train"])[1])
     assert sorted((r.final_stage, r.reward_scale, r.final_val_accuracy) for r in runs) == [
         ("grpo", 1.0, 0.65), ("grpo", 10.0, 0.4), ("softrankpo", 1.0, 0.7), ("softrankpo", 10.0, 0.7)]
     written = report.write_report([tmp_path / "train"], tmp_path / "out")
@@ -160,7 +160,7 @@ def test_missing_path_is_a_delib_error(runs, tmp_path):
     with pytest.raises(DelibError, match="no run or training directory found under .*empty"):
         report.write_report([tmp_path / "empty"], tmp_path / "out")
     with pytest.raises(DelibError, match="no run directory"):
-        report.load_runs([tmp_path / "empty"])
+        run_results.load_runs([tmp_path / "empty"])
     assert not (tmp_path / "out").exists()
 
 
@@ -203,11 +203,11 @@ def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):
             mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
             mp.setattr(mpdf, "SHIPPED_POLICY", shipped)
             execute(RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted"), str(out), progress=False)
-        return report.load_run(out).label
+        return run_results.load_run(out).label
 
     assert label(tmp_path / "shipped", mpdf.SHIPPED_POLICY) == "mpdf"
     assert label(tmp_path / "rule", tmp_path / "absent.pt") == "mpdf [rule:confidence-threshold]"
-    assert report.load_run(runs / "debate").label == "debate"
+    assert run_results.load_run(runs / "debate").label == "debate"
 
 
 def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
@@ -222,10 +222,10 @@ def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
             mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
             execute(RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted",
                             policy=str(tmp_path / name / "policy.pt")), str(tmp_path / "runs" / name), progress=False)
-    labels = [r.label for r in report.load_runs([tmp_path / "runs"])]
+    labels = [r.label for r in run_results.load_runs([tmp_path / "runs"])]
     assert len(set(labels)) == 2 and all(label.startswith("mpdf [policy] [sha256:") for label in labels)
-    assert len(report.table(report.load_runs([tmp_path / "runs"])).rows) == 2
-    alone = report.load_runs([tmp_path / "runs" / "a"])
+    assert len(report.table(run_results.load_runs([tmp_path / "runs"])).rows) == 2
+    alone = run_results.load_runs([tmp_path / "runs" / "a"])
     assert [r.label for r in alone] == ["mpdf [policy]"]  # no hash when nothing would pool
 
 
@@ -237,6 +237,9 @@ def test_runs_of_one_method_with_other_engine_settings_get_two_rows(tmp_path):
             spec = RunSpec(method="self-consistency", benchmark="gsm8k", limit=1, backend="scripted",
                            engine=EngineConfig(agents=agents))
             execute(spec, str(tmp_path / f"sc{agents}"), progress=False)
-    labels = sorted(r.label for r in report.load_runs([tmp_path]))
+    labels = sorted(r.label for r in run_results.load_runs([tmp_path]))
     assert labels == ["self-consistency [agents=3]", "self-consistency [agents=9]"]
-    assert [r.label for r in report.load_runs([tmp_path / "sc9"])] == ["self-consistency"]
+    assert [r.label for r in run_results.load_runs([tmp_path / "sc9"])] == ["self-consistency"]
+    report.write_report([tmp_path], tmp_path / "report")  # what `delib report` writes splits them too
+    rows = csv_rows((tmp_path / "report" / "report.csv").read_text())
+    assert sorted(rows) == ["self-consistency [agents=3]", "self-consistency [agents=9]"]

@@ -24,7 +24,7 @@ def test_unicode_line_separators_inside_a_response_do_not_split_the_episode(tmp_
     """json.dumps(ensure_ascii=False) leaves U+2028 and U+0085 raw; str.splitlines would break there."""
     from dataclasses import replace
 
-    from deliberation.report import read_episodes
+    from deliberation.run_results import read_episodes
 
     ep = episode(0)
     ep = replace(ep, turns=(replace(ep.turns[0], text="a\u2028b\x85c\u2029d"), *ep.turns[1:]))
@@ -76,7 +76,7 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
     from dataclasses import replace
     from pathlib import Path
 
-    from deliberation import report, runner
+    from deliberation import run_results, runner
 
     data = Path(__file__).resolve().parents[2] / "shared" / "data"
     monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))
@@ -90,7 +90,7 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
     monkeypatch.setattr(runner, "drive", killed_after_one)
     with pytest.raises(KeyboardInterrupt):
         runner.execute(replace(spec, limit=4), str(out), progress=False)
-    loaded = report.load_run(out)
+    loaded = run_results.load_run(out)
     assert not (out / "summary.json").exists() and loaded.partial and loaded.summary.n == 3
     monkeypatch.undo()
     monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))

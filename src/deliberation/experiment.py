@@ -33,7 +33,8 @@ from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError, require_at_least
 from deliberation.methods import METHODS
-from deliberation.report import CELL, write_report
+from deliberation.report import write_report
+from deliberation.run_results import CELL
 from deliberation.runner import RunSpec, execute, validate
 from deliberation.runs import Summary, write_json_atomic
 

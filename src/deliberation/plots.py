@@ -20,7 +20,8 @@ from deliberation.errors import DelibError, install_hint
 from deliberation.types import ACTIONS
 
 if TYPE_CHECKING:
-    from deliberation.report import RunResult, Table
+    from deliberation.report import Table
+    from deliberation.run_results import RunResult
 
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868")  # persist, refine, concede (ACTIONS order)
 MARKERS = "osD^vPX*<>"  # one per method, with colour C0..C9, so a method looks the same in every panel

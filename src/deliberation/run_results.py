@@ -1,0 +1,196 @@
+"""Finding and loading run directories for reports: which folders are runs, what each ran, its label.
+
+A path is a run directory (``summary.json`` and/or ``episodes.jsonl``, see ``deliberation.runs``), a
+training directory (``metrics.jsonl``, see ``deliberation.rl.trainer.write_training_outputs``) or a folder
+holding either at any depth. Runs without ``summary.json`` (killed or still running) are summarized from
+their finished episodes. A run's label is the experiment's label (``cell.json``, written by
+``deliberation.experiment``), else the method name with the policy file's stem when one was given; runs of
+different checkpoints or engine settings sharing a label are told apart (``split_policies``,
+``split_engines``). Files are only read, never repaired.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Hashable, Iterable, Sequence
+
+from deliberation.errors import DelibError
+from deliberation.runs import CONFIG, EPISODES, SUMMARY, Summary, jsonl_lines, summarize
+from deliberation.types import ACTIONS, Episode, from_json
+
+CELL = "cell.json"  # the experiment's label of a run directory (deliberation.experiment)
+METRICS = "metrics.jsonl"  # marks a training directory
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run directory: where it is, what ran (from config.json) and its summary."""
+
+    path: Path
+    label: str
+    method: str
+    benchmark: str
+    split: str
+    backend: str
+    model: str
+    seed: int
+    summary: Summary
+    actions_by_round: tuple[tuple[int, ...], ...]
+    """Meta-action counts per deliberation round (index 0 = round 1), in ``ACTIONS`` order."""
+    partial: bool
+    """True when the directory has no summary.json (the run was killed or is still running)."""
+    policy_used: str = ""
+    """config.json's ``policy_used`` (mpdf: the checkpoint and its SHA-256 prefix, or the rule); else empty."""
+    engine: tuple[tuple[str, str], ...] = ()
+    """config.json's engine settings but the seed, sorted (agents, rounds, ...): runs that differ here never pool."""
+
+
+def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[Path]]:
+    """(run directories, training directories) at or under ``paths``, in the order given (folders walked in
+    name order), each once; a missing path is a DelibError."""
+    runs: dict[Path, None] = {}
+    training: dict[Path, None] = {}
+    for given in paths:
+        root = Path(given)
+        if not root.is_dir():
+            raise DelibError(f"{root} is not a directory; pass run directories, training directories or "
+                             "folders holding them")
+        for folder, kind in _walk(root):
+            (runs if kind == "run" else training)[folder.resolve()] = None
+    return list(runs), list(training)
+
+
+def _walk(root: Path) -> Iterable[tuple[Path, str]]:
+    """Every run or training directory under ``root`` (hidden folders, like a trainer's staging, skipped)."""
+    for folder, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if SUMMARY in filenames or EPISODES in filenames:
+            dirnames[:] = []
+            yield Path(folder), "run"
+        elif METRICS in filenames:
+            dirnames[:] = []
+            yield Path(folder), "training"
+
+
+def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
+    """Every run directory at or under ``paths``, loaded; DelibError when a path is missing or none is found."""
+    paths = list(paths)
+    runs, _ = discover(paths)
+    if not runs:
+        raise DelibError(f"no run directory (summary.json or episodes.jsonl) found under "
+                         f"{', '.join(map(str, paths))}")
+    return load_results(runs)
+
+
+def load_results(run_dirs: Iterable[Path]) -> list[RunResult]:
+    """The run directories ``run_dirs``, loaded, with labels split where one label covers runs of different
+    checkpoints or engine settings (so no table row pools two configurations)."""
+    return split_engines(split_policies([load_run(p) for p in run_dirs]))
+
+
+def split_policies(results: Sequence[RunResult]) -> list[RunResult]:
+    """Runs whose label is shared by runs of different checkpoints (every trained checkpoint is called
+    policy.pt; the shipped one is retrained) get the checkpoint's SHA-256 prefix in their label, so the
+    table and plots never pool two policies into one row."""
+    return _split_label(results, lambda r: r.policy_used, lambda r, _: _digest(r.policy_used))
+
+
+def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
+    """Runs sharing a label but run with other engine settings (self-consistency with 3 and with 9 agents,
+    copied without the experiment's cell.json) get the settings that differ in their label, e.g.
+    ``self-consistency [agents=9]``, so one row never pools two configurations."""
+    return _split_label(results, lambda r: r.engine, lambda r, seen: _differing(r.engine, seen))
+
+
+def _split_label(results: Sequence[RunResult], key: Callable[[RunResult], Hashable],
+                 mark: Callable[[RunResult, set], str]) -> list[RunResult]:
+    """Append ``[mark(run, keys seen under its label)]`` to the label of every run whose label is shared by
+    runs with other ``key`` values; runs whose label has one key keep it."""
+    seen: dict[str, set] = {}
+    for r in results:
+        seen.setdefault(r.label, set()).add(key(r))
+    return [replace(r, label=f"{r.label} [{mark(r, seen[r.label])}]") if len(seen[r.label]) > 1 else r
+            for r in results]
+
+
+def _differing(engine: tuple[tuple[str, str], ...], others: set[tuple[tuple[str, str], ...]]) -> str:
+    """``k=v, ...`` for the settings of ``engine`` whose value is not the same in all of ``others``."""
+    return ", ".join(f"{k}={v}" for k, v in engine if len({dict(o).get(k) for o in others}) > 1)
+
+
+def _digest(policy_used: str) -> str:
+    """``sha256:<prefix>`` from a policy_used record; the record itself when it has none."""
+    _, sep, digest = policy_used.rpartition("sha256:")
+    return f"sha256:{digest}" if sep else policy_used or "no policy"
+
+
+def load_run(path: Path) -> RunResult:
+    """One run directory; summarized from its episodes when summary.json is absent."""
+    config = read_json(path / CONFIG) if (path / CONFIG).exists() else {}
+    episodes = read_episodes(path / EPISODES)
+    if (path / SUMMARY).exists():
+        summary = _summary(path / SUMMARY)
+    else:
+        summary = summarize(episodes, config.get("method", "?"), config.get("benchmark", "?"),
+                            config.get("split", "?"))
+    cell = read_json(path / CELL) if (path / CELL).exists() else {}
+    options = config.get("backend_options") or {}
+    return RunResult(path, _label(cell.get("label") or _default_label(summary.method, config.get("policy")), config),
+                     summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
+                     str(options.get("model", "default")), int((config.get("engine") or {}).get("seed", 0)),
+                     summary, actions_by_round(episodes), not (path / SUMMARY).exists(),
+                     str(config.get("policy_used") or ""), _engine(config))
+
+
+def _engine(config: dict) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in (config.get("engine") or {}).items() if k != "seed"))
+
+
+def _default_label(method: str, policy: str | None) -> str:
+    """The method, marked with the policy file when one was given (so two policies do not pool)."""
+    return f"{method} [{Path(policy).stem}]" if policy else method
+
+
+def _label(label: str, config: dict) -> str:
+    """``label``, marked when mpdf ran its documented rule because no trained policy existed, so such a row
+    is never read (or pooled) as the learned policy."""
+    used = str(config.get("policy_used") or "")
+    return f"{label} [{used}]" if used.startswith("rule:") else label
+
+
+def _summary(path: Path) -> Summary:
+    try:
+        return from_json(Summary, read_json(path))
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} is not a run summary ({err}); delete it and rerun to rebuild it") from err
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, or a DelibError naming it."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise DelibError(f"cannot read {path}: {err}") from err
+
+
+def read_episodes(path: Path) -> list[Episode]:
+    """The complete episodes of an episodes.jsonl, read only (a torn last line is ignored, not cut)."""
+    if not path.exists():
+        return []
+    lines = jsonl_lines(path.read_text())
+    try:
+        return [from_json(Episode, json.loads(x)) for x in lines if x.endswith("\n") and x.strip()]
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} holds a line that is not an episode ({err})") from err
+
+
+def actions_by_round(episodes: Sequence[Episode]) -> tuple[tuple[int, ...], ...]:
+    """Counts of each meta-action per round 1..R over ``episodes`` (round-0 turns carry no action)."""
+    rounds = max((t.round for e in episodes for t in e.turns if t.action is not None), default=0)
+    counts = [[0] * len(ACTIONS) for _ in range(rounds)]
+    for turn in (t for e in episodes for t in e.turns if t.action is not None):
+        counts[turn.round - 1][ACTIONS.index(turn.action)] += 1
+    return tuple(tuple(c) for c in counts)
