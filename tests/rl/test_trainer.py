@@ -13,7 +13,6 @@ from deliberation.policy.network import MetaPolicyNet, load_meta, load_policy
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import split_by_example, tensorize
 from deliberation.rl.losses import ALGORITHMS
-from deliberation.rl.sft import oracle_labels
 from deliberation.rl.trainer import CHECKPOINT_NAME, train_pg, train_sft, write_training_outputs
 
 FAST = TrainConfig(epochs=12, lr=1e-2, val_fraction=0.25, seed=0)

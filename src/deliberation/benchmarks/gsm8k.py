@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deliberation.benchmarks import numeric, sources
+from deliberation.benchmarks import sources
 from deliberation.benchmarks.base import NumericBenchmark
 from deliberation.benchmarks.sources import Convert, HubSplit, Row, SplitSources
 from deliberation.errors import DelibError

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import re
 import secrets
 import textwrap
