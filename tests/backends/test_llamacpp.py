@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from deliberation.backends import Backend, make_backend
-from deliberation.backends.llamacpp import DEFAULT_N_CTX, LlamaCppBackend, _changed_settings
+from deliberation.backends.llamacpp import DEFAULT_N_CTX, TAIL_NATS, LlamaCppBackend, _changed_settings, _sample
 from deliberation.errors import DelibError
 from deliberation.types import GenerationRequest, Message
 
@@ -149,3 +150,31 @@ def test_cache_scope_keys_a_window_or_template_off_the_defaults(backend: LlamaCp
     assert _changed_settings(DEFAULT_N_CTX, None) == {}
     one, other = _changed_settings(DEFAULT_N_CTX, "{{ a }}"), _changed_settings(DEFAULT_N_CTX, "{{ b }}")
     assert set(one) == {"chat_format"} and one != other
+
+
+def _full_vocabulary_sample(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """The sampler before the tail cut: inverse CDF over every token, in float64."""
+    z = logits.astype(np.float64) / temperature
+    cdf = np.cumsum(np.exp(z - z.max()))
+    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(cdf) - 1))
+
+
+@pytest.mark.parametrize("scale", [1.0, 4.0, 12.0])
+def test_sampler_draws_what_the_full_vocabulary_sampler_draws(scale: float) -> None:
+    """Cutting tokens TAIL_NATS below the best changes no draw: same generator state, same token."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        logits = (rng.normal(size=4096) * scale).astype(np.float32)  # [vocab]
+        state = rng.bit_generator.state
+        ours = _sample(logits, 0.7, rng)
+        rng.bit_generator.state = state
+        assert ours == _full_vocabulary_sample(logits, 0.7, rng)
+
+
+def test_sampler_follows_the_softmax_and_never_draws_the_far_tail() -> None:
+    logits = np.array([2.0, 1.0, 0.0, 2.0 - TAIL_NATS * 0.7 - 1.0], dtype=np.float32)
+    rng = np.random.default_rng(0)
+    counts = np.bincount([_sample(logits, 0.7, rng) for _ in range(20000)], minlength=4)
+    expected = np.exp(logits[:3] / 0.7) / np.exp(logits[:3] / 0.7).sum()
+    assert counts[3] == 0 and np.allclose(counts[:3] / 20000, expected, atol=0.015)
+    assert _sample(logits, 0.0, rng) == 0

@@ -10,8 +10,8 @@ and copies its KV cells into the decode context; then every ``llama_decode`` car
 running sequence, until all finish (EOS/EOG, a stop string, or ``max_tokens``).
 
 Sampling is done here in numpy, per sequence, with ``numpy.random.default_rng(request.seed)`` over the
-full vocabulary (temperature 0 = greedy): the token drawn at step k depends only on the request's own
-logits and its own generator.
+vocabulary less its far tail (``TAIL_NATS``; temperature 0 = greedy): the token drawn at step k depends
+only on the request's own logits and its own generator.
 
 Guaranteed: the same requests with the same seeds, batched the same way, give the same outputs call
 after call (llama.cpp's CPU kernels are deterministic for a fixed thread count). Also by construction: a
@@ -216,13 +216,22 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum())
 
 
+TAIL_NATS = 30.0
+"""Tokens more than this many nats below the most likely one are never drawn: at most e^-30 of the mass
+each, under 2e-8 together for a 152k vocabulary (below float64 rounding of the cumulative sum), while the
+exponentials and the cumulative sum then cover a few hundred tokens instead of the whole vocabulary."""
+
+
 def _sample(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
-    """Greedy at temperature 0, else one draw from softmax(logits / temperature) (full vocabulary)."""
+    """Greedy at temperature 0, else one draw from softmax(logits / temperature) over the tokens within
+    ``TAIL_NATS`` of the best (one ``rng.random()`` per draw, inverse-CDF in vocabulary order)."""
     if temperature <= 0:
         return int(np.argmax(logits))
-    z = logits.astype(np.float64) / temperature  # [n_vocab]
-    cdf = np.cumsum(np.exp(z - z.max()))
-    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(cdf) - 1))
+    z = logits / np.float32(temperature)  # [n_vocab] float32
+    top = z.max()
+    keep = np.flatnonzero(z >= top - TAIL_NATS)  # [k] token ids, ascending
+    cdf = np.cumsum(np.exp(z[keep].astype(np.float64) - top))  # [k]
+    return int(keep[min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(keep) - 1)])
 
 
 @dataclass(eq=False)
