@@ -98,3 +98,14 @@ def test_require_at_least_names_the_bound_and_the_value(name, value, minimum, wh
         require_at_least(name, value, minimum, why)
     assert str(err.value) == expected
     require_at_least(name, minimum, minimum, why)  # the bound itself passes
+
+
+def test_experiment_benchmark_not_in_the_file_is_named_before_anything_runs(tmp_path, capsys):
+    config = tmp_path / "exp.toml"
+    out = tmp_path / "out"
+    config.write_text(f'name = "g"\nout = "{out.as_posix()}"\nmethods = ["cot"]\nbenchmarks = ["gsm8k"]\n'
+                      '[backend]\nname = "scripted"\n')
+    assert main(["experiment", str(config), "--benchmarks", "gsm8k,mmlu", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'mmlu' is not in" in err and "it has: gsm8k" in err
+    assert not out.exists()
