@@ -218,8 +218,8 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
 
 TAIL_NATS = 30.0
 """Tokens more than this many nats below the most likely one are never drawn: at most e^-30 of the mass
-each, under 2e-8 together for a 152k vocabulary (below float64 rounding of the cumulative sum), while the
-exponentials and the cumulative sum then cover a few hundred tokens instead of the whole vocabulary."""
+each, under 2e-8 together for a 152k vocabulary, while the exponentials and the cumulative sum cover only
+the rest (a median of 11k of smollm2's 49k tokens at temperature 0.7, measured on its real logits)."""
 
 
 def _sample(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
