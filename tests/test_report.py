@@ -75,7 +75,7 @@ def result(label: str, benchmark: str, correct: int, n: int, tokens: int, seed: 
     s = Summary(label, benchmark, "test", n, correct / n, wilson_ci(correct, n), tokens * n, 0, float(tokens), 0.0,
                 2 * n, 2.0, 0, {}, 0.0, 0.5 * n)
     return run_results.RunResult(Path(f"/runs/{label}-{benchmark}-{seed}"), label, label, benchmark, "test", "scripted",
-                            "default", seed, s, (), False)
+                                 "default", seed, s, (), False)
 
 
 def test_average_and_pooling_over_seeds():
