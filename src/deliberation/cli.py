@@ -52,6 +52,11 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -
                    "on a CPU, 3 lets llama.cpp batch 9 requests instead of 3; outputs then depend on the batch)")
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names (``a,b`` or ``a, b``)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -123,7 +128,7 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", help="experiment TOML (see experiments/)")
     p.add_argument("--limit", type=_positive, metavar="N",
                    help="at most N questions per benchmark (a first, smaller table; rerun without it to extend)")
-    p.add_argument("--benchmarks", type=lambda s: s.split(","), metavar="NAME,NAME",
+    p.add_argument("--benchmarks", type=_names, metavar="NAME,NAME",
                    help="only these benchmarks of the file, in this order (the same cells as a full run)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ray_args(p)

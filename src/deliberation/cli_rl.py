@@ -12,15 +12,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from deliberation.cli import (CACHE_HELP, _positive, _registry_names, add_backend_args, add_engine_args,
+from deliberation.cli import (CACHE_HELP, _names, _positive, _registry_names, add_backend_args, add_engine_args,
                               backend_options, cache_path, engine_config)
 
 def _clip_eps(text: str) -> float | None:
     return None if text.lower() == "none" else float(text)
-
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 TRAIN_FLAGS = (("--epochs", int, "passes over the data"), ("--lr", float, "learning rate"),
