@@ -5,26 +5,34 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DELIB := $(VENV)/bin/delib
-# Portable llama.cpp build (DESIGN.md section 4): runs on any AVX2 machine, and is what CI tests. On a CPU
-# with AVX-512 (VNNI), `make llama-native` rebuilds it for this CPU: 1.4x faster with qwen2.5-coder-0.5b here
-# (docs/results/bench/README.md); outputs may differ in the last bits, as across any two builds.
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# llama.cpp is built from source for this CPU (GGML_NATIVE, llama.cpp's own default). DESIGN.md section 4 names
+# the portable AVX2 build; on the 2-core AVX-512 machine here the native one reads prompts 1.4x faster and
+# decodes batches faster (docs/results/bench/README.md), and it runs wherever it was built. A venv shared by
+# machines of other CPU types (one NFS venv for a Ray cluster) needs the portable build: `make PORTABLE=1 ...`
+# on a new venv, `make llama-portable` on an existing one. CMAKE_ARGS in the environment wins (e.g. CUDA).
+# Both skip pip's wheel cache, which keys a built wheel by version, not by CMAKE_ARGS.
+PORTABLE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export CMAKE_ARGS ?= $(if $(PORTABLE),$(PORTABLE_ARGS),-DGGML_NATIVE=ON)
 LLAMA_CPP = llama-cpp-python==$(shell sed -n 's/^llamacpp = \["llama-cpp-python==\(.*\)"\]/\1/p' pyproject.toml)
 export HF_HUB_OFFLINE := 1
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: demo test setup-test setup-demo llama-native clean
+.PHONY: demo test setup-test setup-demo llama-native llama-portable clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-$(VENV)/.test-installed: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.llama-installed: | $(VENV)/bin/python
+	$(PIP) install -q --no-cache-dir "$(LLAMA_CPP)"
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(VENV)/.llama-installed
 	$(PIP) install -q -e ".[llamacpp,server,openai,hf,ray,plot,data,dev]"
 	$(DELIB) models pull smollm2-135m
 	touch $@
 
-$(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.demo-installed: pyproject.toml | $(VENV)/.llama-installed
 	$(PIP) install -q -e ".[llamacpp,plot]"
 	$(DELIB) models pull qwen2.5-coder-1.5b
 	touch $@
@@ -41,6 +49,9 @@ demo: setup-demo
 
 llama-native: | $(VENV)/bin/python
 	CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install -q --force-reinstall --no-deps --no-cache-dir "$(LLAMA_CPP)"
+
+llama-portable: | $(VENV)/bin/python
+	CMAKE_ARGS="$(PORTABLE_ARGS)" $(PIP) install -q --force-reinstall --no-deps --no-cache-dir "$(LLAMA_CPP)"
 
 clean:
 	rm -rf $(VENV) runs/quick

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from deliberation.backends.scripted import ScriptedBackend
-from deliberation.bench import BenchSettings, run_settings
+from deliberation.bench import BenchSettings, llama_build, run_settings
 from deliberation.bench.measure import measure_overhead, measure_updates, synthetic_decisions
 from deliberation.bench.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
                                         Throughput, UpdateResult)
@@ -97,13 +97,22 @@ def test_records_compute_their_ratios_from_the_raw_numbers():
 def test_headline_overhead_is_the_worst_method():
     fast = OverheadResult("mpdf", 10, 100, 1.0, 0.95, 0.1, 0.0)  # 0.5 ms
     slow = OverheadResult("debate", 10, 100, 1.0, 0.8, 0.1, 0.0)  # 2 ms
-    meta = BenchMeta("m", True, "0", "3", "t", "l", "n", 2, 2, (0.0, 0.0, 0.0), "p", "now")
+    meta = BenchMeta("m", True, "0", "3", "t", "l", "AVX2 = 1", "n", 2, 2, (0.0, 0.0, 0.0), "p", "now")
     result = BenchResult(meta, (fast, slow), BatchResult("m", 3, 8, *[Throughput(3, 3, 1.0)] * 3),
                          CacheResult("sc", 1, 1.0, 0.5, 3, 0), (UpdateResult("softrankpo", 8, 16, 2, 1.0, 2),))
     data = result.to_json()
     assert data["overhead_ms_per_call"] == pytest.approx(2.0)
     assert data["episodes_per_s_method"] == "mpdf"
     assert json.loads(json.dumps(data)) == data  # plain JSON values
+
+
+def test_llama_build_lists_the_compiled_cpu_features():
+    class Lib:
+        @staticmethod
+        def llama_print_system_info() -> bytes:
+            return b"CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | "
+
+    assert llama_build(Lib) == "SSE3 = 1 | AVX2 = 1 | AVX512 = 1"
 
 
 def test_presets():
@@ -146,3 +155,4 @@ def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_pat
     assert [u["torch_threads"] for u in data["softrankpo"]][1] == 1
     meta = data["meta"]
     assert meta["model"] == str(smollm2_path) and meta["torch"] and meta["llama_cpp"] and meta["cpu_count"] >= 1
+    assert "AVX2 = 1" in meta["llama_cpp_build"].split(" | ")  # the Makefile's builds, portable or native

@@ -85,6 +85,13 @@ def _stepper(bar: Any) -> Callable[..., Any]:
     return step
 
 
+def llama_build(llama_cpp: Any) -> str:
+    """The CPU features llama.cpp was compiled with ("AVX2 = 1 | AVX512 = 1 | ..."): a portable and a native
+    build of the same version differ in speed by up to 1.4x here (docs/results/bench/README.md)."""
+    info = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
+    return " | ".join(part.strip() for part in info.removeprefix("CPU :").split("|") if part.strip())
+
+
 def collect_meta(settings: BenchSettings) -> BenchMeta:
     """Versions, CPUs and time of this bench."""
     import llama_cpp
@@ -93,9 +100,9 @@ def collect_meta(settings: BenchSettings) -> BenchMeta:
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return BenchMeta(settings.model, settings.quick, __version__, platform.python_version(), torch.__version__,
-                     llama_cpp.__version__, np.__version__, os.cpu_count() or 1, settings.threads,
+                     llama_cpp.__version__, llama_build(llama_cpp), np.__version__, os.cpu_count() or 1, settings.threads,
                      (load[0], load[1], load[2]), platform.platform(),
                      datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
-__all__ = ["BenchResult", "BenchSettings", "run_bench", "run_settings"]
+__all__ = ["BenchResult", "BenchSettings", "llama_build", "run_bench", "run_settings"]

@@ -180,6 +180,7 @@ class BenchMeta:
     python: str
     torch: str
     llama_cpp: str
+    llama_cpp_build: str  # llama_print_system_info(): the instruction sets compiled in (AVX512 = native build)
     numpy: str
     cpu_count: int
     threads: int  # llama.cpp threads on both sides of the batching comparison
