@@ -100,8 +100,8 @@ def collect_meta(settings: BenchSettings) -> BenchMeta:
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return BenchMeta(settings.model, settings.quick, __version__, platform.python_version(), torch.__version__,
-                     llama_cpp.__version__, llama_build(llama_cpp), np.__version__, os.cpu_count() or 1, settings.threads,
-                     (load[0], load[1], load[2]), platform.platform(),
+                     llama_cpp.__version__, llama_build(llama_cpp), np.__version__, os.cpu_count() or 1,
+                     settings.threads, (load[0], load[1], load[2]), platform.platform(),
                      datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
