@@ -1,5 +1,7 @@
 """Run directory: durable appends, torn lines, Wilson interval."""
 
+from dataclasses import replace
+
 import pytest
 
 from deliberation.errors import DelibError
@@ -96,3 +98,16 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
     monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))
     RunDir(out).append(RunDir(out).episodes()[0])  # a second writer's duplicate
     assert runner.execute(replace(spec, limit=4), str(out), progress=False).n == 4
+
+
+def test_a_finished_run_is_summarized_without_building_a_backend(tmp_path, monkeypatch):
+    """Rerunning a finished run (a resumed experiment passes its done cells) loads no model."""
+    from deliberation import runner
+    from deliberation.runner import RunSpec, execute
+
+    spec = RunSpec(method="cot", benchmark="gsm8k", limit=3, backend="scripted", command="test")
+    first = execute(spec, str(tmp_path), progress=False)
+    monkeypatch.setattr(runner, "make_backend", lambda *a, **k: pytest.fail("built a backend for a finished run"))
+    assert execute(spec, str(tmp_path), progress=False) == first
+    with pytest.raises(pytest.fail.Exception, match="finished run"):  # one more question: a backend again
+        execute(replace(spec, limit=4), str(tmp_path), progress=False)

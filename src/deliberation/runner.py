@@ -117,8 +117,9 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     run_dir = RunDir.open(out, config_record(spec))
     done = run_dir.finished_ids()
     todo = [ex for ex in examples if ex.id not in done]
-    if todo:
-        run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
+    if not todo:  # finished: no model to load, no empty progress bar
+        return finish(run_dir, spec, [ex.id for ex in examples])
+    run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
