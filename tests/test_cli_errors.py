@@ -109,3 +109,7 @@ def test_experiment_benchmark_not_in_the_file_is_named_before_anything_runs(tmp_
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'mmlu' is not in" in err and "it has: gsm8k" in err
     assert not out.exists()
+    assert main(["experiment", str(config), "--methods", "cot,debate", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--methods: 'debate' is not in" in err and "it has: cot" in err
+    assert not out.exists()

@@ -10,7 +10,8 @@ import pytest
 from deliberation.backends import make_backend
 from deliberation.backends.cache import CachedBackend
 from deliberation.errors import DelibError
-from deliberation.experiment import cap_limits, load_experiment, only_benchmarks, plan, run_experiment
+from deliberation.experiment import (cap_limits, load_experiment, only_benchmarks, only_methods, plan,
+                                     run_experiment)
 from deliberation.runs import RunDir
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -194,3 +195,18 @@ def test_only_benchmarks_runs_the_same_cells_in_the_order_given(tmp_path):
         only_benchmarks(cfg, ["gsm8k", "math"])
     with pytest.raises(DelibError, match="each benchmark once"):
         only_benchmarks(cfg, ["gsm8k", "gsm8k"])
+
+
+def test_only_methods_runs_the_same_cells_of_those_rows_in_the_order_given(tmp_path):
+    variant = '[[variants]]\nlabel = "sc-9"\nmethod = "self-consistency"\nagents = 9\n'
+    text = GRID.replace('["gsm8k"]', '["gsm8k", "mmlu"]') + variant
+    cfg = load_experiment(write_config(tmp_path, text))
+    whole = {c.out: c.spec for c in plan(cfg)}
+    cut = plan(only_methods(cfg, ["sc-9", "debate"]))
+    assert [(c.benchmark, c.label) for c in cut] == [(b, m) for b in ("gsm8k", "mmlu") for m in ("sc-9", "debate")]
+    assert all(whole[c.out] == c.spec for c in cut)  # same directory, same spec, same recorded command
+    assert cut[0].spec.engine.agents == 9  # a variant keeps its settings
+    with pytest.raises(DelibError, match=r"--methods: 'mpdf' is not in .*exp\.toml; it has: self-consistency, deb"):
+        only_methods(cfg, ["debate", "mpdf"])
+    with pytest.raises(DelibError, match="each method once"):
+        only_methods(cfg, [])

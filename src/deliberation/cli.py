@@ -123,13 +123,16 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
         "generated once. Ends with the report table in <out>/report.",
         epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
         "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first\n"
-        "  delib experiment experiments/table1.toml --benchmarks mmlu,gsm8k   # only these, in this order",
+        "  delib experiment experiments/table1.toml --benchmarks mmlu,gsm8k   # only these, in this order\n"
+        "  delib experiment experiments/table1.toml --methods mpdf,debate --limit 10   # extend two rows",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", help="experiment TOML (see experiments/)")
     p.add_argument("--limit", type=_positive, metavar="N",
                    help="at most N questions per benchmark (a first, smaller table; rerun without it to extend)")
     p.add_argument("--benchmarks", type=_names, metavar="NAME,NAME",
                    help="only these benchmarks of the file, in this order (the same cells as a full run)")
+    p.add_argument("--methods", type=_names, metavar="LABEL,LABEL",
+                   help="only these methods or variant labels of the file, in this order (the same cells)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ray_args(p)
     p.set_defaults(func=cmd_experiment)
@@ -237,6 +240,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         cfg = experiment.cap_limits(cfg, args.limit)
     if args.benchmarks is not None:
         cfg = experiment.only_benchmarks(cfg, args.benchmarks)
+    if args.methods is not None:
+        cfg = experiment.only_methods(cfg, args.methods)
     summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers,
                                           ray_address=args.ray_address, notify=print)
     for s in summaries:

@@ -139,12 +139,26 @@ def only_benchmarks(cfg: ExperimentConfig, names: Sequence[str]) -> ExperimentCo
     """``cfg`` cut to the benchmarks ``names``, run in the order given (``delib experiment --benchmarks``):
     on a small machine the cheap benchmarks of a grid can come first. Each cell is the one the whole file
     runs, so the command recorded in the runs stays the file's."""
-    unknown = next((n for n in names if n not in cfg.benchmarks), None)
+    return replace(cfg, benchmarks=_subset(names, cfg.benchmarks, "--benchmarks", "benchmark", cfg.source))
+
+
+def only_methods(cfg: ExperimentConfig, labels: Sequence[str]) -> ExperimentConfig:
+    """``cfg`` cut to the rows ``labels`` (methods and variant labels), in the order given (``delib
+    experiment --methods``): extend the methods a comparison turns on to more questions first. The cells
+    are the whole file's, as for ``only_benchmarks``."""
+    arms = {arm.label: arm for arm in cfg.arms}
+    chosen = _subset(labels, tuple(arms), "--methods", "method", cfg.source)
+    return replace(cfg, arms=tuple(arms[label] for label in chosen))
+
+
+def _subset(names: Sequence[str], available: Sequence[str], flag: str, what: str, source: str) -> tuple[str, ...]:
+    """``names`` if each is one of ``available`` and none repeats; else a one-line error naming the flag."""
+    unknown = next((n for n in names if n not in available), None)
     if unknown is not None:
-        raise DelibError(f"--benchmarks: {unknown!r} is not in {cfg.source}; it has: {', '.join(cfg.benchmarks)}")
+        raise DelibError(f"{flag}: {unknown!r} is not in {source}; it has: {', '.join(available)}")
     if not names or len(set(names)) != len(names):
-        raise DelibError(f"--benchmarks must name each benchmark once, got {','.join(names) or 'nothing'}")
-    return replace(cfg, benchmarks=tuple(names))
+        raise DelibError(f"{flag} must name each {what} once, got {','.join(names) or 'nothing'}")
+    return tuple(names)
 
 
 def _concurrency(raw: Mapping[str, Any], source: str) -> int:
