@@ -10,7 +10,7 @@ DELIB := $(VENV)/bin/delib
 # decodes batches faster (docs/results/bench/README.md), and it runs wherever it was built. A venv shared by
 # machines of other CPU types (one NFS venv for a Ray cluster) needs the portable build: `make PORTABLE=1 ...`
 # on a new venv, `make llama-portable` on an existing one. CMAKE_ARGS in the environment wins (e.g. CUDA).
-# Both skip pip's wheel cache, which keys a built wheel by version, not by CMAKE_ARGS.
+# Every llama.cpp install here skips pip's wheel cache, which keys a built wheel by version, not CMAKE_ARGS.
 PORTABLE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_ARGS ?= $(if $(PORTABLE),$(PORTABLE_ARGS),-DGGML_NATIVE=ON)
 LLAMA_CPP = llama-cpp-python==$(shell sed -n 's/^llamacpp = \["llama-cpp-python==\(.*\)"\]/\1/p' pyproject.toml)
