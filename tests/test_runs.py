@@ -111,3 +111,18 @@ def test_a_finished_run_is_summarized_without_building_a_backend(tmp_path, monke
     assert execute(spec, str(tmp_path), progress=False) == first
     with pytest.raises(pytest.fail.Exception, match="finished run"):  # one more question: a backend again
         execute(replace(spec, limit=4), str(tmp_path), progress=False)
+
+
+def test_resuming_with_other_resumable_settings_records_them(tmp_path):
+    """An extension (--limit 6 after --limit 3) leaves its command in config.json; an identical rerun adds nothing."""
+    import json
+
+    first = {"method": "m", "limit": 3, "command": "delib run --limit 3"}
+    RunDir.open(tmp_path, first)
+    RunDir.open(tmp_path, first)
+    RunDir.open(tmp_path, {**first, "limit": 6, "command": "delib run --limit 6"})
+    RunDir.open(tmp_path, {**first, "limit": 6, "command": "delib run --limit 6"})
+    RunDir.open(tmp_path, {**first, "limit": 6, "command": "delib run --limit 6", "concurrency": 3})
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["limit"] == 3 and config["command"] == "delib run --limit 3"  # the first run's, kept
+    assert config["resumes"] == [{"command": "delib run --limit 6", "limit": 6}, {"concurrency": 3}]

@@ -88,12 +88,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency"})
+RESUMES = "resumes"
+"""config.json key: the resumable settings of each later run that changed them ({"limit": 6, "command": ...}),
+so a run extended past its first limit still records how it got its episodes."""
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` without the keys a resumed run may change."""
-    kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS}
+    kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS and k != RESUMES}
     if isinstance(kept.get("backend_options"), dict):
         kept["backend_options"] = {k: v for k, v in kept["backend_options"].items() if k not in _SPEED_OPTIONS}
     return kept
@@ -111,7 +114,9 @@ class RunDir:
         run.path.mkdir(parents=True, exist_ok=True)
         cfg_path = run.path / CONFIG
         if cfg_path.exists():
-            run._check_same(json.loads(cfg_path.read_text()), config)
+            old = json.loads(cfg_path.read_text())
+            run._check_same(old, config)
+            run._record_resume(old, config)
         else:
             write_json_atomic(cfg_path, config)
         return run
@@ -122,6 +127,15 @@ class RunDir:
         if diff:
             raise DelibError(f"{self.path} holds a run with other settings ({', '.join(diff)}); "
                              "use another --out or delete it")
+
+    def _record_resume(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """Append to config.json the resumable settings ``new`` changes against the latest recorded ones."""
+        latest = {**old}
+        for entry in old.get(RESUMES, []):
+            latest.update(entry)
+        changed = {k: new.get(k) for k in sorted(_RESUMABLE_KEYS) if new.get(k) != latest.get(k)}
+        if changed:
+            write_json_atomic(self.path / CONFIG, {**old, RESUMES: [*old.get(RESUMES, []), changed]})
 
     def episodes(self) -> list[Episode]:
         """Every complete episode in the file (a torn last line from a killed run is dropped)."""
