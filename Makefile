@@ -11,9 +11,11 @@ DELIB := $(VENV)/bin/delib
 # machines of other CPU types (one NFS venv for a Ray cluster) needs the portable build: `make PORTABLE=1 ...`
 # on a new venv, `make llama-portable` on an existing one. CMAKE_ARGS in the environment wins (e.g. CUDA).
 # Every llama.cpp install here skips pip's wheel cache, which keys a built wheel by version, not CMAKE_ARGS.
+NATIVE_ARGS := -DGGML_NATIVE=ON
 PORTABLE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-export CMAKE_ARGS ?= $(if $(PORTABLE),$(PORTABLE_ARGS),-DGGML_NATIVE=ON)
+export CMAKE_ARGS ?= $(if $(PORTABLE),$(PORTABLE_ARGS),$(NATIVE_ARGS))
 LLAMA_CPP = llama-cpp-python==$(shell sed -n 's/^llamacpp = \["llama-cpp-python==\(.*\)"\]/\1/p' pyproject.toml)
+LLAMA_REBUILD = $(PIP) install -q --force-reinstall --no-deps --no-cache-dir "$(LLAMA_CPP)"
 export HF_HUB_OFFLINE := 1
 DATA ?= $(abspath ../shared/data)
 
@@ -48,10 +50,10 @@ demo: setup-demo
 	cat runs/quick/report/report.md
 
 llama-native: | $(VENV)/bin/python
-	CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install -q --force-reinstall --no-deps --no-cache-dir "$(LLAMA_CPP)"
+	CMAKE_ARGS="$(NATIVE_ARGS)" $(LLAMA_REBUILD)
 
 llama-portable: | $(VENV)/bin/python
-	CMAKE_ARGS="$(PORTABLE_ARGS)" $(PIP) install -q --force-reinstall --no-deps --no-cache-dir "$(LLAMA_CPP)"
+	CMAKE_ARGS="$(PORTABLE_ARGS)" $(LLAMA_REBUILD)
 
 clean:
 	rm -rf $(VENV) runs/quick
