@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from deliberation.backends import Backend, make_backend
-from deliberation.backends.llamacpp import DEFAULT_N_CTX, TAIL_NATS, LlamaCppBackend, _changed_settings, _sample
+from deliberation.backends.llamacpp import DEFAULT_N_CTX, LlamaCppBackend, _changed_settings
+from deliberation.backends.llamacpp_sequence import TAIL_NATS, sample
 from deliberation.errors import DelibError
 from deliberation.types import GenerationRequest, Message
 
@@ -166,7 +167,7 @@ def test_sampler_draws_what_the_full_vocabulary_sampler_draws(scale: float) -> N
     for _ in range(300):
         logits = (rng.normal(size=4096) * scale).astype(np.float32)  # [vocab]
         state = rng.bit_generator.state
-        ours = _sample(logits, 0.7, rng)
+        ours = sample(logits, 0.7, rng)
         rng.bit_generator.state = state
         assert ours == _full_vocabulary_sample(logits, 0.7, rng)
 
@@ -174,7 +175,7 @@ def test_sampler_draws_what_the_full_vocabulary_sampler_draws(scale: float) -> N
 def test_sampler_follows_the_softmax_and_never_draws_the_far_tail() -> None:
     logits = np.array([2.0, 1.0, 0.0, 2.0 - TAIL_NATS * 0.7 - 1.0], dtype=np.float32)
     rng = np.random.default_rng(0)
-    counts = np.bincount([_sample(logits, 0.7, rng) for _ in range(20000)], minlength=4)
+    counts = np.bincount([sample(logits, 0.7, rng) for _ in range(20000)], minlength=4)
     expected = np.exp(logits[:3] / 0.7) / np.exp(logits[:3] / 0.7).sum()
     assert counts[3] == 0 and np.allclose(counts[:3] / 20000, expected, atol=0.015)
-    assert _sample(logits, 0.0, rng) == 0
+    assert sample(logits, 0.0, rng) == 0

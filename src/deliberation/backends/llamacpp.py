@@ -9,9 +9,10 @@ A wave first reads each prompt alone in a one-sequence prefill context, in chunk
 and copies its KV cells into the decode context; then every ``llama_decode`` carries one token of every
 running sequence, until all finish (EOS/EOG, a stop string, or ``max_tokens``).
 
-Sampling is done here in numpy, per sequence, with ``numpy.random.default_rng(request.seed)`` over the
-vocabulary less its far tail (``TAIL_NATS``; temperature 0 = greedy): the token drawn at step k depends
-only on the request's own logits and its own generator.
+Sampling (``llamacpp_sequence.py``) is done in numpy, per sequence, with
+``numpy.random.default_rng(request.seed)`` over the vocabulary less its far tail (``TAIL_NATS``;
+temperature 0 = greedy): the token drawn at step k depends only on the request's own logits and its own
+generator.
 
 Guaranteed: the same requests with the same seeds, batched the same way, give the same outputs call
 after call (llama.cpp's CPU kernels are deterministic for a fixed thread count). Also by construction: a
@@ -40,7 +41,6 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -48,7 +48,8 @@ import numpy as np
 from deliberation import models
 from deliberation.backends.base import cache_scope
 from deliberation.errors import DelibError, install_hint
-from deliberation.types import Completion, GenerationRequest, TokenLogprob
+from deliberation.backends.llamacpp_sequence import SequenceState
+from deliberation.types import Completion, GenerationRequest
 
 
 def _import_llama_cpp() -> Any:
@@ -210,100 +211,6 @@ class _Runtime:
         self.lib.llama_model_free(self.model)
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits.astype(np.float64)  # [n_vocab]
-    z -= z.max()
-    return z - np.log(np.exp(z).sum())
-
-
-TAIL_NATS = 30.0
-"""Tokens more than this many nats below the most likely one are never drawn: at most e^-30 of the mass
-each, under 2e-8 together for a 152k vocabulary, while the exponentials and the cumulative sum cover only
-the rest (a median of 11k of smollm2's 49k tokens at temperature 0.7, measured on its real logits)."""
-
-
-def _sample(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
-    """Greedy at temperature 0, else one draw from softmax(logits / temperature) over the tokens within
-    ``TAIL_NATS`` of the best (one ``rng.random()`` per draw, inverse-CDF in vocabulary order)."""
-    if temperature <= 0:
-        return int(np.argmax(logits))
-    z = logits / np.float32(temperature)  # [n_vocab] float32
-    top = z.max()
-    keep = np.flatnonzero(z >= top - TAIL_NATS)  # [k] token ids, ascending
-    cdf = np.cumsum(np.exp(z[keep].astype(np.float64) - top))  # [k]
-    return int(keep[min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(keep) - 1)])
-
-
-@dataclass(eq=False)
-class _Seq:
-    """Decoding state of one request while it occupies a sequence slot (internal to this module)."""
-
-    index: int  # position of the request in the generate() call
-    request: GenerationRequest
-    slot: int  # llama.cpp sequence id
-    prompt: list[int]
-    limit: int  # max_tokens, capped so the sequence fits the context
-    rng: np.random.Generator
-    latency: float = 0.0  # seconds from the start of the generate() call to its last token
-    tokens: list[int] = field(default_factory=list)
-    data: bytearray = field(default_factory=bytearray)
-    logprobs: list[TokenLogprob] = field(default_factory=list)
-    text: str = ""
-    finish: str | None = None
-
-    def next_input(self) -> tuple[int, int, int]:
-        """(token, position, sequence id) of the last sampled token, to be decoded next."""
-        return self.tokens[-1], len(self.prompt) + len(self.tokens) - 1, self.slot
-
-    def advance(self, logits: np.ndarray, runtime: _Runtime) -> None:
-        """Sample the next token from ``logits`` with this request's own generator and record it."""
-        self.accept(_sample(logits, self.request.temperature, self.rng), logits, runtime)
-
-    def accept(self, token: int, logits: np.ndarray, runtime: _Runtime) -> None:
-        """Record the token sampled from ``logits``, then check EOS/EOG, stop strings and the limit."""
-        if self.limit == 0:
-            self.finish = "length"
-            return
-        if runtime.is_eog(token):  # not part of the text nor counted, as in llama-cpp-python
-            self.finish = "stop"
-            return
-        self.tokens.append(token)
-        self.data += runtime.piece(token)
-        if self.request.logprobs:
-            self.logprobs.append(_token_logprob(logits, token, self.request.top_logprobs, runtime))
-        self.text = self.data.decode("utf-8", errors="ignore")
-        cut = [i for i in (self.text.find(s) for s in self.request.stop if s) if i >= 0]
-        if cut:
-            self.text, self.finish = self.text[: min(cut)], "stop"
-        elif len(self.tokens) >= self.limit:
-            self.finish = "length"
-
-    def completion(self) -> Completion:
-        return Completion(
-            text=self.text,
-            prompt_tokens=len(self.prompt),
-            completion_tokens=len(self.tokens),
-            logprobs=tuple(self.logprobs) if self.request.logprobs else None,
-            finish_reason=self.finish or "length",
-            latency_s=self.latency,
-        )
-
-
-def _token_logprob(logits: np.ndarray, token: int, top_n: int, runtime: _Runtime) -> TokenLogprob:
-    """Log-softmax of the raw logits (before temperature), with the ``top_n`` best alternatives."""
-    logp = _log_softmax(logits)  # [n_vocab]
-    top: tuple[tuple[str, float], ...] = ()
-    if top_n > 0:
-        best = np.argpartition(-logp, top_n)[:top_n]
-        best = best[np.argsort(-logp[best], kind="stable")]
-        top = tuple((_text(runtime, int(t)), float(logp[t])) for t in best)
-    return TokenLogprob(_text(runtime, token), float(logp[token]), top)
-
-
-def _text(runtime: _Runtime, token: int) -> str:
-    return runtime.piece(token).decode("utf-8", errors="replace")
-
-
 class LlamaCppBackend:
     """llama.cpp in this process, batched. ``model``: catalogue name, ``.gguf`` path or HF id.
 
@@ -370,16 +277,16 @@ class LlamaCppBackend:
                 completions += self._wave(seqs[first : first + self._max_parallel], read, start)
             return completions
 
-    def _sequence(self, index: int, request: GenerationRequest) -> _Seq:
+    def _sequence(self, index: int, request: GenerationRequest) -> SequenceState:
         prompt = self.prompt_tokens(request)
         if len(prompt) >= self._rt.n_ctx:
             n_ctx = self._rt.n_ctx
             raise DelibError(f"a prompt of {len(prompt)} tokens does not fit n_ctx={n_ctx}; raise n_ctx")
         limit = min(request.max_tokens, self._rt.n_ctx - len(prompt))  # the sequence must fit its n_ctx
         rng = np.random.default_rng(request.seed)
-        return _Seq(index, request, index % self._max_parallel, prompt, limit, rng)
+        return SequenceState(index, request, index % self._max_parallel, prompt, limit, rng)
 
-    def _wave(self, seqs: list[_Seq], read: dict[tuple[int, ...], tuple[np.ndarray, Any]],
+    def _wave(self, seqs: list[SequenceState], read: dict[tuple[int, ...], tuple[np.ndarray, Any]],
               start: float) -> list[Completion]:
         """Decode ``seqs`` (at most max_parallel) until all finish, on an empty KV cache. ``read`` holds
         the prompts already read in this call: a prompt asked again (k samples, agents of round 0) is read
@@ -407,7 +314,7 @@ class LlamaCppBackend:
         return [seq.completion() for seq in seqs]
 
     @staticmethod
-    def _finish(active: list[_Seq], start: float) -> list[_Seq]:
+    def _finish(active: list[SequenceState], start: float) -> list[SequenceState]:
         """Stamp the latency of sequences that just finished; return those still running."""
         for seq in active:
             if seq.finish and not seq.latency:
