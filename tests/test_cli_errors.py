@@ -59,8 +59,9 @@ def test_unknown_model_lists_the_catalogue(tmp_path, capsys):
 
 def test_settings_change_into_same_directory_is_refused(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["run", "--method", "cot", "--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet"]) == 0
-    assert main(["run", "--method", "debate", "--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet"]) == 2
+    common = ["--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet"]
+    assert main(["run", "--method", "cot", *common]) == 0
+    assert main(["run", "--method", "debate", *common]) == 2
     assert "other settings" in capsys.readouterr().err
 
 

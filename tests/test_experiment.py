@@ -82,7 +82,8 @@ def test_plan_is_benchmark_major(tmp_path):
 
 
 def test_failed_cell_does_not_stop_the_others(tmp_path):
-    text = GRID.replace('"debate"', '"cot"') + '[[variants]]\nlabel = "mpdf-x"\nmethod = "mpdf"\npolicy = "missing.pt"\n'
+    variant = '[[variants]]\nlabel = "mpdf-x"\nmethod = "mpdf"\npolicy = "missing.pt"\n'
+    text = GRID.replace('"debate"', '"cot"') + variant
     cfg = load_experiment(write_config(tmp_path, text))
     assert [(a.label, a.method, a.policy) for a in cfg.arms][-1] == ("mpdf-x", "mpdf", "missing.pt")
     with pytest.raises(DelibError, match=r"1 of 3 cells failed .*mpdf-x/gsm8k/s0: .*missing\.pt") as err:

@@ -14,3 +14,14 @@ def test_pyflakes_finds_nothing():
     paths = [str(REPO / p) for p in ("src", "tests", "benchmarks")]
     done = subprocess.run([sys.executable, "-m", "pyflakes", *paths], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+MAX_LINE = 120
+
+
+def test_no_line_is_longer_than_the_limit():
+    """Lines stay within MAX_LINE characters (the style of the project); each offender is listed."""
+    long = [f"{path.relative_to(REPO)}:{n}" for root in ("src", "tests", "benchmarks")
+            for path in sorted((REPO / root).rglob("*.py"))
+            for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > MAX_LINE]
+    assert not long, "lines over {} characters: {}".format(MAX_LINE, ", ".join(long))

@@ -48,7 +48,8 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     _iterate_parser(sub)
 
 
-ITERATE_CACHE_HELP = "SQLite response cache (default: <out>/responses.sqlite, shared by all iterations; 'none' disables)"
+ITERATE_CACHE_HELP = ("SQLite response cache (default: <out>/responses.sqlite, shared by all iterations; "
+                      "'none' disables)")
 
 
 def _collection_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -> None:

@@ -202,7 +202,8 @@ def _label(value: str, what: str, source: str) -> str:
     return value
 
 
-def _names(raw: Mapping[str, Any], key: str, valid: Sequence[str], source: str, required: bool = False) -> tuple[str, ...]:
+def _names(raw: Mapping[str, Any], key: str, valid: Sequence[str], source: str,
+           required: bool = False) -> tuple[str, ...]:
     """A list of registry names, each checked against ``valid``."""
     values = _get(raw, key, list, source, ... if required else [])
     if required and not values:

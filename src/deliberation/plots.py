@@ -192,7 +192,7 @@ def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
     fig, axes = _figure(len(runs))
     for ax, run in zip(axes, runs):
         for k, action in enumerate(ACTIONS):
-            for j, (stage, xs, ys) in enumerate(_series(run, lambda p, k=k: p.val_actions[k] if p.val_actions else None)):
+            for j, (stage, xs, ys) in enumerate(_series(run, _held_out_share(k))):
                 ax.plot(xs, ys, color=ACTION_COLOURS[k], label=None if j else action.value, **_line_style(stage, xs))
         ax.set(title=run.name, xlabel="optimizer step (dashed: sft)", ylabel="share of held-out decisions",
                ylim=(0, 1))
@@ -220,7 +220,13 @@ def reward_scale_ablation(runs: Sequence[TrainingRun], path: Path) -> PlotOutcom
 # --- helpers --------------------------------------------------------------------------------------------
 
 
-def _series(run: TrainingRun, value: Callable[[TrainingPoint], float | None]) -> list[tuple[str, list[int], list[float]]]:
+def _held_out_share(k: int) -> Callable[[TrainingPoint], float | None]:
+    """A training point's held-out share of action ``k`` (None where no held-out set was kept)."""
+    return lambda p: p.val_actions[k] if p.val_actions else None
+
+
+def _series(run: TrainingRun,
+            value: Callable[[TrainingPoint], float | None]) -> list[tuple[str, list[int], list[float]]]:
     """(stage, x, y) per stage of a run; x counts steps across stages so SFT and fine-tuning line up in
     sequence; points whose value is None (no held-out set) are left out."""
     series: dict[str, tuple[list[int], list[float]]] = {}

@@ -58,14 +58,16 @@ def test_equivalent_programs_share_a_key_and_different_ones_do_not(examples: lis
     assert key(close, PAIRS.format(body="    return False\n")) != a
 
 
-def test_raising_and_looping_programs_get_keys_without_hanging(examples: list[Example], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_raising_and_looping_programs_get_keys_without_hanging(examples: list[Example],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(humaneval, "KEY_PER_CALL_S", 0.3)
     close = examples[0]
     raising = key(close, PAIRS.format(body="    raise ValueError('no')\n"))
     assert raising == "exec:!ValueError !ValueError"
     start = time.monotonic()
     looping = key(close, PAIRS.format(body="    while True:\n        pass\n"))
-    stubborn = key(close, PAIRS.format(body="    while True:\n        try:\n            pass\n        except BaseException:\n            pass\n"))
+    swallow = "    while True:\n        try:\n            pass\n        except BaseException:\n            pass\n"
+    stubborn = key(close, PAIRS.format(body=swallow))
     assert time.monotonic() - start < 20
     assert looping == stubborn == "exec:!timeout !timeout"
     assert key(close, PAIRS.format(body="    return {}[0]\n")) == "exec:!KeyError !KeyError"
@@ -81,7 +83,8 @@ def test_key_is_deterministic_and_cached(examples: list[Example], monkeypatch: p
     assert key(close, text) == first
 
 
-def test_prompt_without_examples_falls_back_to_the_text_key(examples: list[Example], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompt_without_examples_falls_back_to_the_text_key(examples: list[Example],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     decode = next(e for e in examples if e.meta["entry_point"] == "decode_cyclic")
     assert example_calls(decode.question, "decode_cyclic") == ()
     monkeypatch.setattr(sandbox, "run_program", lambda *a, **k: pytest.fail("nothing to run"))

@@ -6,8 +6,9 @@ than llama.cpp on CPU (DESIGN.md section 4), so it is the fallback, not the defa
 Prompt: the tokenizer's chat template when it has one, else the plain "role: content" lines followed
 by "assistant:". Batching and seeds: ``generate`` in transformers draws from the one global torch RNG,
 so a batch cannot give each row its own seed. Greedy requests (temperature 0) need no RNG and run in
-left-padded batches of ``batch_size``; sampled requests run one at a time under ``torch.manual_seed(request.seed)`` inside
-``torch.random.fork_rng`` so the caller's RNG state is left untouched. A batched greedy row equals the
+left-padded batches of ``batch_size``; sampled requests run one at a time under
+``torch.manual_seed(request.seed)`` inside ``torch.random.fork_rng`` so the caller's RNG state is left
+untouched. A batched greedy row equals the
 same request run alone up to float rounding of the padded attention.
 
 Logprobs are the log-softmax of the raw logits (``output_logits``), i.e. the model's own distribution

@@ -90,7 +90,8 @@ class ScriptedBackend:
 
     def _build_index(self, bench: Benchmark) -> dict[str, Example]:
         """Formatted question -> example, over every split of one benchmark."""
-        return {bench.format_question(ex): ex for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir)}
+        examples = (ex for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir))
+        return {bench.format_question(ex): ex for ex in examples}
 
     def _p_initial(self, example: Example, agent: int) -> float:
         difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3
@@ -106,8 +107,10 @@ class ScriptedBackend:
             return rng.random() >= self.p_break
         return rng.random() < self.p_fix + 0.5 * share
 
-    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, user: str, rng: np.random.Generator) -> Completion:
-        solution = next((s.split("\n", 1)[-1] for s in user.split(prompts.SECTION) if s.startswith("Proposed solution")), "")
+    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, user: str,
+                rng: np.random.Generator) -> Completion:
+        sections = user.split(prompts.SECTION)
+        solution = next((s.split("\n", 1)[-1] for s in sections if s.startswith("Proposed solution")), "")
         mean = self.conf_right if bench.score(example, solution) else self.conf_wrong
         p_yes = float(np.clip(rng.normal(mean, 0.15), 0.01, 0.99))
         if prompts.VERBAL_QUESTION in user:
@@ -145,7 +148,8 @@ class ScriptedBackend:
         wrong = value + (1 + pick % 9) * (1 if pick % 2 else -1)
         return str(int(wrong)) if wrong == int(wrong) else f"{wrong:g}"
 
-    def _completion(self, request: GenerationRequest, text: str, logprobs: tuple[TokenLogprob, ...] | None = None) -> Completion:
+    def _completion(self, request: GenerationRequest, text: str,
+                    logprobs: tuple[TokenLogprob, ...] | None = None) -> Completion:
         """Count ~4 characters a token; cut the text at max_tokens like a real model."""
         finish = "length" if len(text) > 4 * request.max_tokens else "stop"
         text = text[: 4 * request.max_tokens]

@@ -111,10 +111,12 @@ def record_of(ctx: Context, completion: Completion, changed: bool) -> AgentRecor
                        completion.completion_tokens, completion.finish_reason == "length", changed)
 
 
-def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequence[int], round_: int) -> list[Completion]:
+def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequence[int],
+             round_: int) -> list[Completion]:
     """One batch of answer requests, one per agent listed."""
+    seed = ctx.cfg.seed
     requests = [
-        GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(ctx.cfg.seed, ctx.example.id, a, round_))
+        GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(seed, ctx.example.id, a, round_))
         for m, a in zip(messages, agents)
     ]
     return call_backend(ctx, requests)
@@ -161,7 +163,8 @@ def refine_messages(ctx: Context, records: Sequence[AgentRecord], i: int) -> tup
     return ctx.spec.update(ctx.question, records[i].text, [p.text for p in peers], [p.confidence for p in peers])
 
 
-def apply_actions(ctx: Context, records: list[AgentRecord], actions: Sequence[Action], round_: int) -> tuple[list[AgentRecord], list[list[Completion]]]:
+def apply_actions(ctx: Context, records: list[AgentRecord], actions: Sequence[Action],
+                  round_: int) -> tuple[list[AgentRecord], list[list[Completion]]]:
     """Execute one round's actions; REFINE calls go out as one batch. Returns new records and the
     completions each agent spent (for token accounting)."""
     refiners = [i for i, a in enumerate(actions) if a is Action.REFINE]
@@ -178,7 +181,8 @@ def apply_actions(ctx: Context, records: list[AgentRecord], actions: Sequence[Ac
     return new, spent
 
 
-def deliberation_round(ctx: Context, records: list[AgentRecord], round_: int, rng: np.random.Generator) -> tuple[list[AgentRecord], list[Turn]]:
+def deliberation_round(ctx: Context, records: list[AgentRecord], round_: int,
+                       rng: np.random.Generator) -> tuple[list[AgentRecord], list[Turn]]:
     """One round: observe, decide, act, re-score confidence of changed responses."""
     obs = observe([r.view() for r in records], round_, ctx.cfg.rounds)
     actions, _ = ctx.spec.policy.decide(obs, rng)
@@ -188,7 +192,8 @@ def deliberation_round(ctx: Context, records: list[AgentRecord], round_: int, rn
     return new, turns
 
 
-def _rescore(ctx: Context, new: list[AgentRecord], actions: Sequence[Action]) -> tuple[list[AgentRecord], list[Completion | None]]:
+def _rescore(ctx: Context, new: list[AgentRecord],
+             actions: Sequence[Action]) -> tuple[list[AgentRecord], list[Completion | None]]:
     """Critic calls for every refined response (its text is new even when its answer is not); conceded
     ones keep the adopted peer's confidence."""
     needs = [replace(r, changed=a is Action.REFINE) for r, a in zip(new, actions)]
@@ -227,7 +232,8 @@ def _score(ctx: Context, text: str) -> bool:
     return ctx.memo[text]
 
 
-def _turn(ctx: Context, agent: int, round_: int, action: Action | None, rec: AgentRecord, spent: Sequence[Completion | None]) -> Turn:
+def _turn(ctx: Context, agent: int, round_: int, action: Action | None, rec: AgentRecord,
+          spent: Sequence[Completion | None]) -> Turn:
     """The episode record of one agent's round, with every call it spent."""
     calls = [c for c in spent if c is not None]
     return Turn(

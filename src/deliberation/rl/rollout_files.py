@@ -111,7 +111,8 @@ def load_decisions(paths: list[Path]) -> list[Decision]:
             _claim(source, row["example_id"], directory)
             decisions += [from_json(Decision, d) for d in row["decisions"]]
     if not decisions:
-        raise DelibError(f"no decisions in {', '.join(map(str, paths))}: the rollout files are empty; run `delib collect`")
+        files = ", ".join(map(str, paths))
+        raise DelibError(f"no decisions in {files}: the rollout files are empty; run `delib collect`")
     return decisions
 
 

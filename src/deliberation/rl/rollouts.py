@@ -73,7 +73,8 @@ def _vote_correct(ctx: Context, recs: Sequence[AgentRecord], key: str | None) ->
     return holder is not None and _correct(ctx, holder)
 
 
-def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: list[AgentRecord], i: int) -> list[tuple[float, float]]:
+def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: list[AgentRecord],
+                i: int) -> list[tuple[float, float]]:
     """(r_local, r_global) of each action of agent i, the others' post-round records fixed."""
     result = []
     for rec in outcomes.after:
@@ -87,7 +88,8 @@ def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: l
 
 
 def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list[Outcomes], round_: int,
-                        behaviour: MetaPolicy, samples: int, rng: np.random.Generator) -> tuple[list[Decision], tuple[Action, ...]]:
+                        behaviour: MetaPolicy, samples: int,
+                        rng: np.random.Generator) -> tuple[list[Decision], tuple[Action, ...]]:
     """K joint actions from the behaviour policy, each scored counterfactually per agent."""
     obs = observe([r.view() for r in records], round_, ctx.cfg.rounds)
     decisions, first = [], None
@@ -99,7 +101,8 @@ def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list
             pairs = rewards_for(ctx, records[i], outcomes[i], team, i)
             taken = ACTIONS.index(a)
             decisions.append(Decision(
-                ctx.example.id, k, round_, i, tuple(map(float, obs.own[i])), tuple(tuple(map(float, p)) for p in obs.peers[i]),
+                ctx.example.id, k, round_, i, tuple(map(float, obs.own[i])),
+                tuple(tuple(map(float, p)) for p in obs.peers[i]),
                 a, logps[i], tuple(lo + gl for lo, gl in pairs), pairs[taken][0], pairs[taken][1],
                 float(outcomes[i].refine_tokens if a is Action.REFINE else 0)))
     return decisions, first
