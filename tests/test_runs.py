@@ -114,15 +114,20 @@ def test_a_finished_run_is_summarized_without_building_a_backend(tmp_path, monke
 
 
 def test_resuming_with_other_resumable_settings_records_them(tmp_path):
-    """An extension (--limit 6 after --limit 3) leaves its command in config.json; an identical rerun adds nothing."""
+    """An extension (--limit 4 after --limit 3) leaves its command in config.json; a rerun that adds no
+    episode records nothing, even under another command."""
     import json
 
-    first = {"method": "m", "limit": 3, "command": "delib run --limit 3"}
-    RunDir.open(tmp_path, first)
-    RunDir.open(tmp_path, first)
-    RunDir.open(tmp_path, {**first, "limit": 6, "command": "delib run --limit 6"})
-    RunDir.open(tmp_path, {**first, "limit": 6, "command": "delib run --limit 6"})
-    RunDir.open(tmp_path, {**first, "limit": 6, "command": "delib run --limit 6", "concurrency": 3})
+    from deliberation.runner import RunSpec, execute
+
+    spec = RunSpec(method="cot", benchmark="gsm8k", limit=3, backend="scripted", command="delib run --limit 3")
+    execute(spec, str(tmp_path), progress=False)
+    execute(spec, str(tmp_path), progress=False)
+    execute(replace(spec, command="delib experiment x.toml"), str(tmp_path), progress=False)
+    assert "resumes" not in json.loads((tmp_path / "config.json").read_text())
+    execute(replace(spec, limit=4, command="delib run --limit 4"), str(tmp_path), progress=False)
+    execute(replace(spec, limit=5, command="delib run --limit 5", concurrency=2), str(tmp_path), progress=False)
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["limit"] == 3 and config["command"] == "delib run --limit 3"  # the first run's, kept
-    assert config["resumes"] == [{"command": "delib run --limit 6", "limit": 6}, {"concurrency": 3}]
+    assert config["resumes"] == [{"command": "delib run --limit 4", "limit": 4},
+                                 {"command": "delib run --limit 5", "concurrency": 2, "limit": 5}]

@@ -89,8 +89,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency"})
 RESUMES = "resumes"
-"""config.json key: the resumable settings of each later run that changed them ({"limit": 6, "command": ...}),
-so a run extended past its first limit still records how it got its episodes."""
+"""config.json key: the resumable settings of each later run that changed them and added episodes
+({"limit": 6, "command": ...}), so a run extended past its first limit still records how it got them."""
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
 
 
@@ -107,6 +107,7 @@ class RunDir:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._resume: dict[str, Any] | None = None  # config.json to write with the first appended episode
 
     @classmethod
     def open(cls, path: str | Path, config: dict[str, Any]) -> "RunDir":
@@ -129,13 +130,14 @@ class RunDir:
                              "use another --out or delete it")
 
     def _record_resume(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        """Append to config.json the resumable settings ``new`` changes against the latest recorded ones."""
+        """Note the resumable settings ``new`` changes against the latest recorded ones; ``append`` writes
+        them to config.json with this run's first episode, so a rerun that adds nothing records nothing."""
         latest = {**old}
         for entry in old.get(RESUMES, []):
             latest.update(entry)
         changed = {k: new.get(k) for k in sorted(_RESUMABLE_KEYS) if new.get(k) != latest.get(k)}
         if changed:
-            write_json_atomic(self.path / CONFIG, {**old, RESUMES: [*old.get(RESUMES, []), changed]})
+            self._resume = {**old, RESUMES: [*old.get(RESUMES, []), changed]}
 
     def episodes(self) -> list[Episode]:
         """Every complete episode in the file (a torn last line from a killed run is dropped)."""
@@ -160,7 +162,10 @@ class RunDir:
             f.truncate(size)
 
     def append(self, episode: Episode) -> None:
-        """Add one finished episode durably."""
+        """Add one finished episode durably (the first of a resumed run records the resume first)."""
+        if self._resume is not None:
+            write_json_atomic(self.path / CONFIG, self._resume)
+            self._resume = None
         with open(self.path / EPISODES, "a") as f:
             f.write(json.dumps(to_json(episode), ensure_ascii=False) + "\n")
             f.flush()
