@@ -1,0 +1,58 @@
+"""Does REFINE pay, and where? Mean counterfactual reward of each action per kind of state, per rollout set.
+
+Every decision of ``delib collect`` carries the reward of all three actions (r_local + r_global, the others'
+sampled actions fixed), so a rollout set answers this without training anything. States are grouped by how
+many agents (self included) hold the agent's answer: alone, in a majority of 2, or unanimous. Run from the
+repository root (reads committed files only, seconds on CPU):
+
+    python data/rollouts/action_rewards.py data/rollouts/gsm8k-train data/rollouts/gsm8k-train-1.5b
+"""
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from deliberation.deliberation.state import FEATURE_NAMES
+from deliberation.rl.rollout_files import check_manifest, load_decisions
+from deliberation.types import ACTIONS
+
+GROUPS = {1: "alone", 2: "majority of 2", 3: "unanimous"}
+
+
+def grouped_rewards(directory: Path) -> dict[str, np.ndarray]:
+    """Rewards (n, 3) of every decision, by the number of agents holding the deciding agent's answer."""
+    share = FEATURE_NAMES.index("agree_share")
+    parseable = FEATURE_NAMES.index("parseable")
+    rows: dict[str, list[tuple[float, ...]]] = defaultdict(list)
+    for d in load_decisions([directory]):
+        agents = len(d.peers) + 1
+        group = GROUPS.get(round(d.own[share] * agents), "other") if d.own[parseable] else "no answer"
+        rows[group].append(d.rewards)
+    return {g: np.array(r) for g, r in rows.items()}
+
+
+def report(directory: Path) -> None:
+    """One line per group: decisions, questions' share of them, mean reward per action, where REFINE wins."""
+    manifest = check_manifest(directory)
+    groups = grouped_rewards(directory)
+    total = sum(len(r) for r in groups.values())
+    print(f"{directory} ({manifest['model']}, {manifest['benchmark']} {manifest['split']}): {total} decisions")
+    names = "/".join(a.value for a in ACTIONS)
+    for group in [*GROUPS.values(), "other", "no answer"]:
+        if group in groups:
+            r = groups[group]  # [n, 3] rewards of PERSIST, REFINE, CONCEDE
+            best = r[:, 1] > np.maximum(r[:, 0], r[:, 2])
+            means = " ".join(f"{m:+.3f}" for m in r.mean(0))
+            print(f"  {group:>13}: {len(r):5d} decisions; mean reward {names} {means}; "
+                  f"REFINE strictly best in {best.mean():.0%}")
+
+
+def main() -> None:
+    for arg in sys.argv[1:]:
+        report(Path(arg))
+
+
+if __name__ == "__main__":
+    main()
