@@ -21,22 +21,25 @@ from deliberation.types import ACTIONS
 GROUPS = {1: "alone", 2: "majority of 2", 3: "unanimous"}
 
 
-def grouped_rewards(directory: Path) -> dict[str, np.ndarray]:
-    """Rewards (n, 3) of every decision, by the number of agents holding the deciding agent's answer."""
+def grouped_rewards(directory: Path) -> tuple[dict[str, np.ndarray], dict[str, set[str]]]:
+    """Rewards (n, 3) of every decision and the questions they came from, by the number of agents holding
+    the deciding agent's answer."""
     share = FEATURE_NAMES.index("agree_share")
     parseable = FEATURE_NAMES.index("parseable")
     rows: dict[str, list[tuple[float, ...]]] = defaultdict(list)
+    questions: dict[str, set[str]] = defaultdict(set)
     for d in load_decisions([directory]):
         agents = len(d.peers) + 1
         group = GROUPS.get(round(d.own[share] * agents), "other") if d.own[parseable] else "no answer"
         rows[group].append(d.rewards)
-    return {g: np.array(r) for g, r in rows.items()}
+        questions[group].add(d.example_id)
+    return {g: np.array(r) for g, r in rows.items()}, questions
 
 
 def report(directory: Path) -> None:
-    """One line per group: decisions, questions' share of them, mean reward per action, where REFINE wins."""
+    """One line per group: decisions and their questions, mean reward per action, where REFINE wins."""
     manifest = check_manifest(directory)
-    groups = grouped_rewards(directory)
+    groups, questions = grouped_rewards(directory)
     total = sum(len(r) for r in groups.values())
     print(f"{directory} ({manifest['model']}, {manifest['benchmark']} {manifest['split']}): {total} decisions")
     names = "/".join(a.value for a in ACTIONS)
@@ -45,7 +48,7 @@ def report(directory: Path) -> None:
             r = groups[group]  # [n, 3] rewards of PERSIST, REFINE, CONCEDE
             best = r[:, 1] > np.maximum(r[:, 0], r[:, 2])
             means = " ".join(f"{m:+.3f}" for m in r.mean(0))
-            print(f"  {group:>13}: {len(r):5d} decisions; mean reward {names} {means}; "
+            print(f"  {group:>13}: {len(r):5d} decisions ({len(questions[group]):3d} questions); mean reward {names} {means}; "
                   f"REFINE strictly best in {best.mean():.0%}")
 
 
