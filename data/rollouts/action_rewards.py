@@ -37,22 +37,21 @@ def grouped_rewards(directory: Path) -> dict[str, dict[str, list[tuple[float, ..
     return groups
 
 
-def edge_interval(by_question: list[np.ndarray], other: int, rng: np.random.Generator) -> tuple[float, float]:
-    """95% interval of mean(REFINE - action ``other``) over decisions, resampling questions."""
+def edge(by_question: list[np.ndarray], other: int, rng: np.random.Generator) -> str:
+    """mean(REFINE - action ``other``) over decisions, with its 95% interval from resampling questions."""
     sums = np.array([(r[:, 1] - r[:, other]).sum() for r in by_question])  # [questions]
     counts = np.array([len(r) for r in by_question])  # [questions]
     picks = rng.integers(0, len(by_question), size=(BOOTSTRAP, len(by_question)))  # [B, questions]
     means = sums[picks].sum(1) / counts[picks].sum(1)  # [B]
-    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+    low, high = np.quantile(means, [0.025, 0.975])
+    return f"vs {ACTIONS[other].value} {sums.sum() / counts.sum():+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
 def group_line(group: str, by_question: list[np.ndarray], rng: np.random.Generator) -> str:
+    """Decisions, questions, mean reward of each action and REFINE's edges, for one group of states."""
     r = np.concatenate(by_question)  # [n, 3] rewards of PERSIST, REFINE, CONCEDE
     means = " ".join(f"{m:+.3f}" for m in r.mean(0))
-    edges = []
-    for other in (0, 2):
-        low, high = edge_interval(by_question, other, rng)
-        edges.append(f"vs {ACTIONS[other].value} {r[:, 1].mean() - r[:, other].mean():+.3f} [{low:+.3f}, {high:+.3f}]")
+    edges = [edge(by_question, other, rng) for other in (0, 2)]
     return (f"  {group:>13}: {len(r):5d} decisions ({len(by_question):3d} questions); mean reward "
             f"{'/'.join(a.value for a in ACTIONS)} {means}; REFINE's edge {', '.join(edges)}")
 

@@ -8,8 +8,8 @@ by "assistant:". Batching and seeds: ``generate`` in transformers draws from the
 so a batch cannot give each row its own seed. Greedy requests (temperature 0) need no RNG and run in
 left-padded batches of ``batch_size``; sampled requests run one at a time under
 ``torch.manual_seed(request.seed)`` inside ``torch.random.fork_rng`` so the caller's RNG state is left
-untouched. A batched greedy row equals the
-same request run alone up to float rounding of the padded attention.
+untouched. A batched greedy row equals the same request run alone up to float rounding of the padded
+attention.
 
 Logprobs are the log-softmax of the raw logits (``output_logits``), i.e. the model's own distribution
 before temperature, as OpenAI-compatible servers report them. Token counts are exact: the prompt's
