@@ -3,7 +3,6 @@ example calls vote together; the hidden tests are never run for it."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -58,17 +57,16 @@ def test_equivalent_programs_share_a_key_and_different_ones_do_not(examples: lis
     assert key(close, PAIRS.format(body="    return False\n")) != a
 
 
+@pytest.mark.timeout(60)  # a program that is not cut off hangs the key: fail instead of waiting forever
 def test_raising_and_looping_programs_get_keys_without_hanging(examples: list[Example],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(humaneval, "KEY_PER_CALL_S", 0.3)
     close = examples[0]
     raising = key(close, PAIRS.format(body="    raise ValueError('no')\n"))
     assert raising == "exec:!ValueError !ValueError"
-    start = time.monotonic()
     looping = key(close, PAIRS.format(body="    while True:\n        pass\n"))
     swallow = "    while True:\n        try:\n            pass\n        except BaseException:\n            pass\n"
     stubborn = key(close, PAIRS.format(body=swallow))
-    assert time.monotonic() - start < 20
     assert looping == stubborn == "exec:!timeout !timeout"
     assert key(close, PAIRS.format(body="    return {}[0]\n")) == "exec:!KeyError !KeyError"
 

@@ -69,22 +69,22 @@ class SequenceState:
         """(token, position, sequence id) of the last sampled token, to be decoded next."""
         return self.tokens[-1], len(self.prompt) + len(self.tokens) - 1, self.slot
 
-    def advance(self, logits: np.ndarray, runtime: Vocabulary) -> None:
+    def advance(self, logits: np.ndarray, vocab: Vocabulary) -> None:
         """Sample the next token from ``logits`` with this request's own generator and record it."""
-        self.accept(sample(logits, self.request.temperature, self.rng), logits, runtime)
+        self.accept(sample(logits, self.request.temperature, self.rng), logits, vocab)
 
-    def accept(self, token: int, logits: np.ndarray, runtime: Vocabulary) -> None:
+    def accept(self, token: int, logits: np.ndarray, vocab: Vocabulary) -> None:
         """Record the token sampled from ``logits``, then check EOS/EOG, stop strings and the limit."""
         if self.limit == 0:
             self.finish = "length"
             return
-        if runtime.is_eog(token):  # not part of the text nor counted, as in llama-cpp-python
+        if vocab.is_eog(token):  # not part of the text nor counted, as in llama-cpp-python
             self.finish = "stop"
             return
         self.tokens.append(token)
-        self.data += runtime.piece(token)
+        self.data += vocab.piece(token)
         if self.request.logprobs:
-            self.logprobs.append(token_logprob(logits, token, self.request.top_logprobs, runtime))
+            self.logprobs.append(token_logprob(logits, token, self.request.top_logprobs, vocab))
         self.text = self.data.decode("utf-8", errors="ignore")
         cut = [i for i in (self.text.find(s) for s in self.request.stop if s) if i >= 0]
         if cut:
@@ -103,16 +103,16 @@ class SequenceState:
         )
 
 
-def token_logprob(logits: np.ndarray, token: int, top_n: int, runtime: Vocabulary) -> TokenLogprob:
+def token_logprob(logits: np.ndarray, token: int, top_n: int, vocab: Vocabulary) -> TokenLogprob:
     """Log-softmax of the raw logits (before temperature), with the ``top_n`` best alternatives."""
     logp = log_softmax(logits)  # [n_vocab]
     top: tuple[tuple[str, float], ...] = ()
     if top_n > 0:
         best = np.argpartition(-logp, top_n)[:top_n]
         best = best[np.argsort(-logp[best], kind="stable")]
-        top = tuple((token_text(runtime, int(t)), float(logp[t])) for t in best)
-    return TokenLogprob(token_text(runtime, token), float(logp[token]), top)
+        top = tuple((token_text(vocab, int(t)), float(logp[t])) for t in best)
+    return TokenLogprob(token_text(vocab, token), float(logp[token]), top)
 
 
-def token_text(runtime: Vocabulary, token: int) -> str:
-    return runtime.piece(token).decode("utf-8", errors="replace")
+def token_text(vocab: Vocabulary, token: int) -> str:
+    return vocab.piece(token).decode("utf-8", errors="replace")
