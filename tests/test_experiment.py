@@ -155,7 +155,7 @@ def test_unreadable_files(tmp_path):
         load_experiment(tmp_path / "bad.toml")
 
 
-@pytest.mark.parametrize("name, cells, model", [("table1.toml", 78, "qwen2.5-coder-1.5b"),
+@pytest.mark.parametrize("name, cells, model", [("table1.toml", 84, "qwen2.5-coder-1.5b"),
                                                ("quick.toml", 4, "qwen2.5-coder-1.5b"),
                                                ("policy_episodes.toml", 12, "qwen2.5-coder-0.5b")])
 def test_shipped_experiments_load(name, cells, model):

@@ -1,5 +1,6 @@
 """Why mpdf never chose REFINE in table1: the shipped policies' action probabilities on the first
-deliberation round of every mpdf episode of table1, against the states of the rollouts they were trained on.
+deliberation round of every mpdf episode of table1, against the states of the rollouts they were trained on
+(qwen2.5-coder-0.5b's for default.pt and grpo.pt, qwen2.5-coder-1.5b's own for qwen2.5-coder-1.5b.pt).
 
 Run from the repository root (reads committed files only, a few seconds on CPU):
 
@@ -21,7 +22,12 @@ from deliberation.policy.network import load_policy
 from deliberation.rl.rollout_files import load_decisions
 
 TABLE = "docs/results/table1"
-ROLLOUTS = [Path("data/rollouts/gsm8k-train"), Path("data/rollouts/math-train")]
+ROLLOUTS_05B = ("qwen2.5-coder-0.5b", [Path("data/rollouts/gsm8k-train"), Path("data/rollouts/math-train")])
+CHECKPOINTS = {  # checkpoint -> (model, rollout directories it was trained on)
+    "default": ROLLOUTS_05B,
+    "grpo": ROLLOUTS_05B,
+    "qwen2.5-coder-1.5b": ("qwen2.5-coder-1.5b", [Path("data/rollouts/gsm8k-train-1.5b")]),
+}
 SHOWN = ("agree_share", "is_plurality", "log_tokens", "steps", "verified", "changed", "round_frac")
 
 
@@ -40,9 +46,9 @@ def table_states() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(own), np.array(peers), np.array(unanimous)
 
 
-def rollout_states() -> tuple[np.ndarray, np.ndarray]:
+def rollout_states(directories: list[Path]) -> tuple[np.ndarray, np.ndarray]:
     """own (N, F) and peers (N, A-1, F) of the distinct decision states of the training rollouts."""
-    states = {(d.example_id, d.round, d.agent): d for d in load_decisions(ROLLOUTS)}
+    states = {(d.example_id, d.round, d.agent): d for d in load_decisions(directories)}
     return (np.array([d.own for d in states.values()], dtype=np.float32),
             np.array([d.peers for d in states.values()], dtype=np.float32))
 
@@ -61,14 +67,14 @@ def describe(name: str, probs: np.ndarray, own: np.ndarray) -> None:
 
 def main() -> None:
     own, peers, unanimous = table_states()
-    train_own, train_peers = rollout_states()
     print(f"table1 first-round states: {len(own)} agents, {int(unanimous.sum())} of them in unanimous teams "
           f"(no round is run there); critic P(Yes) median {np.median(own[:, 2]):.3f}")
-    for ckpt in ("default", "grpo"):
+    for ckpt, (model, directories) in CHECKPOINTS.items():
         policy = load_policy(f"src/deliberation/policy/checkpoints/{ckpt}.pt", FEATURE_NAMES, FEATURE_VERSION)
+        train_own, train_peers = rollout_states(directories)
         print(f"{ckpt}.pt")
         describe("table1, qwen2.5-coder-1.5b", policy.probs(own, peers), own)
-        describe("its training rollouts, qwen2.5-coder-0.5b", policy.probs(train_own, train_peers), train_own)
+        describe(f"its training rollouts, {model}", policy.probs(train_own, train_peers), train_own)
 
 
 if __name__ == "__main__":
