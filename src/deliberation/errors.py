@@ -5,6 +5,13 @@ class DelibError(Exception):
     """A user-facing error. ``str(err)`` is one line; the CLI prints it and exits non-zero."""
 
 
+class Interrupted(DelibError):
+    """A backend call stopped early because the run was interrupted (``backends.base.interrupt``)."""
+
+    def __init__(self) -> None:
+        super().__init__("interrupted; rerun the same command to resume")
+
+
 def install_hint(package: str, extra: str) -> str:
     """The message for a missing optional dependency."""
     return f"{package} is not installed; install it with: pip install 'deliberation[{extra}]'"

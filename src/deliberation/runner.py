@@ -7,6 +7,7 @@ is checked before the directory is created, so bad input leaves nothing behind.
 from __future__ import annotations
 
 import hashlib
+from contextlib import closing
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
@@ -15,7 +16,7 @@ import numpy as np
 
 from deliberation import benchmarks, methods
 from deliberation.backends import backend_class, make_backend
-from deliberation.backends.base import Backend
+from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.config import EngineConfig
 from deliberation.errors import require_at_least
@@ -84,7 +85,7 @@ def config_record(spec: RunSpec) -> dict[str, Any]:
     return record
 
 
-def run_examples(run_fn: Callable, examples: Iterable[Example], backend: Backend, spec: RunSpec) -> Iterable[Episode]:
+def run_examples(run_fn: Callable, examples: Iterable[Example], backend: Backend, spec: RunSpec) -> Iterator[Episode]:
     """Episodes of ``examples`` (the unit of work shared by local and distributed runs): one by one, or
     ``spec.concurrency`` at a time in the order they finish."""
     cfg = spec.method_config()
@@ -98,7 +99,9 @@ T, R = TypeVar("T"), TypeVar("R")
 def in_flight(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backend, concurrency: int) -> Iterator[R]:
     """``fn(item, backend)`` for every item: in order when ``concurrency`` is 1, else in ``concurrency``
     threads sharing a ``CoalescingBackend`` over ``backend``, yielded as they finish. A failure stops the
-    items not yet started and is raised once the running ones are done."""
+    items not yet started and is raised once the running ones are done. Ctrl-C, or the consumer closing
+    this generator, also interrupts the running ones (``backends.base.interrupt``): their LLM calls stop
+    early where the backend can stop them, instead of the process waiting minutes for them to finish."""
     if concurrency <= 1:
         yield from (fn(item, backend) for item in items)
         return
@@ -107,6 +110,9 @@ def in_flight(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backen
     try:
         for future in as_completed([pool.submit(fn, item, shared) for item in items]):
             yield future.result()
+    except (KeyboardInterrupt, GeneratorExit):
+        interrupt(shared)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -123,7 +129,8 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
-        drive(run_dir, run_examples(run_fn, todo, backend, spec), len(todo), progress)
+        with closing(run_examples(run_fn, todo, backend, spec)) as episodes:  # closed (and so the questions
+            drive(run_dir, episodes, len(todo), progress)                     # in flight interrupted) first
     finally:
         if own_backend:
             backend.close()

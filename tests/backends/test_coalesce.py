@@ -1,12 +1,17 @@
-"""Batching across questions: concurrent generate() calls merged into one call of the backend behind."""
+"""Batching across questions: concurrent generate() calls merged into one call of the backend behind,
+and stopped together on an interrupt (runner.in_flight on Ctrl-C)."""
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 
 import pytest
 
 from deliberation.backends.coalesce import CoalescingBackend
+from deliberation.errors import Interrupted
+from deliberation.runner import in_flight
 from deliberation.types import Completion, GenerationRequest, Message
 
 
@@ -83,3 +88,65 @@ def test_empty_request_list_makes_no_call():
 def test_it_passes_the_backend_identity_through(callers):
     shared = CoalescingBackend(Echo(), callers=callers)
     assert (shared.name, shared.model, shared.supports_logprobs) == ("echo", "echo", False)
+
+
+class Blocking:
+    """Blocks in generate until interrupted, then stops as llamacpp does (raises Interrupted)."""
+
+    name, model, supports_logprobs = "block", "block", False
+
+    def __init__(self) -> None:
+        self.entered, self.stop, self.calls = threading.Event(), threading.Event(), 0
+
+    def generate(self, requests):
+        self.calls += 1
+        self.entered.set()
+        self.stop.wait()
+        raise Interrupted()
+
+    def interrupt(self):
+        self.stop.set()
+
+    def close(self):
+        pass
+
+
+@pytest.mark.timeout(60, method="thread")  # a caller the interrupt does not reach blocks forever
+def test_interrupt_stops_the_running_call_the_waiting_callers_and_later_ones():
+    inner = Blocking()
+    shared = CoalescingBackend(inner, callers=1)
+    errors: list = []
+    callers = [threading.Thread(target=lambda i=i: errors.append(_error_of(shared, f"q{i}"))) for i in range(2)]
+    callers[0].start()
+    inner.entered.wait()  # the first call is being sent ...
+    callers[1].start()
+    while not shared._pending:  # ... and the second waits for it
+        time.sleep(0.001)
+    shared.interrupt()
+    for t in callers:
+        t.join()
+    assert len(errors) == 2 and all(isinstance(e, Interrupted) for e in errors)
+    with pytest.raises(Interrupted):
+        shared.generate([ask("late")])
+    assert inner.calls == 1
+
+
+def _error_of(shared: CoalescingBackend, text: str) -> BaseException | None:
+    try:
+        shared.generate([ask(text)])
+    except BaseException as err:
+        return err
+    return None
+
+
+@pytest.mark.timeout(60, method="thread")  # without the interrupt the runner's pool waits forever for the blocked calls
+def test_ctrl_c_interrupts_the_questions_in_flight_and_starts_no_other():
+    inner = Blocking()
+    main = threading.main_thread().ident
+    sender = threading.Thread(target=lambda: (inner.entered.wait(), signal.pthread_kill(main, signal.SIGINT)))
+    sender.start()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in in_flight(lambda item, backend: backend.generate([ask(item)]), list("abcd"), inner, 2):
+            pass
+    sender.join()
+    assert inner.stop.is_set() and inner.calls == 1  # a and b shared one call; c and d never reached it

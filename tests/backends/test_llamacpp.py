@@ -10,7 +10,7 @@ import pytest
 from deliberation.backends import Backend, make_backend
 from deliberation.backends.llamacpp import DEFAULT_N_CTX, LlamaCppBackend, _changed_settings
 from deliberation.backends.llamacpp_sequence import TAIL_NATS, sample
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, Interrupted
 from deliberation.types import GenerationRequest, Message
 
 pytestmark = pytest.mark.integration
@@ -142,6 +142,29 @@ def test_generate_after_close_is_refused(smollm2_path: Path) -> None:
     b.close()
     with pytest.raises(DelibError, match="closed"):
         b.generate([ask("hi")])
+
+
+def test_interrupt_stops_a_running_generate_at_its_next_step(smollm2_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    b = LlamaCppBackend("smollm2-135m", n_ctx=512, max_parallel=2)
+    steps = []
+    step = b._rt.step
+
+    def counted(entries):  # interrupt from "another thread" after three decode steps
+        steps.append(len(entries))
+        if len(steps) == 3:
+            b.interrupt()
+        return step(entries)
+
+    monkeypatch.setattr(b._rt, "step", counted)
+    long = [ask(q, max_tokens=200, temperature=0.7, seed=i) for i, q in enumerate(QUESTIONS[1:])]
+    with pytest.raises(Interrupted, match="rerun the same command"):
+        b.generate(long)
+    assert steps == [2, 2, 2]  # the step in progress finished, no fourth began
+    with pytest.raises(Interrupted):  # sticky: later calls stop before reading their prompts
+        b.generate([ask("hi")])
+    assert len(steps) == 3
+    b.close()  # the lock was released: close does not wait
 
 
 def test_cache_scope_keys_a_window_or_template_off_the_defaults(backend: LlamaCppBackend) -> None:

@@ -28,6 +28,16 @@ class Backend(Protocol):
         ...
 
 
+def interrupt(backend: Backend) -> None:
+    """Ask ``backend`` to stop its running and later ``generate`` calls with ``errors.Interrupted``, for
+    backends that can (an optional ``interrupt()`` method: llamacpp stops at its next decode step; the
+    cache and the coalescer pass it on). Why: on Ctrl-C with several questions in flight, the worker threads
+    would otherwise finish their whole current calls (minutes of decoding) before the process can exit."""
+    stop = getattr(backend, "interrupt", None)
+    if stop is not None:
+        stop()
+
+
 def cache_scope(model: str, **changed: object) -> str:
     """What the response cache names as the model: ``model`` plus every output-changing setting that is not
     at its default (callers pass only those), e.g. ``qwen (n_ctx=2048)``. Defaults add nothing, so caches

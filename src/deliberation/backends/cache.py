@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from deliberation.backends.base import Backend
+from deliberation.backends.base import Backend, interrupt
 from deliberation.errors import DelibError
 from deliberation.types import Completion, GenerationRequest, from_json, to_json
 
@@ -124,6 +124,9 @@ class CachedBackend:
         self.hits += sum(k in found for k in keys)
         self.misses += len(keys) - sum(k in found for k in keys)
         return [found[k] if k in found else fresh[k] for k in keys]
+
+    def interrupt(self) -> None:
+        interrupt(self.inner)
 
     def close(self) -> None:
         """Close the database and the inner backend."""

@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from deliberation.backends.base import Backend
+from deliberation.backends.base import Backend, interrupt
+from deliberation.errors import Interrupted
 from deliberation.types import Completion, GenerationRequest
 
 
@@ -47,12 +48,15 @@ class CoalescingBackend:
         self._cond = threading.Condition()
         self._pending: list[_Ticket] = []
         self._busy = False
+        self._interrupted = False
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         if not requests:
             return []
         ticket = _Ticket(list(requests))
         with self._cond:
+            if self._interrupted:
+                raise Interrupted()
             self._pending.append(ticket)
             self._cond.notify_all()
             batch = self._wait_or_lead(ticket)
@@ -91,6 +95,17 @@ class CoalescingBackend:
                 self._busy = False
                 self.batch_sizes.append(len(flat))
                 self._cond.notify_all()
+
+    def interrupt(self) -> None:
+        """Fail every waiting and later call with ``Interrupted`` and pass the interrupt on to ``inner``
+        (the call being sent stops where ``inner`` can stop it)."""
+        with self._cond:
+            self._interrupted = True
+            for ticket in self._pending:
+                ticket.error = Interrupted()
+            self._pending = []
+            self._cond.notify_all()
+        interrupt(self.inner)
 
     def close(self) -> None:
         self.inner.close()

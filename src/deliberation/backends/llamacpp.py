@@ -47,7 +47,7 @@ import numpy as np
 
 from deliberation import models
 from deliberation.backends.base import cache_scope
-from deliberation.errors import DelibError, install_hint
+from deliberation.errors import DelibError, Interrupted, install_hint
 from deliberation.backends.llamacpp_sequence import SequenceState
 from deliberation.types import Completion, GenerationRequest
 
@@ -247,6 +247,7 @@ class LlamaCppBackend:
         self._max_parallel = max_parallel
         self._formatter = self._chat_formatter(chat_format)
         self._lock = threading.Lock()
+        self._stop = threading.Event()  # set by interrupt(): generate() stops at its next decode step
 
     def _chat_formatter(self, chat_format: str | None) -> Any:
         template = chat_format or self._rt.metadata("tokenizer.chat_template")
@@ -298,6 +299,7 @@ class LlamaCppBackend:
         self._rt.clear()
         try:
             for seq in seqs:
+                self._check_stop()
                 key = tuple(seq.prompt)
                 if key not in read:
                     read[key] = self._rt.prefill(seq.prompt)
@@ -306,12 +308,17 @@ class LlamaCppBackend:
                 seq.advance(logits, self._rt)
             active = self._finish(seqs, start)
             while active:
+                self._check_stop()
                 for seq, logits in zip(active, self._rt.step([s.next_input() for s in active])):
                     seq.advance(logits, self._rt)  # logits: [n_vocab]
                 active = self._finish(active, start)
         finally:
             self._rt.clear()
         return [seq.completion() for seq in seqs]
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise Interrupted()
 
     @staticmethod
     def _finish(active: list[SequenceState], start: float) -> list[SequenceState]:
@@ -320,6 +327,11 @@ class LlamaCppBackend:
             if seq.finish and not seq.latency:
                 seq.latency = time.perf_counter() - start
         return [s for s in active if not s.finish]
+
+    def interrupt(self) -> None:
+        """Stop the running ``generate`` at its next decode step, and every later one, with ``Interrupted``
+        (callable from any thread; it does not wait for the lock that ``generate`` holds)."""
+        self._stop.set()
 
     def close(self) -> None:
         """Free the llama.cpp context and model; the backend cannot generate afterwards."""

@@ -6,6 +6,7 @@ checkpoint (``--policy``) or, before any policy exists, the epsilon-mixed agreem
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,9 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
 
     todo = [e for e in examples if e.id not in done]
     try:
-        with tqdm(total=len(todo), disable=not progress, unit="q") as bar:
-            for example_id, decisions in in_flight(one, todo, backend, spec.concurrency):
+        questions = closing(in_flight(one, todo, backend, spec.concurrency))  # closed before the backend
+        with tqdm(total=len(todo), disable=not progress, unit="q") as bar, questions as answered:
+            for example_id, decisions in answered:
                 row = files.question_row(backend.model, spec.benchmark, spec.split, example_id, decisions)
                 files.append_question(path, row)
                 bar.update()
