@@ -9,7 +9,7 @@ class Interrupted(DelibError):
     """A backend call stopped early because the run was interrupted (``backends.base.interrupt``)."""
 
     def __init__(self) -> None:
-        super().__init__("interrupted; rerun the same command to resume")
+        super().__init__("this backend was interrupted (Ctrl-C); create a new one to generate again")
 
 
 def install_hint(package: str, extra: str) -> str:

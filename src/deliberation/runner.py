@@ -129,8 +129,9 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
-        with closing(run_examples(run_fn, todo, backend, spec)) as episodes:  # closed (and so the questions
-            drive(run_dir, episodes, len(todo), progress)                     # in flight interrupted) first
+        # closed (so the questions in flight are interrupted) before the backend is
+        with closing(run_examples(run_fn, todo, backend, spec)) as episodes:
+            drive(run_dir, episodes, len(todo), progress)
     finally:
         if own_backend:
             backend.close()

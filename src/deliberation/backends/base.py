@@ -31,8 +31,9 @@ class Backend(Protocol):
 def interrupt(backend: Backend) -> None:
     """Ask ``backend`` to stop its running and later ``generate`` calls with ``errors.Interrupted``, for
     backends that can (an optional ``interrupt()`` method: llamacpp stops at its next decode step; the
-    cache and the coalescer pass it on). Why: on Ctrl-C with several questions in flight, the worker threads
-    would otherwise finish their whole current calls (minutes of decoding) before the process can exit."""
+    cache and the coalescer pass it on). The backend stays interrupted, as a closed one stays closed. Why: on
+    Ctrl-C with several questions in flight, the worker threads would otherwise finish their whole current
+    calls (minutes of decoding) before the process can exit."""
     stop = getattr(backend, "interrupt", None)
     if stop is not None:
         stop()

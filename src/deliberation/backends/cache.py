@@ -126,6 +126,7 @@ class CachedBackend:
         return [found[k] if k in found else fresh[k] for k in keys]
 
     def interrupt(self) -> None:
+        """Pass an interrupt on to the inner backend (hits need no stopping)."""
         interrupt(self.inner)
 
     def close(self) -> None:
