@@ -146,6 +146,11 @@ def test_training_plots_from_metrics(tmp_path):
     assert "accuracy vs tokens per question: skipped" in (tmp_path / "out" / "report.md").read_text()
 
 
+def test_every_method_of_a_large_table_gets_its_own_marker_and_colour():
+    styles = [tuple(plots.method_style(i).values()) for i in range(70)]  # table1 has 14 rows
+    assert len(set(styles)) == 70
+
+
 def test_ablation_needs_two_reward_scales(tmp_path):
     write_training_dir(tmp_path / "one", "grpo", 1.0, 0.5)
     outcome = plots.reward_scale_ablation(plots.load_training([tmp_path / "one"]), tmp_path / "a.png")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from deliberation.run_results import RunResult
 
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868")  # persist, refine, concede (ACTIONS order)
-MARKERS = "osD^vPX*<>"  # one per method, with colour C0..C9, so a method looks the same in every panel
+MARKERS = "osD^vPX"  # 7 markers against 10 colours: 70 methods before a (marker, colour) pair repeats
 CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy earns the best reward)"),
           ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
 
@@ -129,7 +129,7 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
             if cell is not None:
                 acc, lo, hi = (100 * x for x in (cell.accuracy, *cell.ci95))
                 handles[row.label] = ax.errorbar(cell.tokens_per_question, acc, yerr=[[acc - lo], [hi - acc]],
-                                                 fmt=MARKERS[i % len(MARKERS)], color=f"C{i % 10}", capsize=3)
+                                                 **method_style(i), capsize=3)
         ax.set(title=column, xlabel="tokens per question", ylabel="accuracy % (95% CI)")
     fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8)
     return _save(fig, path, name)
@@ -237,6 +237,12 @@ def _series(run: TrainingRun,
             xs.append(x)
             ys.append(float(y))
     return [(stage, xs, ys) for stage, (xs, ys) in series.items()]
+
+
+def method_style(i: int) -> dict[str, str]:
+    """Marker and colour of the table's i-th method, the same in every panel. The two cycles have coprime
+    lengths, so the 11th method does not repeat the 1st (as with 10 markers and 10 colours)."""
+    return {"fmt": MARKERS[i % len(MARKERS)], "color": f"C{i % 10}"}
 
 
 def _line_style(stage: str, xs: Sequence[int]) -> dict[str, Any]:
