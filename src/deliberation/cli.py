@@ -106,8 +106,9 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default="test", help="split (default test)")
     p.add_argument("--limit", type=_positive, help="first N examples only")
     p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--policy", help="mpdf: policy checkpoint (default: the one shipped in the package if any, "
-                   "else the confidence-threshold rule; config.json records which ran)")
+    p.add_argument("--policy", help="mpdf: policy checkpoint, a path or a shipped name (default, grpo, "
+                   "qwen2.5-coder-1.5b; default: default, else the confidence-threshold rule if none ships; "
+                   "config.json records which ran)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_args(p)
     add_engine_args(p)

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 
 from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.errors import DelibError
 from deliberation.methods import mpdf
 from deliberation.methods.base import MethodConfig
 from deliberation.methods.heuristics import ConfidenceThreshold
@@ -30,6 +31,17 @@ def test_rule_when_nothing_ships(tmp_path, monkeypatch):
     policy = mpdf.policy_for(cfg)
     assert isinstance(policy, ConfidenceThreshold) and policy.threshold == 0.6
     assert mpdf.policy_name(cfg) == "rule:confidence-threshold"
+
+
+def test_a_shipped_checkpoint_by_name():
+    cfg = MethodConfig(benchmark="gsm8k", policy="qwen2.5-coder-1.5b")
+    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
+    shipped = mpdf.SHIPPED / "qwen2.5-coder-1.5b.pt"
+    assert mpdf.policy_name(cfg) == f"qwen2.5-coder-1.5b {mpdf.content_hash(shipped)}"
+    with pytest.raises(DelibError, match=r"'nope' is neither a file nor a shipped checkpoint \(default, grpo, "):
+        mpdf.policy_for(replace(cfg, policy="nope"))
+    with pytest.raises(DelibError, match="absent.pt not found"):  # a path keeps the loader's message
+        mpdf.policy_for(replace(cfg, policy="runs/absent.pt"))
 
 
 def test_explicit_policy_wins_over_the_shipped_one(checkpoint, tmp_path, monkeypatch):
