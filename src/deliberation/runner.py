@@ -7,10 +7,10 @@ is checked before the directory is created, so bad input leaves nothing behind.
 from __future__ import annotations
 
 import hashlib
-from contextlib import closing
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Generator, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -85,7 +85,8 @@ def config_record(spec: RunSpec) -> dict[str, Any]:
     return record
 
 
-def run_examples(run_fn: Callable, examples: Iterable[Example], backend: Backend, spec: RunSpec) -> Iterator[Episode]:
+def run_examples(run_fn: Callable, examples: Iterable[Example], backend: Backend,
+                 spec: RunSpec) -> Generator[Episode, None, None]:
     """Episodes of ``examples`` (the unit of work shared by local and distributed runs): one by one, or
     ``spec.concurrency`` at a time in the order they finish."""
     cfg = spec.method_config()
@@ -96,12 +97,14 @@ def run_examples(run_fn: Callable, examples: Iterable[Example], backend: Backend
 T, R = TypeVar("T"), TypeVar("R")
 
 
-def in_flight(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backend, concurrency: int) -> Iterator[R]:
+def in_flight(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backend,
+              concurrency: int) -> Generator[R, None, None]:
     """``fn(item, backend)`` for every item: in order when ``concurrency`` is 1, else in ``concurrency``
     threads sharing a ``CoalescingBackend`` over ``backend``, yielded as they finish. A failure stops the
-    items not yet started and is raised once the running ones are done. Ctrl-C, or the consumer closing
-    this generator, also interrupts the running ones (``backends.base.interrupt``): their LLM calls stop
-    early where the backend can stop them, instead of the process waiting minutes for them to finish."""
+    items not yet started and is raised once the running ones are done. Ctrl-C while waiting for them also
+    interrupts the running ones (``backends.base.interrupt``): their LLM calls stop early where the backend
+    can stop them, instead of the process waiting minutes for them to finish; ``stopping`` does the same
+    for a Ctrl-C that reaches the consumer."""
     if concurrency <= 1:
         yield from (fn(item, backend) for item in items)
         return
@@ -110,11 +113,25 @@ def in_flight(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backen
     try:
         for future in as_completed([pool.submit(fn, item, shared) for item in items]):
             yield future.result()
-    except (KeyboardInterrupt, GeneratorExit):
+    except KeyboardInterrupt:
         interrupt(shared)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def stopping(items: Generator[R, None, None], backend: Backend) -> Iterator[Generator[R, None, None]]:
+    """``items`` (from ``in_flight``), closed on leaving; on Ctrl-C ``backend`` is interrupted first, so the
+    questions still in flight stop instead of finishing before the close returns. Other errors leave the
+    backend as it is (an experiment's later cells share it)."""
+    try:
+        yield items
+    except KeyboardInterrupt:
+        interrupt(backend)
+        raise
+    finally:
+        items.close()
 
 
 def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | None = None) -> Summary:
@@ -129,8 +146,7 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
-        # closed (so the questions in flight are interrupted) before the backend is
-        with closing(run_examples(run_fn, todo, backend, spec)) as episodes:
+        with stopping(run_examples(run_fn, todo, backend, spec), backend) as episodes:
             drive(run_dir, episodes, len(todo), progress)
     finally:
         if own_backend:

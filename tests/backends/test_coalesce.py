@@ -11,7 +11,7 @@ import pytest
 
 from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.errors import Interrupted
-from deliberation.runner import in_flight
+from deliberation.runner import in_flight, stopping
 from deliberation.types import Completion, GenerationRequest, Message
 
 
@@ -150,3 +150,18 @@ def test_ctrl_c_interrupts_the_questions_in_flight_and_starts_no_other():
             pass
     sender.join()
     assert inner.stop.is_set() and inner.calls == 1  # a and b shared one call; c and d never reached it
+
+
+@pytest.mark.timeout(60, method="thread")  # closing the runner's pool would wait forever for the blocked call
+def test_ctrl_c_in_the_consumer_interrupts_the_backend_before_the_questions_are_closed():
+    inner = Blocking()
+
+    def quick_or_blocked(item: str, backend) -> object:
+        return item if item == "a" else backend.generate([ask(item)])
+
+    with pytest.raises(KeyboardInterrupt):
+        with stopping(in_flight(quick_or_blocked, ["a", "b"], inner, 2), inner) as answers:
+            for answer in answers:
+                inner.entered.wait()  # "b" is in the backend when the consumer is interrupted
+                raise KeyboardInterrupt
+    assert answer == "a" and inner.stop.is_set() and inner.calls == 1

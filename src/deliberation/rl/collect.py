@@ -6,7 +6,6 @@ checkpoint (``--policy``) or, before any policy exists, the epsilon-mixed agreem
 
 from __future__ import annotations
 
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from deliberation.errors import DelibError, require_at_least
 from deliberation.methods.heuristics import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import EpsilonMixed, collect_question
-from deliberation.runner import check_counts, example_rng, in_flight
+from deliberation.runner import check_counts, example_rng, in_flight, stopping
 from deliberation.types import Example, to_json
 
 
@@ -94,7 +93,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
 
     todo = [e for e in examples if e.id not in done]
     try:
-        questions = closing(in_flight(one, todo, backend, spec.concurrency))  # closed before the backend
+        questions = stopping(in_flight(one, todo, backend, spec.concurrency), backend)  # before backend.close
         with tqdm(total=len(todo), disable=not progress, unit="q") as bar, questions as answered:
             for example_id, decisions in answered:
                 row = files.question_row(backend.model, spec.benchmark, spec.split, example_id, decisions)
