@@ -57,8 +57,9 @@ def checkpoint_path(policy: str) -> Path:
     path = Path(policy)
     if path.is_file() or path.suffix == ".pt" or len(path.parts) > 1:
         return path
-    if (SHIPPED / f"{policy}.pt").is_file():
-        return SHIPPED / f"{policy}.pt"
+    shipped = SHIPPED / f"{policy}.pt"
+    if shipped.is_file():
+        return shipped
     names = ", ".join(sorted(p.stem for p in SHIPPED.glob("*.pt")))
     raise DelibError(f"policy {policy!r} is neither a file nor a shipped checkpoint ({names}); pass the path "
                      "of a policy.pt or one of those names")

@@ -11,6 +11,7 @@ The first-round state is rebuilt from each episode's round-0 turns exactly as th
 those where the agents agreed and no round was run (marked as such below).
 """
 
+import functools
 import glob
 import json
 from pathlib import Path
@@ -22,11 +23,11 @@ from deliberation.policy.network import load_policy
 from deliberation.rl.rollout_files import load_decisions
 
 TABLE = "docs/results/table1"
-ROLLOUTS_05B = ("qwen2.5-coder-0.5b", [Path("data/rollouts/gsm8k-train"), Path("data/rollouts/math-train")])
+ROLLOUTS_05B = ("qwen2.5-coder-0.5b", (Path("data/rollouts/gsm8k-train"), Path("data/rollouts/math-train")))
 CHECKPOINTS = {  # checkpoint -> (model, rollout directories it was trained on)
     "default": ROLLOUTS_05B,
     "grpo": ROLLOUTS_05B,
-    "qwen2.5-coder-1.5b": ("qwen2.5-coder-1.5b", [Path("data/rollouts/gsm8k-train-1.5b")]),
+    "qwen2.5-coder-1.5b": ("qwen2.5-coder-1.5b", (Path("data/rollouts/gsm8k-train-1.5b"),)),
 }
 SHOWN = ("agree_share", "is_plurality", "log_tokens", "steps", "verified", "changed", "round_frac")
 
@@ -46,8 +47,10 @@ def table_states() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(own), np.array(peers), np.array(unanimous)
 
 
-def rollout_states(directories: list[Path]) -> tuple[np.ndarray, np.ndarray]:
-    """own (N, F) and peers (N, A-1, F) of the distinct decision states of the training rollouts."""
+@functools.lru_cache(maxsize=None)
+def rollout_states(directories: tuple[Path, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """own (N, F) and peers (N, A-1, F) of the distinct decision states of the training rollouts (read once
+    per rollout set: default.pt and grpo.pt share theirs)."""
     states = {(d.example_id, d.round, d.agent): d for d in load_decisions(directories)}
     return (np.array([d.own for d in states.values()], dtype=np.float32),
             np.array([d.peers for d in states.values()], dtype=np.float32))
