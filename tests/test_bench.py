@@ -14,7 +14,7 @@ import torch
 
 from deliberation.backends.scripted import ScriptedBackend
 from deliberation.bench import BenchSettings, llama_build, run_settings
-from deliberation.bench.measure import measure_overhead, measure_updates, synthetic_decisions
+from deliberation.bench.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
 from deliberation.bench.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
                                         Throughput, UpdateResult)
 from deliberation.bench.timing import TimedBackend
@@ -113,6 +113,19 @@ def test_llama_build_lists_the_compiled_cpu_features():
             return b"CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | "
 
     assert llama_build(Lib) == "SSE3 = 1 | AVX2 = 1 | AVX512 = 1"
+
+
+def test_raw_side_places_layers_like_the_engine(smollm2_path):
+    """``Llama`` defaults to no GPU layers, the engine's backend to llama.cpp's default (all of them): the raw
+    side must ask for the same, or a GPU build would compare a GPU engine with a CPU baseline."""
+    import llama_cpp
+
+    llm = raw_llama(BenchSettings.for_mode(True, str(smollm2_path)))
+    try:
+        assert llama_cpp.llama_model_default_params().n_gpu_layers == -1  # the engine's: every layer
+        assert llm.model_params.n_gpu_layers >= llama_cpp.llama_model_n_layer(llm.model)  # raw: every layer
+    finally:
+        llm.close()
 
 
 def test_presets():

@@ -77,14 +77,16 @@ def _sum(runs: list[tuple[int, int, float]]) -> Throughput:
 
 
 def raw_llama(settings: BenchSettings) -> Any:
-    """A plain ``llama_cpp.Llama`` on the same model file, context size and threads."""
+    """A plain ``llama_cpp.Llama`` on the same model file, context size, threads and layer placement:
+    ``Llama`` keeps every layer on the CPU unless told (``n_gpu_layers=0``) while the engine's backend loads
+    with llama.cpp's defaults (all layers on a GPU when the build has one), so -1 here; CPU builds ignore it."""
     from deliberation import models
 
     try:
         import llama_cpp
     except ImportError as err:
         raise DelibError(install_hint("llama-cpp-python", "llamacpp")) from err
-    return llama_cpp.Llama(model_path=str(models.resolve(settings.model)), n_ctx=settings.n_ctx,
+    return llama_cpp.Llama(model_path=str(models.resolve(settings.model)), n_ctx=settings.n_ctx, n_gpu_layers=-1,
                            n_threads=settings.threads, n_threads_batch=settings.threads, seed=settings.seed,
                            verbose=False)
 

@@ -1,0 +1,64 @@
+"""``llamacpp_batch_speedup`` of ``delib bench`` alone: the same measurement, without the rest of the bench.
+
+Usage: PYTHONPATH=src python benchmarks/batch_speedup.py --model smollm2-135m [--quick] [--no-extra-bufts]
+Prints one JSON object (engine, raw and raw-fresh tokens/s and the two ratios).
+
+Why a separate entry point: on a GPU host the whole bench may not run in one process. Seen on an H100 host
+with llama-cpp-python 0.3.36 built for CUDA 13: importing torch (its own CUDA 13 libraries) before loading a
+model aborts in ``free()``, and loading with llama.cpp's extra buffer types (``use_extra_bufts``, the CPU
+repack/AMX weight layouts, on by default) after ``llama_backend_init`` crashes on that Xeon. This script
+never imports torch, and ``--no-extra-bufts`` turns those buffer types off on both sides of the comparison
+(the engine's backend and raw ``llama_cpp.Llama``), so the ratio stays like for like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+
+def disable_extra_bufts() -> None:
+    """Make ``llama_model_default_params`` return ``use_extra_bufts=False`` for every caller in this process
+    (the backend reads it from ``llama_cpp``, ``Llama`` from ``llama_cpp.llama_cpp``)."""
+    import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    default = low.llama_model_default_params
+
+    def without_extra_bufts():  # type: ignore[no-untyped-def]
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    llama_cpp.llama_model_default_params = low.llama_model_default_params = without_extra_bufts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="smollm2-135m", help="catalogue name or .gguf path")
+    parser.add_argument("--quick", action="store_true", help="the --quick preset's sizes (else the full one's)")
+    parser.add_argument("--no-extra-bufts", action="store_true", help="llama.cpp extra buffer types off, both sides")
+    args = parser.parse_args()
+    if args.no_extra_bufts:
+        disable_extra_bufts()
+    from deliberation.backends.llamacpp import LlamaCppBackend
+    from deliberation.bench.measure import measure_llamacpp_batch
+    from deliberation.bench.results import BenchSettings
+
+    settings = BenchSettings.for_mode(args.quick, args.model)
+    backend = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
+                              max_parallel=settings.agents)
+    try:
+        result = measure_llamacpp_batch(settings, backend)
+    finally:
+        backend.close()
+    print(json.dumps({"model": args.model, "quick": args.quick, "extra_bufts": not args.no_extra_bufts,
+                      "threads": settings.threads, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                      "engine_tok_s": result.engine.tokens_per_s, "raw_tok_s": result.raw.tokens_per_s,
+                      "raw_fresh_tok_s": result.raw_fresh.tokens_per_s, "llamacpp_batch_speedup": result.speedup,
+                      "speedup_vs_fresh": result.speedup_vs_fresh}))
+
+
+if __name__ == "__main__":
+    main()
