@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import Any
 
 
 def disable_extra_bufts() -> None:
@@ -28,7 +29,7 @@ def disable_extra_bufts() -> None:
 
     default = low.llama_model_default_params
 
-    def without_extra_bufts():  # type: ignore[no-untyped-def]
+    def without_extra_bufts() -> Any:
         params = default()
         params.use_extra_bufts = False
         return params
