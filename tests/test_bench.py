@@ -169,3 +169,26 @@ def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_pat
     meta = data["meta"]
     assert meta["model"] == str(smollm2_path) and meta["torch"] and meta["llama_cpp"] and meta["cpu_count"] >= 1
     assert "AVX2 = 1" in meta["llama_cpp_build"].split(" | ")  # the Makefile's builds, portable or native
+
+
+def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(monkeypatch):
+    """benchmarks/batch_speedup.py --no-extra-bufts: the engine's backend reads the defaults from
+    ``llama_cpp``, raw ``Llama`` from ``llama_cpp.llama_cpp``; both must see the switch."""
+    import importlib.util
+    from pathlib import Path
+
+    import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    for module in (llama_cpp, low):  # restored after the test
+        monkeypatch.setattr(module, "llama_model_default_params", module.llama_model_default_params)
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "batch_speedup.py"
+    spec = importlib.util.spec_from_file_location("batch_speedup", script)
+    assert spec is not None and spec.loader is not None
+    batch_speedup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(batch_speedup)
+    assert llama_cpp.llama_model_default_params().use_extra_bufts  # llama.cpp's default: on
+    batch_speedup.disable_extra_bufts()
+    assert not llama_cpp.llama_model_default_params().use_extra_bufts
+    assert not low.llama_model_default_params().use_extra_bufts
+    assert llama_cpp.llama_model_default_params().n_gpu_layers == -1  # the rest of the defaults kept
