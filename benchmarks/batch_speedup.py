@@ -4,13 +4,13 @@ Usage: PYTHONPATH=src python benchmarks/batch_speedup.py --model smollm2-135m [-
 Prints one JSON object (engine, raw and raw-fresh tokens/s and the two ratios).
 
 Why a separate entry point: on a GPU host the whole bench may not run in one process. Seen on an H100 host
-with llama-cpp-python 0.3.36 built for CUDA 13, two crashes whose causes were not established: with
+with llama-cpp-python 0.3.36 built for CUDA 13, two crashes (causes not established): with
 llama.cpp's extra buffer types on (``use_extra_bufts``, the CPU repack/AMX weight layouts; the default) the
 engine's backend crashed loading the model, GPU or not (a bare ``llama_model_load_from_file`` without
 ``llama_backend_init`` loaded); and torch (with its own CUDA 13 libraries) could not share the process in
-either import order (an abort in ``free()``, or a silent exit). This script never imports torch, and ``--no-extra-bufts``
-turns those buffer types off on both sides of the comparison (the engine's backend and raw
-``llama_cpp.Llama``), so the ratio stays like for like.
+either import order (an abort in ``free()``, or a silent exit). This script never imports torch, and
+``--no-extra-bufts`` turns those buffer types off on both sides of the comparison (the engine's backend and
+raw ``llama_cpp.Llama``), so the ratio stays like for like.
 """
 
 from __future__ import annotations
