@@ -114,3 +114,13 @@ def test_experiment_benchmark_not_in_the_file_is_named_before_anything_runs(tmp_
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--methods: 'debate' is not in" in err and "it has: cot" in err
     assert not out.exists()
+
+
+def test_experiment_prints_each_row_under_its_label_not_its_method(tmp_path, capsys):
+    config = tmp_path / "exp.toml"
+    config.write_text(f'name = "g"\nout = "{(tmp_path / "out").as_posix()}"\nmethods = ["cot"]\n'
+                      'benchmarks = ["gsm8k"]\nlimit = 2\n[backend]\nname = "scripted"\nbenchmark = "gsm8k"\n'
+                      '[[variants]]\nlabel = "cot-hot"\nmethod = "cot"\ntemperature = 1.2\n')
+    assert main(["experiment", str(config), "--quiet"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if "accuracy" in line]
+    assert rows == ["cot", "cot-hot"]

@@ -245,8 +245,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         cfg = experiment.only_methods(cfg, args.methods)
     summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers,
                                           ray_address=args.ray_address, notify=print)
-    for s in summaries:
-        print(f"{s.method:<22}{s.benchmark:<10} accuracy {s.accuracy:.3f} n={s.n} {s.tokens_per_question:.0f} tok/q")
+    for cell, s in zip(experiment.plan(cfg), summaries):  # every cell ran: failures raise above
+        print(f"{cell.label:<22}{s.benchmark:<10} accuracy {s.accuracy:.3f} n={s.n} {s.tokens_per_question:.0f} tok/q")
     print(f"report: {Path(cfg.out) / 'report'}")
     return 0
 
