@@ -1,7 +1,7 @@
-"""Why mpdf never chose REFINE in table1: the shipped policies' action probabilities on the first
-deliberation round of every mpdf episode of table1, against the states of the rollouts they were trained on
-(qwen2.5-coder-0.5b's for default.pt and grpo.pt, qwen2.5-coder-1.5b's own for qwen2.5-coder-1.5b.pt, all
-100 questions of which it was trained on, 12 of them held out).
+"""Why mpdf (the shipped policy) rarely chose REFINE in table1: the shipped policies' action probabilities on
+the first deliberation round of every mpdf episode of table1, against the states of the rollouts they were
+trained on (qwen2.5-coder-0.5b's for default.pt and grpo.pt, qwen2.5-coder-1.5b's own for
+qwen2.5-coder-1.5b.pt, all 100 questions of which it was trained on, 12 of them held out).
 
 Run from the repository root (reads committed files only, a few seconds on CPU):
 
