@@ -3,6 +3,7 @@ and stopped together on an interrupt (runner.in_flight on Ctrl-C)."""
 
 from __future__ import annotations
 
+import _thread
 import signal
 import threading
 import time
@@ -150,6 +151,30 @@ def test_ctrl_c_interrupts_the_questions_in_flight_and_starts_no_other():
             pass
     sender.join()
     assert inner.stop.is_set() and inner.calls == 1  # a and b shared one call; c and d never reached it
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_a_ctrl_c_that_does_not_wake_the_waiting_runner_is_still_seen():
+    """CPython runs a signal's handler between bytecodes, so a SIGINT that lands just before the runner
+    blocks on a lock sets the flag without waking it (the test above lost it about once in 200 runs).
+    ``_thread.interrupt_main`` sets that flag and wakes nothing: the same race, every time."""
+    inner, nudged = Blocking(), threading.Event()
+
+    def ctrl_c_then_nudge() -> None:
+        inner.entered.wait()
+        time.sleep(0.2)  # the main thread is waiting for the questions by now
+        _thread.interrupt_main()
+        if not inner.stop.wait(10):  # the Ctrl-C was lost: end the blocked call so the test can finish
+            nudged.set()
+            inner.interrupt()
+
+    sender = threading.Thread(target=ctrl_c_then_nudge)
+    sender.start()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in in_flight(lambda item, backend: backend.generate([ask(item)]), list("abcd"), inner, 2):
+            pass
+    sender.join()
+    assert not nudged.is_set() and inner.calls == 1
 
 
 @pytest.mark.timeout(60, method="thread")  # closing the runner's pool would wait forever for the blocked call
