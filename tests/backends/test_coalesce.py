@@ -140,7 +140,17 @@ def _error_of(shared: CoalescingBackend, text: str) -> BaseException | None:
     return None
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raising KeyboardInterrupt, as in a terminal, for the test's length. A shell starts background
+    jobs with SIGINT ignored and Python then leaves it ignored: `make test &` hung on the tests below."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 @pytest.mark.timeout(60, method="thread")  # without the interrupt the runner's pool waits forever for the blocked calls
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_interrupts_the_questions_in_flight_and_starts_no_other():
     inner = Blocking()
     main = threading.main_thread().ident
@@ -154,6 +164,7 @@ def test_ctrl_c_interrupts_the_questions_in_flight_and_starts_no_other():
 
 
 @pytest.mark.timeout(60, method="thread")
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_a_ctrl_c_that_does_not_wake_the_waiting_runner_is_still_seen():
     """CPython runs a signal's handler between bytecodes, so a SIGINT that lands just before the runner
     blocks on a lock sets the flag without waking it (the test above lost it about once in 200 runs).
