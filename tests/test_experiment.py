@@ -10,9 +10,9 @@ import pytest
 from deliberation.backends import make_backend
 from deliberation.backends.cache import CachedBackend
 from deliberation.errors import DelibError
-from deliberation.experiment import (cap_limits, load_experiment, only_benchmarks, only_methods, plan,
+from deliberation.runs.experiment import (cap_limits, load_experiment, only_benchmarks, only_methods, plan,
                                      run_experiment)
-from deliberation.runs import RunDir
+from deliberation.runs.directory import RunDir
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 REPO = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_failed_cell_does_not_stop_the_others(tmp_path):
 def test_workers_send_each_cell_to_ray_actors_sharing_the_cache_file(tmp_path, monkeypatch):
     """workers > 1 routes every cell, in plan order, to distributed.execute_distributed (stubbed here by the
     local runner: Ray itself is tested in tests/test_distributed.py)."""
-    from deliberation import distributed, runner
+    from deliberation.runs import distributed, runner
 
     calls = []
 

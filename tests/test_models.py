@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import models
+from deliberation.backends import catalogue as models
 from deliberation.errors import DelibError
-from deliberation.models import ModelSpec
+from deliberation.backends.catalogue import ModelSpec
 
 PARTS = (b"GGUF-first-part|", b"second-part|", b"third")
 

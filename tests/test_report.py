@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import plots, report, run_results
+from deliberation.report import plots, tables as report
+from deliberation.runs import results as run_results
 from deliberation.backends import make_backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
-from deliberation.runner import RunSpec, execute
-from deliberation.runs import Summary, summarize, wilson_ci
+from deliberation.runs.runner import RunSpec, execute
+from deliberation.runs.directory import Summary, summarize, wilson_ci
 from deliberation.types import to_json
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from deliberation.errors import DelibError
-from deliberation.runs import RunDir, summarize, wilson_ci
+from deliberation.runs.directory import RunDir, summarize, wilson_ci
 from deliberation.types import Action, Episode, Turn
 
 
@@ -26,7 +26,7 @@ def test_unicode_line_separators_inside_a_response_do_not_split_the_episode(tmp_
     """json.dumps(ensure_ascii=False) leaves U+2028 and U+0085 raw; str.splitlines would break there."""
     from dataclasses import replace
 
-    from deliberation.run_results import read_episodes
+    from deliberation.runs.results import read_episodes
 
     ep = episode(0)
     ep = replace(ep, turns=(replace(ep.turns[0], text="a\u2028b\x85c\u2029d"), *ep.turns[1:]))
@@ -78,7 +78,7 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
     from dataclasses import replace
     from pathlib import Path
 
-    from deliberation import run_results, runner
+    from deliberation.runs import results as run_results, runner
 
     data = Path(__file__).resolve().parents[2] / "shared" / "data"
     monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))
@@ -102,8 +102,8 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
 
 def test_a_finished_run_is_summarized_without_building_a_backend(tmp_path, monkeypatch):
     """Rerunning a finished run (a resumed experiment passes its done cells) loads no model."""
-    from deliberation import runner
-    from deliberation.runner import RunSpec, execute
+    from deliberation.runs import runner
+    from deliberation.runs.runner import RunSpec, execute
 
     spec = RunSpec(method="cot", benchmark="gsm8k", limit=3, backend="scripted", command="test")
     first = execute(spec, str(tmp_path), progress=False)
@@ -118,7 +118,7 @@ def test_resuming_with_other_resumable_settings_records_them(tmp_path):
     episode records nothing, even under another command."""
     import json
 
-    from deliberation.runner import RunSpec, execute
+    from deliberation.runs.runner import RunSpec, execute
 
     spec = RunSpec(method="cot", benchmark="gsm8k", limit=3, backend="scripted", command="delib run --limit 3")
     execute(spec, str(tmp_path), progress=False)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from deliberation.deliberation.state import FEATURE_NAMES
+from deliberation.engine.state import FEATURE_NAMES
 from deliberation.rl.rollout_files import check_manifest, load_decisions
 from deliberation.types import ACTIONS
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from deliberation import benchmarks
 from deliberation.backends.cache import CachedBackend
 from deliberation.config import EngineConfig
-from deliberation.deliberation.engine import Context, MethodSpec
+from deliberation.engine.loop import Context, MethodSpec
 from deliberation.rl import rollout_files as files
 from deliberation.rl.collect import CollectSpec, behaviour_policy
 from deliberation.rl.rollouts import collect_question
-from deliberation.runner import example_rng
+from deliberation.runs.runner import example_rng
 
 
 class Miss(Exception):

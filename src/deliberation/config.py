@@ -1,11 +1,15 @@
-"""Typed configuration of a deliberation run, validated on construction with actionable messages.
+"""Typed configuration, validated on construction with actionable messages: how a team deliberates
+(``EngineConfig``) and what a command runs questions on (``Workload``, shared by ``delib run``'s RunSpec and
+``delib collect``'s CollectSpec). The CLI's flags are generated from these fields (cli/flags.py): a field's
+docstring is its help text and its default the flag's default.
 
 Training configuration lives beside the trainer (``deliberation.rl.config.TrainConfig``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from deliberation.errors import DelibError, require_at_least
 
@@ -38,3 +42,25 @@ class EngineConfig:
         if self.temperature < 0:
             raise DelibError(f"--temperature must be >= 0 (got {self.temperature})")
         require_at_least("--max-tokens", self.max_tokens)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a command runs questions on and with which backend; saved in config.json / manifest.json."""
+
+    benchmark: str = "gsm8k"
+    split: str = "test"
+    limit: int | None = None
+    backend: str = "llamacpp"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    cache: str | None = None
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    data_dir: str | None = None
+    command: str = ""
+    concurrency: int = 1
+    """Questions in flight at once, their LLM requests merged into shared batches (backends/coalesce.py)."""
+
+    def __post_init__(self) -> None:
+        require_at_least("concurrency", self.concurrency)
+        if self.limit is not None:
+            require_at_least("limit", self.limit)

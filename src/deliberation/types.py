@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import os
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 
@@ -129,19 +132,6 @@ class Episode:
 
 
 @dataclass(frozen=True)
-class AgentState:
-    """What the engine knows about one agent after a round: its latest response and confidence."""
-
-    agent: int
-    answer: str | None
-    text: str
-    confidence: float | None
-    changed: bool = False
-    tokens: int = 0
-    correct: bool = False
-
-
-@dataclass(frozen=True)
 class Decision:
     """One meta-decision recorded for training: observation features, action, behaviour log-prob,
     counterfactual rewards of every action (indexed like ``ACTIONS``) and the token cost."""
@@ -208,3 +198,10 @@ def _coerce(tp: Any, value: Any) -> Any:
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_json(tp, value)
     return value
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file and a rename, so readers never see half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)

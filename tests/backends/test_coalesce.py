@@ -12,7 +12,7 @@ import pytest
 
 from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.errors import Interrupted
-from deliberation.runner import in_flight, stopping
+from deliberation.runs.runner import in_flight, stopping
 from deliberation.types import Completion, GenerationRequest, Message
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks import sandbox
-from deliberation.benchmarks.sandbox import Limits, SandboxResult, run_many, run_program
+from deliberation.benchmarks.helpers import sandbox
+from deliberation.benchmarks.helpers.sandbox import Limits, SandboxResult, run_many, run_program
 
 FAST = Limits(timeout_s=2.0, memory_mb=512)
 # Programs first write "<pid> <pgid> <uid>" to a file the test reads, to look for survivors afterwards.

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from deliberation.deliberation.confidence import critic_request, read_confidence
+from deliberation.engine.confidence import critic_request, read_confidence
 from deliberation.types import Completion, TokenLogprob
 
 

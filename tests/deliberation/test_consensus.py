@@ -2,7 +2,7 @@
 
 import pytest
 
-from deliberation.deliberation.consensus import Ballot, leave_one_out, share_at_least, support, unanimous, vote
+from deliberation.engine.consensus import Ballot, leave_one_out, share_at_least, support, unanimous, vote
 
 
 @pytest.mark.parametrize(

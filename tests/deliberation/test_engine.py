@@ -9,7 +9,7 @@ import pytest
 from deliberation import benchmarks
 from deliberation.backends.scripted import ScriptedBackend
 from deliberation.config import EngineConfig
-from deliberation.deliberation.engine import AgentRecord, Context, MethodSpec, apply_actions, request_seed, run_episode
+from deliberation.engine.loop import AgentRecord, Context, MethodSpec, apply_actions, request_seed, run_episode
 from deliberation.methods.heuristics import ConstantPolicy
 from deliberation.types import Action, Completion
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from deliberation.deliberation.state import FEATURE_NAMES, N_FEATURES, AgentView, observe
+from deliberation.engine.state import FEATURE_NAMES, N_FEATURES, AgentView, observe
 
 IDX = {name: i for i, name in enumerate(FEATURE_NAMES)}
 

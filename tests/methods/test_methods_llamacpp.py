@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from deliberation.cli import main
+from deliberation.cli.main import main
 from deliberation.methods import METHODS
-from deliberation.runs import RunDir
+from deliberation.runs.directory import RunDir
 
 pytestmark = pytest.mark.integration
 

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from deliberation import benchmarks
-from deliberation.cli import main
+from deliberation.cli.main import main
 from deliberation.methods import METHODS
-from deliberation.runs import RunDir
+from deliberation.runs.directory import RunDir
 from deliberation.types import Action, to_json
 
 BENCH = benchmarks.get("gsm8k")
@@ -75,7 +75,7 @@ def test_concurrent_questions_give_the_same_episodes(tmp_path, method):
 
 def test_concurrency_merges_the_questions_requests_into_shared_batches():
     from deliberation.backends.scripted import ScriptedBackend
-    from deliberation.runner import RunSpec, run_examples
+    from deliberation.runs.runner import RunSpec, run_examples
     from deliberation.methods import get
 
     inner = ScriptedBackend(benchmark="gsm8k")

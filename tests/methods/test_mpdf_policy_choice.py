@@ -4,12 +4,13 @@ from dataclasses import replace
 
 import pytest
 
-from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.methods import mpdf
 from deliberation.methods.base import MethodConfig
 from deliberation.methods.heuristics import ConfidenceThreshold
-from deliberation.policy.network import MetaPolicyNet, save_policy
+from deliberation.policy.checkpoint import save_policy
+from deliberation.policy.network import MetaPolicyNet
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_explicit_policy_wins_over_the_shipped_one(checkpoint, tmp_path, monkeyp
 def test_shipped_checkpoints_load_with_this_builds_features(name, algo):
     """The checkpoints in the package match the features this build produces and stay blind to the
     critic's absolute confidence (README: trained on another model's P(Yes) scale)."""
-    from deliberation.policy.network import load_meta, load_policy
+    from deliberation.policy.checkpoint import load_meta, load_policy
 
     path = mpdf.SHIPPED_POLICY.with_name(name)
     policy = load_policy(path, FEATURE_NAMES, FEATURE_VERSION)
@@ -74,7 +75,7 @@ def test_resuming_after_the_checkpoint_changed_is_refused(checkpoint, tmp_path, 
     """A run's episodes come from one policy: retraining the checkpoint under a half-finished run must not
     mix two policies in one table row."""
     from deliberation.errors import DelibError
-    from deliberation.runner import RunSpec, execute
+    from deliberation.runs.runner import RunSpec, execute
 
     monkeypatch.setattr(mpdf, "SHIPPED_POLICY", checkpoint)
     spec = RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted")

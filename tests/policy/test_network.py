@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from deliberation.errors import DelibError
-from deliberation.policy.network import MetaPolicy, MetaPolicyNet, load_meta, load_policy, save_policy
+from deliberation.policy.checkpoint import load_meta, load_policy, save_policy
+from deliberation.policy.learned import TrainedPolicy
+from deliberation.policy.network import MetaPolicyNet
 from deliberation.types import ACTIONS
 
 F = 5

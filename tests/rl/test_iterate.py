@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from deliberation.cli import main
+from deliberation.cli.main import main
 from deliberation.errors import DelibError
 from deliberation.rl.collect import CollectSpec
 from deliberation.rl.iterate import IterateSpec, policy_file
@@ -44,8 +44,9 @@ def test_bad_settings_are_refused_before_anything_runs():
 
 
 def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp_path):
-    from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
-    from deliberation.policy.network import MetaPolicyNet, save_policy
+    from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.policy.checkpoint import save_policy
+    from deliberation.policy.network import MetaPolicyNet
 
     start = save_policy(tmp_path / "start.pt", MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {})
     out = tmp_path / "it"

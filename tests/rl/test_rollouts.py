@@ -10,8 +10,8 @@ import pytest
 from deliberation import benchmarks
 from deliberation.backends.scripted import ScriptedBackend
 from deliberation.config import EngineConfig
-from deliberation.deliberation.consensus import Ballot, leave_one_out, vote
-from deliberation.deliberation.engine import AgentRecord, Context, MethodSpec
+from deliberation.engine.consensus import Ballot, leave_one_out, vote
+from deliberation.engine.loop import AgentRecord, Context, MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.heuristics import AgreementThreshold
 from deliberation.rl import rollout_files as files

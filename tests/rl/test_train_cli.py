@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from deliberation.cli import main
+from deliberation.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +135,8 @@ def test_group_size_ablation_trains_on_fewer_samples(tmp_path, rollouts, capsys)
 def test_ignore_features_is_recorded_and_blinds_the_policy(tmp_path, rollouts):
     import numpy as np
 
-    from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
-    from deliberation.policy.network import load_policy
+    from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.policy.checkpoint import load_policy
 
     out = tmp_path / "blind"
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(out), "--epochs", "1",
@@ -175,7 +175,7 @@ def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_
 
 def test_config_records_the_size_of_the_net_it_saved(tmp_path):
     """An --init net keeps its own width, whatever TrainConfig's default says: config.json must say so."""
-    from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
     from deliberation.policy.network import MetaPolicyNet
     from deliberation.rl.config import TrainConfig
     from deliberation.rl.trainer import write_training_outputs

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from deliberation.errors import DelibError
-from deliberation.policy.network import MetaPolicyNet, load_meta, load_policy
+from deliberation.policy.checkpoint import load_meta, load_policy
+from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import split_by_example, tensorize
 from deliberation.rl.losses import ALGORITHMS

@@ -45,7 +45,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from deliberation import models
+from deliberation.backends import catalogue as models
 from deliberation.backends.base import cache_scope
 from deliberation.errors import DelibError, Interrupted, install_hint
 from deliberation.backends.llamacpp_sequence import SequenceState

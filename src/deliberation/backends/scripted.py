@@ -1,6 +1,6 @@
 """A deterministic, seeded simulator of LLM agents, for tests and overhead benchmarks only.
 
-It reads the engine's prompts (``deliberation.deliberation.prompts``), looks the problem up in the
+It reads the engine's prompts (``deliberation.engine.prompts``), looks the problem up in the
 benchmark, and answers in the benchmark's format so extraction and scoring run for real:
 - round 0: agent k (the low 4 bits of the request seed) is right with probability skill_k + d_q, d_q a
   per-question difficulty offset; wrong answers come from a few per-question distractors, so wrong agents
@@ -25,7 +25,7 @@ import numpy as np
 
 from deliberation.benchmarks import BENCHMARKS, get as get_benchmark
 from deliberation.benchmarks.base import Benchmark
-from deliberation.deliberation import prompts
+from deliberation.engine import prompts
 from deliberation.errors import DelibError
 from deliberation.types import Completion, Example, GenerationRequest, TokenLogprob
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from deliberation.benchmarks import numeric, sources
+from deliberation.benchmarks.helpers import numeric, sources
 from deliberation.benchmarks.base import Benchmark
-from deliberation.benchmarks.sources import HubSplit, Row, SplitSources
+from deliberation.benchmarks.helpers.sources import HubSplit, Row, SplitSources
 from deliberation.errors import DelibError
 from deliberation.types import Example
 

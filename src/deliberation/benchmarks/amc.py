@@ -8,9 +8,9 @@ ignored; fractions equal their decimals), the convention of Qwen2.5-Math's ``mat
 
 from __future__ import annotations
 
-from deliberation.benchmarks import numeric
+from deliberation.benchmarks.helpers import numeric
 from deliberation.benchmarks.base import NumericBenchmark
-from deliberation.benchmarks.sources import HubSplit, Row, SplitSources
+from deliberation.benchmarks.helpers.sources import HubSplit, Row, SplitSources
 from deliberation.types import Example
 
 

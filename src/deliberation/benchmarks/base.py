@@ -64,21 +64,21 @@ class NumericBenchmark(Benchmark):
     answer_instruction = "Reason step by step, then put your final answer (a number) in \\boxed{}."
 
     def load(self, split: str, limit: int | None = None, data_dir: str | None = None) -> list[Example]:
-        from deliberation.benchmarks import sources
+        from deliberation.benchmarks.helpers import sources
 
         return sources.load(self.name, split, self.sources, limit, data_dir)
 
     def extract(self, text: str) -> str | None:
-        from deliberation.benchmarks import numeric
+        from deliberation.benchmarks.helpers import numeric
 
         return numeric.extract_answer(text)
 
     def score(self, example: Example, text: str) -> bool:
-        from deliberation.benchmarks import numeric
+        from deliberation.benchmarks.helpers import numeric
 
         return numeric.score_answer(example.answer, text)
 
     def answer_key(self, answer: str) -> str:
-        from deliberation.benchmarks import numeric
+        from deliberation.benchmarks.helpers import numeric
 
         return numeric.numeric_key(answer)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deliberation.benchmarks import sources
+from deliberation.benchmarks.helpers import sources
 from deliberation.benchmarks.base import NumericBenchmark
-from deliberation.benchmarks.sources import Convert, HubSplit, Row, SplitSources
+from deliberation.benchmarks.helpers.sources import Convert, HubSplit, Row, SplitSources
 from deliberation.errors import DelibError
 from deliberation.types import Example
 

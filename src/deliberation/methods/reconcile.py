@@ -5,17 +5,11 @@ same critic P(Yes) MPDF uses (ReConcile's own is verbalized), so both pay the sa
 
 from __future__ import annotations
 
-from deliberation.deliberation import prompts
-from deliberation.deliberation.engine import MethodSpec
-from deliberation.methods.base import make_run
-from deliberation.methods.heuristics import ConstantPolicy
+from deliberation.engine import prompts
+from deliberation.engine.spec import MethodSpec
+from deliberation.methods.base import fixed
+from deliberation.policy.rules import ConstantPolicy
 from deliberation.types import Action
 
-SPEC = MethodSpec(
-    name="reconcile",
-    policy=ConstantPolicy(Action.REFINE),
-    update=prompts.reconcile_messages,
-    confidence=True,
-    weighted_vote=True,
-)
-run = make_run(lambda cfg: SPEC)
+METHOD = fixed(MethodSpec(name="reconcile", policy=ConstantPolicy(Action.REFINE), update=prompts.reconcile_messages,
+                          confidence=True, weighted_vote=True))

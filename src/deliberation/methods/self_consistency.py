@@ -8,16 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
-from deliberation.backends.base import Backend
-from deliberation.deliberation.engine import MethodSpec
-from deliberation.methods.base import MethodConfig, run_spec
-from deliberation.types import Episode, Example
+from deliberation.engine.spec import MethodSpec
+from deliberation.methods.base import fixed
 
 SPEC = MethodSpec(name="self-consistency", policy=None)
-
-
-def run(example: Example, backend: Backend, cfg: MethodConfig, rng: np.random.Generator) -> Episode:
-    """k samples, plurality vote."""
-    return run_spec(SPEC, example, backend, cfg, rng, replace(cfg.engine, rounds=0))
+METHOD = fixed(SPEC, engine=lambda e: replace(e, rounds=0))

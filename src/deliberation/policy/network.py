@@ -6,30 +6,22 @@ Vaswani et al. 2017), and an MLP head maps [own embedding, attended peers] to 3 
 ``deliberation.types.ACTIONS``. Attention pooling makes the output invariant to the order of the peers and
 lets the number of peers vary (a mask marks real peers; zero peers give a zero peer summary, never NaN).
 
-``MetaPolicy`` wraps a network for the engine (numpy in, actions out) and ``save_policy``/``load_policy``
-keep checkpoints that refuse to load against a different feature set.
+``deliberation.policy.learned`` adapts a network to the engine and ``deliberation.policy.checkpoint``
+saves and loads it.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import pickle
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
 from deliberation.errors import DelibError
-from deliberation.types import ACTIONS, Action
+from deliberation.types import ACTIONS
 
 N_ACTIONS = len(ACTIONS)
-CHECKPOINT_FORMAT = "deliberation-policy"
-CHECKPOINT_FORMAT_VERSION = 1
 
 
 class MetaPolicyNet(nn.Module):
@@ -89,108 +81,3 @@ def net_from_arch(arch: Mapping[str, Any]) -> MetaPolicyNet:
     """The module ``arch()`` describes (checkpoints written before ``ignored`` existed ignore nothing)."""
     sizes = {k: int(arch[k]) for k in ("n_features", "hidden", "heads")}
     return MetaPolicyNet(**sizes, ignored=[int(i) for i in arch.get("ignored", ())])
-
-
-def behaviour_probs(probs: np.ndarray, greedy: bool, epsilon: float) -> np.ndarray:
-    """Mix a policy's action probabilities (A, 3) into the behaviour distribution (A, 3): the greedy one-hot
-    (``greedy``) or the policy itself, mixed with uniform with weight ``epsilon`` (epsilon-exploration)."""
-    if not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
-    base = np.eye(N_ACTIONS)[probs.argmax(-1)] if greedy else probs  # (A, 3)
-    return (1.0 - epsilon) * base + epsilon / N_ACTIONS
-
-
-@dataclass(frozen=True)
-class MetaPolicy:
-    """A trained network plus the feature contract it was trained on; what the engine calls per round."""
-
-    net: MetaPolicyNet
-    feature_names: tuple[str, ...] = ()
-    feature_version: int = 0
-
-    def probs(self, own: np.ndarray, peers: np.ndarray, epsilon: float = 0.0) -> np.ndarray:
-        """Action probabilities (A, 3) in ACTIONS order for own (A, F) and peers (A, P, F), mixed with
-        uniform by ``epsilon``."""
-        own_t = torch.as_tensor(np.asarray(own, dtype=np.float32))  # (A, F)
-        peers_t = torch.as_tensor(np.asarray(peers, dtype=np.float32))  # (A, P, F)
-        if own_t.dim() != 2 or peers_t.dim() != 3 or peers_t.shape[::2] != own_t.shape:
-            raise ValueError(f"expected own (A, F) and peers (A, P, F), got {tuple(own_t.shape)} and "
-                             f"{tuple(peers_t.shape)}")
-        with torch.inference_mode():
-            probs = torch.softmax(self.net(own_t, peers_t).double(), dim=-1).numpy()  # (A, 3)
-        return behaviour_probs(probs, greedy=False, epsilon=epsilon)
-
-    def act(self, own: np.ndarray, peers: np.ndarray, rng: np.random.Generator, greedy: bool = False,
-            epsilon: float = 0.0) -> tuple[list[Action], np.ndarray]:
-        """Pick one action per agent; return the actions and their log-probabilities (A,) under the
-        behaviour distribution actually sampled from (greedy or policy, mixed with uniform by epsilon)."""
-        behaviour = behaviour_probs(self.probs(own, peers), greedy=greedy, epsilon=epsilon)  # (A, 3)
-        cdf = np.cumsum(behaviour, axis=-1)  # (A, 3)
-        draws = rng.random(len(behaviour))[:, None]  # (A, 1)
-        index = np.minimum((draws >= cdf).sum(-1), N_ACTIONS - 1)  # (A,)
-        chosen = behaviour[np.arange(len(index)), index]  # (A,)
-        return [ACTIONS[i] for i in index], np.log(chosen)
-
-
-def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequence[str],
-                feature_version: int, meta: Mapping[str, Any]) -> Path:
-    """Write a checkpoint (state dict, architecture, feature contract, ``meta`` of JSON-able values; a
-    TypeError names anything else) atomically: a temporary file in the same folder is renamed over ``path``."""
-    target = Path(path)
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "format_version": CHECKPOINT_FORMAT_VERSION,
-        "arch": net.arch(),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
-        "feature_names": list(feature_names),
-        "feature_version": int(feature_version),
-        "meta": json.loads(json.dumps(dict(meta))),  # plain values only, so weights_only loading accepts it
-    }
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    torch.save(payload, tmp)
-    os.replace(tmp, target)
-    return target
-
-
-def load_policy(path: str | os.PathLike, feature_names: Sequence[str], feature_version: int) -> MetaPolicy:
-    """Load a checkpoint written by ``save_policy``; refuse one trained on other features (DelibError)."""
-    payload = _read_checkpoint(Path(path))
-    _check_features(payload, tuple(feature_names), int(feature_version))
-    net = net_from_arch(payload["arch"])
-    net.load_state_dict(payload["state_dict"])
-    net.eval()
-    return MetaPolicy(net=net, feature_names=tuple(feature_names), feature_version=int(feature_version))
-
-
-def load_meta(path: str | os.PathLike) -> dict[str, Any]:
-    """The ``meta`` dict stored in a checkpoint (training config, metrics summary) without building a net."""
-    return dict(_read_checkpoint(Path(path))["meta"])
-
-
-def _read_checkpoint(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise DelibError(f"policy checkpoint {path} not found; train one with `delib train` or pass the path "
-                         "of an existing policy.pt")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, EOFError, KeyError, RuntimeError, ValueError, pickle.UnpicklingError) as err:
-        raise DelibError(f"{path} is not a deliberation policy checkpoint ({type(err).__name__}); pass a "
-                         "policy.pt written by `delib train`") from err
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise DelibError(f"{path} is not a deliberation policy checkpoint; pass a policy.pt written by "
-                         "`delib train`")
-    return payload
-
-
-def _check_features(payload: Mapping[str, Any], names: tuple[str, ...], version: int) -> None:
-    """Raise DelibError naming the mismatch when the checkpoint's feature contract is not the caller's."""
-    stored, stored_version = tuple(payload["feature_names"]), int(payload["feature_version"])
-    if stored == names and stored_version == version:
-        return
-    detail = ""
-    if len(stored) == len(names) and stored_version == version:
-        first = next(i for i, (a, b) in enumerate(zip(stored, names)) if a != b)
-        detail = f" (feature {first} is {stored[first]!r} there, {names[first]!r} here)"
-    raise DelibError(f"policy expects {len(stored)} features of version {stored_version}, this build produces "
-                     f"{len(names)} of version {version}{detail}; retrain with delib train")

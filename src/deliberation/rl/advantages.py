@@ -2,8 +2,8 @@
 
 Every function has the signature ``(rewards: Tensor (N,), groups: LongTensor (N,), **kw) -> Tensor (N,)``:
 ``groups[n]`` names the group of samples that decision ``n`` is ranked or baselined against (in training,
-the K samples of one question, round and agent). The functions are chosen by name from ``ADVANTAGES``;
-the trainer never switches on the name.
+the K samples of one question, round and agent). The functions are chosen by name from ``rl/algorithms.py``'s
+``ADVANTAGES``; the trainer never switches on the name.
 
 How SoftRankPO (Yang & Thomason, AAAI 2026, arXiv 2509.03817; our definition in DESIGN.md section 1)
 departs from GRPO (Shao et al. 2024, arXiv 2402.03300), whose advantage is (r - mean_g) / (std_g + eps):
@@ -185,12 +185,3 @@ def rloo(rewards: Tensor, groups: Tensor) -> Tensor:
     k = grp.counts.unsqueeze(-1).to(torch.float64)  # (G, 1)
     factor = torch.where(k > 1, k / (k - 1).clamp(min=1), torch.zeros_like(k))
     return _out(grp.unpad(factor * (padded - grp.mean(padded))), rewards)
-
-
-ADVANTAGES: dict[str, Callable[..., Tensor]] = {
-    "softrankpo": softrankpo,
-    "grpo": grpo,
-    "reinforce": reinforce,
-    "reinforce_baseline": reinforce_baseline,
-    "rloo": rloo,
-}

@@ -6,47 +6,42 @@ checkpoint (``--policy``) or, before any policy exists, the epsilon-mixed agreem
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deliberation import benchmarks
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
-from deliberation.config import EngineConfig
-from deliberation.deliberation.engine import Context, MetaPolicy, MethodSpec
-from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.config import Workload
+from deliberation.engine.loop import example_rng, make_context
+from deliberation.engine.spec import MetaPolicy, MethodSpec
+from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError, require_at_least
-from deliberation.methods.heuristics import AgreementThreshold
+from deliberation.policy.epsilon import EpsilonMixed
+from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
-from deliberation.rl.rollouts import EpsilonMixed, collect_question
-from deliberation.runner import check_counts, example_rng, in_flight, stopping
+from deliberation.rl.rollouts import collect_question
 from deliberation.types import Example, to_json
 
 
 @dataclass(frozen=True)
-class CollectSpec:
+class CollectSpec(Workload):
     """What to collect; saved (with the command) in manifest.json."""
 
-    benchmark: str = "gsm8k"
     split: str = "train"
-    limit: int | None = None
-    backend: str = "llamacpp"
-    backend_options: dict[str, Any] = field(default_factory=dict)
-    cache: str | None = None
-    engine: EngineConfig = field(default_factory=EngineConfig)
     samples: int = 8
     """K joint actions drawn per decision point (the ranking group size)."""
     epsilon: float = 0.2
     """Probability of replacing the behaviour policy's action by a uniform one."""
     policy: str | None = None
-    command: str = ""
-    concurrency: int = 1
-    """Questions collected at once, their requests merged into shared batches (backends/coalesce.py)."""
+    """Behaviour policy checkpoint (a path or a shipped name); default: the agreement-threshold rule."""
     allow_test: bool = False
     """Collecting on a test split trains the policy on the questions it is then evaluated on: opt-in only."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.split == "test" and not self.allow_test:
             raise DelibError("--split test would train the policy on the questions it is evaluated on; collect on "
                              "a train split (or pass --allow-test to do it knowingly)")
@@ -55,13 +50,12 @@ class CollectSpec:
             raise DelibError(f"--epsilon must be in (0, 1] (got {self.epsilon}): the behaviour policies are "
                              "deterministic, so without exploration the K samples take the same actions: "
                              "nothing to rank")
-        check_counts(self.concurrency, self.limit)
 
 
 def behaviour_policy(spec: CollectSpec) -> MetaPolicy:
     if spec.policy is None:
         return EpsilonMixed(AgreementThreshold(), spec.epsilon)
-    from deliberation.methods.mpdf import load_learned
+    from deliberation.policy.learned import load_learned
 
     return EpsilonMixed(load_learned(spec.policy), spec.epsilon)
 
@@ -78,7 +72,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     from tqdm import tqdm
 
     bench = benchmarks.get(spec.benchmark)
-    examples = bench.load(spec.split, limit=spec.limit)
+    examples = bench.load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
     behaviour = behaviour_policy(spec)
     directory = Path(out)
     backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
@@ -88,7 +82,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     method = MethodSpec(name="collect", policy=behaviour, confidence=True)
 
     def one(ex: Example, shared: Backend) -> tuple[str, list]:
-        ctx = Context(ex, bench.format_question(ex), shared, bench, spec.engine, method)
+        ctx = make_context(ex, shared, bench, spec.engine, method)
         return ex.id, collect_question(ctx, behaviour, spec.samples, example_rng(spec.engine.seed, ex.id))
 
     todo = [e for e in examples if e.id not in done]

@@ -17,9 +17,9 @@ class TrainConfig:
     """Hyper-parameters of ``train_sft`` and ``train_pg``."""
 
     algo: str = "softrankpo"
-    """Policy-gradient algorithm, a key of ``deliberation.rl.losses.ALGORITHMS`` (softrankpo, grpo,
-    reinforce, reinforce_baseline, rloo, ppo), or ``sft`` for a supervised-only run (``train_pg`` refuses
-    it). All share everything but the advantage and the loss form."""
+    """Algorithm, a key of ``deliberation.rl.algorithms.ALGORITHMS``: ``sft`` (supervised only) or a
+    policy gradient (softrankpo, grpo, reinforce, reinforce_baseline, rloo, ppo; ``train_pg`` refuses sft).
+    All share everything but the advantage and the loss form."""
 
     lr: float = 3e-3
     """Adam learning rate (Kingma & Ba 2015)."""
@@ -67,7 +67,7 @@ class TrainConfig:
     """Attention heads of the policy network; must divide ``hidden``."""
 
     ignore_features: tuple[str, ...] = ()
-    """Feature names (``deliberation.deliberation.state.FEATURE_NAMES``) the policy never sees: zeroed at its
+    """Feature names (``deliberation.engine.state.FEATURE_NAMES``) the policy never sees: zeroed at its
     input in training and at inference, recorded in the checkpoint. E.g. ``confidence``, the critic's P(Yes),
     whose scale belongs to the model the rollouts came from (``confidence_vs_mean`` keeps the relative
     signal), for a policy that will run with another model."""
@@ -98,7 +98,7 @@ class TrainConfig:
 
     def ignored_columns(self) -> tuple[int, ...]:
         """Column indices of ``ignore_features`` in the feature vector, sorted, each once."""
-        from deliberation.deliberation.state import FEATURE_NAMES
+        from deliberation.engine.state import FEATURE_NAMES
 
         return tuple(sorted({FEATURE_NAMES.index(name) for name in self.ignore_features}))
 
@@ -109,13 +109,13 @@ def _check(ok: bool, message: str) -> None:
 
 
 def _check_algo(algo: str) -> None:
-    from deliberation.rl.losses import ALGORITHMS  # lazy: keeps torch out of config import
+    from deliberation.rl.algorithms import ALGORITHMS
 
-    _check(algo == "sft" or algo in ALGORITHMS, f"unknown algo {algo!r}; choose sft or one of {', '.join(ALGORITHMS)}")
+    _check(algo in ALGORITHMS, f"unknown algo {algo!r}; choose one of {', '.join(ALGORITHMS)}")
 
 
 def _check_feature_names(names: tuple[str, ...]) -> None:
-    from deliberation.deliberation.state import FEATURE_NAMES
+    from deliberation.engine.state import FEATURE_NAMES
 
     unknown = [n for n in names if n not in FEATURE_NAMES]
     _check(not unknown, f"ignore_features names unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)}")

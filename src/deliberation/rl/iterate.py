@@ -40,7 +40,9 @@ class IterateSpec:
         require_at_least("--iterations", self.iterations)
         if not self.benchmarks:
             raise DelibError("give at least one --benchmark to collect on")
-        if self.algo == "sft":
+        from deliberation.rl.algorithms import ALGORITHMS
+
+        if ALGORITHMS.get(self.algo) is not None and ALGORITHMS[self.algo].supervised:
             raise DelibError("--algo sft learns from oracle labels, not from its own rollouts; choose a policy-"
                              "gradient algo (softrankpo, grpo, ...)")
         self._check_training()
@@ -48,8 +50,8 @@ class IterateSpec:
     def _check_training(self) -> None:
         """Refuse, before hours of collection, training settings that would fail after it: bad values, a
         group larger than the samples collected, a start policy blind to other features."""
-        from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
-        from deliberation.policy.network import load_policy
+        from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
+        from deliberation.policy.checkpoint import load_policy
         from deliberation.rl.config import TrainConfig
         from deliberation.rl.trainer import check_ignored
 

@@ -5,51 +5,22 @@ term is either plain, -mean(A * log pi(a|o)), or PPO-clipped against the behavio
 (Schulman et al. 2017), -mean(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)) with rho = pi(a|o) / mu(a|o),
 for off-policy rollouts. The KL and entropy are exact sums over the 3 actions, not sample estimates.
 
-An algorithm is a registry entry (advantage function + loss form), never a string switched on elsewhere:
-the comparators share everything but these two choices.
+An algorithm is an entry of ``rl/algorithms.py`` (advantage function + loss form), never a string switched
+on elsewhere: the comparators share everything but these two choices.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
-from deliberation.rl.advantages import grpo, reinforce, reinforce_baseline, rloo, softrankpo
+from deliberation.rl.algorithms import ALGORITHMS
 
 if TYPE_CHECKING:
     from deliberation.rl.config import TrainConfig
-
-PPO_CLIP_EPS = 0.2  # Schulman et al. 2017, section 6.1
-
-
-@dataclass(frozen=True)
-class Algorithm:
-    """An advantage function plus the loss form it is trained with."""
-
-    advantage: Callable[..., Tensor]
-    advantage_params: tuple[str, ...] = ()  # TrainConfig fields passed to ``advantage`` by keyword
-    default_clip_eps: float | None = None  # clip used when TrainConfig.clip_eps is None (None = plain PG)
-
-    def advantages(self, rewards: Tensor, groups: Tensor, cfg: TrainConfig) -> Tensor:
-        """(N,) rewards and groups -> (N,) advantages with this algorithm's advantage function."""
-        return self.advantage(rewards, groups, **{name: getattr(cfg, name) for name in self.advantage_params})
-
-    def clip_eps(self, cfg: TrainConfig) -> float | None:
-        """The PPO clip epsilon in force, or None for the plain policy gradient."""
-        return cfg.clip_eps if cfg.clip_eps is not None else self.default_clip_eps
-
-
-ALGORITHMS: dict[str, Algorithm] = {
-    "softrankpo": Algorithm(softrankpo, advantage_params=("tau",)),
-    "grpo": Algorithm(grpo),
-    "reinforce": Algorithm(reinforce),
-    "reinforce_baseline": Algorithm(reinforce_baseline),
-    "rloo": Algorithm(rloo),
-    "ppo": Algorithm(grpo, default_clip_eps=PPO_CLIP_EPS),  # PPO-clip with GRPO advantages
-}
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
-from deliberation.runs import write_json_atomic
+from deliberation.types import write_json_atomic
 from deliberation.types import Decision, from_json, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"

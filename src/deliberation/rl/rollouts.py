@@ -13,16 +13,16 @@ continues with the first sample's joint action.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from deliberation.deliberation.consensus import Ballot, leave_one_out, unanimous, vote
-from deliberation.deliberation.engine import (AgentRecord, Context, MetaPolicy, apply_actions, concede_target,
-                                              initial_round, score_confidence)
-from deliberation.deliberation.state import observe
-from deliberation.types import ACTIONS, Action, Decision
+from deliberation.engine.consensus import Ballot, leave_one_out, vote
+from deliberation.engine.loop import (AgentRecord, Context, act, initial_round, observation, run_rounds, score,
+                                      without_call)
+from deliberation.engine.spec import MetaPolicy
+from deliberation.types import ACTIONS, Action, Decision, Turn
 
 
 @dataclass(frozen=True)
@@ -33,44 +33,19 @@ class Outcomes:
     refine_tokens: int
 
 
-@dataclass(frozen=True)
-class EpsilonMixed:
-    """A behaviour policy: the base policy's action, replaced by a uniform one with probability epsilon.
-    Log-probs are those of the mixture, as importance ratios need."""
-
-    base: MetaPolicy
-    epsilon: float = 0.2
-
-    def decide(self, obs, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
-        base, _ = self.base.decide(obs, rng)
-        actions = tuple(ACTIONS[rng.integers(3)] if rng.random() < self.epsilon else a for a in base)
-        probs = [(1 - self.epsilon) * (a == b) + self.epsilon / 3 for a, b in zip(actions, base)]
-        return actions, tuple(float(np.log(p)) for p in probs)
-
-
 def counterfactuals(ctx: Context, records: list[AgentRecord], round_: int) -> list[Outcomes]:
-    """Every agent's outcome under each action: one REFINE batch, one critic batch, no other calls."""
-    refined, spent = apply_actions(ctx, records, [Action.REFINE] * len(records), round_)
-    scored, critics = score_confidence(ctx, [replace(r, changed=True) for r in refined])
-    refined = [replace(s, changed=r.changed) for s, r in zip(scored, refined)]
-    out = []
-    for i, rec in enumerate(records):
-        target = concede_target(records, i)
-        conceded = replace(records[target], changed=True) if target is not None else replace(rec, changed=False)
-        cost = sum(c.prompt_tokens + c.completion_tokens for c in [*spent[i], critics[i]] if c is not None)
-        out.append(Outcomes((replace(rec, changed=False), refined[i], conceded), cost))
-    return out
-
-
-def _correct(ctx: Context, rec: AgentRecord) -> bool:
-    if rec.text not in ctx.memo:
-        ctx.memo[rec.text] = ctx.bench.score(ctx.example, rec.text)
-    return ctx.memo[rec.text]
+    """Every agent's outcome under each action: the engine's ``act`` with REFINE for all (one REFINE batch,
+    one critic batch); PERSIST and CONCEDE need no call."""
+    refined = act(ctx, records, [Action.REFINE] * len(records), round_)
+    return [Outcomes((without_call(records, i, Action.PERSIST), refined.records[i],
+                      without_call(records, i, Action.CONCEDE)),
+                     sum(c.prompt_tokens + c.completion_tokens for c in refined.calls[i]))
+            for i in range(len(records))]
 
 
 def _vote_correct(ctx: Context, recs: Sequence[AgentRecord], key: str | None) -> bool:
     holder = next((r for r in recs if key is not None and r.key == key), None)
-    return holder is not None and _correct(ctx, holder)
+    return holder is not None and score(ctx, holder.text)
 
 
 def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: list[AgentRecord],
@@ -80,7 +55,7 @@ def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: l
     for rec in outcomes.after:
         team = others[:i] + [rec] + others[i + 1 :]
         ballots = [Ballot(r.key, r.confidence) for r in team]
-        r_local = float(_correct(ctx, rec)) - float(_correct(ctx, before))
+        r_local = float(score(ctx, rec.text)) - float(score(ctx, before.text))
         r_global = float(_vote_correct(ctx, team, vote(ballots))) - float(
             _vote_correct(ctx, team, leave_one_out(ballots, i)))
         result.append((r_local, r_global))
@@ -91,7 +66,7 @@ def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list
                         behaviour: MetaPolicy, samples: int,
                         rng: np.random.Generator) -> tuple[list[Decision], tuple[Action, ...]]:
     """K joint actions from the behaviour policy, each scored counterfactually per agent."""
-    obs = observe([r.view() for r in records], round_, ctx.cfg.rounds)
+    obs = observation(ctx, records, round_)
     decisions, first = [], None
     for k in range(samples):
         actions, logps = behaviour.decide(obs, rng)
@@ -109,14 +84,17 @@ def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list
 
 
 def collect_question(ctx: Context, behaviour: MetaPolicy, samples: int, rng: np.random.Generator) -> list[Decision]:
-    """All decisions of one question: round 0, then R rounds of counterfactual scoring."""
-    records, _ = initial_round(ctx)
+    """All decisions of one question: the engine's round 0 and round loop, with a step that scores every
+    action counterfactually and then follows the first sample's joint action. ``ctx.spec`` must carry
+    ``behaviour`` as its policy (its stop rule ends the loop as it ends an episode)."""
     decisions: list[Decision] = []
-    for t in range(1, ctx.cfg.rounds + 1):
-        if ctx.cfg.early_stop and unanimous([r.key for r in records]):
-            break
-        outcomes = counterfactuals(ctx, records, t)
-        new, actions = decisions_for_round(ctx, records, outcomes, t, behaviour, samples, rng)
-        decisions += new
-        records = [outcomes[i].after[ACTIONS.index(a)] for i, a in enumerate(actions)]
+
+    def step(c: Context, records: list[AgentRecord], t: int) -> tuple[list[AgentRecord], list[Turn]]:
+        outcomes = counterfactuals(c, records, t)
+        new, actions = decisions_for_round(c, records, outcomes, t, behaviour, samples, rng)
+        decisions.extend(new)
+        return [outcomes[i].after[ACTIONS.index(a)] for i, a in enumerate(actions)], []
+
+    records, _ = initial_round(ctx)
+    run_rounds(ctx, records, step)
     return decisions

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
+from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.types import ACTIONS, to_json
@@ -37,13 +38,14 @@ def run_training(req: TrainRequest) -> str:
     """Train and write the outputs; returns a one-line summary for the terminal."""
     import torch
 
-    from deliberation.policy.network import load_policy
+    from deliberation.policy.checkpoint import load_policy
     from deliberation.rl.data import first_samples
     from deliberation.rl.trainer import prepare, train_pg, train_sft, write_training_outputs
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
     cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
-    if req.init and req.algo == "sft":
+    supervised = ALGORITHMS[cfg.algo].supervised
+    if req.init and supervised:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
     decisions = load_decisions([Path(p) for p in req.rollouts])
@@ -51,7 +53,7 @@ def run_training(req: TrainRequest) -> str:
     split = {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
     if req.init:
         check_init_split(Path(req.init), cfg, split["held_out"])
-    if req.algo == "sft":
+    if supervised:
         net, metrics = train_sft(decisions, cfg)
     else:
         init = load_policy(req.init, FEATURE_NAMES, FEATURE_VERSION).net if req.init else None
@@ -60,7 +62,7 @@ def run_training(req: TrainRequest) -> str:
             init, sft_metrics = train_sft(decisions, cfg)
         net, pg_metrics = train_pg(decisions, cfg, init=init, reference=init)
         metrics = [*sft_metrics, *pg_metrics]
-    start = None if req.algo == "sft" else init
+    start = None if supervised else init
     comparison = _comparison(val, net, start)
     out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
                                  extra={HELD_OUT_FILE: comparison, SPLIT_FILE: split})

@@ -23,11 +23,13 @@ import torch
 from torch import Tensor
 
 from deliberation.errors import DelibError
-from deliberation.policy.network import MetaPolicyNet, save_policy
+from deliberation.policy.checkpoint import save_policy
+from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import DecisionBatch, first_samples, split_by_example, tensorize
 from deliberation.rl.evaluate import held_out
-from deliberation.rl.losses import ALGORITHMS, entropy, policy_loss
+from deliberation.rl.algorithms import ALGORITHMS
+from deliberation.rl.losses import entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss
 from deliberation.types import Decision, to_json
 
@@ -90,7 +92,7 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
 
     The KL term is to ``reference``, or to ``init`` when no reference is given; with neither it is 0.
     Advantages are computed once over the training decisions (rewards are fixed offline data)."""
-    if cfg.algo not in ALGORITHMS:
+    if ALGORITHMS[cfg.algo].supervised:
         raise DelibError(f"train_pg needs a policy-gradient algo, got {cfg.algo!r}; use train_sft for sft")
     train, val = prepare(decisions, cfg)
     _check_groups(train)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from deliberation.deliberation.state import FEATURE_NAMES, FEATURE_VERSION, AgentView, observe
-from deliberation.policy.network import load_policy
+from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION, AgentView, observe
+from deliberation.policy.checkpoint import load_policy
 from deliberation.rl.rollout_files import load_decisions
 
 TABLE = "docs/results/table1"

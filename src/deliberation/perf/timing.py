@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation.backends.base import Backend
-from deliberation.bench.results import Hotspot
+from deliberation.perf.results import Hotspot
 from deliberation.errors import DelibError
-from deliberation.runner import RunSpec, execute
+from deliberation.runs.runner import RunSpec, execute
 from deliberation.types import Completion, GenerationRequest
 
 

@@ -1,10 +1,11 @@
-"""The round loop shared by MPDF and every baseline (DESIGN.md section 1), so comparisons are fair.
+"""The round loop shared by MPDF, every baseline and rollout collection (DESIGN.md section 1).
 
 Round 0: every agent answers independently (one batch). Rounds 1..R: unless the method's consensus rule
-stops early, the method's meta-policy picks PERSIST / REFINE / CONCEDE per agent from the observation,
-all REFINE calls go to the backend as one batch, then the critic calls for the refined responses as a
-second batch. The team's answer is the vote. Methods differ only in their ``MethodSpec``: the policy, the
-update prompt, whether confidence is computed, the stop rule and the vote weighting.
+stops early, a step runs. The online step (``deliberation_round``) lets the method's meta-policy pick
+PERSIST / REFINE / CONCEDE per agent from the observation, sends every REFINE call as one batch, then the
+critic calls for the refined responses as a second batch (``act``). Rollout collection runs the same loop
+with a step that acts REFINE for every agent and derives all three outcomes from it (``deliberation.rl.
+rollouts``). The team's answer is the vote. Methods differ only in their ``MethodSpec`` (engine/spec.py).
 
 Request seeds: ``request_seed`` packs the agent index into the low 4 bits (the scripted backend reads it as
 the agent's identity) above a hash of (run seed, example, round, and agent // 16 from agent 16 on).
@@ -15,39 +16,20 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.base import Benchmark
 from deliberation.config import EngineConfig
-from deliberation.deliberation import confidence as conf_mod
-from deliberation.deliberation import prompts
-from deliberation.deliberation.consensus import Ballot, support, unanimous, vote
-from deliberation.deliberation.state import AgentView, Observation, observe
+from deliberation.engine import confidence as conf_mod
+from deliberation.engine import prompts
+from deliberation.engine.consensus import Ballot, support, vote
+from deliberation.engine.spec import MethodSpec
+from deliberation.engine.state import AgentView, Observation, observe
 from deliberation.types import Action, Completion, Episode, Example, GenerationRequest, Message, Turn
 
-UpdatePrompt = Callable[[str, str, Sequence[str], Sequence[float | None]], tuple[Message, ...]]
-
-
-class MetaPolicy(Protocol):
-    """Chooses every agent's meta-action from the observation; returns actions and their log-probs."""
-
-    def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
-        ...
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """What makes a method: its policy, update prompt, confidence use, stop rule and vote weighting."""
-
-    name: str
-    policy: MetaPolicy | None  # None: no deliberation rounds (cot, self-consistency)
-    update: UpdatePrompt = lambda q, own, peers, confs: prompts.refine_messages(q, own, peers)
-    confidence: bool = False
-    stop: Callable[[Sequence[str | None]], bool] = unanimous
-    weighted_vote: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,7 +49,7 @@ class AgentRecord:
 
 @dataclass(frozen=True)
 class Context:
-    """Everything one episode needs besides the agents' records."""
+    """Everything one episode needs besides the agents' records; built by ``make_context``."""
 
     example: Example
     question: str  # the question as shown to agents
@@ -77,6 +59,16 @@ class Context:
     spec: MethodSpec
     memo: dict[str, bool] = field(default_factory=dict)  # text -> score, within the episode
     batch_seconds: list[float] = field(default_factory=list)  # per backend call: its slowest completion
+
+
+def make_context(example: Example, backend: Backend, bench: Benchmark, cfg: EngineConfig, spec: MethodSpec) -> Context:
+    """The one way a Context is built: the question is shown as the benchmark formats it."""
+    return Context(example, bench.format_question(example), backend, bench, cfg, spec)
+
+
+def example_rng(seed: int, example_id: str) -> np.random.Generator:
+    """The policy's random stream for one example: independent of order, so resumed runs match."""
+    return np.random.default_rng([seed, int(hashlib.sha256(example_id.encode()).hexdigest()[:8], 16)])
 
 
 def call_backend(ctx: Context, requests: Sequence[GenerationRequest]) -> list[Completion]:
@@ -98,6 +90,13 @@ def request_seed(seed: int, example_id: str, agent: int, round_: int) -> int:
     block = f":{agent // 16}" if agent >= 16 else ""
     digest = hashlib.sha256(f"{seed}:{example_id}:{round_}{block}".encode()).digest()
     return (int.from_bytes(digest[:4], "big") % (1 << 26)) * 16 + agent % 16
+
+
+def score(ctx: Context, text: str) -> bool:
+    """The benchmark's verdict on a response, computed once per distinct text (HumanEval runs code)."""
+    if text not in ctx.memo:
+        ctx.memo[text] = ctx.bench.score(ctx.example, text)
+    return ctx.memo[text]
 
 
 def answer_key(ctx: Context, text: str) -> str | None:
@@ -157,48 +156,79 @@ def concede_target(records: Sequence[AgentRecord], i: int) -> int | None:
     return max(peers, key=lambda j: (support(keys, records[j].key), conf(j), -j))
 
 
+def without_call(records: Sequence[AgentRecord], i: int, action: Action) -> AgentRecord:
+    """Agent i's record after an action that needs no LLM call: CONCEDE adopts the rule's peer (when
+    there is one), PERSIST (or a CONCEDE with no peer to adopt) keeps the own record."""
+    target = concede_target(records, i) if action is Action.CONCEDE else None
+    return replace(records[target], changed=True) if target is not None else replace(records[i], changed=False)
+
+
 def refine_messages(ctx: Context, records: Sequence[AgentRecord], i: int) -> tuple[Message, ...]:
     """The update prompt of agent i, showing its peers' current solutions."""
     peers = [r for j, r in enumerate(records) if j != i]
     return ctx.spec.update(ctx.question, records[i].text, [p.text for p in peers], [p.confidence for p in peers])
 
 
-def apply_actions(ctx: Context, records: list[AgentRecord], actions: Sequence[Action],
-                  round_: int) -> tuple[list[AgentRecord], list[list[Completion]]]:
-    """Execute one round's actions; REFINE calls go out as one batch. Returns new records and the
-    completions each agent spent (for token accounting)."""
+@dataclass(frozen=True)
+class Acted:
+    """A round's actions executed: every agent's new record and the completions it spent (its REFINE call
+    and the critic call on the refined text; none for PERSIST and CONCEDE)."""
+
+    records: list[AgentRecord]
+    calls: list[list[Completion]]
+
+
+def act(ctx: Context, records: list[AgentRecord], actions: Sequence[Action], round_: int) -> Acted:
+    """Execute one round's actions: REFINE calls as one batch, then one critic batch for the refined
+    responses (their text is new even when their answer is not); conceded records keep the adopted peer's
+    confidence."""
     refiners = [i for i, a in enumerate(actions) if a is Action.REFINE]
     outs = generate(ctx, [refine_messages(ctx, records, i) for i in refiners], refiners, round_)
-    spent: list[list[Completion]] = [[] for _ in records]
-    new = [replace(r, changed=False) for r in records]
+    new = [without_call(records, i, a) for i, a in enumerate(actions)]
+    calls: list[list[Completion]] = [[] for _ in records]
     for i, out in zip(refiners, outs):
         new[i] = record_of(ctx, out, changed=answer_key(ctx, out.text) != records[i].key)
-        spent[i].append(out)
-    for i, a in enumerate(actions):
-        target = concede_target(records, i) if a is Action.CONCEDE else None
-        if target is not None:
-            new[i] = replace(records[target], changed=True)
-    return new, spent
+        calls[i].append(out)
+    needs = [replace(r, changed=a is Action.REFINE) for r, a in zip(new, actions)]
+    scored, critics = score_confidence(ctx, needs)
+    for i, critic in enumerate(critics):
+        calls[i] += [critic] if critic is not None else []
+    return Acted([replace(s, changed=n.changed) for s, n in zip(scored, new)], calls)
+
+
+def observation(ctx: Context, records: Sequence[AgentRecord], round_: int) -> Observation:
+    """What the meta-policy sees before round ``round_``."""
+    return observe([r.view() for r in records], round_, ctx.cfg.rounds)
+
+
+Step = Callable[[Context, list[AgentRecord], int], tuple[list[AgentRecord], list[Turn]]]
+"""One deliberation round: (context, records before, round index) -> (records after, the round's turns)."""
 
 
 def deliberation_round(ctx: Context, records: list[AgentRecord], round_: int,
                        rng: np.random.Generator) -> tuple[list[AgentRecord], list[Turn]]:
-    """One round: observe, decide, act, re-score confidence of changed responses."""
-    obs = observe([r.view() for r in records], round_, ctx.cfg.rounds)
-    actions, _ = ctx.spec.policy.decide(obs, rng)
-    new, spent = apply_actions(ctx, records, actions, round_)
-    new, critics = _rescore(ctx, new, actions)
-    turns = [_turn(ctx, i, round_, actions[i], new[i], [*spent[i], critics[i]]) for i in range(len(new))]
-    return new, turns
+    """The online step: observe, let the method's policy decide, act."""
+    actions, _ = ctx.spec.policy.decide(observation(ctx, records, round_), rng)
+    acted = act(ctx, records, actions, round_)
+    return acted.records, [_turn(ctx, i, round_, actions[i], r, acted.calls[i]) for i, r in enumerate(acted.records)]
 
 
-def _rescore(ctx: Context, new: list[AgentRecord],
-             actions: Sequence[Action]) -> tuple[list[AgentRecord], list[Completion | None]]:
-    """Critic calls for every refined response (its text is new even when its answer is not); conceded
-    ones keep the adopted peer's confidence."""
-    needs = [replace(r, changed=a is Action.REFINE) for r, a in zip(new, actions)]
-    scored, critics = score_confidence(ctx, needs)
-    return [replace(s, changed=n.changed) for s, n in zip(scored, new)], critics
+def stops(ctx: Context, records: Sequence[AgentRecord]) -> bool:
+    """Whether deliberation ends before the next round: no policy, or the method's consensus rule holds."""
+    return ctx.spec.policy is None or (ctx.cfg.early_stop and ctx.spec.stop([r.key for r in records]))
+
+
+def run_rounds(ctx: Context, records: list[AgentRecord], step: Step) -> tuple[list[AgentRecord], list[Turn], int]:
+    """Rounds 1..R of ``step`` until the stop rule holds: the final records, the turns, the rounds run."""
+    turns: list[Turn] = []
+    rounds_run = 0
+    for t in range(1, ctx.cfg.rounds + 1):
+        if stops(ctx, records):
+            break
+        records, new_turns = step(ctx, records, t)
+        turns += new_turns
+        rounds_run = t
+    return records, turns, rounds_run
 
 
 def final_vote(ctx: Context, records: Sequence[AgentRecord]) -> tuple[str | None, str]:
@@ -213,23 +243,11 @@ def run_episode(ctx: Context, rng: np.random.Generator) -> Episode:
     """Deliberate on one example and return the full episode record."""
     start = time.perf_counter()
     records, turns = initial_round(ctx)
-    rounds_run = 0
-    for t in range(1, ctx.cfg.rounds + 1):
-        if ctx.spec.policy is None or (ctx.cfg.early_stop and ctx.spec.stop([r.key for r in records])):
-            break
-        records, new_turns = deliberation_round(ctx, records, t, rng)
-        turns += new_turns
-        rounds_run = t
+    step = lambda c, recs, t: deliberation_round(c, recs, t, rng)  # noqa: E731
+    records, later, rounds_run = run_rounds(ctx, records, step)
     answer, text = final_vote(ctx, records)
-    return Episode(ctx.example.id, ctx.spec.name, answer, _score(ctx, text), tuple(turns), rounds_run,
+    return Episode(ctx.example.id, ctx.spec.name, answer, score(ctx, text), tuple(turns + later), rounds_run,
                    time.perf_counter() - start, sum(ctx.batch_seconds))
-
-
-def _score(ctx: Context, text: str) -> bool:
-    """The benchmark's verdict on a response, computed once per distinct text (HumanEval runs code)."""
-    if text not in ctx.memo:
-        ctx.memo[text] = ctx.bench.score(ctx.example, text)
-    return ctx.memo[text]
 
 
 def _turn(ctx: Context, agent: int, round_: int, action: Action | None, rec: AgentRecord,
@@ -239,5 +257,5 @@ def _turn(ctx: Context, agent: int, round_: int, action: Action | None, rec: Age
     return Turn(
         agent=agent, round=round_, action=action, answer=rec.key, text=rec.text, confidence=rec.confidence,
         prompt_tokens=sum(c.prompt_tokens for c in calls), completion_tokens=sum(c.completion_tokens for c in calls),
-        llm_calls=len(calls), cached=bool(calls) and all(c.cached for c in calls), correct=_score(ctx, rec.text),
+        llm_calls=len(calls), cached=bool(calls) and all(c.cached for c in calls), correct=score(ctx, rec.text),
     )

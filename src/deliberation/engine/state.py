@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from deliberation.deliberation.consensus import support
+from deliberation.engine.consensus import support
 
 FEATURE_VERSION = 1
 FEATURE_NAMES: tuple[str, ...] = (

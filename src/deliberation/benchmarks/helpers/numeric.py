@@ -23,7 +23,7 @@ import re
 from decimal import Decimal
 from fractions import Fraction
 
-from deliberation.benchmarks import arith
+from deliberation.benchmarks.helpers import arith
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # A fenced block: language tag, body, closing fence (or end of text when the model was cut off).

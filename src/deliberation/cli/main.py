@@ -82,7 +82,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from deliberation.cli_rl import add_training_parsers
+    from deliberation.cli.train import add_training_parsers
 
     parser = _Parser(
         prog="delib", description="Multi-agent LLM deliberation with a learned meta-policy (MPDF + SoftRankPO).")
@@ -212,7 +212,7 @@ def cache_path(args: argparse.Namespace, out: str) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from deliberation.runner import RunSpec, execute
+    from deliberation.runs.runner import RunSpec, execute
 
     if args.data_dir:
         os.environ["DELIB_DATA_DIR"] = args.data_dir
@@ -221,7 +221,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    engine=engine_config(args), policy=args.policy, data_dir=args.data_dir,
                    command=shlex.join(["delib", *sys.argv[1:]]), concurrency=args.concurrency)
     if args.workers > 1 or args.ray_address:
-        from deliberation.distributed import execute_distributed
+        from deliberation.runs.distributed import execute_distributed
 
         s = execute_distributed(spec, args.out, args.workers, args.ray_address, progress=not args.quiet)
     else:
@@ -234,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from deliberation import experiment
+    from deliberation.runs import experiment
 
     cfg = experiment.load_experiment(args.config)
     if args.limit is not None:
@@ -252,9 +252,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from deliberation import report
+    from deliberation.report.write import write_report
 
-    for path in report.write_report(args.dirs, args.out):
+    for path in write_report(args.dirs, args.out):
         print(path)
     return 0
 
@@ -262,7 +262,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
-    from deliberation.bench import run_bench
+    from deliberation.perf import run_bench
 
     result = run_bench(args.quick, args.model, progress=True).to_json()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -274,7 +274,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from deliberation import models
+    from deliberation.backends import catalogue as models
 
     if args.action == "pull":
         if not args.name:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.types import ACTIONS, Episode, from_json, to_json
+from deliberation.types import ACTIONS, Episode, from_json, to_json, write_json_atomic
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
+CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)
 
 
 @dataclass(frozen=True)
@@ -78,13 +79,6 @@ def jsonl_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temporary file and a rename, so readers never see half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency"})
@@ -92,11 +86,15 @@ RESUMES = "resumes"
 """config.json key: the resumable settings of each later run that changed them and added episodes
 ({"limit": 6, "command": ...}), so a run extended past its first limit still records how it got them."""
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
+_ADDED_LATER = {"confidence_threshold": 0.7}
+"""config.json keys a later version added, with the value every run made before them had: a run directory
+written without the key compares equal to one that holds this value."""
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` without the keys a resumed run may change."""
-    kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS and k != RESUMES}
+    kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS and k != RESUMES
+            and not (k in _ADDED_LATER and v == _ADDED_LATER[k])}
     if isinstance(kept.get("backend_options"), dict):
         kept["backend_options"] = {k: v for k, v in kept["backend_options"].items() if k not in _SPEED_OPTIONS}
     return kept

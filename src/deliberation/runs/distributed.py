@@ -56,8 +56,8 @@ from typing import Any, Iterator
 from deliberation import methods
 from deliberation.backends import make_backend
 from deliberation.errors import DelibError, install_hint, require_at_least
-from deliberation.runner import RunSpec, config_record, drive, finish, run_examples, validate
-from deliberation.runs import RunDir, Summary
+from deliberation.runs.runner import RunSpec, config_record, drive, finish, run_examples, validate
+from deliberation.runs.directory import RunDir, Summary
 from deliberation.types import Episode, Example
 
 log = logging.getLogger(__name__)

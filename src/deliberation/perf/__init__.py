@@ -39,8 +39,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from deliberation import __version__
-from deliberation.bench.measure import measure_cache_rerun, measure_llamacpp_batch, measure_overhead, measure_updates
-from deliberation.bench.results import BenchMeta, BenchResult, BenchSettings
+from deliberation.perf.measure import measure_cache_rerun, measure_llamacpp_batch, measure_overhead, measure_updates
+from deliberation.perf.results import BenchMeta, BenchResult, BenchSettings
 
 
 def run_bench(quick: bool, model: str | None, progress: bool) -> BenchResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from deliberation.deliberation import prompts
+from deliberation.engine import prompts
 from deliberation.types import Completion, GenerationRequest
 
 CRITIC_SEED = 0  # critic calls are greedy; a fixed seed keeps their cache keys stable

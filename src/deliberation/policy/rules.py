@@ -1,8 +1,9 @@
 """Fixed meta-policies: the baselines a learned policy must beat (DESIGN.md section 1).
 
-Each is a ``MetaPolicy`` (``decide(obs, rng) -> (actions, logprobs)``) and a method of its own:
-always-persist, always-refine, always-concede, confidence-threshold and agreement-threshold. The last is
-the bar to clear: on GSM8K with qwen2.5-coder-1.5b it beat debate at two thirds of its tokens.
+Each is a ``MetaPolicy`` (``decide(obs, rng) -> (actions, logprobs)``; deterministic, so every log-prob
+is 0): a constant action (always-persist, always-refine, always-concede; debate, ReConcile and DyLAN are
+always-refine with their own prompts), confidence-threshold and agreement-threshold. The last is the bar to
+clear: on GSM8K with qwen2.5-coder-1.5b it beat debate at two thirds of its tokens (DESIGN.md section 4).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deliberation.deliberation.consensus import support
-from deliberation.deliberation.engine import MetaPolicy, MethodSpec
-from deliberation.deliberation.state import Observation
-from deliberation.methods.base import make_run
+from deliberation.engine.consensus import support
+from deliberation.engine.state import Observation
 from deliberation.types import Action
+
+Decided = tuple[tuple[Action, ...], tuple[float, ...]]
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class ConstantPolicy:
 
     action: Action
 
-    def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
+    def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
         return (self.action,) * len(obs.views), (0.0,) * len(obs.views)
 
 
@@ -35,7 +36,7 @@ class ConfidenceThreshold:
 
     threshold: float = 0.7
 
-    def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
+    def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
         return tuple(self._one(obs, i) for i in range(len(obs.views))), (0.0,) * len(obs.views)
 
     def _one(self, obs: Observation, i: int) -> Action:
@@ -50,7 +51,7 @@ class ConfidenceThreshold:
 class AgreementThreshold:
     """Persist when a peer shares the answer; else concede to an answer two peers share; else refine."""
 
-    def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
+    def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
         return tuple(self._one(obs, i) for i in range(len(obs.views))), (0.0,) * len(obs.views)
 
     @staticmethod
@@ -62,15 +63,3 @@ class AgreementThreshold:
         if any(support(peer_keys, k) >= 2 for k in peer_keys):
             return Action.CONCEDE
         return Action.REFINE
-
-
-def _method(name: str, policy: MetaPolicy, confidence: bool = False) -> MethodSpec:
-    return MethodSpec(name=name, policy=policy, confidence=confidence)
-
-
-run_always_persist = make_run(lambda cfg: _method("always-persist", ConstantPolicy(Action.PERSIST)))
-run_always_refine = make_run(lambda cfg: _method("always-refine", ConstantPolicy(Action.REFINE)))
-run_always_concede = make_run(lambda cfg: _method("always-concede", ConstantPolicy(Action.CONCEDE)))
-run_confidence_threshold = make_run(
-    lambda cfg: _method("confidence-threshold", ConfidenceThreshold(cfg.confidence_threshold), confidence=True))
-run_agreement_threshold = make_run(lambda cfg: _method("agreement-threshold", AgreementThreshold()))

@@ -12,8 +12,8 @@ for the independent answers and every later method is served them from the cache
 benchmark-major. Each cell is a run directory ``<out>/<benchmark>/<label>-s<seed>`` that
 ``runner.execute`` resumes, so rerunning the same command only does the work that is missing. A cell that
 fails (e.g. a policy file not trained yet) does not stop the others; the failures are raised together at
-the end, after the report (``report.write_report``) is written to ``<out>/report/``. With ``workers`` > 1
-each cell's examples are spread over Ray actors (``deliberation.distributed``); they share the cache file.
+the end, after the report (``report.write.write_report``) is written to ``<out>/report/``. With ``workers`` > 1
+each cell's examples are spread over Ray actors (``deliberation.runs.distributed``); they share the cache file.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError, require_at_least
 from deliberation.methods import METHODS
-from deliberation.report import write_report
-from deliberation.run_results import CELL
-from deliberation.runner import RunSpec, execute, validate
-from deliberation.runs import Summary, write_json_atomic
+from deliberation.report.write import write_report
+from deliberation.runs.runner import RunSpec, execute, validate
+from deliberation.runs.directory import CELL, Summary
+from deliberation.types import write_json_atomic
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
             "variants", "concurrency")
@@ -353,7 +353,7 @@ def _local(backend: Backend) -> CellRunner:
 
 
 def _distributed(workers: int, ray_address: str | None) -> CellRunner:
-    from deliberation.distributed import execute_distributed
+    from deliberation.runs.distributed import execute_distributed
 
     return lambda spec, out, progress: execute_distributed(spec, out, workers, ray_address, progress=progress)
 

@@ -15,8 +15,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from deliberation.plots import TrainingPoint, TrainingRun
-from deliberation.report import md_line
+from deliberation.report.plots import TrainingPoint, TrainingRun
+from deliberation.report.tables import md_line
 
 TAIL_STEPS = 100
 
@@ -59,8 +59,8 @@ def _ends(run: TrainingRun) -> tuple[_Scores | None, _Scores | None]:
     points = run.points
     if not points:
         return None, None
-    sft = [p for p in points if p.stage == "sft"]
-    before = sft[-1] if sft and points[-1].stage != "sft" else None
+    sft = [p for p in points if is_supervised(p.stage)]
+    before = sft[-1] if sft and not is_supervised(points[-1].stage) else None
     return (_from_point(before) if before else None), _from_point(points[-1])
 
 

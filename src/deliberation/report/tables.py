@@ -1,7 +1,7 @@
 """Tables (markdown, CSV) and plots from run directories and training directories.
 
-``write_report(paths, out_dir)`` is what ``delib report`` and ``delib experiment`` call; finding and
-loading the directories, and their labels, is ``deliberation.run_results``. Rows of the table are the runs'
+``report/write.py`` puts it into report.md and report.csv; finding and
+loading the directories, and their labels, is ``deliberation.report.loading``. Rows of the table are the runs'
 labels. Runs of the same label and benchmark split (e.g. several seeds) are pooled: counts add up, and the
 interval counts questions, not answers (``seeds_ci``).
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.run_results import RunResult, discover, load_results
-from deliberation.runs import Summary, wilson_ci
+from deliberation.report.loading import RunResult
+from deliberation.runs.directory import Summary, wilson_ci
 
 
 @dataclass(frozen=True)
@@ -183,60 +183,13 @@ def runs_markdown(results: Sequence[RunResult]) -> str:
     lines = [md_line(["run", "label", "benchmark", "seed", "model", "n", "accuracy %", "state"]),
              md_line(["---"] * 5 + ["---:"] * 2 + ["---"])]
     for r in results:
-        lines.append(md_line([_shown(r.path), r.label, column_of(r), str(r.seed), model_of(r),
+        lines.append(md_line([shown_path(r.path), r.label, column_of(r), str(r.seed), model_of(r),
                                str(r.summary.n), f"{100 * r.summary.accuracy:.1f}",
                                "partial (no summary.json)" if r.partial else "finished"]))
     return "\n".join(lines) + "\n"
 
 
-# --- the report ---------------------------------------------------------------------------------------
-
-
-def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
-    """Write report.md, report.csv (when there are evaluation runs) and the plots into ``out_dir``; return
-    the files written. Without matplotlib the tables are still written and report.md says how to get plots.
-
-    DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
-    neither a run nor a training directory is found."""
-    from deliberation import plots
-
-    paths = [Path(p) for p in paths]
-    run_dirs, train_dirs = discover(paths)
-    if not run_dirs and not train_dirs:
-        raise DelibError(f"no run or training directory found under {', '.join(map(str, paths))}; a run "
-                         "directory holds summary.json or episodes.jsonl, a training directory metrics.jsonl")
-    results, training = load_results(run_dirs), plots.load_training(train_dirs)
-    tab = table(results) if results else None
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    outcomes = plots.write_plots(tab, results, training, out)
-    texts = {"report.md": _report_text(tab, results, outcomes, training)}
-    if tab is not None:
-        texts["report.csv"] = to_csv(tab)
-    for name, text in texts.items():
-        (out / name).write_text(text)
-    return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
-
-
-def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
-                 training: Sequence[Any]) -> str:
-    """report.md: the table, the figures (or why each was skipped), the runs and the training runs."""
-    parts = ["# Deliberation report\n"]
-    if tab is not None:
-        parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
-    parts.append("## Plots\n")
-    parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
-    if results:
-        parts += ["## Runs\n", runs_markdown(results)]
-    if training:
-        from deliberation.training_table import training_markdown
-
-        parts += ["## Training runs\n", training_markdown(training),
-                  "".join(f"- {run.name}: {_shown(run.path)}\n" for run in training)]
-    return "\n".join(parts)
-
-
-def _shown(path: Path) -> str:
+def shown_path(path: Path) -> str:
     """A run's path as the report shows it: relative to the working directory when inside it."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))

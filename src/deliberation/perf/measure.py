@@ -1,5 +1,5 @@
 """The measurements of ``delib bench``, one function each, every one returning a record of
-``deliberation.bench.results`` with the raw numbers behind its ratio (see the package docstring)."""
+``deliberation.perf.results`` with the raw numbers behind its ratio (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from deliberation.backends.base import Backend
-from deliberation.bench.results import (OVERHEAD_TARGET_MS, BatchResult, BenchSettings, CacheResult,
+from deliberation.perf.results import (OVERHEAD_TARGET_MS, BatchResult, BenchSettings, CacheResult,
                                         OverheadResult, Throughput, UpdateResult)
-from deliberation.bench.timing import TimedBackend, profile_run, timed_execute
+from deliberation.perf.timing import TimedBackend, profile_run, timed_execute
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError, install_hint
-from deliberation.runner import RunSpec
+from deliberation.runs.runner import RunSpec
 from deliberation.types import Completion, Decision, GenerationRequest
 
 
@@ -45,7 +45,7 @@ def measure_llamacpp_batch(settings: BenchSettings, backend: Backend) -> BatchRe
     ``batch_questions`` questions, against the same requests one at a time in raw llama-cpp-python.
     The sides alternate (a batch, then its requests raw, then fresh), so they share the background load."""
     from deliberation import benchmarks
-    from deliberation.deliberation import engine, prompts
+    from deliberation.engine import engine, prompts
     from deliberation.methods.self_consistency import SPEC
 
     bench = benchmarks.get(settings.benchmark)
@@ -80,7 +80,7 @@ def raw_llama(settings: BenchSettings) -> Any:
     """A plain ``llama_cpp.Llama`` on the same model file, context size, threads and layer placement:
     ``Llama`` keeps every layer on the CPU unless told (``n_gpu_layers=0``) while the engine's backend loads
     with llama.cpp's defaults (all layers on a GPU when the build has one), so -1 here; CPU builds ignore it."""
-    from deliberation import models
+    from deliberation.backends import catalogue as models
 
     try:
         import llama_cpp
@@ -156,7 +156,7 @@ def measure_updates(settings: BenchSettings, torch_threads: int | None = None) -
 
 def synthetic_decisions(n: int, agents: int, seed: int, group_size: int = 8) -> list[Decision]:
     """``n`` random decisions in ranking groups of ``group_size`` samples of (question, round 1, agent)."""
-    from deliberation.deliberation.state import N_FEATURES
+    from deliberation.engine.state import N_FEATURES
     from deliberation.types import ACTIONS
 
     rng = np.random.default_rng(seed)

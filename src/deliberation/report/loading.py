@@ -1,10 +1,10 @@
 """Finding and loading run directories for reports: which folders are runs, what each ran, its label.
 
-A path is a run directory (``summary.json`` and/or ``episodes.jsonl``, see ``deliberation.runs``), a
+A path is a run directory (``summary.json`` and/or ``episodes.jsonl``, see ``deliberation.runs.directory``), a
 training directory (``metrics.jsonl``, see ``deliberation.rl.trainer.write_training_outputs``) or a folder
 holding either at any depth. Runs without ``summary.json`` (killed or still running) are summarized from
 their finished episodes. A run's label is the experiment's label (``cell.json``, written by
-``deliberation.experiment``), else the method name with the policy file's stem when one was given; runs of
+``deliberation.runs.experiment``), else the method name with the policy file's stem when one was given; runs of
 different checkpoints or engine settings sharing a label are told apart (``split_policies``,
 ``split_engines``). Files are only read, never repaired.
 """
@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.runs import CONFIG, EPISODES, SUMMARY, Summary, jsonl_lines, summarize
+from deliberation.runs.directory import CELL, CONFIG, EPISODES, SUMMARY, Summary, jsonl_lines, summarize
 from deliberation.types import ACTIONS, Episode, from_json
 
-CELL = "cell.json"  # the experiment's label of a run directory (deliberation.experiment)
 METRICS = "metrics.jsonl"  # marks a training directory
 
 
@@ -194,3 +193,68 @@ def actions_by_round(episodes: Sequence[Episode]) -> tuple[tuple[int, ...], ...]
     for turn in (t for e in episodes for t in e.turns if t.action is not None):
         counts[turn.round - 1][ACTIONS.index(turn.action)] += 1
     return tuple(tuple(c) for c in counts)
+
+
+# --- training directories (``deliberation.rl.trainer.write_training_outputs``) ---------------------------
+
+
+@dataclass(frozen=True)
+class TrainingPoint:
+    """The fields of one ``StepMetrics`` record the figures use (names as in metrics.jsonl)."""
+
+    stage: str
+    step: int
+    loss: float
+    kl: float
+    entropy: float
+    mean_advantage: float | None
+    val_accuracy: float | None
+    val_actions: tuple[float, ...] | None
+    val_reward: float | None = None
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One training directory: its metrics and the config fields the ablation needs."""
+
+    path: Path
+    name: str
+    reward_scale: float | None
+    points: tuple[TrainingPoint, ...]
+    held_out: dict[str, Any] | None = None  # held_out.json: the final policy against the fixed policies
+
+    @property
+    def final_stage(self) -> str:
+        return self.points[-1].stage if self.points else ""
+
+    @property
+    def final_val_accuracy(self) -> float | None:
+        return next((p.val_accuracy for p in reversed(self.points) if p.val_accuracy is not None), None)
+
+
+def load_training(dirs: Sequence[Path]) -> list[TrainingRun]:
+    """Read each training directory's metrics.jsonl and config.json (reward_scale)."""
+    return [_training_run(Path(d)) for d in dirs]
+
+
+def _training_run(folder: Path) -> TrainingRun:
+    config_path = folder / "config.json"
+    try:
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        lines = (folder / "metrics.jsonl").read_text().splitlines()
+        points = tuple(_point(json.loads(line)) for line in lines if line.strip())
+        compared = folder / "held_out.json"
+        held_out = json.loads(compared.read_text()) if compared.exists() else None
+    except (KeyError, TypeError, ValueError) as err:
+        raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
+                         f"metrics.jsonl record needs step, loss, kl and entropy ({err!r})") from err
+    scale = config.get("reward_scale")
+    return TrainingRun(folder, folder.name, float(scale) if scale is not None else None, points, held_out)
+
+
+def _point(row: dict[str, Any]) -> TrainingPoint:
+    actions = row.get("val_actions")
+    return TrainingPoint(str(row.get("stage", "")), int(row["step"]), float(row["loss"]), float(row["kl"]),
+                         float(row["entropy"]), row.get("mean_advantage"), row.get("val_accuracy"),
+                         tuple(float(x) for x in actions) if actions is not None else None,
+                         row.get("val_reward"))

@@ -1,66 +1,31 @@
-"""The report's figures (PNG, matplotlib's Agg canvas, no pyplot global state) and training-log reading.
+"""The report's figures (PNG, matplotlib's Agg canvas, no pyplot global state).
 
 Each figure is one small function ``(inputs, path) -> PlotOutcome`` that draws nothing and says why when its
-inputs are absent (no meta-actions, no training directory, a single reward scale). Training directories
-are those ``deliberation.rl.trainer.write_training_outputs`` writes: ``config.json`` (TrainConfig) and
-``metrics.jsonl`` (one ``StepMetrics`` per optimizer step; read here by field name without importing the
-trainer, which would import torch).
+inputs are absent (no meta-actions, no training directory, a single reward scale). Run and training
+directories are read by ``report/loading.py``.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from deliberation.errors import DelibError, install_hint
+from deliberation.rl.algorithms import is_supervised
 from deliberation.types import ACTIONS
 
+from deliberation.report.loading import RunResult, TrainingPoint, TrainingRun
+
 if TYPE_CHECKING:
-    from deliberation.report import Table
-    from deliberation.run_results import RunResult
+    from deliberation.report.tables import Table
 
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868")  # persist, refine, concede (ACTIONS order)
 MARKERS = "osD^vPX"  # 7 markers against 10 colours: 70 methods before a (marker, colour) pair repeats
 CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy earns the best reward)"),
           ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
-
-
-@dataclass(frozen=True)
-class TrainingPoint:
-    """The fields of one ``StepMetrics`` record the figures use (names as in metrics.jsonl)."""
-
-    stage: str
-    step: int
-    loss: float
-    kl: float
-    entropy: float
-    mean_advantage: float | None
-    val_accuracy: float | None
-    val_actions: tuple[float, ...] | None
-    val_reward: float | None = None
-
-
-@dataclass(frozen=True)
-class TrainingRun:
-    """One training directory: its metrics and the config fields the ablation needs."""
-
-    path: Path
-    name: str
-    reward_scale: float | None
-    points: tuple[TrainingPoint, ...]
-    held_out: dict[str, Any] | None = None  # held_out.json: the final policy against the fixed policies
-
-    @property
-    def final_stage(self) -> str:
-        return self.points[-1].stage if self.points else ""
-
-    @property
-    def final_val_accuracy(self) -> float | None:
-        return next((p.val_accuracy for p in reversed(self.points) if p.val_accuracy is not None), None)
 
 
 @dataclass(frozen=True)
@@ -72,35 +37,7 @@ class PlotOutcome:
     note: str = ""
 
 
-def load_training(dirs: Sequence[Path]) -> list[TrainingRun]:
-    """Read each training directory's metrics.jsonl and config.json (reward_scale)."""
-    return [_training_run(Path(d)) for d in dirs]
-
-
-def _training_run(folder: Path) -> TrainingRun:
-    config_path = folder / "config.json"
-    try:
-        config = json.loads(config_path.read_text()) if config_path.exists() else {}
-        lines = (folder / "metrics.jsonl").read_text().splitlines()
-        points = tuple(_point(json.loads(line)) for line in lines if line.strip())
-        compared = folder / "held_out.json"
-        held_out = json.loads(compared.read_text()) if compared.exists() else None
-    except (KeyError, TypeError, ValueError) as err:
-        raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
-                         f"metrics.jsonl record needs step, loss, kl and entropy ({err!r})") from err
-    scale = config.get("reward_scale")
-    return TrainingRun(folder, folder.name, float(scale) if scale is not None else None, points, held_out)
-
-
-def _point(row: dict[str, Any]) -> TrainingPoint:
-    actions = row.get("val_actions")
-    return TrainingPoint(str(row.get("stage", "")), int(row["step"]), float(row["loss"]), float(row["kl"]),
-                         float(row["entropy"]), row.get("mean_advantage"), row.get("val_accuracy"),
-                         tuple(float(x) for x in actions) if actions is not None else None,
-                         row.get("val_reward"))
-
-
-def write_plots(tab: "Table | None", results: Sequence["RunResult"], training: Sequence[TrainingRun],
+def write_plots(tab: "Table | None", results: Sequence[RunResult], training: Sequence[TrainingRun],
                 out: Path) -> list[PlotOutcome]:
     """Every figure of the report, into ``out`` (none, with the install hint, when matplotlib is absent)."""
     if importlib.util.find_spec("matplotlib") is None:
@@ -135,7 +72,7 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
     return _save(fig, path, name)
 
 
-def action_distribution(results: Sequence["RunResult"], path: Path) -> PlotOutcome:
+def action_distribution(results: Sequence[RunResult], path: Path) -> PlotOutcome:
     """Share of persist / refine / concede per deliberation round, one panel per method label (pooled over
     benchmarks and seeds)."""
     name = "meta-actions per round"
@@ -157,7 +94,7 @@ def action_distribution(results: Sequence["RunResult"], path: Path) -> PlotOutco
     return _save(fig, path, name)
 
 
-def _actions_by_label(results: Sequence["RunResult"]) -> dict[str, list[list[int]]]:
+def _actions_by_label(results: Sequence[RunResult]) -> dict[str, list[list[int]]]:
     """Label -> per-round action counts, summed over its runs; labels without actions left out."""
     out: dict[str, list[list[int]]] = {}
     for r in (r for r in results if r.actions_by_round):
@@ -204,7 +141,7 @@ def reward_scale_ablation(runs: Sequence[TrainingRun], path: Path) -> PlotOutcom
     """Final held-out accuracy against reward_scale, a line per policy-gradient algorithm (robustness
     ablation: rank-based SoftRankPO should be flat, scale-sensitive advantages should not)."""
     name = "reward-scale ablation"
-    points = [r for r in runs if r.reward_scale is not None and r.final_stage not in ("", "sft")
+    points = [r for r in runs if r.reward_scale is not None and r.final_stage and not is_supervised(r.final_stage)
               and r.final_val_accuracy is not None]
     if len({r.reward_scale for r in points}) < 2:
         return PlotOutcome(name, None, "needs policy-gradient runs at two or more reward_scale values")
@@ -247,7 +184,7 @@ def method_style(i: int) -> dict[str, str]:
 
 def _line_style(stage: str, xs: Sequence[int]) -> dict[str, Any]:
     """Dashed for the SFT stage; markers on short series, so a one-step stage still shows."""
-    return {"linestyle": "--" if stage == "sft" else "-", "marker": "o" if len(xs) < 30 else None,
+    return {"linestyle": "--" if is_supervised(stage) else "-", "marker": "o" if len(xs) < 30 else None,
             "markersize": 3}
 
 

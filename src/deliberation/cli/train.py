@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from deliberation.cli import (CACHE_HELP, _names, _positive, _registry_names, add_backend_args, add_engine_args,
+from deliberation.cli.main import (CACHE_HELP, _names, _positive, _registry_names, add_backend_args, add_engine_args,
                               backend_options, cache_path, engine_config)
 
 def _clip_eps(text: str) -> float | None:
@@ -81,7 +81,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
-    from deliberation.rl.losses import ALGORITHMS
+    from deliberation.rl.algorithms import ALGORITHMS
 
     p = sub.add_parser(
         "train", help="train a meta-policy on rollouts (sft, softrankpo, grpo, ...)",
@@ -93,7 +93,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  delib train --algo sft --rollouts data/rollouts/gsm8k data/rollouts/math --out ckpt/sft\n"
         "  delib train --algo softrankpo --rollouts data/rollouts/* --init ckpt/sft/policy.pt --out ckpt/srpo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--algo", default="softrankpo", choices=["sft", *ALGORITHMS], help="default softrankpo")
+    p.add_argument("--algo", default="softrankpo", choices=list(ALGORITHMS), help="default softrankpo")
     p.add_argument("--rollouts", nargs="+", required=True, help="rollout directories from `delib collect`")
     p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage")
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
@@ -102,7 +102,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _iterate_parser(sub: argparse._SubParsersAction) -> None:
-    from deliberation.rl.losses import ALGORITHMS
+    from deliberation.rl.algorithms import POLICY_GRADIENT
 
     _, bench_names, _ = _registry_names()
     p = sub.add_parser(
@@ -114,7 +114,7 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmark", nargs="+", default=["gsm8k"], help=", ".join(bench_names) + " (default gsm8k)")
     p.add_argument("--iterations", type=_positive, required=True, help="collect-train rounds")
     p.add_argument("--policy", help="behaviour policy of the first iteration (default: agreement-threshold)")
-    p.add_argument("--algo", default="softrankpo", choices=list(ALGORITHMS), help="default softrankpo")
+    p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, help="default softrankpo")
     p.add_argument("--out", required=True, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
     _training_args(p, seed_flag="--train-seed")

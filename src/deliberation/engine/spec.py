@@ -1,0 +1,41 @@
+"""What makes a method, as the round loop sees it: a meta-policy, an update prompt, whether confidence
+is computed, a stop rule and the vote weighting (DESIGN.md section 1). Methods differ only here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from deliberation.engine import prompts
+from deliberation.engine.consensus import unanimous
+from deliberation.engine.state import Observation
+from deliberation.types import Action, Message
+
+UpdatePrompt = Callable[[str, str, Sequence[str], Sequence[float | None]], tuple[Message, ...]]
+"""(question, own solution, peers' solutions, peers' confidences) -> the messages of a REFINE call."""
+
+
+class MetaPolicy(Protocol):
+    """Chooses every agent's meta-action from the observation; returns actions and their log-probs.
+    Implementations live in ``deliberation.policy``."""
+
+    def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
+        ...
+
+
+def _refine(question: str, own: str, peers: Sequence[str], confs: Sequence[float | None]) -> tuple[Message, ...]:
+    return prompts.refine_messages(question, own, peers)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What makes a method: its policy, update prompt, confidence use, stop rule and vote weighting."""
+
+    name: str
+    policy: MetaPolicy | None  # None: no deliberation rounds (cot, self-consistency)
+    update: UpdatePrompt = _refine
+    confidence: bool = False
+    stop: Callable[[Sequence[str | None]], bool] = unanimous
+    weighted_vote: bool = False

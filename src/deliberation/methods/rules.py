@@ -1,0 +1,17 @@
+"""The fixed meta-policies (``deliberation.policy.rules``) as methods of their own: always-persist,
+always-refine, always-concede, confidence-threshold (with the critic) and agreement-threshold."""
+
+from __future__ import annotations
+
+from deliberation.engine.spec import MethodSpec
+from deliberation.methods.base import Method, fixed
+from deliberation.policy.rules import AgreementThreshold, ConfidenceThreshold, ConstantPolicy
+from deliberation.types import Action
+
+ALWAYS_PERSIST = fixed(MethodSpec(name="always-persist", policy=ConstantPolicy(Action.PERSIST)))
+ALWAYS_REFINE = fixed(MethodSpec(name="always-refine", policy=ConstantPolicy(Action.REFINE)))
+ALWAYS_CONCEDE = fixed(MethodSpec(name="always-concede", policy=ConstantPolicy(Action.CONCEDE)))
+AGREEMENT_THRESHOLD = fixed(MethodSpec(name="agreement-threshold", policy=AgreementThreshold()))
+CONFIDENCE_THRESHOLD = Method(spec=lambda cfg: MethodSpec(
+    name="confidence-threshold", policy=ConfidenceThreshold(cfg.confidence_threshold), confidence=True),
+    options=frozenset({"confidence_threshold"}))

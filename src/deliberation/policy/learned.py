@@ -1,0 +1,65 @@
+"""A trained network as a meta-policy the engine can call: numpy observations in, actions out.
+
+``TrainedPolicy`` holds the network and the feature contract it was trained on. At inference (mpdf) it is
+greedy; ``sample=True`` draws from its action distribution instead. Exploration for rollout collection is
+``deliberation.policy.epsilon.EpsilonMixed`` around it, the one epsilon implementation.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION, Observation
+from deliberation.policy.network import N_ACTIONS, MetaPolicyNet
+from deliberation.types import ACTIONS, Action
+
+
+@dataclass(frozen=True)
+class TrainedPolicy:
+    """A trained network plus the feature contract it was trained on; what the engine calls per round."""
+
+    net: MetaPolicyNet
+    feature_names: tuple[str, ...] = ()
+    feature_version: int = 0
+    sample: bool = False
+    """Draw actions from the policy's distribution instead of taking its argmax."""
+
+    def probs(self, own: np.ndarray, peers: np.ndarray) -> np.ndarray:
+        """Action probabilities (A, 3) in ACTIONS order for own (A, F) and peers (A, P, F)."""
+        own_t = torch.as_tensor(np.asarray(own, dtype=np.float32))  # (A, F)
+        peers_t = torch.as_tensor(np.asarray(peers, dtype=np.float32))  # (A, P, F)
+        if own_t.dim() != 2 or peers_t.dim() != 3 or peers_t.shape[::2] != own_t.shape:
+            raise ValueError(f"expected own (A, F) and peers (A, P, F), got {tuple(own_t.shape)} and "
+                             f"{tuple(peers_t.shape)}")
+        with torch.inference_mode():
+            return torch.softmax(self.net(own_t, peers_t).double(), dim=-1).numpy()  # (A, 3)
+
+    def act(self, own: np.ndarray, peers: np.ndarray, rng: np.random.Generator) -> tuple[list[Action], np.ndarray]:
+        """One action per agent and its log-probability (A,) under the distribution sampled from (the
+        greedy one-hot unless ``sample``). One uniform draw per agent either way, so a run's random stream
+        does not depend on the mode."""
+        probs = self.probs(own, peers)  # (A, 3)
+        behaviour = probs if self.sample else np.eye(N_ACTIONS)[probs.argmax(-1)]  # (A, 3)
+        cdf = np.cumsum(behaviour, axis=-1)  # (A, 3)
+        draws = rng.random(len(behaviour))[:, None]  # (A, 1)
+        index = np.minimum((draws >= cdf).sum(-1), N_ACTIONS - 1)  # (A,)
+        chosen = behaviour[np.arange(len(index)), index]  # (A,)
+        return [ACTIONS[i] for i in index], np.log(chosen)
+
+    def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
+        """The engine's ``MetaPolicy`` interface."""
+        actions, logprobs = self.act(obs.own, obs.peers, rng)
+        return tuple(actions), tuple(float(x) for x in logprobs)
+
+
+@functools.lru_cache(maxsize=8)
+def load_learned(policy: str) -> TrainedPolicy:
+    """The policy ``policy`` names (a path or a shipped name), loaded once per process, refusing one
+    built for other features."""
+    from deliberation.policy.checkpoint import checkpoint_path, load_policy
+
+    return load_policy(checkpoint_path(policy), FEATURE_NAMES, FEATURE_VERSION)

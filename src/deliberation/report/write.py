@@ -1,0 +1,53 @@
+"""``delib report``: report.md, report.csv and the figures from run and training directories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from deliberation.errors import DelibError
+from deliberation.report.loading import RunResult, discover, load_results, load_training
+from deliberation.report.plots import write_plots
+from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
+from deliberation.report.training import training_markdown
+
+
+def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
+    """Write report.md, report.csv (when there are evaluation runs) and the plots into ``out_dir``; return
+    the files written. Without matplotlib the tables are still written and report.md says how to get plots.
+
+    DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
+    neither a run nor a training directory is found."""
+    paths = [Path(p) for p in paths]
+    run_dirs, train_dirs = discover(paths)
+    if not run_dirs and not train_dirs:
+        raise DelibError(f"no run or training directory found under {', '.join(map(str, paths))}; a run "
+                         "directory holds summary.json or episodes.jsonl, a training directory metrics.jsonl")
+    results, training = load_results(run_dirs), load_training(train_dirs)
+    tab = table(results) if results else None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    outcomes = write_plots(tab, results, training, out)
+    texts = {"report.md": _report_text(tab, results, outcomes, training)}
+    if tab is not None:
+        texts["report.csv"] = to_csv(tab)
+    for name, text in texts.items():
+        (out / name).write_text(text)
+    return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
+
+
+def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
+                 training: Sequence[Any]) -> str:
+    """report.md: the table, the figures (or why each was skipped), the runs and the training runs."""
+    parts = ["# Deliberation report\n"]
+    if tab is not None:
+        parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
+    parts.append("## Plots\n")
+    parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
+    if results:
+        parts += ["## Runs\n", runs_markdown(results)]
+    if training:
+        parts += ["## Training runs\n", training_markdown(training),
+                  "".join(f"- {run.name}: {shown_path(run.path)}\n" for run in training)]
+    return "\n".join(parts)

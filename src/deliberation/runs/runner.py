@@ -1,0 +1,111 @@
+"""Run one method on one benchmark split into a run directory, resumably, with a progress bar.
+
+Everything that can be wrong with the request (method, benchmark, split, policy file, engine settings)
+is checked before the directory is created, so bad input leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generator, Iterable
+
+from deliberation import benchmarks, methods
+from deliberation.backends import backend_class, make_backend
+from deliberation.backends.base import Backend
+from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.config import Workload
+from deliberation.engine.loop import example_rng
+from deliberation.errors import DelibError
+from deliberation.methods.base import Method, MethodConfig
+from deliberation.runs.directory import RunDir, Summary, summarize
+from deliberation.types import Episode, Example, to_json
+
+
+@dataclass(frozen=True)
+class RunSpec(Workload):
+    """One cell of an evaluation: a method on a workload; saved as config.json."""
+
+    method: str = field(kw_only=True)
+    policy: str | None = None
+    """mpdf: a policy checkpoint, a path or a shipped name (refused for methods that take none)."""
+    confidence_threshold: float = 0.7
+    """confidence-threshold (and mpdf's fallback rule): persist at or above this critic P(Yes)."""
+
+    def method_config(self) -> MethodConfig:
+        return MethodConfig(benchmark=self.benchmark, engine=self.engine, policy=self.policy,
+                            confidence_threshold=self.confidence_threshold)
+
+
+def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
+    """The method and the examples, or a DelibError before anything is written."""
+    method = methods.get(spec.method)
+    for option, default in (("policy", None), ("confidence_threshold", 0.7)):
+        if getattr(spec, option) != default and option not in method.options:
+            raise DelibError(f"--{option.replace('_', '-')} means nothing to method {spec.method}; drop it (it "
+                             f"applies to: {', '.join(_methods_taking(option))})")
+    bench = benchmarks.get(spec.benchmark)
+    backend_class(spec.backend)
+    examples = bench.load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
+    method.spec(spec.method_config())  # e.g. a missing or mismatched mpdf checkpoint fails here
+    return method, examples
+
+
+def _methods_taking(option: str) -> list[str]:
+    return [name for name in methods.METHODS if option in methods.get(name).options]
+
+
+def config_record(spec: RunSpec) -> dict[str, Any]:
+    """config.json: the spec, plus what the method adds (mpdf: which policy actually ran)."""
+    return {**to_json(spec), **methods.get(spec.method).record(spec.method_config())}
+
+
+def run_examples(method: Method, examples: Iterable[Example], backend: Backend,
+                 spec: RunSpec) -> Generator[Episode, None, None]:
+    """Episodes of ``examples`` (the unit of work shared by local and distributed runs): one by one, or
+    ``spec.concurrency`` at a time in the order they finish."""
+    cfg = spec.method_config()
+    return in_flight(lambda ex, b: method.run(ex, b, cfg, example_rng(spec.engine.seed, ex.id)), list(examples),
+                     backend, spec.concurrency)
+
+
+def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | None = None) -> Summary:
+    """Run ``spec`` into ``out``, skipping examples already finished there; return the summary."""
+    method, examples = validate(spec)
+    run_dir = RunDir.open(out, config_record(spec))
+    done = run_dir.finished_ids()
+    todo = [ex for ex in examples if ex.id not in done]
+    if not todo:  # finished: no model to load, no empty progress bar
+        return finish(run_dir, spec, [ex.id for ex in examples])
+    run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
+    own_backend = backend is None
+    backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
+    try:
+        with stopping(run_examples(method, todo, backend, spec), backend) as episodes:
+            drive(run_dir, episodes, len(todo), progress)
+    finally:
+        if own_backend:
+            backend.close()
+    return finish(run_dir, spec, [ex.id for ex in examples])
+
+
+def drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bool) -> None:
+    """Append episodes as they finish, with a bar showing accuracy so far and tokens."""
+    from tqdm import tqdm
+
+    right = tokens = done = 0
+    with tqdm(total=total, disable=not progress, unit="q", dynamic_ncols=True) as bar:
+        for ep in episodes:
+            run_dir.append(ep)
+            done, right, tokens = done + 1, right + ep.correct, tokens + ep.prompt_tokens + ep.completion_tokens
+            bar.set_postfix(acc=f"{right / done:.3f}", tok_per_q=f"{tokens / done:.0f}")
+            bar.update()
+
+
+def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
+    """Write summary.json over the run's episodes of the requested examples, in dataset order."""
+    wanted = {eid: i for i, eid in enumerate(order)}
+    first = {e.example_id: e for e in reversed(run_dir.episodes())}  # an id twice (two writers): its first
+    episodes = sorted((e for eid, e in first.items() if eid in wanted), key=lambda e: wanted[e.example_id])
+    summary = summarize(episodes, spec.method, spec.benchmark, spec.split)
+    run_dir.write_summary(summary)
+    return summary

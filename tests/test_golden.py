@@ -1,0 +1,46 @@
+"""The redesign changed no computation: today's code reproduces the goldens recorded from the code before
+it (tests/goldens/golden.py says how): every method's episodes on the scripted backend, the rollout rows of
+two scripted collections, and the tensors of an SFT and a SoftRankPO checkpoint trained on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from goldens import golden
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("golden")
+
+
+@pytest.mark.parametrize("method", golden.METHODS)
+def test_episodes_equal_the_goldens(work: Path, method: str) -> None:
+    expected = golden.read_gz(golden.EPISODES)[method]
+    got = golden.episodes(work, method)
+    assert len(got) == golden.QUESTIONS
+    for want, have in zip(expected, got):
+        assert have == want, f"{method} differs on {want['example_id']}"
+
+
+@pytest.fixture(scope="module")
+def rollouts(work: Path) -> Path:
+    return golden.collect(work)
+
+
+def test_rollout_rows_equal_the_goldens(work: Path, rollouts: Path) -> None:
+    expected = golden.read_gz(golden.ROLLOUT_ROWS)
+    assert golden.rollout_rows(rollouts) == expected["rule"]
+    assert golden.rollout_rows(golden.collect(work, "default", 6)) == expected["learned"]
+
+
+def test_checkpoints_equal_the_goldens(work: Path, rollouts: Path) -> None:
+    expected = torch.load(golden.CHECKPOINTS, map_location="cpu", weights_only=True)
+    got = golden.train(work, rollouts)
+    for stage in ("sft", "softrankpo"):
+        assert expected[stage].keys() == got[stage].keys()
+        for name, tensor in expected[stage].items():
+            assert torch.equal(got[stage][name], tensor), f"{stage} {name}"
