@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks import get, sandbox
+from deliberation.benchmarks import get
+from deliberation.benchmarks.helpers import sandbox
 from deliberation.benchmarks.humaneval import HumanEval, extract, pass_at_k, program
 from deliberation.types import Example
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks.helpers import arith, get, numeric
+from deliberation.benchmarks import get
+from deliberation.benchmarks.helpers import arith, numeric
 from deliberation.types import Example
 
 CODE_THEN_OUTPUT = "```python\neggs = 16 - 3 - 4\nprint(eggs * 2)\n```\n```output\n18\n```\nSo that is it."

@@ -8,8 +8,10 @@ from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.methods import mpdf
 from deliberation.methods.base import MethodConfig
-from deliberation.methods.heuristics import ConfidenceThreshold
+from deliberation.policy import checkpoint as ckpt
 from deliberation.policy.checkpoint import save_policy
+from deliberation.policy.learned import TrainedPolicy, load_learned
+from deliberation.policy.rules import ConfidenceThreshold
 from deliberation.policy.network import MetaPolicyNet
 
 
@@ -20,14 +22,14 @@ def checkpoint(tmp_path):
 
 
 def test_shipped_checkpoint_is_the_default_when_present(checkpoint, monkeypatch):
-    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", checkpoint)
+    monkeypatch.setattr(ckpt, "SHIPPED_POLICY", checkpoint)
     cfg = MethodConfig(benchmark="gsm8k")
-    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
-    assert mpdf.policy_name(cfg) == f"shipped:default.pt {mpdf.content_hash(checkpoint)}"
+    assert isinstance(mpdf.policy_for(cfg), TrainedPolicy)
+    assert mpdf.policy_name(cfg) == f"shipped:default.pt {ckpt.content_hash(checkpoint)}"
 
 
 def test_rule_when_nothing_ships(tmp_path, monkeypatch):
-    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", tmp_path / "absent.pt")
+    monkeypatch.setattr(ckpt, "SHIPPED_POLICY", tmp_path / "absent.pt")
     cfg = MethodConfig(benchmark="gsm8k", confidence_threshold=0.6)
     policy = mpdf.policy_for(cfg)
     assert isinstance(policy, ConfidenceThreshold) and policy.threshold == 0.6
@@ -36,9 +38,9 @@ def test_rule_when_nothing_ships(tmp_path, monkeypatch):
 
 def test_a_shipped_checkpoint_by_name():
     cfg = MethodConfig(benchmark="gsm8k", policy="qwen2.5-coder-1.5b")
-    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
-    shipped = mpdf.SHIPPED / "qwen2.5-coder-1.5b.pt"
-    assert mpdf.policy_name(cfg) == f"qwen2.5-coder-1.5b {mpdf.content_hash(shipped)}"
+    assert isinstance(mpdf.policy_for(cfg), TrainedPolicy)
+    shipped = ckpt.SHIPPED / "qwen2.5-coder-1.5b.pt"
+    assert mpdf.policy_name(cfg) == f"qwen2.5-coder-1.5b {ckpt.content_hash(shipped)}"
     with pytest.raises(DelibError, match=r"'nope' is neither a file nor a shipped checkpoint \(default, grpo, "):
         mpdf.policy_for(replace(cfg, policy="nope"))
     with pytest.raises(DelibError, match="absent.pt not found"):  # a path keeps the loader's message
@@ -46,9 +48,9 @@ def test_a_shipped_checkpoint_by_name():
 
 
 def test_explicit_policy_wins_over_the_shipped_one(checkpoint, tmp_path, monkeypatch):
-    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", tmp_path / "absent.pt")
+    monkeypatch.setattr(ckpt, "SHIPPED_POLICY", tmp_path / "absent.pt")
     cfg = MethodConfig(benchmark="gsm8k", policy=str(checkpoint))
-    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
+    assert isinstance(mpdf.policy_for(cfg), TrainedPolicy)
     assert mpdf.policy_name(cfg).startswith(f"{checkpoint} sha256:")
 
 
@@ -58,7 +60,7 @@ def test_shipped_checkpoints_load_with_this_builds_features(name, algo):
     critic's absolute confidence (README: trained on another model's P(Yes) scale)."""
     from deliberation.policy.checkpoint import load_meta, load_policy
 
-    path = mpdf.SHIPPED_POLICY.with_name(name)
+    path = ckpt.SHIPPED_POLICY.with_name(name)
     policy = load_policy(path, FEATURE_NAMES, FEATURE_VERSION)
     assert policy.net.arch()["ignored"] == [FEATURE_NAMES.index("confidence")]
     assert load_meta(path)["config"]["algo"] == algo
@@ -66,8 +68,8 @@ def test_shipped_checkpoints_load_with_this_builds_features(name, algo):
 
 def test_mpdf_runs_the_shipped_policy_by_default():
     cfg = MethodConfig(benchmark="gsm8k")
-    assert mpdf.SHIPPED_POLICY.is_file()
-    assert isinstance(mpdf.policy_for(cfg), mpdf.LearnedPolicy)
+    assert ckpt.SHIPPED_POLICY.is_file()
+    assert isinstance(mpdf.policy_for(cfg), TrainedPolicy)
     assert mpdf.policy_name(cfg).startswith("shipped:default.pt sha256:")
 
 
@@ -77,10 +79,10 @@ def test_resuming_after_the_checkpoint_changed_is_refused(checkpoint, tmp_path, 
     from deliberation.errors import DelibError
     from deliberation.runs.runner import RunSpec, execute
 
-    monkeypatch.setattr(mpdf, "SHIPPED_POLICY", checkpoint)
+    monkeypatch.setattr(ckpt, "SHIPPED_POLICY", checkpoint)
     spec = RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted")
     execute(spec, str(tmp_path / "run"), progress=False)
     save_policy(checkpoint, MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {"algo": "other"})
-    mpdf.load_learned.cache_clear()
+    load_learned.cache_clear()
     with pytest.raises(DelibError, match="policy_used"):
         execute(replace(spec, limit=2), str(tmp_path / "run"), progress=False)

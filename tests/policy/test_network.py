@@ -69,65 +69,54 @@ def test_invalid_architecture_raises_delib_error():
         MetaPolicyNet(F, hidden=10, heads=4)
 
 
-def test_probs_mix_with_uniform_by_epsilon(net):
+def test_probs_are_a_distribution_per_agent(net):
     own, peers = (x.numpy() for x in inputs())
-    policy = MetaPolicy(net)
-    p = policy.probs(own, peers)
-    assert p.shape == (4, 3) and np.allclose(p.sum(-1), 1.0)
-    assert np.allclose(policy.probs(own, peers, epsilon=0.3), 0.7 * p + 0.1)
+    p = TrainedPolicy(net).probs(own, peers)
+    assert p.shape == (4, 3) and np.allclose(p.sum(-1), 1.0) and (p > 0).all()
 
 
-def test_act_returns_actions_and_their_behaviour_logprobs(net):
+def test_sampling_act_returns_actions_and_their_logprobs(net):
     own, peers = (x.numpy() for x in inputs())
-    policy = MetaPolicy(net)
-    actions, logprobs = policy.act(own, peers, np.random.default_rng(1), epsilon=0.2)
-    behaviour = policy.probs(own, peers, epsilon=0.2)
-    chosen = behaviour[np.arange(4), [ACTIONS.index(a) for a in actions]]
+    policy = TrainedPolicy(net, sample=True)
+    actions, logprobs = policy.act(own, peers, np.random.default_rng(1))
+    chosen = policy.probs(own, peers)[np.arange(4), [ACTIONS.index(a) for a in actions]]
     assert len(actions) == 4 and np.allclose(logprobs, np.log(chosen))
 
 
 def test_act_is_reproducible_given_the_rng(net):
     own, peers = (x.numpy() for x in inputs(batch=30))
-    policy = MetaPolicy(net)
+    policy = TrainedPolicy(net, sample=True)
     first = policy.act(own, peers, np.random.default_rng(7))
     second = policy.act(own, peers, np.random.default_rng(7))
     assert first[0] == second[0] and np.array_equal(first[1], second[1])
 
 
-def test_greedy_act_takes_the_argmax_with_probability_one(net):
+def test_greedy_act_takes_the_argmax_and_draws_once_per_agent(net):
+    """Greedy is certain (log-prob 0) yet uses one draw per agent, as sampling does, so a run's random
+    stream (the epsilon draws that follow in collection) is the same in both modes."""
     own, peers = (x.numpy() for x in inputs())
-    policy = MetaPolicy(net)
-    actions, logprobs = policy.act(own, peers, np.random.default_rng(0), greedy=True)
+    policy = TrainedPolicy(net)
+    rng, twin = np.random.default_rng(0), np.random.default_rng(0)
+    actions, logprobs = policy.act(own, peers, rng)
     assert [ACTIONS.index(a) for a in actions] == list(policy.probs(own, peers).argmax(-1))
     assert np.allclose(logprobs, 0.0)
+    twin.random(4)
+    assert rng.random() == twin.random()
 
 
-def test_epsilon_greedy_logprob_accounts_for_exploration(net):
-    own, peers = (x.numpy() for x in inputs(batch=200))
-    policy = MetaPolicy(net)
-    actions, logprobs = policy.act(own, peers, np.random.default_rng(0), greedy=True, epsilon=0.3)
-    greedy = policy.probs(own, peers).argmax(-1)
-    taken = np.array([ACTIONS.index(a) for a in actions])
-    expected = np.where(taken == greedy, np.log(0.7 + 0.1), np.log(0.1))
-    assert np.allclose(logprobs, expected) and (taken != greedy).any()
-
-
-def test_act_sampling_frequencies_follow_the_policy(net):
+def test_sampling_frequencies_follow_the_policy(net):
     own, peers = (x.numpy() for x in inputs(batch=1))
-    policy = MetaPolicy(net)
+    policy = TrainedPolicy(net, sample=True)
     rng = np.random.default_rng(3)
     own, peers = np.repeat(own, 6000, 0), np.repeat(peers, 6000, 0)
-    taken = [ACTIONS.index(a) for a in policy.act(own, peers, rng, epsilon=0.5)[0]]
+    taken = [ACTIONS.index(a) for a in policy.act(own, peers, rng)[0]]
     freq = np.bincount(taken, minlength=3) / len(taken)
-    assert np.allclose(freq, policy.probs(own[:1], peers[:1], epsilon=0.5)[0], atol=0.03)
+    assert np.allclose(freq, policy.probs(own[:1], peers[:1])[0], atol=0.03)
 
 
-def test_bad_shapes_and_epsilon_raise(net):
-    policy = MetaPolicy(net)
+def test_bad_shapes_raise(net):
     with pytest.raises(ValueError, match="expected own"):
-        policy.probs(np.zeros((2, F)), np.zeros((3, 2, F)))
-    with pytest.raises(ValueError, match="epsilon"):
-        policy.act(np.zeros((2, F)), np.zeros((2, 2, F)), np.random.default_rng(0), epsilon=1.5)
+        TrainedPolicy(net).probs(np.zeros((2, F)), np.zeros((3, 2, F)))
 
 
 def test_checkpoint_round_trip_keeps_outputs_and_meta(net, tmp_path):

@@ -12,7 +12,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deliberation.rl.advantages import ADVANTAGES, grpo, reinforce, reinforce_baseline, rloo, softrankpo
+from deliberation.registry import lookup
+from deliberation.rl.advantages import grpo, reinforce, reinforce_baseline, rloo, softrankpo
+from deliberation.rl.algorithms import ADVANTAGES, ALGORITHMS
 
 PHI_INV = NormalDist().inv_cdf
 CENTRED = {
@@ -149,7 +151,7 @@ def test_softrankpo_is_finite_at_extreme_magnitudes(rewards, tau):
 @pytest.mark.parametrize("name", sorted(ADVANTAGES))
 def test_every_advantage_is_finite_for_finite_rewards(name, data):
     rewards, groups = data
-    assert bool(torch.isfinite(ADVANTAGES[name](rewards, groups)).all())
+    assert bool(torch.isfinite(advantage(name)(rewards, groups)).all())
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
@@ -157,7 +159,7 @@ def test_every_advantage_is_finite_for_finite_rewards(name, data):
 def test_non_finite_rewards_raise_value_error(name, bad):
     rewards = torch.tensor([1.0, bad, 0.0, 2.0])
     with pytest.raises(ValueError, match="NaN or inf"):
-        ADVANTAGES[name](rewards, torch.tensor([0, 0, 1, 1]))
+        advantage(name)(rewards, torch.tensor([0, 0, 1, 1]))
 
 
 def test_soft_mode_rejects_negative_tau():
@@ -198,12 +200,25 @@ def test_hand_computed_comparators():
 
 @pytest.mark.parametrize("name", ["softrankpo", "grpo", "reinforce_baseline", "rloo"])
 def test_groups_of_one_get_zero(name):
-    adv = ADVANTAGES[name](torch.tensor([5.0, -2.0, 1.0]), torch.tensor([0, 1, 2]))
+    adv = advantage(name)(torch.tensor([5.0, -2.0, 1.0]), torch.tensor([0, 1, 2]))
     assert torch.equal(adv, torch.zeros(3))
 
 
-def test_registry_names_the_five_advantages():
-    assert set(ADVANTAGES) == {"softrankpo", "grpo", "reinforce", "reinforce_baseline", "rloo"}
+def advantage(name):
+    return lookup(ADVANTAGES, name, "advantage function")
+
+
+def test_every_advantage_is_trained_by_the_algorithm_of_its_name():
+    """The trainer reads advantages only through ALGORITHMS: each registered advantage function is the one its
+    algorithm computes (a hand-built case: group [0, 3, 6] -> the function's own hand-checked values)."""
+    rewards, groups = torch.tensor([0.0, 3.0, 6.0]), torch.zeros(3, dtype=torch.long)
+    expected = {"softrankpo": [PHI_INV(0.5 / 3), 0.0, PHI_INV(2.5 / 3)], "grpo": [-math.sqrt(1.5), 0.0, math.sqrt(1.5)],
+                "reinforce": [0.0, 3.0, 6.0], "reinforce_baseline": [-3.0, 0.0, 3.0], "rloo": [-4.5, 0.0, 4.5]}
+    assert set(expected) == set(ADVANTAGES)
+    cfg = type("Cfg", (), {"tau": 0.0, "clip_eps": None})()
+    for name, values in expected.items():
+        got = ALGORITHMS[name].advantages(rewards, groups, cfg)
+        assert torch.allclose(got.double(), torch.tensor(values, dtype=torch.float64), atol=1e-5), name
 
 
 def test_float32_rewards_come_back_float32():
@@ -214,5 +229,5 @@ def test_float32_rewards_come_back_float32():
 def test_grpo_group_differing_only_by_rounding_sums_to_zero():
     """Found by hypothesis: two rewards equal up to rounding, std far below eps."""
     rewards = torch.tensor([-50.0, -50.0 + 7.105427357601002e-15], dtype=torch.float64)
-    adv = ADVANTAGES["grpo"](rewards, torch.tensor([0, 0]))
+    adv = advantage("grpo")(rewards, torch.tensor([0, 0]))
     assert abs(float(adv.sum())) < 1e-15

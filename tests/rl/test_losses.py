@@ -9,7 +9,8 @@ import torch
 
 from deliberation.rl.advantages import grpo, softrankpo
 from deliberation.rl.config import TrainConfig
-from deliberation.rl.losses import (ALGORITHMS, PPO_CLIP_EPS, entropy, kl_divergence, policy_gradient,
+from deliberation.rl.algorithms import ALGORITHMS, PPO_CLIP_EPS, is_supervised
+from deliberation.rl.losses import (entropy, kl_divergence, policy_gradient,
                                     policy_loss)
 
 LOGITS = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.5], [-1.0, 3.0, 0.0]])
@@ -57,7 +58,8 @@ def test_policy_loss_combines_the_terms_with_the_configured_weights():
 
 
 def test_registry_holds_every_algorithm_and_ppo_always_clips():
-    assert set(ALGORITHMS) == {"softrankpo", "grpo", "reinforce", "reinforce_baseline", "rloo", "ppo"}
+    assert set(ALGORITHMS) == {"sft", "softrankpo", "grpo", "reinforce", "reinforce_baseline", "rloo", "ppo"}
+    assert [name for name in ALGORITHMS if is_supervised(name)] == ["sft"]
     plain = TrainConfig(clip_eps=None)
     assert ALGORITHMS["ppo"].clip_eps(plain) == PPO_CLIP_EPS
     assert ALGORITHMS["softrankpo"].clip_eps(plain) is None
@@ -72,7 +74,7 @@ def test_algorithm_passes_its_config_fields_to_the_advantage():
     assert torch.equal(ALGORITHMS["ppo"].advantages(rewards, groups, cfg), grpo(rewards, groups))
 
 
-@pytest.mark.parametrize("algo", sorted(ALGORITHMS))
+@pytest.mark.parametrize("algo", sorted(n for n in ALGORITHMS if not is_supervised(n)))
 def test_every_algorithm_gives_a_finite_differentiable_loss(algo):
     logits = LOGITS.clone().requires_grad_(True)
     cfg = TrainConfig(algo=algo)

@@ -13,7 +13,7 @@ from deliberation.policy.checkpoint import load_meta, load_policy
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import split_by_example, tensorize
-from deliberation.rl.losses import ALGORITHMS
+from deliberation.rl.algorithms import POLICY_GRADIENT
 from deliberation.rl.trainer import CHECKPOINT_NAME, train_pg, train_sft, write_training_outputs
 
 FAST = TrainConfig(epochs=12, lr=1e-2, val_fraction=0.25, seed=0)
@@ -52,7 +52,7 @@ def test_softrankpo_fine_tuning_from_sft_keeps_the_accuracy_and_logs_kl(decision
     assert metrics[-1].val_accuracy > best_fixed_accuracy(decisions, FAST) + 0.3
 
 
-@pytest.mark.parametrize("algo", sorted(ALGORITHMS))
+@pytest.mark.parametrize("algo", sorted(POLICY_GRADIENT))
 def test_one_update_changes_the_parameters_with_a_finite_loss(decisions, algo):
     cfg = dataclasses.replace(FAST, algo=algo, epochs=1, batch_size=len(decisions))
     init = MetaPolicyNet(4, hidden=FAST.hidden, heads=FAST.heads)

@@ -19,7 +19,7 @@ BACKENDS: dict[str, str] = {
     "openai": "deliberation.backends.openai_http:OpenAIBackend",
     "hf": "deliberation.backends.hf:HFBackend",
     "vllm": "deliberation.backends.vllm:VLLMBackend",
-    "scripted": "deliberation.backends.scripted:ScriptedBackend",
+    "scripted": "deliberation.engine.scripted:ScriptedBackend",
 }
 
 

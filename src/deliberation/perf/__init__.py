@@ -53,7 +53,7 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
     from tqdm import tqdm
 
     from deliberation.backends.llamacpp import LlamaCppBackend
-    from deliberation.backends.scripted import ScriptedBackend
+    from deliberation.engine.scripted import ScriptedBackend
 
     meta = collect_meta(settings)  # before the work: its load average is the background load
     with tqdm(total=len(settings.overhead_methods) + 4, disable=not progress, unit="stage") as bar:

@@ -15,8 +15,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from deliberation.report.plots import TrainingPoint, TrainingRun
+from deliberation.report.loading import TrainingPoint, TrainingRun
 from deliberation.report.tables import md_line
+from deliberation.rl.algorithms import is_supervised
 
 TAIL_STEPS = 100
 

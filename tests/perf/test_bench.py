@@ -12,7 +12,7 @@ from typing import Sequence
 import pytest
 import torch
 
-from deliberation.backends.scripted import ScriptedBackend
+from deliberation.engine.scripted import ScriptedBackend
 from deliberation.perf import BenchSettings, llama_build, run_settings
 from deliberation.perf.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
 from deliberation.perf.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
@@ -182,7 +182,7 @@ def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(monkey
 
     for module in (llama_cpp, low):  # restored after the test
         monkeypatch.setattr(module, "llama_model_default_params", module.llama_model_default_params)
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "batch_speedup.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "batch_speedup.py"
     spec = importlib.util.spec_from_file_location("batch_speedup", script)
     assert spec is not None and spec.loader is not None
     batch_speedup = importlib.util.module_from_spec(spec)

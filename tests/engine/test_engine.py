@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from deliberation import benchmarks
-from deliberation.backends.scripted import ScriptedBackend
+from deliberation.engine.scripted import ScriptedBackend
 from deliberation.config import EngineConfig
-from deliberation.engine.loop import AgentRecord, Context, MethodSpec, apply_actions, request_seed, run_episode
-from deliberation.methods.heuristics import ConstantPolicy
+from deliberation.engine.loop import AgentRecord, act, make_context, request_seed, run_episode
+from deliberation.engine.spec import MethodSpec
+from deliberation.policy.rules import ConstantPolicy
 from deliberation.types import Action, Completion
 
 BENCH = benchmarks.get("gsm8k")
@@ -29,7 +30,7 @@ def backend():
 def ctx_for(example, backend, action=Action.PERSIST, rounds=2, confidence=False, early_stop=False, agents=3):
     spec = MethodSpec(name="t", policy=ConstantPolicy(action), confidence=confidence)
     cfg = EngineConfig(agents=agents, rounds=rounds, early_stop=early_stop)
-    return Context(example, BENCH.format_question(example), backend, BENCH, cfg, spec)
+    return make_context(example, backend, BENCH, cfg, spec)
 
 
 def test_persist_makes_no_llm_call(examples, backend):
@@ -57,15 +58,16 @@ def test_concede_adopts_the_supported_peer_answer_without_a_call(examples, backe
     ctx = ctx_for(examples[0], backend)
     recs = [AgentRecord("x \\boxed{5}", "5", 0.9, 10, False), AgentRecord("y \\boxed{7}", "7", 0.3, 10, False),
             AgentRecord("z \\boxed{7}", "7", 0.2, 10, False)]
-    new, spent = apply_actions(ctx, recs, [Action.CONCEDE] * 3, 1)
-    assert backend.calls == 0 and spent == [[], [], []]
+    acted = act(ctx, recs, [Action.CONCEDE] * 3, 1)
+    new = acted.records
+    assert backend.calls == 0 and acted.calls == [[], [], []]
     assert [r.key for r in new] == ["7", "5", "5"]  # 0 joins the pair; 1 and 2 have one other answer
     assert new[0].text == recs[1].text and new[0].changed and new[0].confidence == 0.3
 
 
 def test_concede_without_a_different_peer_keeps_the_answer(examples, backend):
     recs = [AgentRecord("a \\boxed{5}", "5", 0.9, 10, False)] * 3
-    new, _ = apply_actions(ctx_for(examples[0], backend), recs, [Action.CONCEDE] * 3, 1)
+    new = act(ctx_for(examples[0], backend), recs, [Action.CONCEDE] * 3, 1).records
     assert [r.key for r in new] == ["5"] * 3 and not any(r.changed for r in new)
 
 

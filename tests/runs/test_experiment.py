@@ -14,8 +14,8 @@ from deliberation.runs.experiment import (cap_limits, load_experiment, only_benc
                                      run_experiment)
 from deliberation.runs.directory import RunDir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+REPO = Path(__file__).resolve().parents[2]
 GRID = """
 name = "grid"
 out = "{out}"

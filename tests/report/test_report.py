@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.report import plots, tables as report
-from deliberation.runs import results as run_results
+from deliberation.report import loading as run_results, plots, tables, write as report
 from deliberation.backends import make_backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
@@ -21,7 +20,7 @@ from deliberation.runs.runner import RunSpec, execute
 from deliberation.runs.directory import Summary, summarize, wilson_ci
 from deliberation.types import to_json
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LIMIT = 3
 
@@ -48,9 +47,9 @@ def csv_rows(text: str) -> dict[str, dict[str, str]]:
 
 
 def test_markdown_and_csv_equal_the_summaries(runs):
-    tab = report.table(run_results.load_runs([runs]))
+    tab = tables.table(run_results.load_runs([runs]))
     assert tab.columns == ("gsm8k/test",) and {r.label for r in tab.rows} == {"self-consistency", "debate"}
-    markdown, rows = report.to_markdown(tab), csv_rows(report.to_csv(tab))
+    markdown, rows = tables.to_markdown(tab), csv_rows(tables.to_csv(tab))
     for method in ("self-consistency", "debate"):
         s = json.loads((runs / method / "summary.json").read_text())
         lo, hi = s["accuracy_ci95"]
@@ -82,17 +81,17 @@ def result(label: str, benchmark: str, correct: int, n: int, tokens: int, seed: 
 def test_average_and_pooling_over_seeds():
     results = [result("a", "gsm8k", 5, 10, 100), result("a", "math", 10, 10, 300),
                result("b", "gsm8k", 2, 10, 50), result("b", "gsm8k", 6, 10, 150, seed=1)]
-    tab = report.table(results)
+    tab = tables.table(results)
     a, b = tab.rows
     assert (a.mean_accuracy, a.mean_tokens_per_question, a.benchmarks) == (0.75, 200.0, 2)
     pooled = b.cells[0]
     assert (pooled.n, pooled.correct, pooled.accuracy, pooled.runs) == (20, 8, 0.4, 2)
     assert pooled.ci95 == wilson_ci(4, 10)  # two seeds of the same 10 questions: 10 independent questions
     assert pooled.tokens_per_question == 100.0 and b.cells[1] is None
-    markdown = report.to_markdown(tab)
+    markdown = tables.to_markdown(tab)
     assert "| a | 50.0 [" in markdown and "| 75.0 | 200 |" in markdown
     assert "| b | 40.0 [" in markdown and "| 40.0 (1/2) | 100 |" in markdown
-    assert csv_rows(report.to_csv(tab))["b"]["math/test:accuracy"] == ""
+    assert csv_rows(tables.to_csv(tab))["b"]["math/test:accuracy"] == ""
 
 
 def test_write_report_writes_tables_and_pngs(runs, tmp_path):
@@ -137,7 +136,7 @@ def test_training_plots_from_metrics(tmp_path):
     for algo, scale, acc in [("softrankpo", 1.0, 0.7), ("softrankpo", 10.0, 0.7), ("grpo", 1.0, 0.65),
                              ("grpo", 10.0, 0.4)]:
         write_training_dir(tmp_path / "train" / f"{algo}-{scale:g}", algo, scale, acc)
-    runs = plots.load_training(run_results.discover([tmp_path / "train"])[1])
+    runs = run_results.load_training(run_results.discover([tmp_path / "train"])[1])
     assert sorted((r.final_stage, r.reward_scale, r.final_val_accuracy) for r in runs) == [
         ("grpo", 1.0, 0.65), ("grpo", 10.0, 0.4), ("softrankpo", 1.0, 0.7), ("softrankpo", 10.0, 0.7)]
     written = report.write_report([tmp_path / "train"], tmp_path / "out")
@@ -154,7 +153,7 @@ def test_every_method_of_a_large_table_gets_its_own_marker_and_colour():
 
 def test_ablation_needs_two_reward_scales(tmp_path):
     write_training_dir(tmp_path / "one", "grpo", 1.0, 0.5)
-    outcome = plots.reward_scale_ablation(plots.load_training([tmp_path / "one"]), tmp_path / "a.png")
+    outcome = plots.reward_scale_ablation(run_results.load_training([tmp_path / "one"]), tmp_path / "a.png")
     assert outcome.path is None and "two or more reward_scale" in outcome.note
     assert not (tmp_path / "a.png").exists()
 
@@ -202,7 +201,7 @@ def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_p
 
 def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):
     """mpdf with the package's checkpoint is plain `mpdf`; without one it runs the rule, and its row says so."""
-    from deliberation.methods import mpdf
+    from deliberation.policy import checkpoint as mpdf
 
     def label(out, shipped):
         with pytest.MonkeyPatch.context() as mp:
@@ -218,7 +217,7 @@ def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):
 
 def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
     """Every trained checkpoint is called policy.pt: runs of two of them are two rows, named by their hash."""
-    from deliberation.methods import mpdf
+    from deliberation.policy import checkpoint as mpdf
 
     shipped = Path(mpdf.SHIPPED_POLICY).parent
     for name, source in (("a", "default.pt"), ("b", "grpo.pt")):
@@ -230,7 +229,7 @@ def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
                             policy=str(tmp_path / name / "policy.pt")), str(tmp_path / "runs" / name), progress=False)
     labels = [r.label for r in run_results.load_runs([tmp_path / "runs"])]
     assert len(set(labels)) == 2 and all(label.startswith("mpdf [policy] [sha256:") for label in labels)
-    assert len(report.table(run_results.load_runs([tmp_path / "runs"])).rows) == 2
+    assert len(tables.table(run_results.load_runs([tmp_path / "runs"])).rows) == 2
     alone = run_results.load_runs([tmp_path / "runs" / "a"])
     assert [r.label for r in alone] == ["mpdf [policy]"]  # no hash when nothing would pool
 

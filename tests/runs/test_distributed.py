@@ -41,7 +41,7 @@ def spec_for(method: str) -> RunSpec:
 def data_dir() -> Iterator[str]:
     """DELIB_DATA_DIR for this process and the Ray workers it starts: the env var, else ../shared/data."""
     old = os.environ.get("DELIB_DATA_DIR")
-    os.environ["DELIB_DATA_DIR"] = old or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    os.environ["DELIB_DATA_DIR"] = old or str(Path(__file__).resolve().parents[3] / "shared" / "data")
     yield os.environ["DELIB_DATA_DIR"]
     if old is None:
         del os.environ["DELIB_DATA_DIR"]

@@ -1,4 +1,6 @@
-"""A deterministic, seeded simulator of LLM agents, for tests and overhead benchmarks only.
+"""A deterministic, seeded simulator of LLM agents, for tests and overhead benchmarks only: the
+``scripted`` backend. It lives in the engine, not in ``backends/``, because it simulates the engine's
+agents: it reads the engine's prompts, which no real backend may know about.
 
 It reads the engine's prompts (``deliberation.engine.prompts``), looks the problem up in the
 benchmark, and answers in the benchmark's format so extraction and scoring run for real:

@@ -26,7 +26,7 @@ def test_unicode_line_separators_inside_a_response_do_not_split_the_episode(tmp_
     """json.dumps(ensure_ascii=False) leaves U+2028 and U+0085 raw; str.splitlines would break there."""
     from dataclasses import replace
 
-    from deliberation.runs.results import read_episodes
+    from deliberation.report.loading import read_episodes
 
     ep = episode(0)
     ep = replace(ep, turns=(replace(ep.turns[0], text="a\u2028b\x85c\u2029d"), *ep.turns[1:]))
@@ -78,9 +78,10 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
     from dataclasses import replace
     from pathlib import Path
 
-    from deliberation.runs import results as run_results, runner
+    from deliberation.report import loading as run_results
+    from deliberation.runs import runner
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data"
+    data = Path(__file__).resolve().parents[3] / "shared" / "data"
     monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))
     spec, out = runner.RunSpec(method="cot", benchmark="gsm8k", limit=2, backend="scripted"), tmp_path / "run"
     assert runner.execute(spec, str(out), progress=False).n == 2
