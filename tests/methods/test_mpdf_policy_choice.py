@@ -8,9 +8,10 @@ from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.methods import mpdf
 from deliberation.methods.base import MethodConfig
-from deliberation.policy import checkpoint as ckpt
+from deliberation.policy import shipped as ckpt
 from deliberation.policy.checkpoint import save_policy
-from deliberation.policy.learned import TrainedPolicy, load_learned
+from deliberation.policy.checkpoint import load_learned
+from deliberation.policy.learned import TrainedPolicy
 from deliberation.policy.rules import ConfidenceThreshold
 from deliberation.policy.network import MetaPolicyNet
 

@@ -201,7 +201,7 @@ def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_p
 
 def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):
     """mpdf with the package's checkpoint is plain `mpdf`; without one it runs the rule, and its row says so."""
-    from deliberation.policy import checkpoint as mpdf
+    from deliberation.policy import shipped as mpdf
 
     def label(out, shipped):
         with pytest.MonkeyPatch.context() as mp:
@@ -217,7 +217,7 @@ def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):
 
 def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
     """Every trained checkpoint is called policy.pt: runs of two of them are two rows, named by their hash."""
-    from deliberation.policy import checkpoint as mpdf
+    from deliberation.policy import shipped as mpdf
 
     shipped = Path(mpdf.SHIPPED_POLICY).parent
     for name, source in (("a", "default.pt"), ("b", "grpo.pt")):

@@ -129,7 +129,8 @@ def recording_worker(record_dir: Path) -> type[EpisodeWorker]:
 
 
 def resubmissions(caplog) -> list[str]:
-    return [r.args[0] for r in caplog.records if r.name == "deliberation.runs.distributed" and r.levelno == logging.WARNING]
+    return [r.args[0] for r in caplog.records
+            if r.name == "deliberation.runs.distributed" and r.levelno == logging.WARNING]
 
 
 def example_ids(method: str = "debate") -> list[str]:

@@ -15,27 +15,27 @@ from typing import Any
 
 from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.methods.base import Method, MethodConfig
-from deliberation.policy import checkpoint
+from deliberation.policy import shipped
 from deliberation.policy.rules import ConfidenceThreshold
 
 
 def policy_for(cfg: MethodConfig) -> MetaPolicy:
     """The policy MPDF runs with under ``cfg`` (see the module docstring)."""
-    from deliberation.policy.learned import load_learned
+    from deliberation.policy.checkpoint import load_learned
 
     if cfg.policy is not None:
         return load_learned(str(cfg.policy))
-    if checkpoint.SHIPPED_POLICY.exists():
-        return load_learned(str(checkpoint.SHIPPED_POLICY))
+    if shipped.SHIPPED_POLICY.exists():
+        return load_learned(str(shipped.SHIPPED_POLICY))
     return ConfidenceThreshold(cfg.confidence_threshold)
 
 
 def policy_name(cfg: MethodConfig) -> str:
     """What ``policy_for`` picks, for the run's config.json: the file and the hash of its contents."""
     if cfg.policy is not None:
-        return f"{cfg.policy} {checkpoint.content_hash(checkpoint.checkpoint_path(cfg.policy))}"
-    if checkpoint.SHIPPED_POLICY.exists():
-        return f"shipped:default.pt {checkpoint.content_hash(checkpoint.SHIPPED_POLICY)}"
+        return f"{cfg.policy} {shipped.content_hash(shipped.checkpoint_path(cfg.policy))}"
+    if shipped.SHIPPED_POLICY.exists():
+        return f"shipped:default.pt {shipped.content_hash(shipped.SHIPPED_POLICY)}"
     return "rule:confidence-threshold"
 
 

@@ -1,13 +1,12 @@
-"""Policy checkpoints: save and load atomically, refuse other feature sets, resolve shipped names.
+"""Policy checkpoints: save atomically, load refusing other feature sets, load a named policy once.
 
 A checkpoint is a ``torch.save`` of plain values (state dict, architecture, feature contract, meta), so
-``weights_only`` loading accepts it. ``checkpoint_path`` lets ``--policy`` name a checkpoint shipped in the
-package (``default``, ``grpo``, ``qwen2.5-coder-1.5b``) without knowing where pip put it.
+``weights_only`` loading accepts it. Names of shipped checkpoints resolve through ``policy/shipped.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import os
 import pickle
@@ -16,37 +15,19 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.policy.learned import TrainedPolicy
 from deliberation.policy.network import MetaPolicyNet, net_from_arch
+from deliberation.policy.shipped import checkpoint_path
 
 CHECKPOINT_FORMAT = "deliberation-policy"
 CHECKPOINT_FORMAT_VERSION = 1
-SHIPPED = Path(__file__).resolve().parent / "checkpoints"
-SHIPPED_POLICY = SHIPPED / "default.pt"
-
-
-def checkpoint_path(policy: str) -> Path:
-    """``policy`` as a file: a path as given, or a shipped checkpoint by name. A missing path is left for
-    the loader's "not found" error; an unknown bare name lists the shipped ones."""
-    path = Path(policy)
-    if path.is_file() or path.suffix == ".pt" or len(path.parts) > 1:
-        return path
-    shipped = SHIPPED / f"{policy}.pt"
-    if shipped.is_file():
-        return shipped
-    names = ", ".join(sorted(p.stem for p in SHIPPED.glob("*.pt")))
-    raise DelibError(f"policy {policy!r} is neither a file nor a shipped checkpoint ({names}); pass the path "
-                     "of a policy.pt or one of those names")
-
-
-def content_hash(path: Path) -> str:
-    """``sha256:`` and the first 12 hex digits of the file's SHA-256 (enough to tell checkpoints apart)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return "sha256:" + digest.hexdigest()[:12]
+@functools.lru_cache(maxsize=8)
+def load_learned(policy: str) -> TrainedPolicy:
+    """The policy ``policy`` names (a path or a shipped name), loaded once per process, refusing one
+    built for other features than this build's."""
+    return load_policy(checkpoint_path(policy), FEATURE_NAMES, FEATURE_VERSION)
 
 
 def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequence[str],

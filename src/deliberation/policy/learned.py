@@ -7,13 +7,12 @@ greedy; ``sample=True`` draws from its action distribution instead. Exploration 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION, Observation
+from deliberation.engine.state import Observation
 from deliberation.policy.network import N_ACTIONS, MetaPolicyNet
 from deliberation.types import ACTIONS, Action
 
@@ -54,12 +53,3 @@ class TrainedPolicy:
         """The engine's ``MetaPolicy`` interface."""
         actions, logprobs = self.act(obs.own, obs.peers, rng)
         return tuple(actions), tuple(float(x) for x in logprobs)
-
-
-@functools.lru_cache(maxsize=8)
-def load_learned(policy: str) -> TrainedPolicy:
-    """The policy ``policy`` names (a path or a shipped name), loaded once per process, refusing one
-    built for other features."""
-    from deliberation.policy.checkpoint import checkpoint_path, load_policy
-
-    return load_policy(checkpoint_path(policy), FEATURE_NAMES, FEATURE_VERSION)

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
-from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult
 from deliberation.runs.directory import Summary, wilson_ci
 

@@ -30,7 +30,6 @@ Computation is in float64 and returned in the rewards' floating dtype. Groups ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import Tensor

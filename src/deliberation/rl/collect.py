@@ -55,7 +55,7 @@ class CollectSpec(Workload):
 def behaviour_policy(spec: CollectSpec) -> MetaPolicy:
     if spec.policy is None:
         return EpsilonMixed(AgreementThreshold(), spec.epsilon)
-    from deliberation.policy.learned import load_learned
+    from deliberation.policy.checkpoint import load_learned
 
     return EpsilonMixed(load_learned(spec.policy), spec.epsilon)
 

@@ -1,0 +1,121 @@
+"""What every ``delib`` command shares: the parser class, backend and engine flags, registry names.
+
+Engine flags are generated from ``EngineConfig`` (cli/flags.py): its field docstrings are the help text and
+its defaults the flags' defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from deliberation.cli import flags
+from deliberation.errors import DelibError
+
+
+def registry_names() -> tuple[list[str], list[str], list[str]]:
+    from deliberation.backends import BACKENDS
+    from deliberation.benchmarks import BENCHMARKS
+    from deliberation.methods import METHODS
+
+    return list(METHODS), sorted(BENCHMARKS), sorted(BACKENDS)
+
+
+CACHE_HELP = "SQLite response cache (default: <out>/../responses.sqlite shared by sibling runs; 'none' disables)"
+
+
+def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -> None:
+    """Backend choice and options shared by run, collect and iterate (``cache_help`` says where the
+    command's default cache lives)."""
+    _, _, backends = registry_names()
+    p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(backends) + " (default llamacpp)")
+    p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
+                   "folder (hf) or the server's model id (openai, vllm); default: the backend's")
+    p.add_argument("--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--backend-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), max_in_flight=16 "
+                   "(openai), device=cuda (hf), tensor_parallel_size=2 (vllm)")
+    p.add_argument("--cache", default=None, help=cache_help)
+    p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
+                   "packages, then the Hugging Face hub)")
+    p.add_argument("--concurrency", type=positive, default=1, metavar="N",
+                   help="questions in flight at once, their requests merged into one batch per step (default 1; "
+                   "on a CPU, 3 lets llama.cpp batch 9 requests instead of 3; outputs then depend on the batch)")
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    """Every EngineConfig field as a flag (--agents, --rounds, ..., --no-early-stop, --verbal-confidence)."""
+    from deliberation.config import EngineConfig
+
+    flags.add_flags(p, EngineConfig)
+
+
+def engine_config(args: argparse.Namespace):
+    from deliberation.config import EngineConfig
+
+    return EngineConfig(**flags.values(args, EngineConfig))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (the problem and where help is), like every other delib error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
+def add_ray_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=positive, default=1, help="Ray workers (default 1: no Ray)")
+    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1)")
+
+
+def _option_value(text: str) -> object:
+    """A --backend-opt value: int, float, true/false, or the string as given."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def backend_options(args: argparse.Namespace) -> dict:
+    opts = {}
+    for item in args.backend_opt:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise DelibError(f"--backend-opt takes KEY=VALUE, got {item!r}")
+        opts[key.strip()] = _option_value(value.strip())
+    if args.model:
+        opts["model"] = args.model
+    if args.base_url:
+        opts["base_url"] = args.base_url
+    return opts
+
+
+def cache_path(args: argparse.Namespace, out: str) -> str | None:
+    """The response cache: explicit, disabled, or shared by the run directories beside ``out``."""
+    if args.cache == "none" or args.backend == "scripted" and args.cache is None:
+        return None
+    return args.cache or str(Path(out).parent / "responses.sqlite")
+
+
+def set_data_dir(args: argparse.Namespace) -> None:
+    """``--data-dir`` for this process and the workers it starts (they read $DELIB_DATA_DIR)."""
+    if args.data_dir:
+        os.environ["DELIB_DATA_DIR"] = args.data_dir
+
+
+def command_line() -> str:
+    """The command as typed, for config.json and manifest.json."""
+    return shlex.join(["delib", *sys.argv[1:]])

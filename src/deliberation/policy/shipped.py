@@ -1,0 +1,39 @@
+"""The checkpoints shipped in the package (``policy/checkpoints/``) and how ``--policy`` names one.
+
+``checkpoint_path`` lets ``--policy`` name a shipped checkpoint (``default``, ``grpo``,
+``qwen2.5-coder-1.5b``) without knowing where pip put it; ``content_hash`` tells checkpoints apart in a
+run's config.json. No torch here: a run records its policy before anything heavy loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from deliberation.errors import DelibError
+
+SHIPPED = Path(__file__).resolve().parent / "checkpoints"
+SHIPPED_POLICY = SHIPPED / "default.pt"
+
+
+def checkpoint_path(policy: str) -> Path:
+    """``policy`` as a file: a path as given, or a shipped checkpoint by name. A missing path is left for
+    the loader's "not found" error; an unknown bare name lists the shipped ones."""
+    path = Path(policy)
+    if path.is_file() or path.suffix == ".pt" or len(path.parts) > 1:
+        return path
+    shipped = SHIPPED / f"{policy}.pt"
+    if shipped.is_file():
+        return shipped
+    names = ", ".join(sorted(p.stem for p in SHIPPED.glob("*.pt")))
+    raise DelibError(f"policy {policy!r} is neither a file nor a shipped checkpoint ({names}); pass the path "
+                     "of a policy.pt or one of those names")
+
+
+def content_hash(path: Path) -> str:
+    """``sha256:`` and the first 12 hex digits of the file's SHA-256 (enough to tell checkpoints apart)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()[:12]
