@@ -19,11 +19,10 @@ from pathlib import Path
 from deliberation import benchmarks
 from deliberation.backends.cache import CachedBackend
 from deliberation.config import EngineConfig
-from deliberation.engine.loop import Context, MethodSpec
+from deliberation.engine.loop import example_rng, make_context
 from deliberation.rl import rollout_files as files
 from deliberation.rl.collect import CollectSpec, behaviour_policy
-from deliberation.rl.rollouts import collect_question
-from deliberation.runs.runner import example_rng
+from deliberation.rl.rollouts import collect_question, collecting
 
 
 class Miss(Exception):
@@ -55,12 +54,12 @@ def main(src: Path, cache: str, out: Path) -> None:
     rows = files.read_lines(src / files.ROLLOUTS)
     examples = {e.id: e for e in bench.load(manifest["split"])}
     behaviour = behaviour_policy(spec)
-    method = MethodSpec(name="collect", policy=behaviour, confidence=True)
+    method = collecting(behaviour)
     out.mkdir(parents=True, exist_ok=True)
     stats: collections.Counter[str] = collections.Counter()
     for row in rows:
         example = examples[row["example_id"]]
-        ctx = Context(example, bench.format_question(example), backend, bench, engine, method)
+        ctx = make_context(example, backend, bench, engine, method)
         try:
             decisions = collect_question(ctx, behaviour, spec.samples, example_rng(engine.seed, example.id))
         except Miss:

@@ -2,9 +2,46 @@
 
 Implements Yang & Thomason, "Learning to Deliberate: Meta-policy Collaboration for Agentic LLMs with
 Multi-agent Reinforcement Learning" (AAAI 2026, arXiv 2509.03817), its baselines and benchmarks.
+
+The public seam, for running a method from Python::
+
+    from deliberation import EngineConfig, load_benchmark, make_backend, run_method
+    bench = load_benchmark("gsm8k")
+    example = bench.load("test", limit=1)[0]
+    episode = run_method("mpdf", example, make_backend("llamacpp"), benchmark="gsm8k",
+                         engine=EngineConfig(agents=3, rounds=2))
+    episode.final_answer, episode.correct, episode.turns
+
+``load_policy(name_or_path)`` gives a trained meta-policy (a shipped name such as ``default`` or a
+policy.pt) with ``decide(observation, rng)``. Names load lazily, so ``import deliberation`` stays light.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from deliberation.errors import DelibError
 
-__all__ = ["DelibError"]
+_LAZY = {
+    "run_method": "deliberation.methods:run_method",
+    "METHODS": "deliberation.methods:METHODS",
+    "make_backend": "deliberation.backends:make_backend",
+    "load_benchmark": "deliberation.benchmarks:get",
+    "load_policy": "deliberation.policy.checkpoint:load_learned",
+    "EngineConfig": "deliberation.config:EngineConfig",
+    "Example": "deliberation.types:Example",
+    "Episode": "deliberation.types:Episode",
+    "Action": "deliberation.types:Action",
+}
+
+__all__ = ["DelibError", *_LAZY]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """The public names above, imported on first use (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'deliberation' has no attribute {name!r}")
+    module, attribute = _LAZY[name].split(":")
+    return getattr(importlib.import_module(module), attribute)

@@ -1,25 +1,27 @@
-"""The Backend protocol and the response-cache scope helper beside it."""
+"""The helpers beside the Backend protocol: interrupting a backend and the response-cache scope."""
 
 from __future__ import annotations
 
-from deliberation.backends.base import Backend, cache_scope
+from deliberation.backends.base import cache_scope, interrupt
 
 
-class _Answers:
-    name, model, supports_logprobs = "x", "m", False
+class _Stoppable:
+    def __init__(self) -> None:
+        self.stops = 0
 
-    def generate(self, requests):
-        return []
-
-
-class _Closable(_Answers):
-    def close(self) -> None:
-        pass
+    def interrupt(self) -> None:
+        self.stops += 1
 
 
-def test_a_backend_must_be_closable() -> None:
-    """Runs close their backend when they end (models, servers): the protocol requires close()."""
-    assert isinstance(_Closable(), Backend) and not isinstance(_Answers(), Backend)
+def test_interrupt_calls_the_backends_own_interrupt_once() -> None:
+    backend = _Stoppable()
+    interrupt(backend)
+    assert backend.stops == 1
+
+
+def test_interrupt_leaves_a_backend_that_cannot_stop_alone() -> None:
+    """A backend without interrupt() (e.g. a remote server) is left to finish its calls: no error."""
+    interrupt(object())
 
 
 def test_cache_scope_names_only_the_settings_off_their_defaults() -> None:

@@ -35,7 +35,17 @@ def test_policy_of_wrong_shape(tmp_path, capsys):
 
 
 def test_unknown_split_lists_valid_ones(tmp_path, capsys):
-    assert "test" in bad(tmp_path, capsys, "--method", "cot", "--split", "dev")
+    err = bad(tmp_path, capsys, "--method", "cot", "--split", "dev")
+    assert err == "delib: error: gsm8k has no split 'dev'; choose one of: train, test"
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_option_the_method_does_not_read_is_refused(tmp_path, capsys):
+    """--policy and --confidence-threshold are refused, not ignored, by methods that read neither."""
+    err = bad(tmp_path, capsys, "--method", "debate", "--policy", "default")
+    assert err == ("delib: error: --policy means nothing to method debate; drop it (it applies to: mpdf)")
+    err = bad(tmp_path, capsys, "--method", "cot", "--confidence-threshold", "0.5")
+    assert "applies to: mpdf, confidence-threshold" in err and not (tmp_path / "run").exists()
 
 
 def test_unknown_method_lists_the_valid_ones(tmp_path, capsys):

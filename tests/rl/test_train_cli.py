@@ -32,7 +32,6 @@ def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
     assert "gain over the best constant" in capsys.readouterr().out
     compared = json.loads((srpo / "held_out.json").read_text())
     assert compared["start"]["decisions"] == compared["policy"]["decisions"] > 0
-    assert compared["policy"]["oracle_reward"] >= max(compared["policy"]["fixed_rewards"])
     # the trained policy runs as mpdf's policy
     run = tmp_path / "run"
     assert main(["run", "--method", "mpdf", "--policy", str(srpo / "policy.pt"), "--backend", "scripted",

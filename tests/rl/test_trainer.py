@@ -14,7 +14,8 @@ from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import split_by_example, tensorize
 from deliberation.rl.algorithms import POLICY_GRADIENT
-from deliberation.rl.trainer import CHECKPOINT_NAME, train_pg, train_sft, write_training_outputs
+from deliberation.rl.trainer import CHECKPOINT_NAME, train_pg, train_sft, validate, write_training_outputs
+from deliberation.types import Action, Decision
 
 FAST = TrainConfig(epochs=12, lr=1e-2, val_fraction=0.25, seed=0)
 NAMES = ("f0", "f1", "f2", "f3")
@@ -47,7 +48,6 @@ def test_softrankpo_from_scratch_beats_the_best_fixed_policy(decisions):
 def test_softrankpo_fine_tuning_from_sft_keeps_the_accuracy_and_logs_kl(decisions):
     sft, _ = train_sft(decisions, FAST)
     _, metrics = train_pg(decisions, dataclasses.replace(FAST, epochs=4), init=sft)
-    assert metrics[0].kl == pytest.approx(0.0, abs=1e-6)  # the copy starts at its reference
     assert metrics[-1].kl > 0
     assert metrics[-1].val_accuracy > best_fixed_accuracy(decisions, FAST) + 0.3
 
@@ -96,12 +96,26 @@ def test_reinforce_does_depend_on_the_reward_scale(decisions):
     assert any(not torch.equal(a, b) for a, b in zip(params(small), params(large)))
 
 
-def test_metrics_report_validation_action_shares(decisions):
+def test_metrics_number_their_steps(decisions):
     _, metrics = train_pg(decisions, dataclasses.replace(FAST, epochs=1))
-    last = metrics[-1]
     assert [m.step for m in metrics] == list(range(1, len(metrics) + 1))
-    assert sum(last.val_actions) == pytest.approx(1.0) and -1.0 <= last.val_reward <= 1.0
-    assert last.mean_advantage is not None and last.entropy > 0
+    assert metrics[-1].mean_advantage is not None and metrics[-1].entropy > 0
+
+
+def test_validation_of_a_hand_built_policy():
+    """A net that always picks REFINE (zero weights, head bias) on three decisions with rewards
+    (P, R, C) = (1, 0, 0), (0, 1, 0), (0, 1, 1): REFINE is a best action in the last two (ties count),
+    so accuracy 2/3; its reward is (0 + 1 + 1) / 3; every action is REFINE."""
+    net = MetaPolicyNet(2, hidden=4, heads=1)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.zero_()
+        net.head[-1].bias.copy_(torch.tensor([0.0, 5.0, 0.0]))
+    batch = tensorize([Decision(f"q{i}", 0, 1, 0, (0.1, 0.2), ((0.3, 0.4),), Action.PERSIST, 0.0, r, 0.0, 0.0)
+                       for i, r in enumerate([(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 1.0, 1.0)])])
+    val = validate(net, batch)
+    assert val.accuracy == pytest.approx(2 / 3) and val.reward == pytest.approx(2 / 3)
+    assert val.actions == (0.0, 1.0, 0.0)
 
 
 def test_without_held_out_questions_validation_fields_are_none(decisions):

@@ -1,5 +1,6 @@
 """Run directory: durable appends, torn lines, Wilson interval."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -61,8 +62,18 @@ def test_wilson_ci_contains_the_rate(k, n):
 
 def test_resume_accepts_other_thread_count_and_cache_path(tmp_path):
     first = {"method": "m", "cache": "a.sqlite", "backend_options": {"model": "x", "n_threads": 1}}
-    RunDir.open(tmp_path, first)
-    RunDir.open(tmp_path, {"method": "m", "cache": "b.sqlite", "backend_options": {"model": "x"}})
+    RunDir.open(tmp_path, first).append(episode(0))
+    RunDir.open(tmp_path, {"method": "m", "cache": "b.sqlite", "backend_options": {"model": "x"}}).append(episode(1))
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["cache"] == "a.sqlite" and config["resumes"] == [{"cache": "b.sqlite"}]
+
+
+def test_a_run_recorded_before_confidence_threshold_existed_resumes_at_its_default(tmp_path):
+    old = {"method": "confidence-threshold", "backend_options": {}}
+    RunDir.open(tmp_path, old)
+    RunDir.open(tmp_path, {**old, "confidence_threshold": 0.7})
+    with pytest.raises(DelibError, match=r"other settings \(confidence_threshold\)"):
+        RunDir.open(tmp_path, {**old, "confidence_threshold": 0.9})
 
 
 def test_resume_refuses_another_model_or_temperature(tmp_path):

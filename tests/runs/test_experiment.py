@@ -13,6 +13,7 @@ from deliberation.errors import DelibError
 from deliberation.runs.experiment import (cap_limits, load_experiment, only_benchmarks, only_methods, plan,
                                      run_experiment)
 from deliberation.runs.directory import RunDir
+from deliberation.types import Action
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 REPO = Path(__file__).resolve().parents[2]
@@ -128,7 +129,9 @@ BAD = [
     ("limit = 3", "[limit]\ngsm8k = 3", "aime24", "every benchmark"),
     ('name = "scripted"', 'name = "scripted"\nskilz = [0.5]', "skilz", "skills"),
     ('name = "scripted"', 'name = "gpt-7"', "gpt-7", "llamacpp"),
-    ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "d2"\nmethod = "debate"\npolicy = "p.pt"', "d2", "mpdf only"),
+    ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "d2"\nmethod = "debate"\npolicy = "p.pt"', "d2", "means nothing"),
+    ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "d3"\nmethod = "debate"\nconfidence_threshold = 0.5', "d3",
+     "confidence_threshold means nothing"),
     ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "debate"\nmethod = "debate"', "debate", "used twice"),
     ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "a/b"\nmethod = "mpdf"', "a/b", "directory"),
     ("limit = 3", "limit = 3\nconcurrency = 0", "concurrency", "at least 1"),
@@ -211,3 +214,16 @@ def test_only_methods_runs_the_same_cells_of_those_rows_in_the_order_given(tmp_p
         only_methods(cfg, ["debate", "mpdf"])
     with pytest.raises(DelibError, match="each method once"):
         only_methods(cfg, [])
+
+
+def test_a_variant_sets_the_confidence_threshold_of_its_cells(tmp_path):
+    """threshold 0: every parseable answer persists (no REFINE); 1.01: none does, so agents refine or concede."""
+    variants = ''.join(f'[[variants]]\nlabel = "ct-{x}"\nmethod = "confidence-threshold"\nconfidence_threshold = {x}\n'
+                       for x in ("0.0", "1.01"))
+    cfg = load_experiment(write_config(tmp_path, GRID.replace('["self-consistency", "debate"]', "[]") + variants))
+    run_experiment(cfg, progress=False)
+    cells = {c.label: c for c in plan(cfg)}
+    assert [cells[label].spec.confidence_threshold for label in ("ct-0.0", "ct-1.01")] == [0.0, 1.01]
+    actions = {label: {t.action for e in RunDir(cells[label].out).episodes() for t in e.turns if t.round > 0}
+               for label in cells}
+    assert Action.REFINE not in actions["ct-0.0"] and Action.PERSIST not in actions["ct-1.01"]

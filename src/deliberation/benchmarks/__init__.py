@@ -1,6 +1,15 @@
-"""Benchmarks: one file each, registered in ``BENCHMARKS``; ``get(name)`` returns an instance."""
+"""Benchmarks: one file each, registered in ``BENCHMARKS``; helpers (numeric answers, arithmetic, data
+sources, the code sandbox) live in ``helpers/``.
+
+``get(name)`` returns one shared instance per process: a benchmark may hold a resource (MATH's
+math-verify worker process), which is then started once, not once per episode, and stopped by
+``close_all`` (called at exit, and by a finished run or collection).
+"""
 
 from __future__ import annotations
+
+import atexit
+import threading
 
 from deliberation.benchmarks.base import Benchmark
 from deliberation.registry import lookup
@@ -14,11 +23,25 @@ BENCHMARKS: dict[str, str] = {
     "mmlu": "deliberation.benchmarks.mmlu:MMLU",
     "humaneval": "deliberation.benchmarks.humaneval:HumanEval",
 }
+_OPEN: dict[str, Benchmark] = {}
+_LOCK = threading.Lock()
 
 
 def get(name: str) -> Benchmark:
-    """The benchmark registered under ``name``."""
-    return lookup(BENCHMARKS, name, "benchmark")()
+    """The benchmark registered under ``name`` (the process's one instance of it)."""
+    with _LOCK:
+        if name not in _OPEN:
+            _OPEN[name] = lookup(BENCHMARKS, name, "benchmark")()
+        return _OPEN[name]
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "get"]
+def close_all() -> None:
+    """Release every benchmark's resources; a later ``get`` starts them again when needed."""
+    with _LOCK:
+        for bench in _OPEN.values():
+            bench.close()
+
+
+atexit.register(close_all)
+
+__all__ = ["BENCHMARKS", "Benchmark", "close_all", "get"]

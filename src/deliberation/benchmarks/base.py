@@ -50,6 +50,9 @@ class Benchmark(ABC):
         the code block that defines the entry point). Defaults to ``extract``."""
         return self.extract(text)
 
+    def close(self) -> None:
+        """Release what the benchmark holds (MATH: its verification worker process); it restarts on use."""
+
     def score_many(self, examples: Sequence[Example], texts: Sequence[str]) -> list[bool]:
         """``score`` for each (example, text) pair; benchmarks with slow scoring run them in parallel."""
         if len(examples) != len(texts):

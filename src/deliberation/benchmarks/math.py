@@ -274,5 +274,5 @@ class MATH(Benchmark):
         return self._worker(answer_key, answer, fallback=tidy_key(answer))
 
     def close(self) -> None:
-        """Stop the verification worker process, if one was started."""
+        """Stop the verification worker process, if one was started (``_Worker`` starts a new one on use)."""
         self._worker.close()

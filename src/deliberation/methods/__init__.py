@@ -3,8 +3,12 @@ so answers, checking and token accounting are comparable. Registry ``METHODS``: 
 
 from __future__ import annotations
 
+from deliberation.backends.base import Backend
+from deliberation.config import EngineConfig
+from deliberation.engine.loop import example_rng
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.registry import lookup
+from deliberation.types import Episode, Example
 
 METHODS: dict[str, str] = {
     "cot": "deliberation.methods.cot:METHOD",
@@ -26,4 +30,13 @@ def get(name: str) -> Method:
     return lookup(METHODS, name, "method")
 
 
-__all__ = ["METHODS", "Method", "MethodConfig", "get"]
+def run_method(method: str, example: Example, backend: Backend, benchmark: str = "gsm8k",
+               engine: EngineConfig | None = None, policy: str | None = None,
+               confidence_threshold: float = 0.7) -> Episode:
+    """One episode of ``method`` on ``example`` (a question of ``benchmark``, whose scorer and answer format
+    apply), exactly as ``delib run`` computes it for that example and ``engine.seed``."""
+    cfg = MethodConfig(benchmark, engine or EngineConfig(), policy, confidence_threshold)
+    return get(method).run(example, backend, cfg, example_rng(cfg.engine.seed, example.id))
+
+
+__all__ = ["METHODS", "Method", "MethodConfig", "get", "run_method"]

@@ -41,11 +41,11 @@ def measure_overhead(method: str, settings: BenchSettings, scripted: Backend) ->
 
 
 def measure_llamacpp_batch(settings: BenchSettings, backend: Backend) -> BatchResult:
-    """Round 0 of self-consistency (one batch of ``agents`` requests via ``engine.generate``) on
+    """Round 0 of self-consistency (one batch of ``agents`` requests via ``engine.loop.generate``) on
     ``batch_questions`` questions, against the same requests one at a time in raw llama-cpp-python.
     The sides alternate (a batch, then its requests raw, then fresh), so they share the background load."""
     from deliberation import benchmarks
-    from deliberation.engine import engine, prompts
+    from deliberation.engine import loop, prompts
     from deliberation.methods.self_consistency import SPEC
 
     bench = benchmarks.get(settings.benchmark)
@@ -59,9 +59,9 @@ def measure_llamacpp_batch(settings: BenchSettings, backend: Backend) -> BatchRe
         backend.generate([warm])  # page the weights in on both sides
         raw_generate(llm, warm)
         for ex in bench.load("test", limit=settings.batch_questions):
-            ctx = engine.Context(ex, bench.format_question(ex), timed, bench, cfg, SPEC)
+            ctx = loop.make_context(ex, timed, bench, cfg, SPEC)
             start = time.perf_counter()
-            done += engine.generate(ctx, [prompts.initial_messages(ctx.question)] * cfg.agents, range(cfg.agents), 0)
+            done += loop.generate(ctx, [prompts.initial_messages(ctx.question)] * cfg.agents, range(cfg.agents), 0)
             engine_s += time.perf_counter() - start
             for request in list(timed.log)[len(raw):]:  # the requests just sent
                 raw.append(raw_generate(llm, request))

@@ -16,13 +16,13 @@ from deliberation.backends.base import Backend
 from deliberation.backends.concurrent import in_flight, stopping
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context
-from deliberation.engine.spec import MetaPolicy, MethodSpec
+from deliberation.engine.spec import MetaPolicy
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError, require_at_least
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
-from deliberation.rl.rollouts import collect_question
+from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.types import Example, to_json
 
 
@@ -79,7 +79,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     files.open_manifest(directory, manifest(spec, backend.model))
     path = directory / files.ROLLOUTS
     done = {row["example_id"] for row in files.read_lines(path, repair=True)}
-    method = MethodSpec(name="collect", policy=behaviour, confidence=True)
+    method = collecting(behaviour)
 
     def one(ex: Example, shared: Backend) -> tuple[str, list]:
         ctx = make_context(ex, shared, bench, spec.engine, method)
@@ -94,5 +94,6 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
                 files.append_question(path, row)
                 bar.update()
     finally:
+        benchmarks.close_all()
         backend.close()
     return len(files.read_lines(path))

@@ -21,7 +21,7 @@ import numpy as np
 from deliberation.engine.consensus import Ballot, leave_one_out, vote
 from deliberation.engine.loop import (AgentRecord, Context, act, initial_round, observation, run_rounds, score,
                                       without_call)
-from deliberation.engine.spec import MetaPolicy
+from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.types import ACTIONS, Action, Decision, Turn
 
 
@@ -81,6 +81,11 @@ def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list
                 a, logps[i], tuple(lo + gl for lo, gl in pairs), pairs[taken][0], pairs[taken][1],
                 float(outcomes[i].refine_tokens if a is Action.REFINE else 0)))
     return decisions, first
+
+
+def collecting(behaviour: MetaPolicy) -> MethodSpec:
+    """The spec the engine runs a collection with: the behaviour policy, the critic on, the default stop."""
+    return MethodSpec(name="collect", policy=behaviour, confidence=True)
 
 
 def collect_question(ctx: Context, behaviour: MetaPolicy, samples: int, rng: np.random.Generator) -> list[Decision]:

@@ -32,6 +32,7 @@ from deliberation.backends import BACKENDS, backend_class, make_backend
 from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError, require_at_least
+from deliberation import methods
 from deliberation.methods import METHODS
 from deliberation.report.write import write_report
 from deliberation.runs.runner import RunSpec, execute, validate
@@ -41,7 +42,8 @@ from deliberation.types import write_json_atomic
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
             "variants", "concurrency")
 ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
-VARIANT_KEYS = ("label", "method", "policy", *ENGINE_TYPES)
+METHOD_OPTIONS = ("policy", "confidence_threshold")  # RunSpec fields a variant may set
+VARIANT_KEYS = ("label", "method", *METHOD_OPTIONS, *ENGINE_TYPES)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # labels name directories
 CACHE_FILE = "responses.sqlite"
 
@@ -54,6 +56,7 @@ class Arm:
     method: str
     policy: str | None
     engine: EngineConfig
+    confidence_threshold: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -236,10 +239,12 @@ def _variant(table: Any, base: EngineConfig, index: int, source: str) -> Arm:
     if method not in METHODS:
         _fail(source, f"unknown method {method!r} in {where}; choose from: {', '.join(METHODS)}")
     policy = _get(table, "policy", str, source, None, where=f"{where} ")
-    if policy is not None and method != "mpdf":
-        _fail(source, f"{where} ({label}): policy applies to method mpdf only, not {method!r}")
+    threshold = _get(table, "confidence_threshold", float, source, 0.7, where=f"{where} ")
+    unused = [k for k in METHOD_OPTIONS if k in table and k not in methods.get(method).options]
+    if unused:
+        _fail(source, f"{where} ({label}): {unused[0]} means nothing to method {method!r}; drop it")
     engine = _engine({k: v for k, v in table.items() if k in ENGINE_TYPES}, base, where, source)
-    return Arm(label, method, policy, engine)
+    return Arm(label, method, policy, engine, threshold)
 
 
 def _check_arms(arms: Sequence[Arm], source: str) -> None:
@@ -316,7 +321,8 @@ def plan(cfg: ExperimentConfig) -> list[Cell]:
 def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
     spec = RunSpec(method=arm.method, benchmark=bench, split=cfg.splits[bench], limit=cfg.limits[bench],
                    backend=cfg.backend, backend_options=dict(cfg.backend_options), cache=str(cfg.cache),
-                   engine=replace(arm.engine, seed=seed), policy=arm.policy, data_dir=cfg.data_dir,
+                   engine=replace(arm.engine, seed=seed), policy=arm.policy,
+                   confidence_threshold=arm.confidence_threshold, data_dir=cfg.data_dir,
                    command=cfg.command or f"delib experiment {cfg.source}", concurrency=cfg.concurrency)
     return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / bench / f"{arm.label}-s{seed}")
 

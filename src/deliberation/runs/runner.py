@@ -83,6 +83,7 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
         with stopping(run_examples(method, todo, backend, spec), backend) as episodes:
             drive(run_dir, episodes, len(todo), progress)
     finally:
+        benchmarks.close_all()
         if own_backend:
             backend.close()
     return finish(run_dir, spec, [ex.id for ex in examples])
