@@ -15,12 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "deliberation"
 TOP_LEVEL_MODULES = {"__init__", "types", "errors", "registry", "config"}
 FOUNDATION = {"deliberation", "deliberation.types", "deliberation.errors", "deliberation.registry",
               "deliberation.config"}
-# A package may import the foundation and the packages listed here, nothing else of deliberation.
-BELOW = {
-    "benchmarks": set(),
-    "backends": {"benchmarks"},
-    "engine": {"benchmarks", "backends"},
-}
+LAYERS = ("benchmarks", "backends", "engine", "policy", "methods", "rl", "runs", "report", "perf", "cli")
+"""Bottom to top: a package imports the foundation and the packages before it, never one after it."""
 
 
 def module_name(path: Path) -> str:
@@ -109,9 +105,13 @@ def test_rl_imports_neither_methods_nor_runs() -> None:
     assert not bad, sorted(bad)
 
 
-@pytest.mark.parametrize("package", sorted(BELOW))
-def test_lower_packages_import_nothing_above_them(package: str) -> None:
-    allowed = BELOW[package] | {package, ""}
+def test_every_package_is_a_layer() -> None:
+    assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == set(LAYERS)
+
+
+@pytest.mark.parametrize("package", LAYERS)
+def test_packages_import_nothing_above_them(package: str) -> None:
+    allowed = set(LAYERS[: LAYERS.index(package) + 1]) | {""}
     bad = {(m, i) for m, deps in graph().items() if package_of(m) == package for i in deps
            if package_of(i) not in allowed}
     assert not bad, sorted(bad)

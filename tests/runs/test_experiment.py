@@ -12,6 +12,7 @@ from deliberation.backends.cache import CachedBackend
 from deliberation.errors import DelibError
 from deliberation.runs.experiment import (cap_limits, load_experiment, only_benchmarks, only_methods, plan,
                                      run_experiment)
+from deliberation.report.write import write_report
 from deliberation.runs.directory import RunDir
 from deliberation.types import Action
 
@@ -50,7 +51,7 @@ def scripted_with_cache(cfg):
 def test_grid_runs_shares_the_cache_and_resumes(tmp_path):
     cfg = load_experiment(write_config(tmp_path, GRID))
     inner, backend = scripted_with_cache(cfg)
-    sc, debate = run_experiment(cfg, progress=False, backend=backend)
+    sc, debate = run_experiment(cfg, progress=False, backend=backend, report=write_report)
     out = tmp_path / "out"
     for label in ("self-consistency", "debate"):
         assert {p.name for p in (out / "gsm8k" / f"{label}-s0").iterdir()} == {
@@ -88,7 +89,7 @@ def test_failed_cell_does_not_stop_the_others(tmp_path):
     cfg = load_experiment(write_config(tmp_path, text))
     assert [(a.label, a.method, a.policy) for a in cfg.arms][-1] == ("mpdf-x", "mpdf", "missing.pt")
     with pytest.raises(DelibError, match=r"1 of 3 cells failed .*mpdf-x/gsm8k/s0: .*missing\.pt") as err:
-        run_experiment(cfg, progress=False)
+        run_experiment(cfg, progress=False, report=write_report)
     assert "\n" not in str(err.value)
     out = tmp_path / "out"
     assert (out / "gsm8k" / "cot-s0" / "summary.json").exists() and not (out / "gsm8k" / "mpdf-x-s0").exists()
@@ -108,7 +109,7 @@ def test_workers_send_each_cell_to_ray_actors_sharing_the_cache_file(tmp_path, m
 
     monkeypatch.setattr(distributed, "execute_distributed", fake)
     cfg = load_experiment(write_config(tmp_path, GRID))
-    summaries = run_experiment(cfg, progress=False, workers=2, ray_address="auto")
+    summaries = run_experiment(cfg, progress=False, workers=2, ray_address="auto", report=write_report)
     cache = str(tmp_path / "out" / "responses.sqlite")
     assert calls == [("self-consistency", cache, 2, "auto"), ("debate", cache, 2, "auto")]
     assert [s.method for s in summaries] == ["self-consistency", "debate"]

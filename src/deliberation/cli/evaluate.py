@@ -106,6 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
+    from deliberation.report.write import write_report
     from deliberation.runs import experiment
 
     cfg = experiment.load_experiment(args.config)
@@ -115,7 +116,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         cfg = experiment.only_benchmarks(cfg, args.benchmarks)
     if args.methods is not None:
         cfg = experiment.only_methods(cfg, args.methods)
-    summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers,
+    summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers, report=write_report,
                                           ray_address=args.ray_address, notify=print)
     for cell, s in zip(experiment.plan(cfg), summaries):  # every cell ran: failures raise above
         print(f"{cell.label:<22}{s.benchmark:<10} accuracy {s.accuracy:.3f} n={s.n} {s.tokens_per_question:.0f} tok/q")

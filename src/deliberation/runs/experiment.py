@@ -12,7 +12,8 @@ for the independent answers and every later method is served them from the cache
 benchmark-major. Each cell is a run directory ``<out>/<benchmark>/<label>-s<seed>`` that
 ``runner.execute`` resumes, so rerunning the same command only does the work that is missing. A cell that
 fails (e.g. a policy file not trained yet) does not stop the others; the failures are raised together at
-the end, after the report (``report.write.write_report``) is written to ``<out>/report/``. With ``workers`` > 1
+the end, after the report (``delib experiment`` passes ``report.write.write_report``) is written to
+``<out>/report/``. With ``workers`` > 1
 each cell's examples are spread over Ray actors (``deliberation.runs.distributed``); they share the cache file.
 """
 
@@ -34,7 +35,6 @@ from deliberation.config import EngineConfig
 from deliberation.errors import DelibError, require_at_least
 from deliberation import methods
 from deliberation.methods import METHODS
-from deliberation.report.write import write_report
 from deliberation.runs.runner import RunSpec, execute, validate
 from deliberation.runs.directory import CELL, Summary
 from deliberation.types import write_json_atomic
@@ -46,6 +46,8 @@ METHOD_OPTIONS = ("policy", "confidence_threshold")  # RunSpec fields a variant 
 VARIANT_KEYS = ("label", "method", *METHOD_OPTIONS, *ENGINE_TYPES)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # labels name directories
 CACHE_FILE = "responses.sqlite"
+ReportWriter = Callable[[Sequence[Path], Path], object]
+"""Writes a report over run directories into a folder (``report.write.write_report``)."""
 
 
 @dataclass(frozen=True)
@@ -328,8 +330,11 @@ def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backend | None = None, workers: int = 1,
-                   ray_address: str | None = None, notify: Callable[[str], None] | None = None) -> list[Summary]:
-    """Run (or resume) every cell in plan order, write ``<out>/report/``, return the summaries.
+                   ray_address: str | None = None, notify: Callable[[str], None] | None = None,
+                   report: ReportWriter | None = None) -> list[Summary]:
+    """Run (or resume) every cell in plan order, then ``report`` the cells that ran into ``<out>/report/``
+    (``delib experiment`` passes ``report.write.write_report``; runs/ itself knows no report), return the
+    summaries.
 
     One process (``workers`` 1): every cell uses one backend, ``backend`` if given (the caller closes it),
     else ``cfg.backend`` wrapped in the cache ``<out>/responses.sqlite``. ``workers`` > 1: each cell's
@@ -348,7 +353,7 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backen
     finally:
         if backend is None and shared is not None:
             shared.close()
-    return _finish(cfg, cells, outcomes)
+    return _finish(cfg, cells, outcomes, report)
 
 
 CellRunner = Callable[[RunSpec, str, bool], Summary]
@@ -379,7 +384,8 @@ def _run_cell(cell: Cell, run: CellRunner, progress: bool, tag: str,
         return str(err)
 
 
-def _finish(cfg: ExperimentConfig, cells: Sequence[Cell], outcomes: Sequence[Summary | str]) -> list[Summary]:
+def _finish(cfg: ExperimentConfig, cells: Sequence[Cell], outcomes: Sequence[Summary | str],
+            report: ReportWriter | None) -> list[Summary]:
     """Write the report over the cells that ran; raise the failures, if any, as one line (cells that
     failed for the same reason listed under it once)."""
     done = [c.out for c, o in zip(cells, outcomes) if isinstance(o, Summary)]
@@ -387,11 +393,12 @@ def _finish(cfg: ExperimentConfig, cells: Sequence[Cell], outcomes: Sequence[Sum
     for cell, outcome in zip(cells, outcomes):
         if isinstance(outcome, str):
             by_error.setdefault(outcome, []).append(f"{cell.label}/{cell.benchmark}/s{cell.seed}")
-    if done:
-        write_report(done, Path(cfg.out) / "report")
+    if done and report is not None:
+        report(done, Path(cfg.out) / "report")
     if by_error:
         failed = sum(map(len, by_error.values()))
-        where = f"report of the rest in {Path(cfg.out) / 'report'}" if done else "no cell ran"
+        where = ("no cell ran" if not done else f"report of the rest in {Path(cfg.out) / 'report'}" if report
+                 else "the rest ran")
         reasons = "; ".join(f"{', '.join(names)}: {error}" for error, names in by_error.items())
         raise DelibError(f"{failed} of {len(cells)} cells failed ({where}); fix and rerun to resume. {reasons}")
     return [o for o in outcomes if isinstance(o, Summary)]
