@@ -21,6 +21,7 @@ from deliberation.backends.cache import CachedBackend
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.rl import rollout_files as files
+from deliberation.types import append_gzip_line, read_gzip_lines
 from deliberation.rl.collect import CollectSpec, behaviour_policy
 from deliberation.rl.rollouts import collect_question, collecting
 
@@ -51,7 +52,7 @@ def main(src: Path, cache: str, out: Path) -> None:
                        policy=manifest["policy"])
     backend = CachedBackend(CacheOnly(manifest["backend"], manifest["model"]), cache)
     bench = benchmarks.get(manifest["benchmark"])
-    rows = files.read_lines(src / files.ROLLOUTS)
+    rows = read_gzip_lines(src / files.ROLLOUTS)
     examples = {e.id: e for e in bench.load(manifest["split"])}
     behaviour = behaviour_policy(spec)
     method = collecting(behaviour)
@@ -71,7 +72,7 @@ def main(src: Path, cache: str, out: Path) -> None:
         stats["same" if same else "changed"] += 1
         if not same:
             print("changed", example.id)
-        files.append_question(out / files.ROLLOUTS, new)
+        append_gzip_line(out / files.ROLLOUTS, new)
     print(dict(stats))
 
 

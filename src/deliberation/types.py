@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import gzip
 import json
 import os
 import types
 import typing
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 
 class Action(str, enum.Enum):
@@ -205,3 +207,43 @@ def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+# --- append-only gzip JSONL (rollout files, deliberation trees) --------------------------------------
+
+
+def gzip_members(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(end offset, decompressed bytes) of each complete gzip member; stops at a torn one."""
+    data, pos = path.read_bytes(), 0
+    while pos < len(data):
+        d = zlib.decompressobj(wbits=31)
+        try:
+            chunk = d.decompress(data[pos:])
+        except zlib.error:
+            return
+        if not d.eof:
+            return
+        pos = len(data) - len(d.unused_data)
+        yield pos, chunk
+
+
+def read_gzip_lines(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Every line of every complete gzip member; ``repair`` truncates a torn tail left by a killed writer."""
+    if not path.exists():
+        return []
+    rows, end = [], 0
+    for end, chunk in gzip_members(path):
+        rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
+    if repair and end < path.stat().st_size:
+        with open(path, "r+b") as f:
+            f.truncate(end)
+    return rows
+
+
+def append_gzip_line(path: Path, row: dict[str, Any]) -> None:
+    """Append one JSON line as its own gzip member, durably (a killed writer tears at most that member)."""
+    blob = gzip.compress((json.dumps(row, separators=(",", ":")) + "\n").encode())
+    with open(path, "ab") as f:
+        f.write(blob)
+        f.flush()
+        os.fsync(f.fileno())

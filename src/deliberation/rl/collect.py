@@ -23,7 +23,7 @@ from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
-from deliberation.types import Example, to_json
+from deliberation.types import Example, append_gzip_line, read_gzip_lines, to_json
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     files.open_manifest(directory, manifest(spec, backend.model))
     path = directory / files.ROLLOUTS
-    done = {row["example_id"] for row in files.read_lines(path, repair=True)}
+    done = {row["example_id"] for row in read_gzip_lines(path, repair=True)}
     method = collecting(behaviour)
 
     def one(ex: Example, shared: Backend) -> tuple[str, list]:
@@ -91,9 +91,9 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
         with tqdm(total=len(todo), disable=not progress, unit="q") as bar, questions as answered:
             for example_id, decisions in answered:
                 row = files.question_row(backend.model, spec.benchmark, spec.split, example_id, decisions)
-                files.append_question(path, row)
+                append_gzip_line(path, row)
                 bar.update()
     finally:
         benchmarks.close_all()
         backend.close()
-    return len(files.read_lines(path))
+    return len(read_gzip_lines(path))

@@ -8,17 +8,13 @@ reading refuses rollouts whose feature version differs from this build's.
 
 from __future__ import annotations
 
-import gzip
 import json
-import os
-import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
-from deliberation.types import write_json_atomic
-from deliberation.types import Decision, from_json, to_json
+from deliberation.types import Decision, from_json, read_gzip_lines, to_json, write_json_atomic
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
 ENGINE_KEYS = ("temperature", "max_tokens", "early_stop")
@@ -40,43 +36,6 @@ def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     diff += [f"engine.{k}" for k in ENGINE_KEYS if old_engine.get(k) != new_engine.get(k)]
     if diff:
         raise DelibError(f"{directory} holds rollouts with other settings ({', '.join(diff)}); use another --out")
-
-
-def _members(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(end offset, decompressed bytes) of each complete gzip member; stops at a torn one."""
-    data, pos = path.read_bytes(), 0
-    while pos < len(data):
-        d = zlib.decompressobj(wbits=31)
-        try:
-            chunk = d.decompress(data[pos:])
-        except zlib.error:
-            return
-        if not d.eof:
-            return
-        pos = len(data) - len(d.unused_data)
-        yield pos, chunk
-
-
-def read_lines(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Every complete question line; ``repair`` truncates a torn tail left by a killed writer."""
-    if not path.exists():
-        return []
-    rows, end = [], 0
-    for end, chunk in _members(path):
-        rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
-    if repair and end < path.stat().st_size:
-        with open(path, "r+b") as f:
-            f.truncate(end)
-    return rows
-
-
-def append_question(path: Path, row: dict[str, Any]) -> None:
-    """Append one question's line as its own gzip member, durably."""
-    blob = gzip.compress((json.dumps(row, separators=(",", ":")) + "\n").encode())
-    with open(path, "ab") as f:
-        f.write(blob)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def question_row(model: str, benchmark: str, split: str, example_id: str, decisions: list[Decision]) -> dict[str, Any]:
@@ -107,7 +66,7 @@ def load_decisions(paths: list[Path]) -> list[Decision]:
         if directories.count(directory) > 1:
             raise DelibError(f"rollout directory {directory} is given more than once; name each collection once")
         check_manifest(directory)
-        for row in read_lines(directory / ROLLOUTS):
+        for row in read_gzip_lines(directory / ROLLOUTS):
             _claim(source, row["example_id"], directory)
             decisions += [from_json(Decision, d) for d in row["decisions"]]
     if not decisions:
