@@ -1,0 +1,1 @@
+"""The ``delib`` command line (``main``); argument parsing only."""

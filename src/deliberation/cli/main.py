@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from deliberation.cli import evaluate, tools, train
+from deliberation.cli import evaluate, tools, train, trees
 from deliberation.cli.common import Parser
 from deliberation.errors import DelibError
 
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate.add_parsers(sub)
     train.add_parsers(sub)
+    trees.add_parsers(sub)
     tools.add_parsers(sub)
     return parser
 

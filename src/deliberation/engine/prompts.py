@@ -17,6 +17,8 @@ from typing import Sequence
 
 from deliberation.types import Message
 
+PROMPT_VERSION = 1
+"""Bumped whenever a prompt's text changes: tree stores (and their replays) record it and refuse to mix."""
 SYSTEM = "You are a careful expert problem solver. Reason step by step, then state the final answer."
 PROBLEM_HEADER = "Problem:\n"
 SECTION = "\n\n## "

@@ -86,7 +86,7 @@ RESUMES = "resumes"
 """config.json key: the resumable settings of each later run that changed them and added episodes
 ({"limit": 6, "command": ...}), so a run extended past its first limit still records how it got them."""
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
-_ADDED_LATER = {"confidence_threshold": 0.7}
+_ADDED_LATER = {"confidence_threshold": 0.7, "trees": None}
 """config.json keys a later version added, with the value every run made before them had: a run directory
 written without the key compares equal to one that holds this value."""
 

@@ -1,0 +1,1 @@
+"""What the benchmark files share: numeric answers, arithmetic, data sources, the code sandbox."""

@@ -1,0 +1,84 @@
+"""``delib tree`` (build a deliberation-tree store) and ``delib evaluate`` (replay methods over one)."""
+
+from __future__ import annotations
+
+import argparse
+
+from deliberation.cli import flags
+from deliberation.cli.common import (add_backend_args, add_engine_args, backend_options, cache_path, command_line,
+                                     engine_config, positive, registry_names, set_data_dir)
+
+TREE_EPILOG = """examples:
+  delib tree --benchmark gsm8k --limit 100 --samples 9 --concurrency 3 --out trees/gsm8k   # resumable
+  delib evaluate --trees trees/gsm8k --method mpdf,agreement-threshold,debate --out runs/replay
+  delib evaluate --trees trees/gsm8k --method self-consistency --agents 9 --offline --out runs/sc9"""
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    _tree_parser(sub)
+    _evaluate_parser(sub)
+
+
+def _tree_parser(sub: argparse._SubParsersAction) -> None:
+    from deliberation.trees.build import TreeSpec
+
+    _, bench_names, _ = registry_names()
+    p = sub.add_parser("tree", help="record round 0 and every action's round-1 outcome per question",
+                       description="Builds a tree store: round 0 (with critic), --samples round-0 samples, and "
+                       "each agent's REFINE under every update prompt a method uses, so any method replays "
+                       "round 1 exactly with `delib evaluate`. Resumable: rerun to continue.",
+                       epilog=TREE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
+    p.add_argument("--split", default="test", help="split (default test)")
+    p.add_argument("--limit", type=positive, help="first N questions only")
+    p.add_argument("--out", required=True, help="tree store directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    flags.add_flags(p, TreeSpec, only=("samples",))
+    add_backend_args(p)
+    add_engine_args(p)
+    p.set_defaults(func=cmd_tree)
+
+
+def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
+    from deliberation.runs.evaluate import Replay
+
+    method_names, _, _ = registry_names()
+    p = sub.add_parser("evaluate", help="replay methods over a tree store into run directories",
+                       description="Replays each method through the recorded outcomes: the run directories "
+                       "equal `delib run`'s on the same questions. Missing nodes (rounds >= 2) are generated "
+                       "and recorded, unless --offline.", epilog=TREE_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trees", required=True, help="tree store from `delib tree`")
+    p.add_argument("--method", required=True, type=flags.names, metavar="NAME[,NAME]",
+                   help="one or more of: " + ", ".join(method_names))
+    p.add_argument("--out", required=True, help="run directory (several methods: one per method inside it)")
+    p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    flags.add_flags(p, Replay, skip=("trees", "methods", "command"))
+    p.set_defaults(func=cmd_evaluate)
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    from deliberation.trees.build import TreeSpec, build
+
+    set_data_dir(args)
+    spec = TreeSpec(benchmark=args.benchmark, split=args.split, limit=args.limit, backend=args.backend,
+                    backend_options=backend_options(args), cache=cache_path(args, args.out),
+                    engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
+                    concurrency=args.concurrency, samples=args.samples)
+    print(f"{build(spec, args.out, progress=not args.quiet)} questions built in {args.out}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from deliberation.runs.evaluate import Replay, evaluate
+
+    set_data_dir(args)
+    replay = Replay(trees=args.trees, methods=args.method, command=command_line(),
+                    **flags.values(args, Replay, skip=("trees", "methods", "command")))
+    for s in evaluate(replay, args.out, data_dir=args.data_dir, progress=not args.quiet):
+        lo, hi = s.accuracy_ci95
+        print(f"{s.method:<22}{s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] n={s.n}, "
+              f"{s.tokens_per_question:.0f} tokens/question")
+    print(f"-> {args.out}")
+    return 0

@@ -1,0 +1,128 @@
+"""``delib evaluate``: replay methods over a tree store into ordinary run directories.
+
+Each method runs through the normal runner (``runs/runner.py``) with a ``TreeBackend`` in place of the
+LLM: the engine sends its usual requests and gets the recorded outcomes, so episodes equal ``delib run``'s
+on the same questions and settings, and ``delib report`` reads the result unchanged. A request the store
+lacks (a round beyond 1, another update prompt) goes to the store's backend through the response cache
+and is recorded; ``--offline`` never calls a backend and fails naming the first missing node instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from deliberation import benchmarks, methods
+from deliberation.backends import make_backend
+from deliberation.config import EngineConfig
+from deliberation.engine import prompts
+from deliberation.errors import DelibError
+from deliberation.runs.directory import Summary
+from deliberation.runs.runner import RunSpec, execute
+from deliberation.trees.store import TreeBackend, TreeStore
+from deliberation.types import Example
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What to replay: methods over a store, with the settings a replay may choose."""
+
+    trees: str
+    methods: tuple[str, ...]
+    rounds: int = 2
+    """Deliberation rounds after round 0 (round 1 is in the store; deeper ones are added as reached)."""
+    early_stop: bool = True
+    """Stop deliberating once the method's consensus rule holds (as ``delib run``)."""
+    agents: int | None = None
+    """Agents (self-consistency: samples) when not the store's; deliberating methods need the store's."""
+    policy: str | None = None
+    """mpdf: a policy checkpoint, a path or a shipped name."""
+    confidence_threshold: float = 0.7
+    """confidence-threshold (and mpdf's fallback rule): persist at or above this critic P(Yes)."""
+    offline: bool = False
+    """Never call a backend: a node the store lacks is an error naming it."""
+    cache: str | None = None
+    """Response cache for nodes a replay adds (default: the cache the store was built with)."""
+    command: str = ""
+
+
+def engine_of(replay: Replay, store: TreeStore) -> EngineConfig:
+    m = store.manifest
+    return EngineConfig(agents=replay.agents or m["agents"], rounds=replay.rounds, temperature=m["temperature"],
+                        max_tokens=m["max_tokens"], seed=m["seed"], early_stop=replay.early_stop,
+                        verbal_confidence=m["verbal_confidence"])
+
+
+def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
+    """Refuse a method whose agents the store was not built with (other agents send other requests)."""
+    effective = methods.get(name).engine(engine)
+    m = store.manifest
+    if effective.rounds == 0 and effective.agents > m["samples"]:
+        raise DelibError(f"{name} with {effective.agents} samples needs {effective.agents} round-0 samples; "
+                         f"{store.path} holds {m['samples']} (rebuild with `delib tree --samples "
+                         f"{effective.agents}`)")
+    if effective.rounds > 0 and effective.agents != m["agents"]:
+        raise DelibError(f"{name} with {effective.agents} agents cannot replay {store.path}, built for "
+                         f"{m['agents']} agents; drop --agents or build a store for that team")
+
+
+def built_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
+    """The store's questions: the first N of its split, every one built (a partial build is refused)."""
+    m = store.manifest
+    examples = benchmarks.get(m["benchmark"]).load(m["split"], data_dir=data_dir)
+    first = examples[: len(store.built)]
+    if not store.built or {e.id for e in first} != store.built:
+        raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "
+                         f"{m['benchmark']}/{m['split']}; finish the build by rerunning its `delib tree` command")
+    return first
+
+
+def open_store(path: str) -> TreeStore:
+    store = TreeStore.open(path)
+    if store.manifest.get("prompt_version") != prompts.PROMPT_VERSION:
+        raise DelibError(f"{path} was built with prompt version {store.manifest.get('prompt_version')}, this "
+                         f"build sends version {prompts.PROMPT_VERSION}; rebuild it with `delib tree`")
+    return store
+
+
+def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bool = True) -> list[Summary]:
+    """Replay every method into ``out`` (one method: ``out`` is its run directory; several: ``out/<method>``)."""
+    store = open_store(replay.trees)
+    engine = engine_of(replay, store)
+    for name in replay.methods:
+        check_method(name, engine, store)
+    for option, given in (("policy", replay.policy is not None), ("confidence_threshold", replay.confidence_threshold != 0.7)):
+        if given and not any(option in methods.get(n).options for n in replay.methods):
+            raise DelibError(f"--{option.replace('_', '-')} means nothing to {', '.join(replay.methods)}; drop it")
+    examples = built_examples(store, data_dir)
+    backend = tree_backend(replay, store, examples)
+    try:
+        return [execute(spec_of(replay, store, engine, name, len(examples), data_dir), _out(out, name, replay),
+                        progress=progress, backend=backend) for name in replay.methods]
+    finally:
+        backend.close()
+
+
+def tree_backend(replay: Replay, store: TreeStore, examples: Sequence[Example]) -> TreeBackend:
+    m = store.manifest
+    inner = None if replay.offline else make_backend(m["backend"], cache=replay.cache or m.get("cache"),
+                                                     **m["backend_options"])
+    bench = benchmarks.get(m["benchmark"])
+    return TreeBackend(store, inner, {bench.format_question(e): e.id for e in examples})
+
+
+def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, n: int,
+            data_dir: str | None) -> RunSpec:
+    m = store.manifest
+    method = methods.get(name)
+    options = {"policy": replay.policy, "confidence_threshold": replay.confidence_threshold}
+    chosen = {k: v for k, v in options.items() if k in method.options}
+    return RunSpec(method=name, benchmark=m["benchmark"], split=m["split"], limit=n, backend=m["backend"],
+                   backend_options=dict(m["backend_options"]), cache=None, engine=engine, data_dir=data_dir,
+                   command=replay.command, trees=str(Path(replay.trees)), **chosen)
+
+
+def _out(out: str, name: str, replay: Replay) -> str:
+    return out if len(replay.methods) == 1 else str(Path(out) / name)
+

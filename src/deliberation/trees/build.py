@@ -1,0 +1,108 @@
+"""``delib tree``: build round 0 and the full round 1 of every question into a tree store.
+
+At round 1 an agent's outcome under each action depends only on the round-0 state: PERSIST keeps its
+answer, CONCEDE adopts the peer the engine's rule picks (no call), REFINE is one call that sees the peers'
+round-0 solutions. So per question the build makes: round 0 (N answers and their critic calls), K - N
+further round-0 samples (self-consistency at any k <= K), and for each update prompt some registered
+method uses (refine, debate, reconcile) one call per agent, with critic calls where a method using that
+prompt computes confidence. That fixes all 3^N joint actions of round 1 for every method. Everything goes
+through the engine's own functions and through the response cache, so ``delib run`` with the same cache
+is served the very same completions (llama.cpp's output can depend on which requests share a batch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from deliberation import benchmarks, methods
+from deliberation.backends import make_backend
+from deliberation.backends.base import Backend
+from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.config import Workload
+from deliberation.engine import prompts
+from deliberation.engine.loop import act, generate, initial_round, make_context
+from deliberation.engine.spec import MethodSpec
+from deliberation.errors import DelibError
+from deliberation.methods.base import MethodConfig
+from deliberation.policy.rules import ConstantPolicy
+from deliberation.trees.store import TreeBackend, TreeStore
+from deliberation.types import Action, Example
+
+
+@dataclass(frozen=True)
+class TreeSpec(Workload):
+    """What to build; saved (with the command) in the store's manifest.json."""
+
+    samples: int = 0
+    """Round-0 samples recorded per question (at least --agents; more serve self-consistency at k <= K)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.samples and self.samples < self.engine.agents:
+            raise DelibError(f"--samples {self.samples} is fewer than --agents {self.engine.agents}; give at "
+                             "least as many round-0 samples as agents (or leave it out)")
+
+
+def update_specs() -> list[MethodSpec]:
+    """One spec per update prompt the registered methods use, with the critic on where any of them uses it."""
+    found: dict[Any, MethodSpec] = {}
+    for name in methods.METHODS:
+        spec = methods.get(name).spec(MethodConfig())
+        if spec.policy is None:
+            continue
+        old = found.get(spec.update)
+        found[spec.update] = MethodSpec(f"tree:{name}", ConstantPolicy(Action.REFINE), spec.update,
+                                        confidence=spec.confidence or (old is not None and old.confidence))
+    return list(found.values())
+
+
+def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
+    engine = spec.engine
+    return {"backend": backend.name, "model": backend.model, "scope": getattr(backend, "scope", backend.model),
+            "supports_logprobs": backend.supports_logprobs, "backend_options": spec.backend_options,
+            "benchmark": spec.benchmark, "split": spec.split, "temperature": engine.temperature,
+            "max_tokens": engine.max_tokens, "seed": engine.seed, "verbal_confidence": engine.verbal_confidence,
+            "prompt_version": prompts.PROMPT_VERSION, "agents": engine.agents,
+            "samples": max(spec.samples, engine.agents), "cache": spec.cache, "command": spec.command}
+
+
+def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> str:
+    """Round 0 (with critic), the extra round-0 samples, and every agent's REFINE under each update prompt."""
+    bench = benchmarks.get(spec.benchmark)
+    ctx = make_context(example, backend, bench, spec.engine, MethodSpec("tree", ConstantPolicy(Action.REFINE),
+                                                                       confidence=True))
+    records, _ = initial_round(ctx)
+    extra = range(spec.engine.agents, spec.samples)
+    generate(ctx, [prompts.initial_messages(ctx.question)] * len(extra), extra, 0)
+    for update in updates:
+        act(make_context(example, backend, bench, spec.engine, update), records, [Action.REFINE] * len(records), 1)
+    return example.id
+
+
+def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
+    """Build (or resume) the store ``out``; returns the number of questions built in it."""
+    from tqdm import tqdm
+
+    examples = benchmarks.get(spec.benchmark).load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
+    updates = update_specs()
+    inner = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
+    try:
+        store = TreeStore.create(out, manifest(spec, inner))
+        backend = TreeBackend(store, inner, {bench_question(spec, e): e.id for e in examples})
+        todo = [e for e in examples if e.id not in store.built]
+        answered = stopping(in_flight(lambda e, b: build_question(e, b, spec, updates), todo, backend,
+                                      spec.concurrency), backend)
+        with tqdm(total=len(todo), disable=not progress, unit="q") as bar, answered as done:
+            for example_id in done:
+                store.mark_built(example_id)
+                bar.update()
+    finally:
+        benchmarks.close_all()
+        inner.close()
+    return len(store.built)
+
+
+def bench_question(spec: Workload, example: Example) -> str:
+    """The question as the engine shows it (how a request names its question)."""
+    return benchmarks.get(spec.benchmark).format_question(example)

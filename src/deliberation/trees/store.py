@@ -1,0 +1,201 @@
+"""The tree store: every LLM outcome of a question's deliberation, recorded once, replayable by any method.
+
+A deliberation's requests are functions of the joint history that leads to them (the question, the agents'
+texts so far, the round and the agent's seed), so a node is keyed by its request: the response cache's key
+(``backends.cache.request_key``), which hashes exactly that. Replaying any method through a
+``TreeBackend`` sends the engine's own requests and gets the recorded completions back, so a replayed
+episode is the online one by construction (same engine code, same requests, same answers).
+
+Directory layout:
+- ``manifest.json``: what the outcomes depend on (backend, model, the engine settings that shape requests,
+  the prompt version, benchmark and split, agents and round-0 samples recorded, the command); a store
+  refuses requests made under other settings;
+- ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
+  finish; ``{"example_id", "built": true}`` marks a question whose round 0 and round 1 are complete
+  (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node: ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from deliberation.backends.base import Backend, interrupt
+from deliberation.backends.cache import request_key
+from deliberation.engine import prompts
+from deliberation.errors import DelibError
+from deliberation.types import Completion, GenerationRequest, append_gzip_line, from_json, gzip_members, to_json
+from deliberation.types import write_json_atomic
+
+MANIFEST, TREES = "manifest.json", "trees.jsonl.gz"
+FORMAT = "deliberation-trees"
+MATCHED = ("format", "backend", "model", "benchmark", "split", "temperature", "max_tokens", "seed",
+           "verbal_confidence", "prompt_version")
+"""Manifest entries a store and a request for it must share: they change what a node's outcome is."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One recorded call: its request key, what it was (answer, update, critic), the agent, the outcome."""
+
+    key: str
+    kind: str
+    agent: int
+    completion: Completion
+
+
+def node_of(backend: str, scope: str, request: GenerationRequest, completion: Completion) -> Node:
+    """The node recording ``completion`` as the answer to ``request``."""
+    return Node(request_key(backend, scope, request), kind_of(request), request.seed % 16, completion)
+
+
+def kind_of(request: GenerationRequest) -> str:
+    """answer (round 0), critic, or update (a REFINE or debate turn), read from the engine's prompt."""
+    user = request.messages[-1].content
+    if prompts.CRITIC_QUESTION in user or prompts.VERBAL_QUESTION in user:
+        return "critic"
+    return "update" if prompts.SECTION in user else "answer"
+
+
+class TreeStore:
+    """A store directory opened for reading and appending (thread-safe appends)."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any], nodes: dict[str, Node], built: set[str]) -> None:
+        self.path, self.manifest, self.nodes = path, manifest, nodes
+        self.built = built  # questions whose round 0 and round 1 are complete
+        self._lock = threading.Lock()
+
+    @classmethod
+    def create(cls, path: str | Path, manifest: dict[str, Any]) -> "TreeStore":
+        """Open ``path`` for building: a new store, or an existing one with the same settings."""
+        path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise DelibError(f"--out {path} is a file; pass a directory for the tree store")
+        if (path / MANIFEST).exists():
+            store = cls.open(path)
+            if store.nodes:  # a store that holds no node yet never blocks new settings
+                check_settings(store.manifest, manifest, path)
+                return store
+        path.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path / MANIFEST, {**manifest, "format": FORMAT})
+        return cls(path, {**manifest, "format": FORMAT}, {}, set())
+
+    @classmethod
+    def open(cls, path: str | Path) -> "TreeStore":
+        """Read a store; a corrupt manifest or tree file is a one-line DelibError naming it."""
+        path = Path(path)
+        manifest = _read_manifest(path)
+        nodes: dict[str, Node] = {}
+        built: set[str] = set()
+        for row in _read_rows(path / TREES):
+            for node in (from_json(Node, n) for n in row["nodes"]):
+                nodes.setdefault(node.key, node)
+            if row.get("built"):
+                built.add(row["example_id"])
+        return cls(path, manifest, nodes, built)
+
+    def add(self, example_id: str, nodes: Sequence[Node]) -> None:
+        """Record ``nodes`` of ``example_id`` durably (one gzip member), skipping keys already held."""
+        with self._lock:
+            new = list({n.key: n for n in nodes if n.key not in self.nodes}.values())
+            if not new:
+                return
+            append_gzip_line(self.path / TREES, {"example_id": example_id, "nodes": [to_json(n) for n in new]})
+            for node in new:
+                self.nodes[node.key] = node
+
+    def mark_built(self, example_id: str) -> None:
+        """Note that ``example_id``'s round 0 and round 1 are complete (a resumed build skips it)."""
+        with self._lock:
+            append_gzip_line(self.path / TREES, {"example_id": example_id, "built": True, "nodes": []})
+            self.built.add(example_id)
+
+
+def check_settings(stored: Mapping[str, Any], wanted: Mapping[str, Any], path: Path) -> None:
+    """Refuse to mix outcomes made under other settings into (or out of) one store."""
+    diff = [k for k in MATCHED if k != "format" and stored.get(k) != wanted.get(k)]
+    if diff:
+        shown = ", ".join(f"{k} {stored.get(k)!r} there, {wanted.get(k)!r} here" for k in diff)
+        raise DelibError(f"{path} holds trees built with other settings ({shown}); use another store or the "
+                         "store's settings")
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    if not (path / MANIFEST).is_file():
+        raise DelibError(f"{path} is not a tree store (no {MANIFEST}); build one with `delib tree`")
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DelibError(f"{path / MANIFEST} is not valid JSON ({err.msg if hasattr(err, 'msg') else err}); "
+                         "restore it or rebuild the store with `delib tree`") from err
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise DelibError(f"{path / MANIFEST} is not a tree-store manifest; rebuild the store with `delib tree`")
+    return manifest
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    """Every line of the tree file; a torn or corrupt member is an error naming the file and the byte."""
+    if not path.exists():
+        return []
+    rows, end = [], 0
+    try:
+        for end, chunk in gzip_members(path):
+            rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
+    except (json.JSONDecodeError, UnicodeDecodeError, zlib.error) as err:
+        raise DelibError(f"{path} is corrupt after byte {end} ({type(err).__name__}); restore it or rebuild "
+                         "the store with `delib tree`") from err
+    if end < path.stat().st_size:
+        raise DelibError(f"{path} is truncated or corrupt after byte {end} of {path.stat().st_size} (a build "
+                         "killed while writing?); rerun the `delib tree` command to repair it")
+    return rows
+
+
+class TreeBackend:
+    """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded), or,
+    with no ``inner`` (offline), fails with one line naming the first missing node."""
+
+    def __init__(self, store: TreeStore, inner: Backend | None, examples: Mapping[str, str]) -> None:
+        self.store, self.inner = store, inner
+        self.name: str = store.manifest["backend"]
+        self.model: str = store.manifest["model"]
+        self.supports_logprobs: bool = store.manifest["supports_logprobs"]
+        self.scope: str = store.manifest["scope"]
+        self.examples = examples  # formatted question -> example id (prompts.question_of finds it)
+        self.calls = 0  # requests sent to ``inner``
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        """Recorded outcomes come back marked ``cached``; missing ones are generated and recorded first."""
+        keys = [request_key(self.name, self.scope, r) for r in requests]
+        missing = list(dict.fromkeys(k for k in keys if k not in self.store.nodes))
+        fresh = self._expand([requests[keys.index(k)] for k in missing])
+        return [fresh[k] if k in fresh else replace(self.store.nodes[k].completion, cached=True) for k in keys]
+
+    def _expand(self, requests: list[GenerationRequest]) -> dict[str, Completion]:
+        """Generate ``requests`` with ``inner`` and record them per question: key -> completion."""
+        if not requests:
+            return {}
+        if self.inner is None:
+            node = node_of(self.name, self.scope, requests[0], Completion("", 0, 0))
+            raise DelibError(f"{self.store.path} has no {node.kind} node of agent {node.agent} for question "
+                             f"{self._example(requests[0])} (offline); rerun without --offline to add it")
+        self.calls += len(requests)
+        nodes = [node_of(self.name, self.scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
+        for example in dict.fromkeys(self._example(r) for r in requests):
+            self.store.add(example, [n for r, n in zip(requests, nodes) if self._example(r) == example])
+        return {n.key: n.completion for n in nodes}
+
+    def _example(self, request: GenerationRequest) -> str:
+        question = prompts.question_of(request.messages[-1].content)
+        return self.examples.get(question or "", "?")
+
+    def interrupt(self) -> None:
+        if self.inner is not None:
+            interrupt(self.inner)
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()

@@ -1,0 +1,143 @@
+"""Deliberation trees on the scripted backend: a replay equals the online run, offline replays call
+nothing, deeper rounds grow lazily, and bad stores are refused with one line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.methods import METHODS
+from deliberation.trees.store import TREES, TreeStore
+
+QUESTIONS = 6
+DETERMINISTIC = [m for m in METHODS if m != "self-consistency"] + ["self-consistency"]
+IGNORED = ("wall_seconds", "generation_seconds")
+
+
+def delib(*argv: str) -> int:
+    return main([*argv, "--quiet"])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("trees") / "store"
+    assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--samples", "5", "--out", str(out)) == 0
+    return out
+
+
+def episodes(run: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in IGNORED} | {"turns": [_turn(t) for t in r["turns"]]}
+            for r in rows]
+
+
+def _turn(turn: dict) -> dict:
+    return {k: v for k, v in turn.items() if k != "cached"}  # a replay serves every call from the store
+
+
+def online(tmp: Path, method: str, *extra: str) -> list[dict]:
+    out = tmp / f"online-{method}"
+    assert delib("run", "--method", method, "--backend", "scripted", "--limit", str(QUESTIONS), "--out", str(out),
+                 *extra) == 0
+    return episodes(out)
+
+
+@pytest.mark.parametrize("method", DETERMINISTIC)
+def test_offline_replay_equals_delib_run_at_one_round(store, tmp_path, method):
+    replay = tmp_path / "replay"
+    assert delib("evaluate", "--trees", str(store), "--method", method, "--rounds", "1", "--offline",
+                 "--out", str(replay)) == 0
+    assert episodes(replay) == online(tmp_path, method, "--rounds", "1")
+
+
+def test_two_rounds_grow_the_store_lazily_then_replay_offline(store, tmp_path):
+    """Round 2 is not in the store: the first replay generates it (and records it), a second one is offline."""
+    before = len(TreeStore.open(store).nodes)
+    methods = "mpdf,debate,reconcile,always-refine,agreement-threshold"
+    assert delib("evaluate", "--trees", str(store), "--method", methods, "--out", str(tmp_path / "a")) == 0
+    assert len(TreeStore.open(store).nodes) > before
+    assert delib("evaluate", "--trees", str(store), "--method", methods, "--offline", "--out", str(tmp_path / "b")) == 0
+    for method in methods.split(","):
+        assert episodes(tmp_path / "b" / method) == episodes(tmp_path / "a" / method) == online(tmp_path, method)
+
+
+def test_self_consistency_at_more_samples_than_agents(store, tmp_path):
+    assert delib("evaluate", "--trees", str(store), "--method", "self-consistency", "--agents", "5", "--offline",
+                 "--out", str(tmp_path / "sc5")) == 0
+    assert episodes(tmp_path / "sc5") == online(tmp_path, "self-consistency", "--agents", "5")
+
+
+def bad(capsys, *argv: str) -> str:
+    assert delib(*argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("delib: error:")
+    return err
+
+
+def test_offline_replay_names_the_first_missing_node(store, tmp_path, capsys):
+    copy = tmp_path / "fresh"
+    assert delib("tree", "--backend", "scripted", "--limit", "2", "--out", str(copy)) == 0
+    err = bad(capsys, "evaluate", "--trees", str(copy), "--method", "debate", "--rounds", "2", "--no-early-stop",
+              "--offline", "--out", str(tmp_path / "r"))
+    assert "has no update node of agent 0 for question gsm8k/test/0" in err and "without --offline" in err
+    assert not (tmp_path / "r" / "summary.json").exists()
+
+
+def test_bad_stores_and_requests_are_refused(store, tmp_path, capsys):
+    out = str(tmp_path / "r")
+    assert "not a tree store" in bad(capsys, "evaluate", "--trees", str(tmp_path), "--method", "cot", "--out", out)
+    assert "unknown method 'telepathy'" in bad(capsys, "evaluate", "--trees", str(store), "--method", "telepathy",
+                                               "--out", out)
+    assert "built for 3 agents" in bad(capsys, "evaluate", "--trees", str(store), "--method", "debate", "--agents",
+                                       "4", "--out", out)
+    assert "holds 5" in bad(capsys, "evaluate", "--trees", str(store), "--method", "self-consistency", "--agents",
+                            "9", "--out", out)
+    assert "--policy means nothing" in bad(capsys, "evaluate", "--trees", str(store), "--method", "debate",
+                                           "--policy", "default", "--out", out)
+    assert "other settings (temperature 0.7 there, 0.5 here)" in bad(
+        capsys, "tree", "--backend", "scripted", "--limit", "2", "--temperature", "0.5", "--out", str(store))
+    assert not Path(out).exists()
+
+
+def test_a_policy_for_other_features_is_refused(store, tmp_path, capsys):
+    import torch
+
+    from deliberation.policy.checkpoint import save_policy
+    from deliberation.policy.network import MetaPolicyNet
+
+    path = save_policy(tmp_path / "p.pt", MetaPolicyNet(3), ("a", "b", "c"), 1, {})
+    assert torch.load(path, weights_only=True)["feature_names"] == ["a", "b", "c"]
+    err = bad(capsys, "evaluate", "--trees", str(store), "--method", "mpdf", "--policy", str(path),
+              "--out", str(tmp_path / "r"))
+    assert "policy expects 3 features" in err and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_a_damaged_tree_file_is_refused(store, tmp_path, capsys, damage):
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "manifest.json").write_bytes((store / "manifest.json").read_bytes())
+    data = (store / TREES).read_bytes()
+    (copy / TREES).write_bytes(data[: len(data) // 2] if damage == "truncate" else data + b"not gzip")
+    err = bad(capsys, "evaluate", "--trees", str(copy), "--method", "cot", "--offline", "--out", str(tmp_path / "r"))
+    assert f"{copy / TREES} is" in err and "rerun the `delib tree` command" in err
+
+
+def test_a_corrupt_manifest_is_refused(store, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "manifest.json").write_text("{not json")
+    assert "is not valid JSON" in bad(capsys, "evaluate", "--trees", str(copy), "--method", "cot",
+                                      "--out", str(tmp_path / "r"))
+
+
+def test_the_tree_file_is_gzip_jsonl_with_round_0_and_round_1(store):
+    with gzip.open(store / TREES, "rt") as f:
+        rows = [json.loads(line) for line in f]
+    kinds = {n["kind"] for r in rows for n in r["nodes"]}
+    assert kinds == {"answer", "critic", "update"}
+    assert {r["example_id"] for r in rows if r.get("built")} == {f"gsm8k/test/{i}" for i in range(QUESTIONS)}
