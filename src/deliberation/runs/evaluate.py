@@ -92,8 +92,9 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
     engine = engine_of(replay, store)
     for name in replay.methods:
         check_method(name, engine, store)
-    for option, given in (("policy", replay.policy is not None), ("confidence_threshold", replay.confidence_threshold != 0.7)):
-        if given and not any(option in methods.get(n).options for n in replay.methods):
+    given = {"policy": replay.policy is not None, "confidence_threshold": replay.confidence_threshold != 0.7}
+    for option in (k for k, v in given.items() if v):
+        if not any(option in methods.get(n).options for n in replay.methods):
             raise DelibError(f"--{option.replace('_', '-')} means nothing to {', '.join(replay.methods)}; drop it")
     examples = built_examples(store, data_dir)
     backend = tree_backend(replay, store, examples)

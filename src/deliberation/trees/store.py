@@ -12,7 +12,8 @@ Directory layout:
   refuses requests made under other settings;
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
   finish; ``{"example_id", "built": true}`` marks a question whose round 0 and round 1 are complete
-  (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node: ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic.
+  (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node:
+  ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic.
 """
 
 from __future__ import annotations
