@@ -71,6 +71,8 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
                        "directories (metrics.jsonl) under the paths given.")
     p.add_argument("dirs", nargs="+", help="run, experiment or training directories")
     p.add_argument("--out", required=True, help="where report.md, report.csv and the PNGs go")
+    p.add_argument("--reference", metavar="LABEL", help="row every other row is compared with question by "
+                   "question (default: the best fixed rule present)")
     p.set_defaults(func=cmd_report)
 
 
@@ -127,6 +129,6 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from deliberation.report.write import write_report
 
-    for path in write_report(args.dirs, args.out):
+    for path in write_report(args.dirs, args.out, args.reference):
         print(path)
     return 0

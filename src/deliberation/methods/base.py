@@ -52,6 +52,8 @@ class Method:
     options: frozenset[str] = frozenset()
     """The ``MethodConfig`` settings it reads besides benchmark and engine (``policy``,
     ``confidence_threshold``): others given to it are refused, not silently ignored."""
+    fixed_rule: bool = False
+    """A fixed meta-policy (methods/rules.py): what a learned policy is compared against by default."""
     record: Callable[[MethodConfig], dict[str, Any]] = _nothing
     """Entries the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
 

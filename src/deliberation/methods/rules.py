@@ -8,10 +8,10 @@ from deliberation.methods.base import Method, fixed
 from deliberation.policy.rules import AgreementThreshold, ConfidenceThreshold, ConstantPolicy
 from deliberation.types import Action
 
-ALWAYS_PERSIST = fixed(MethodSpec(name="always-persist", policy=ConstantPolicy(Action.PERSIST)))
-ALWAYS_REFINE = fixed(MethodSpec(name="always-refine", policy=ConstantPolicy(Action.REFINE)))
-ALWAYS_CONCEDE = fixed(MethodSpec(name="always-concede", policy=ConstantPolicy(Action.CONCEDE)))
-AGREEMENT_THRESHOLD = fixed(MethodSpec(name="agreement-threshold", policy=AgreementThreshold()))
+ALWAYS_PERSIST = fixed(MethodSpec(name="always-persist", policy=ConstantPolicy(Action.PERSIST)), fixed_rule=True)
+ALWAYS_REFINE = fixed(MethodSpec(name="always-refine", policy=ConstantPolicy(Action.REFINE)), fixed_rule=True)
+ALWAYS_CONCEDE = fixed(MethodSpec(name="always-concede", policy=ConstantPolicy(Action.CONCEDE)), fixed_rule=True)
+AGREEMENT_THRESHOLD = fixed(MethodSpec(name="agreement-threshold", policy=AgreementThreshold()), fixed_rule=True)
 CONFIDENCE_THRESHOLD = Method(spec=lambda cfg: MethodSpec(
     name="confidence-threshold", policy=ConfidenceThreshold(cfg.confidence_threshold), confidence=True),
-    options=frozenset({"confidence_threshold"}))
+    options=frozenset({"confidence_threshold"}), fixed_rule=True)

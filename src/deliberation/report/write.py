@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, discover, load_results, load_training
+from deliberation.report.paired import Paired, paired_markdown, paired_table
 from deliberation.report.plots import write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
+from deliberation.types import to_json
 
 
-def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
+def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
+                 reference: str | None = None) -> list[Path]:
     """Write report.md, report.csv (when there are evaluation runs) and the plots into ``out_dir``; return
     the files written. Without matplotlib the tables are still written and report.md says how to get plots.
+    Rows run on the same questions are also compared with ``reference`` (default: the best fixed rule
+    present) question by question: report.md's paired section and paired.json (``report/paired.py``).
 
     DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
     neither a run nor a training directory is found."""
@@ -26,23 +32,28 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike)
                          "directory holds summary.json or episodes.jsonl, a training directory metrics.jsonl")
     results, training = load_results(run_dirs), load_training(train_dirs)
     tab = table(results) if results else None
+    paired = paired_table(results, reference) if results else []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outcomes = write_plots(tab, results, training, out)
-    texts = {"report.md": _report_text(tab, results, outcomes, training)}
+    texts = {"report.md": _report_text(tab, results, outcomes, training, paired)}
     if tab is not None:
         texts["report.csv"] = to_csv(tab)
+    if paired:
+        texts["paired.json"] = json.dumps([to_json(p) for p in paired], indent=2) + "\n"
     for name, text in texts.items():
         (out / name).write_text(text)
     return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
 
 
 def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
-                 training: Sequence[Any]) -> str:
+                 training: Sequence[Any], paired: Sequence[Paired]) -> str:
     """report.md: the table, the figures (or why each was skipped), the runs and the training runs."""
     parts = ["# Deliberation report\n"]
     if tab is not None:
         parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
+    if paired:
+        parts += [f"## Paired against {paired[0].reference}\n", paired_markdown(paired)]
     parts.append("## Plots\n")
     parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
     if results:

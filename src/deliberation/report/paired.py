@@ -1,0 +1,151 @@
+"""Paired comparisons: every row against a reference row on the questions both ran (DESIGN.md section 2).
+
+Two methods run on the same questions are compared question by question, not by their two accuracies:
+the 2x2 table (both right, only this row, only the reference, both wrong), the exact McNemar test on the
+discordant pairs (two-sided binomial test of b against b + c at 1/2; McNemar 1947, the exact form as in
+Fagerland et al. 2013), and a paired bootstrap (questions resampled with replacement, the same draw for
+both rows) for the accuracy difference and the ratio of tokens. A question is (seed, example id): seeds
+of one label pair with the reference's same seed. The default reference is the best fixed rule present
+(``methods/rules.py``), the strongest simple alternative a learned policy must beat.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from deliberation import methods
+from deliberation.errors import DelibError
+from deliberation.report.loading import RunResult, read_episodes
+from deliberation.runs.directory import EPISODES
+
+BOOTSTRAP_DRAWS = 2000
+POOLED = "pooled"
+Outcome = tuple[bool, int]  # (correct, tokens) of one question
+Question = tuple[str, int, str]  # (benchmark split, seed, example id)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One row against the reference on the questions both ran (``column`` a benchmark split or pooled)."""
+
+    label: str
+    reference: str
+    column: str
+    n: int
+    both_right: int
+    only_row: int
+    only_reference: int
+    both_wrong: int
+    mcnemar_p: float
+    accuracy_diff: float
+    accuracy_diff_ci95: tuple[float, float]
+    token_ratio: float
+    token_ratio_ci95: tuple[float, float]
+    unpaired: int = 0
+    """Questions either row ran that the other did not (left out of the comparison)."""
+
+
+def mcnemar_exact(only_row: int, only_reference: int) -> float:
+    """Two-sided exact McNemar p: 2 * P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), capped at 1."""
+    n, k = only_row + only_reference, min(only_row, only_reference)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
+
+
+def paired_bootstrap(row: np.ndarray, ref: np.ndarray, row_tokens: np.ndarray, ref_tokens: np.ndarray,
+                     draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> tuple[tuple[float, float], tuple[float, float]]:
+    """95% percentile intervals of mean(row - ref) and sum(row_tokens) / sum(ref_tokens), resampling the
+    questions (n,) with replacement, one index draw shared by both rows."""
+    index = np.random.default_rng(seed).integers(0, len(row), size=(draws, len(row)))  # (D, n)
+    diffs = row[index].mean(1) - ref[index].mean(1)  # (D,)
+    ratios = row_tokens[index].sum(1) / np.maximum(ref_tokens[index].sum(1), 1)  # (D,)
+    return _interval(diffs), _interval(ratios)
+
+
+def _interval(values: np.ndarray) -> tuple[float, float]:
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def compare(label: str, reference: str, column: str, row: dict[Question, Outcome],
+            ref: dict[Question, Outcome]) -> Paired:
+    """``label`` against ``reference`` on their common questions (a DelibError if they share none)."""
+    common = sorted(set(row) & set(ref))
+    if not common:
+        raise DelibError(f"{label} and {reference} ran no common question on {column}; pairing needs the same "
+                         "questions (same benchmark split, seed and example ids)")
+    r = np.array([row[q][0] for q in common], dtype=float)  # (n,)
+    f = np.array([ref[q][0] for q in common], dtype=float)  # (n,)
+    rt = np.array([row[q][1] for q in common], dtype=float)  # (n,)
+    ft = np.array([ref[q][1] for q in common], dtype=float)  # (n,)
+    b, c = int(((r == 1) & (f == 0)).sum()), int(((r == 0) & (f == 1)).sum())
+    diff_ci, ratio_ci = paired_bootstrap(r, f, rt, ft)
+    return Paired(label, reference, column, len(common), int(((r == 1) & (f == 1)).sum()), b, c,
+                  int(((r == 0) & (f == 0)).sum()), mcnemar_exact(b, c), float(r.mean() - f.mean()), diff_ci,
+                  float(rt.sum() / max(ft.sum(), 1)), ratio_ci, len(set(row) ^ set(ref)))
+
+
+def outcomes(results: Sequence[RunResult]) -> dict[str, dict[Question, Outcome]]:
+    """label -> (column, seed, example id) -> (correct, tokens), from every run's episodes."""
+    table: dict[str, dict[Question, Outcome]] = defaultdict(dict)
+    for result in results:
+        column = f"{result.benchmark}/{result.split}"
+        for ep in read_episodes(result.path / EPISODES):
+            table[result.label][(column, result.seed, ep.example_id)] = (ep.correct,
+                                                                         ep.prompt_tokens + ep.completion_tokens)
+    return dict(table)
+
+
+def best_fixed_rule(results: Sequence[RunResult], table: dict[str, dict[Question, Outcome]]) -> str | None:
+    """The label of the most accurate fixed-rule run present (pooled over its questions), or None."""
+    fixed = {r.label for r in results if r.method in methods.METHODS and methods.get(r.method).fixed_rule}
+    accuracy = {label: np.mean([c for c, _ in table[label].values()]) for label in fixed if table.get(label)}
+    return max(sorted(accuracy), key=accuracy.__getitem__) if accuracy else None
+
+
+def paired_table(results: Sequence[RunResult], reference: str | None = None) -> list[Paired]:
+    """Every other label against ``reference`` (default: the best fixed rule) per column and pooled."""
+    table = outcomes(results)
+    reference = reference or best_fixed_rule(results, table)
+    if reference is None:
+        return []
+    if reference not in table:
+        raise DelibError(f"--reference {reference!r} is not a row of this report; rows: {', '.join(sorted(table))}")
+    rows = []
+    for label in sorted(set(table) - {reference}):
+        columns = sorted({q[0] for q in table[label]} & {q[0] for q in table[reference]})
+        rows += [compare(label, reference, col, _only(table[label], col), _only(table[reference], col))
+                 for col in columns]
+        if len(columns) > 1:
+            rows.append(compare(label, reference, POOLED, table[label], _in(table[reference], columns)))
+    return rows
+
+
+def _only(outcome: dict[Question, Outcome], column: str) -> dict[Question, Outcome]:
+    return {q: o for q, o in outcome.items() if q[0] == column}
+
+
+def _in(outcome: dict[Question, Outcome], columns: Sequence[str]) -> dict[Question, Outcome]:
+    return {q: o for q, o in outcome.items() if q[0] in columns}
+
+
+def paired_markdown(rows: Sequence[Paired]) -> str:
+    """The paired table of report.md."""
+    head = ("| row | benchmark | n | both right | only row | only ref | both wrong | McNemar p | "
+            "accuracy diff [95% CI] | token ratio [95% CI] |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | "
+            "---: | ---: |\n")
+    lines = [f"| {p.label} | {p.column} | {p.n} | {p.both_right} | {p.only_row} | {p.only_reference} | "
+             f"{p.both_wrong} | {p.mcnemar_p:.3g} | {100 * p.accuracy_diff:+.1f} [{100 * p.accuracy_diff_ci95[0]:+.1f}, "
+             f"{100 * p.accuracy_diff_ci95[1]:+.1f}] | {p.token_ratio:.2f} [{p.token_ratio_ci95[0]:.2f}, "
+             f"{p.token_ratio_ci95[1]:.2f}] |" for p in rows]
+    unpaired = [f"{p.label} on {p.column}: {p.unpaired}" for p in rows if p.unpaired and p.column != POOLED]
+    note = ("\nQuestions one row ran and the other did not are left out (" + "; ".join(unpaired) + ").\n"
+            if unpaired else "")
+    return head + "\n".join(lines) + "\n" + note

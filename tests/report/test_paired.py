@@ -1,0 +1,62 @@
+"""Paired statistics (report/paired.py) against hand-computed cases."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.errors import DelibError
+from deliberation.report.paired import compare, mcnemar_exact, paired_bootstrap
+
+
+def test_mcnemar_exact_matches_hand_computed_binomial_tails():
+    assert mcnemar_exact(1, 6) == pytest.approx(2 * (1 + 7) / 2**7)  # 0.125
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)  # 0.0625
+    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+
+
+def test_a_hand_built_pairing():
+    """Ten questions: 5 both right, row alone right on 3 (q5-q7), reference alone on 1 (q8), both wrong on 1.
+    Difference (8 - 6) / 10 = +0.2; McNemar on b = 3, c = 1: 2 * (1 + 4) / 16 = 0.625; tokens 200 vs 100."""
+    row = {("g", 0, f"q{i}"): (i < 8 and i != 8, 200) for i in range(10)}
+    ref = {("g", 0, f"q{i}"): (i < 5 or i == 8, 100) for i in range(10)}
+    row[("g", 0, "q8")] = (False, 200)
+    p = compare("row", "ref", "g", row, ref)
+    assert (p.n, p.both_right, p.only_row, p.only_reference, p.both_wrong) == (10, 5, 3, 1, 1)
+    assert p.accuracy_diff == pytest.approx(0.2) and p.mcnemar_p == pytest.approx(0.625)
+    assert p.accuracy_diff_ci95[0] <= 0.2 <= p.accuracy_diff_ci95[1] and p.token_ratio == pytest.approx(2.0)
+    assert p.token_ratio_ci95 == pytest.approx((2.0, 2.0))
+
+
+def test_bootstrap_interval_brackets_a_known_difference_and_shrinks_with_n():
+    rng = np.random.default_rng(1)
+    wide, narrow = [], []
+    for n, out in ((40, wide), (4000, narrow)):
+        ref = (rng.random(n) < 0.5).astype(float)
+        row = np.where(rng.random(n) < 0.8, ref, 1.0)  # row = ref, fixed to right on ~20% of questions
+        (lo, hi), _ = paired_bootstrap(row, ref, np.ones(n), np.ones(n))
+        assert lo <= row.mean() - ref.mean() <= hi
+        out.append(hi - lo)
+    assert narrow[0] < wide[0] / 5
+
+
+def test_rows_with_no_common_question_are_refused():
+    with pytest.raises(DelibError, match="no common question"):
+        compare("a", "b", "g", {("g", 0, "q1"): (True, 1)}, {("g", 0, "q2"): (True, 1)})
+
+
+def test_delib_report_pairs_rows_with_the_best_fixed_rule_by_default(tmp_path):
+    for method in ("agreement-threshold", "always-persist", "debate"):
+        assert main(["run", "--method", method, "--backend", "scripted", "--limit", "8", "--quiet",
+                     "--out", str(tmp_path / "runs" / method)]) == 0
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep")]) == 0
+    paired = json.loads((tmp_path / "rep" / "paired.json").read_text())
+    accuracy = {m: json.loads((tmp_path / "runs" / m / "summary.json").read_text())["accuracy"]
+                for m in ("agreement-threshold", "always-persist")}
+    best = max(sorted(accuracy), key=accuracy.__getitem__)
+    assert {p["reference"] for p in paired} == {best} and all(p["n"] == 8 for p in paired)
+    assert "## Paired against" in (tmp_path / "rep" / "report.md").read_text()
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep2"), "--reference", "nope"]) == 2
