@@ -73,7 +73,9 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         "  delib train --algo softrankpo --rollouts data/rollouts/* --init ckpt/sft/policy.pt --out ckpt/srpo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algo", default="softrankpo", choices=list(ALGORITHMS), help="default softrankpo")
-    p.add_argument("--rollouts", nargs="+", required=True, help="rollout directories from `delib collect`")
+    p.add_argument("--rollouts", nargs="+", default=[], help="rollout directories from `delib collect`")
+    p.add_argument("--trees", nargs="+", default=[], help="tree stores from `delib tree`: their round-1 decisions "
+                   "under the collector's default behaviour policy, derived without LLM calls")
     p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage")
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
     _training_args(p)
@@ -141,7 +143,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from deliberation.rl.train_cli import TrainRequest, run_training
 
-    print(run_training(TrainRequest(args.algo, tuple(args.rollouts), args.init, args.out, _overrides(args))))
+    print(run_training(TrainRequest(args.algo, tuple(args.rollouts), args.init, args.out, _overrides(args),
+                                     tuple(args.trees))))
     return 0
 
 

@@ -16,7 +16,7 @@ from deliberation.errors import DelibError
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.rollout_files import load_decisions
-from deliberation.types import ACTIONS, to_json
+from deliberation.types import ACTIONS, Decision, to_json
 
 HELD_OUT_FILE = "held_out.json"
 SPLIT_FILE = "split.json"
@@ -32,6 +32,8 @@ class TrainRequest:
     init: str | None
     out: str
     overrides: dict[str, Any] = field(default_factory=dict)
+    trees: tuple[str, ...] = ()
+    """Tree stores whose round-1 decisions (the collector's behaviour policy, replayed offline) join the data."""
 
 
 def run_training(req: TrainRequest) -> str:
@@ -48,7 +50,7 @@ def run_training(req: TrainRequest) -> str:
     if req.init and supervised:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
-    decisions = load_decisions([Path(p) for p in req.rollouts])
+    decisions = training_decisions(req)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
     split = {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
     if req.init:
@@ -67,6 +69,26 @@ def run_training(req: TrainRequest) -> str:
     out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
                                  extra={HELD_OUT_FILE: comparison, SPLIT_FILE: split})
     return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
+
+
+def training_decisions(req: TrainRequest) -> list[Decision]:
+    """The decisions of the rollout directories and of the tree stores; a question may come from one only."""
+    from deliberation.rl.from_trees import decisions_from_trees
+
+    if not req.rollouts and not req.trees:
+        raise DelibError("nothing to train on: pass --rollouts from `delib collect` or --trees from `delib tree`")
+    decisions = load_decisions([Path(p) for p in req.rollouts]) if req.rollouts else []
+    seen = {d.example_id for d in decisions}
+    for path in req.trees:
+        new = decisions_from_trees(path)
+        twice = sorted(seen & {d.example_id for d in new})
+        if twice:
+            raise DelibError(f"question {twice[0]} is in {path} and in another source; train on one of them")
+        decisions += new
+        seen |= {d.example_id for d in new}
+    if not decisions:
+        raise DelibError(f"no decisions in {', '.join(req.trees)}: every question agreed at round 0")
+    return decisions
 
 
 def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:

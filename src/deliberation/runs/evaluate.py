@@ -16,11 +16,10 @@ from typing import Sequence
 from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
 from deliberation.config import EngineConfig
-from deliberation.engine import prompts
 from deliberation.errors import DelibError
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
-from deliberation.trees.store import TreeBackend, TreeStore
+from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store
 from deliberation.types import Example
 
 
@@ -65,25 +64,6 @@ def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
     if effective.rounds > 0 and effective.agents != m["agents"]:
         raise DelibError(f"{name} with {effective.agents} agents cannot replay {store.path}, built for "
                          f"{m['agents']} agents; drop --agents or build a store for that team")
-
-
-def built_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
-    """The store's questions: the first N of its split, every one built (a partial build is refused)."""
-    m = store.manifest
-    examples = benchmarks.get(m["benchmark"]).load(m["split"], data_dir=data_dir)
-    first = examples[: len(store.built)]
-    if not store.built or {e.id for e in first} != store.built:
-        raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "
-                         f"{m['benchmark']}/{m['split']}; finish the build by rerunning its `delib tree` command")
-    return first
-
-
-def open_store(path: str) -> TreeStore:
-    store = TreeStore.open(path)
-    if store.manifest.get("prompt_version") != prompts.PROMPT_VERSION:
-        raise DelibError(f"{path} was built with prompt version {store.manifest.get('prompt_version')}, this "
-                         f"build sends version {prompts.PROMPT_VERSION}; rebuild it with `delib tree`")
-    return store
 
 
 def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bool = True) -> list[Summary]:

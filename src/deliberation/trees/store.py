@@ -25,11 +25,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from deliberation import benchmarks
 from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.cache import request_key
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
-from deliberation.types import Completion, GenerationRequest, append_gzip_line, from_json, gzip_members, to_json
+from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, gzip_members,
+                                to_json)
 from deliberation.types import write_json_atomic
 
 MANIFEST, TREES = "manifest.json", "trees.jsonl.gz"
@@ -200,3 +202,22 @@ class TreeBackend:
     def close(self) -> None:
         if self.inner is not None:
             self.inner.close()
+
+
+def built_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
+    """The store's questions: the first N of its split, every one built (a partial build is refused)."""
+    m = store.manifest
+    examples = benchmarks.get(m["benchmark"]).load(m["split"], data_dir=data_dir)
+    first = examples[: len(store.built)]
+    if not store.built or {e.id for e in first} != store.built:
+        raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "
+                         f"{m['benchmark']}/{m['split']}; finish the build by rerunning its `delib tree` command")
+    return first
+
+
+def open_store(path: str) -> TreeStore:
+    store = TreeStore.open(path)
+    if store.manifest.get("prompt_version") != prompts.PROMPT_VERSION:
+        raise DelibError(f"{path} was built with prompt version {store.manifest.get('prompt_version')}, this "
+                         f"build sends version {prompts.PROMPT_VERSION}; rebuild it with `delib tree`")
+    return store
