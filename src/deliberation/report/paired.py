@@ -136,15 +136,19 @@ def _in(outcome: dict[Question, Outcome], columns: Sequence[str]) -> dict[Questi
     return {q: o for q, o in outcome.items() if q[0] in columns}
 
 
+def _line(p: Paired) -> str:
+    (dlo, dhi), (rlo, rhi) = p.accuracy_diff_ci95, p.token_ratio_ci95
+    return (f"| {p.label} | {p.column} | {p.n} | {p.both_right} | {p.only_row} | {p.only_reference} | "
+            f"{p.both_wrong} | {p.mcnemar_p:.3g} | {100 * p.accuracy_diff:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] | "
+            f"{p.token_ratio:.2f} [{rlo:.2f}, {rhi:.2f}] |")
+
+
 def paired_markdown(rows: Sequence[Paired]) -> str:
     """The paired table of report.md."""
     head = ("| row | benchmark | n | both right | only row | only ref | both wrong | McNemar p | "
             "accuracy diff [95% CI] | token ratio [95% CI] |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | "
             "---: | ---: |\n")
-    lines = [f"| {p.label} | {p.column} | {p.n} | {p.both_right} | {p.only_row} | {p.only_reference} | "
-             f"{p.both_wrong} | {p.mcnemar_p:.3g} | {100 * p.accuracy_diff:+.1f} [{100 * p.accuracy_diff_ci95[0]:+.1f}, "
-             f"{100 * p.accuracy_diff_ci95[1]:+.1f}] | {p.token_ratio:.2f} [{p.token_ratio_ci95[0]:.2f}, "
-             f"{p.token_ratio_ci95[1]:.2f}] |" for p in rows]
+    lines = [_line(p) for p in rows]
     unpaired = [f"{p.label} on {p.column}: {p.unpaired}" for p in rows if p.unpaired and p.column != POOLED]
     note = ("\nQuestions one row ran and the other did not are left out (" + "; ".join(unpaired) + ").\n"
             if unpaired else "")
