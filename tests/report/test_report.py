@@ -189,14 +189,16 @@ def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_p
     rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
     # the mean ± sd column: the final stage's points only (sft's 0.5 is left out)
     assert "| srpo | softrankpo | 10 | 3 | 0.600 -> 0.800 | 0.675 ± 0.075 | 0.100 -> 0.250 | " \
-           "50/20/30 -> 70/10/20 | 0.100 / -0.200 / 0.050 |  |  | 0.400 |" == rows["| srpo"]  # older held_out.json
+           "50/20/30 -> 70/10/20 | 0.100 / -0.200 / 0.050 |  |  |  |  | 0.400 |" == rows["| srpo"]  # older file
     assert "| grpo | grpo | 1 | 3 | 0.500 -> 0.500 | 0.550 ± 0.050 | 0.100 -> 0.300 | 50/20/30 -> 70/10/20 " \
-           "|  |  |  |  |" == rows["| grpo"]
-    scores.update(fixed_accuracies=[0.7, 0.2, 0.3], gain_ci95=[0.15, -0.05, 0.35])
+           "|  |  |  |  |  |  |" == rows["| grpo"]
+    scores.update(fixed_accuracies=[0.7, 0.2, 0.3], gain_ci95=[0.15, -0.05, 0.35], best_rule="agreement-threshold",
+                  rule_rewards={"agreement-threshold": 0.3, "confidence-threshold": 0.2},
+                  gain_over_rule_ci95=[-0.05, -0.2, 0.1])
     (tmp_path / "train" / "srpo" / "held_out.json").write_text(json.dumps({"policy": scores, "start": start}))
     report.write_report([tmp_path / "train"], tmp_path / "out2")
-    assert "| 0.100 / -0.200 / 0.050 | 0.700 / 0.200 / 0.300 | +0.150 [-0.050, +0.350] | 0.400 |" in \
-        (tmp_path / "out2" / "report.md").read_text()
+    assert ("| 0.100 / -0.200 / 0.050 | 0.700 / 0.200 / 0.300 | +0.150 [-0.050, +0.350] | agreement-threshold: 0.300 "
+            "| -0.050 [-0.200, +0.100] | 0.400 |") in (tmp_path / "out2" / "report.md").read_text()
 
 
 def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):

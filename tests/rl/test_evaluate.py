@@ -72,3 +72,21 @@ def test_gain_interval_is_over_questions():
 def test_nothing_held_out_gives_none():
     batch = tensorize([decision(0, REWARDS[0])])
     assert held_out(Constant(0), batch.subset(torch.zeros(0, dtype=torch.long))) is None
+
+
+def test_held_out_scores_the_fixed_rules_on_engine_features():
+    """Agent 0 holds an answer one peer shares (agreement rule: PERSIST) with P(Yes) 0.4 < 0.7 and a more
+    confident peer holding another answer (confidence rule: CONCEDE). PERSIST earns 1, CONCEDE 0: the best
+    rule is agreement-threshold (reward 1); always-REFINE's -1 gives the policy (REFINE) a gain of -2 over it."""
+    from deliberation.engine.state import AgentView, observe
+    from deliberation.rl.evaluate import held_out
+
+    obs = observe([AgentView("1", "a", 0.4, 10, False, False), AgentView("1", "b", 0.3, 10, False, False),
+                   AgentView("2", "c", 0.9, 10, False, False)], 1, 2)
+    d = Decision("q", 0, 1, 0, tuple(map(float, obs.own[0])), tuple(tuple(map(float, p)) for p in obs.peers[0]),
+                 ACTIONS[0], 0.0, (1.0, -1.0, 0.0), 0.0, 0.0)
+    net = Constant(1)
+    net.n_features = len(obs.own[0])
+    scores = held_out(net, tensorize([d]))
+    assert scores.rule_rewards == {"agreement-threshold": 1.0, "confidence-threshold": 0.0}
+    assert scores.best_rule == "agreement-threshold" and scores.gain_over_rule_ci95 == (-2.0, -2.0, -2.0)

@@ -24,11 +24,13 @@ TAIL_STEPS = 100
 HEADER = ("run", "final stage", "reward scale", "steps", "held-out accuracy (start -> final)",
           f"held-out accuracy, last {TAIL_STEPS} steps (mean ± sd)",
           "held-out reward (start -> final)", "actions P/R/C (start -> final)", "always P / R / C",
-          "always P / R / C accuracy", "gain over best constant (95% CI)", "oracle")
+          "always P / R / C accuracy", "gain over best constant (95% CI)", "best fixed rule: reward",
+          "gain over best rule (95% CI)", "oracle")
 
 LEGEND = ("Scores are per held-out decision, on counterfactual rewards: \"always X\" is the deciding agent "
           "taking X while its peers act as collected (not a team that always does X); accuracy counts the "
-          "greedy action right when it earns the best reward of the three, ties included.\n")
+          "greedy action right when it earns the best reward of the three, ties included. The fixed rules "
+          "(agreement-threshold, confidence-threshold) are scored from the recorded features the same way.\n")
 
 
 def training_markdown(runs: Sequence[TrainingRun]) -> str:
@@ -43,11 +45,13 @@ def training_markdown(runs: Sequence[TrainingRun]) -> str:
 def _row(run: TrainingRun) -> tuple[str, ...]:
     before, after = _ends(run)
     fixed, fixed_accuracy, gain, oracle = _references(run.held_out)
+    rule, rule_gain = _rule(run.held_out)
     scale = "" if run.reward_scale is None else f"{run.reward_scale:g}"
     return (run.name, run.final_stage, scale, str(len(run.points)),
             _pair(before, after, lambda p: _num(p.val_accuracy)), _tail_accuracy(run),
             _pair(before, after, lambda p: _num(p.val_reward)),
-            _pair(before, after, lambda p: _shares(p.val_actions)), fixed, fixed_accuracy, gain, oracle)
+            _pair(before, after, lambda p: _shares(p.val_actions)), fixed, fixed_accuracy, gain, rule, rule_gain,
+            oracle)
 
 
 def _ends(run: TrainingRun) -> tuple[_Scores | None, _Scores | None]:
@@ -104,6 +108,17 @@ def _references(held_out: dict[str, Any] | None) -> tuple[str, str, str, str]:
     accuracy = " / ".join(_num(a) for a in policy.get("fixed_accuracies") or ())
     gain = "{:+.3f} [{:+.3f}, {:+.3f}]".format(*policy["gain_ci95"]) if policy.get("gain_ci95") else ""
     return " / ".join(_num(r) for r in policy["fixed_rewards"]), accuracy, gain, _num(policy["oracle_reward"])
+
+
+def _rule(held_out: dict[str, Any] | None) -> tuple[str, str]:
+    """(best fixed rule and its reward, the policy's gain over it with its interval); blank for a
+    held_out.json written before the rules were scored."""
+    policy = (held_out or {}).get("policy") or {}
+    if not policy.get("best_rule"):
+        return "", ""
+    name = policy["best_rule"]
+    return f"{name}: {_num(policy['rule_rewards'][name])}", "{:+.3f} [{:+.3f}, {:+.3f}]".format(
+        *policy["gain_over_rule_ci95"])
 
 
 def _num(x: float | None) -> str:

@@ -2,8 +2,9 @@
 
 Every collected decision carries the reward each of the three actions would have earned with the other
 agents' moves fixed (``rl.rollouts``), so a policy is scored offline by the reward of the action it picks,
-and the constant policies (always PERSIST / REFINE / CONCEDE) and the oracle (best action, an upper
-bound) by theirs. This compares single decisions, not whole episodes: an agent's choice changes what its
+and the constant policies (always PERSIST / REFINE / CONCEDE) the fixed rules (agreement-threshold, confidence-threshold, read off the features by ``rl/rule_actions.py``)
+and the oracle (best action, an upper bound) by theirs. The gain is reported over the best constant and
+over the best rule: the rule that collected the data is the bar a learned policy must clear. This compares single decisions, not whole episodes: an agent's choice changes what its
 peers see next round, which only a rerun of the episodes (``delib run``) captures.
 
 Accuracy counts a decision right when the chosen action earns the best reward, ties included: on most
@@ -15,12 +16,14 @@ gain interval is over questions (decisions of one question are not independent).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from deliberation.engine.state import FEATURE_NAMES
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.data import DecisionBatch
+from deliberation.rl.rule_actions import RULES
 from deliberation.rl.sft import oracle_labels
 from deliberation.types import ACTIONS
 
@@ -42,6 +45,10 @@ class HeldOut:
     gain_ci95: tuple[float, float, float]  # policy reward minus the best fixed policy's: (mean, lo, hi)
     oracle_reward: float
     oracle_actions: tuple[float, float, float]
+    rule_rewards: dict[str, float] = field(default_factory=dict)  # the fixed rules (rl/rule_actions.py)
+    rule_accuracies: dict[str, float] = field(default_factory=dict)  # their tie-aware accuracy
+    best_rule: str = ""  # the fixed rule of highest reward: the bar a learned policy must clear
+    gain_over_rule_ci95: tuple[float, float, float] | None = None  # policy minus best_rule: (mean, lo, hi)
 
 
 def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:
@@ -53,6 +60,9 @@ def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:
     oracle = oracle_labels(val.rewards)  # (N,)
     best = val.rewards == val.rewards.max(-1, keepdim=True).values  # (N, 3) bool: reward-maximizing actions
     fixed = tuple(float(val.rewards[:, a].mean()) for a in range(len(ACTIONS)))
+    rules = rule_actions(val)
+    rule_rewards = {name: _reward_of(val, actions) for name, actions in rules.items()}
+    best_rule = max(sorted(rule_rewards), key=rule_rewards.__getitem__) if rules else ""
     return HeldOut(
         questions=len(set(val.examples)),
         decisions=len(val),
@@ -64,16 +74,32 @@ def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:
         policy_actions=_shares(greedy),
         fixed_rewards=fixed,
         fixed_accuracies=tuple(float(best[:, a].double().mean()) for a in range(len(ACTIONS))),
-        gain_ci95=_gain_ci95(val, greedy, max(range(len(ACTIONS)), key=fixed.__getitem__)),
+        gain_ci95=_gain_ci95(val, greedy, _constant(val, max(range(len(ACTIONS)), key=fixed.__getitem__))),
         oracle_reward=_reward_of(val, oracle),
         oracle_actions=_shares(oracle),
+        rule_rewards=rule_rewards,
+        rule_accuracies={name: float(best.gather(-1, a.unsqueeze(-1)).double().mean()) for name, a in rules.items()},
+        best_rule=best_rule,
+        gain_over_rule_ci95=_gain_ci95(val, greedy, rules[best_rule]) if rules else None,
     )
 
 
-def _gain_ci95(val: DecisionBatch, greedy: torch.Tensor, fixed: int) -> tuple[float, float, float]:
-    """Mean per-question reward gain of ``greedy`` (N,) over always-``fixed``, with a normal 95% interval
-    across questions (the interval is the mean when only one question is held out)."""
-    diff = val.rewards.gather(-1, greedy.unsqueeze(-1)).squeeze(-1) - val.rewards[:, fixed]  # (N,)
+def rule_actions(val: DecisionBatch) -> dict[str, torch.Tensor]:
+    """Each fixed rule's actions (N,) on ``val``; none for features other than the engine's (synthetic data)."""
+    if val.n_features != len(FEATURE_NAMES):
+        return {}
+    return {name: rule(val) for name, rule in RULES.items()}
+
+
+def _constant(val: DecisionBatch, action: int) -> torch.Tensor:
+    return torch.full((len(val),), action, dtype=torch.long)  # (N,)
+
+
+def _gain_ci95(val: DecisionBatch, greedy: torch.Tensor, reference: torch.Tensor) -> tuple[float, float, float]:
+    """Mean per-question reward gain of ``greedy`` (N,) over the ``reference`` actions (N,), with a normal 95%
+    interval across questions (the interval is the mean when only one question is held out)."""
+    taken = lambda actions: val.rewards.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # noqa: E731
+    diff = taken(greedy) - taken(reference)  # (N,)
     index = {q: i for i, q in enumerate(sorted(set(val.examples)))}
     question = torch.tensor([index[e] for e in val.examples])  # (N,) question index
     counts = torch.bincount(question, minlength=len(index)).double()  # (Q,)
