@@ -60,3 +60,23 @@ def test_delib_report_pairs_rows_with_the_best_fixed_rule_by_default(tmp_path):
     assert {p["reference"] for p in paired} == {best} and all(p["n"] == 8 for p in paired)
     assert "## Paired against" in (tmp_path / "rep" / "report.md").read_text()
     assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep2"), "--reference", "nope"]) == 2
+
+
+def test_budget_k_is_the_largest_sample_count_within_the_rows_tokens():
+    from deliberation.report.equal_tokens import budget_k
+
+    q = ("g", 0, "q")
+    runs = {k: {q: (True, 100 * k)} for k in (1, 2, 3)}
+    assert [budget_k(t, runs, {q}) for t in (50, 100, 250, 1000)] == [1, 1, 2, 3]
+
+
+def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budget(tmp_path):
+    store, runs = str(tmp_path / "store"), str(tmp_path / "runs")
+    assert main(["tree", "--backend", "scripted", "--limit", "10", "--samples", "6", "--quiet", "--out", store]) == 0
+    assert main(["evaluate", "--trees", store, "--method", "debate,cot", "--quiet", "--out", runs]) == 0
+    assert main(["report", runs, "--trees", store, "--out", str(tmp_path / "rep")]) == 0
+    paired = {p["label"]: p for p in json.loads((tmp_path / "rep" / "paired.json").read_text())
+              if p["column"].startswith("equal tokens")}
+    assert paired["cot"]["reference"] == "self-consistency-1" and paired["cot"]["only_row"] == 0  # cot = sample 0
+    assert paired["debate"]["reference"] == "self-consistency-6" and paired["debate"]["n"] == 10  # debate > 6 samples
+    assert "## Against self-consistency at equal tokens" in (tmp_path / "rep" / "report.md").read_text()

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.methods import METHODS as REGISTERED
 
 pytestmark = pytest.mark.integration
-METHODS = ("mpdf", "debate", "agreement-threshold")
+METHODS = tuple(REGISTERED)
 COMMON = ("--benchmark", "gsm8k", "--limit", "2", "--backend", "llamacpp", "--model", "smollm2-135m",
           "--max-tokens", "48", "--quiet")
 

@@ -73,6 +73,8 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="where report.md, report.csv and the PNGs go")
     p.add_argument("--reference", metavar="LABEL", help="row every other row is compared with question by "
                    "question (default: the best fixed rule present)")
+    p.add_argument("--trees", help="tree store the runs were replayed from: also pair each row with "
+                   "self-consistency at its own token budget (from the store's round-0 samples)")
     p.set_defaults(func=cmd_report)
 
 
@@ -129,6 +131,6 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from deliberation.report.write import write_report
 
-    for path in write_report(args.dirs, args.out, args.reference):
+    for path in write_report(args.dirs, args.out, args.reference, args.trees):
         print(path)
     return 0

@@ -17,11 +17,12 @@ from deliberation.types import to_json
 
 
 def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
-                 reference: str | None = None) -> list[Path]:
+                 reference: str | None = None, trees: str | None = None) -> list[Path]:
     """Write report.md, report.csv (when there are evaluation runs) and the plots into ``out_dir``; return
     the files written. Without matplotlib the tables are still written and report.md says how to get plots.
     Rows run on the same questions are also compared with ``reference`` (default: the best fixed rule
-    present) question by question: report.md's paired section and paired.json (``report/paired.py``).
+    present) question by question: report.md's paired section and paired.json (``report/paired.py``); with
+    ``trees``, also with self-consistency at each row's token budget (``report/equal_tokens.py``).
 
     DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
     neither a run nor a training directory is found."""
@@ -34,6 +35,10 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     tab = table(results) if results else None
     paired = paired_table(results, reference) if results else []
     out = Path(out_dir)
+    if trees is not None:
+        from deliberation.report.equal_tokens import equal_token_table
+
+        paired = paired + equal_token_table(results, trees, out / "self-consistency-replays")
     out.mkdir(parents=True, exist_ok=True)
     outcomes = write_plots(tab, results, training, out)
     texts = {"report.md": _report_text(tab, results, outcomes, training, paired)}
@@ -52,8 +57,11 @@ def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequ
     parts = ["# Deliberation report\n"]
     if tab is not None:
         parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
-    if paired:
-        parts += [f"## Paired against {paired[0].reference}\n", paired_markdown(paired)]
+    fixed = [p for p in paired if not p.column.startswith("equal tokens")]
+    if fixed:
+        parts += [f"## Paired against {fixed[0].reference}\n", paired_markdown(fixed)]
+    if len(fixed) < len(paired):
+        parts += ["## Against self-consistency at equal tokens\n", paired_markdown(paired[len(fixed):])]
     parts.append("## Plots\n")
     parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
     if results:
