@@ -2,10 +2,12 @@
 
 Every collected decision carries the reward each of the three actions would have earned with the other
 agents' moves fixed (``rl.rollouts``), so a policy is scored offline by the reward of the action it picks,
-and the constant policies (always PERSIST / REFINE / CONCEDE) the fixed rules (agreement-threshold, confidence-threshold, read off the features by ``rl/rule_actions.py``)
-and the oracle (best action, an upper bound) by theirs. The gain is reported over the best constant and
-over the best rule: the rule that collected the data is the bar a learned policy must clear. This compares single decisions, not whole episodes: an agent's choice changes what its
-peers see next round, which only a rerun of the episodes (``delib run``) captures.
+and the constant policies (always PERSIST / REFINE / CONCEDE), the fixed rules (agreement-threshold,
+confidence-threshold, read off the features by ``rl/rule_actions.py``) and the oracle (best action, an
+upper bound) by theirs. The gain is reported over the best constant and over the best rule: the rule that
+collected the data is the bar a learned policy must clear. This compares single decisions, not whole
+episodes: an agent's choice changes what its peers see next round, which only a rerun of the episodes
+(``delib run``) captures.
 
 Accuracy counts a decision right when the chosen action earns the best reward, ties included: on most
 collected decisions all three actions earn the same (nothing the agent does changes the vote), and there
