@@ -62,7 +62,7 @@ def main(src: Path, cache: str, out: Path) -> None:
         example = examples[row["example_id"]]
         ctx = make_context(example, backend, bench, engine, method)
         try:
-            decisions = collect_question(ctx, behaviour, spec.samples, example_rng(engine.seed, example.id))
+            decisions = collect_question(ctx, spec.samples, example_rng(engine.seed, example.id))
         except Miss:
             stats["left out (trajectory changed)"] += 1
             print("left out", example.id)

@@ -49,7 +49,7 @@ def test_collect_question_groups_and_counterfactuals():
     examples = BENCH.load("train", limit=6)
     backend = ScriptedBackend(benchmark="gsm8k")
     for ex in examples:
-        decisions = collect_question(ctx_for(ex, backend), EpsilonMixed(AgreementThreshold(), 0.5), 4,
+        decisions = collect_question(ctx_for(ex, backend), 4,
                                      np.random.default_rng(0))
         for d in decisions:
             assert len(d.rewards) == 3 and d.rewards[ACTIONS.index(d.action)] == pytest.approx(d.r_local + d.r_global)

@@ -83,7 +83,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
 
     def one(ex: Example, shared: Backend) -> tuple[str, list]:
         ctx = make_context(ex, shared, bench, spec.engine, method)
-        return ex.id, collect_question(ctx, behaviour, spec.samples, example_rng(spec.engine.seed, ex.id))
+        return ex.id, collect_question(ctx, spec.samples, example_rng(spec.engine.seed, ex.id))
 
     todo = [e for e in examples if e.id not in done]
     try:

@@ -30,10 +30,10 @@ def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.
                           max_tokens=m["max_tokens"], seed=m["seed"], verbal_confidence=m["verbal_confidence"])
     bench = benchmarks.get(m["benchmark"])
     examples = built_examples(store, None)
-    backend = TreeBackend(store, None, {bench.format_question(e): e.id for e in examples})
+    backend = TreeBackend(store, None, examples)
     behaviour = EpsilonMixed(AgreementThreshold(), epsilon)
     decisions: list[Decision] = []
     for ex in examples:
         ctx = make_context(ex, backend, bench, engine, collecting(behaviour))
-        decisions += collect_question(ctx, behaviour, samples, example_rng(engine.seed, ex.id))
+        decisions += collect_question(ctx, samples, example_rng(engine.seed, ex.id))
     return decisions

@@ -88,10 +88,11 @@ def collecting(behaviour: MetaPolicy) -> MethodSpec:
     return MethodSpec(name="collect", policy=behaviour, confidence=True)
 
 
-def collect_question(ctx: Context, behaviour: MetaPolicy, samples: int, rng: np.random.Generator) -> list[Decision]:
+def collect_question(ctx: Context, samples: int, rng: np.random.Generator) -> list[Decision]:
     """All decisions of one question: the engine's round 0 and round loop, with a step that scores every
-    action counterfactually and then follows the first sample's joint action. ``ctx.spec`` must carry
-    ``behaviour`` as its policy (its stop rule ends the loop as it ends an episode)."""
+    action counterfactually and then follows the first sample's joint action. The behaviour policy is
+    ``ctx.spec.policy`` (a ``collecting`` spec; its stop rule ends the loop as it ends an episode)."""
+    behaviour = ctx.spec.policy
     decisions: list[Decision] = []
 
     def step(c: Context, records: list[AgentRecord], t: int) -> tuple[list[AgentRecord], list[Turn]]:

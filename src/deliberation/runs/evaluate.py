@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from deliberation import benchmarks, methods
+from deliberation import methods
 from deliberation.backends import make_backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
@@ -89,8 +89,7 @@ def tree_backend(replay: Replay, store: TreeStore, examples: Sequence[Example]) 
     m = store.manifest
     inner = None if replay.offline else make_backend(m["backend"], cache=replay.cache or m.get("cache"),
                                                      **m["backend_options"])
-    bench = benchmarks.get(m["benchmark"])
-    return TreeBackend(store, inner, {bench.format_question(e): e.id for e in examples})
+    return TreeBackend(store, inner, examples)
 
 
 def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, n: int,

@@ -89,7 +89,7 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     inner = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
         store = TreeStore.create(out, manifest(spec, inner))
-        backend = TreeBackend(store, inner, {bench_question(spec, e): e.id for e in examples})
+        backend = TreeBackend(store, inner, examples)
         todo = [e for e in examples if e.id not in store.built]
         answered = stopping(in_flight(lambda e, b: build_question(e, b, spec, updates), todo, backend,
                                       spec.concurrency), backend)
@@ -101,8 +101,3 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
         benchmarks.close_all()
         inner.close()
     return len(store.built)
-
-
-def bench_question(spec: Workload, example: Example) -> str:
-    """The question as the engine shows it (how a request names its question)."""
-    return benchmarks.get(spec.benchmark).format_question(example)

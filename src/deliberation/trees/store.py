@@ -161,13 +161,15 @@ class TreeBackend:
     """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded), or,
     with no ``inner`` (offline), fails with one line naming the first missing node."""
 
-    def __init__(self, store: TreeStore, inner: Backend | None, examples: Mapping[str, str]) -> None:
+    def __init__(self, store: TreeStore, inner: Backend | None, examples: Sequence[Example]) -> None:
         self.store, self.inner = store, inner
         self.name: str = store.manifest["backend"]
         self.model: str = store.manifest["model"]
         self.supports_logprobs: bool = store.manifest["supports_logprobs"]
         self.scope: str = store.manifest["scope"]
-        self.examples = examples  # formatted question -> example id (prompts.question_of finds it)
+        bench = benchmarks.get(store.manifest["benchmark"])
+        # formatted question -> example id: a request names its question (prompts.question_of)
+        self.examples = {bench.format_question(e): e.id for e in examples}
         self.calls = 0  # requests sent to ``inner``
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
