@@ -37,10 +37,16 @@ def test_rollout_rows_equal_the_goldens(work: Path, rollouts: Path) -> None:
     assert golden.rollout_rows(golden.collect(work, "default", 6)) == expected["learned"]
 
 
+CPU_ROUNDING = 1e-4
+"""torch's CPU kernels round differently by CPU type (the goldens were recorded on an Intel AVX-512 host; an
+AMD EPYC host trains the same tensors to within 7e-6). A changed computation moves weights by far more
+after three epochs: dropping one decision from the SFT data moves them by more than 1e-2."""
+
+
 def test_checkpoints_equal_the_goldens(work: Path, rollouts: Path) -> None:
     expected = torch.load(golden.CHECKPOINTS, map_location="cpu", weights_only=True)
     got = golden.train(work, rollouts)
     for stage in ("sft", "softrankpo"):
         assert expected[stage].keys() == got[stage].keys()
         for name, tensor in expected[stage].items():
-            assert torch.equal(got[stage][name], tensor), f"{stage} {name}"
+            torch.testing.assert_close(got[stage][name], tensor, rtol=0, atol=CPU_ROUNDING, msg=f"{stage} {name}")

@@ -34,6 +34,10 @@ class EngineConfig:
     verbal_confidence: bool = False
     """Ask for a 0-100 confidence instead of reading P(Yes) from logprobs (forced when the backend has
     no logprobs)."""
+    prompts: str = "continuation"
+    """Critic and update prompts: continuation (version 2: they extend the agent's own conversation, so
+    prefix caches reuse what it already read and wrote) or standalone (version 1: fresh chats, the prompts
+    of results made before version 2)."""
 
     def __post_init__(self) -> None:
         require_at_least("--agents", self.agents)

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from deliberation.engine import prompts
 from deliberation.engine.confidence import critic_request, read_confidence
 from deliberation.types import Completion, TokenLogprob
 
@@ -34,5 +35,5 @@ def test_no_logprobs_falls_back_to_text():
 
 
 def test_critic_request_is_one_greedy_token_with_logprobs():
-    req = critic_request("Q?", "A.", verbal=False)
+    req = critic_request(prompts.get("continuation").critic("Q?", prompts.answered("Q?", "A."), False), verbal=False)
     assert req.max_tokens == 1 and req.temperature == 0 and req.logprobs and req.top_logprobs > 1

@@ -25,6 +25,9 @@ METHODS = ("cot", "self-consistency", "debate", "reconcile", "dylan", "mpdf", "a
            "always-concede", "confidence-threshold", "agreement-threshold")
 TIMING = ("wall_seconds", "generation_seconds")
 QUESTIONS, COLLECT_QUESTIONS = 30, 12
+PROMPTS = ("--prompts", "standalone")
+"""The goldens were recorded with prompt version 1, which ``--prompts standalone`` still sends (flag added
+with version 2; the recorded commands had no such flag)."""
 
 
 def _delib(*argv: str) -> None:
@@ -39,7 +42,7 @@ def episodes(work: Path, method: str) -> list[dict[str, Any]]:
     """The episodes of ``method`` over the golden questions, timing fields removed."""
     out = work / method
     _delib("run", "--method", method, "--benchmark", "gsm8k", "--limit", str(QUESTIONS), "--backend", "scripted",
-           "--seed", "0", "--quiet", "--out", str(out))
+           "--seed", "0", "--quiet", "--out", str(out), *PROMPTS)
     rows = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     return [{k: v for k, v in row.items() if k not in TIMING} for row in rows]
 
@@ -50,7 +53,7 @@ def collect(work: Path, policy: str | None = None, limit: int = COLLECT_QUESTION
     out = work / f"rollouts-{policy or 'rule'}"
     extra = ("--policy", policy) if policy else ()
     _delib("collect", "--benchmark", "gsm8k", "--split", "train", "--limit", str(limit), "--backend",
-           "scripted", "--samples", "4", "--quiet", "--out", str(out), *extra)
+           "scripted", "--samples", "4", "--quiet", "--out", str(out), *PROMPTS, *extra)
     return out
 
 

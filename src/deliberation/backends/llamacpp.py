@@ -27,15 +27,21 @@ test_llamacpp.py pins that, and finished sequences keep their cells until the wa
 sequence's cells stay in order (freed cells would be refilled and reorder its attention sum). Never
 guaranteed: equality across thread counts, CPU types or llama.cpp builds.
 
+Prefix reuse: identical prompts within one ``generate`` call are read once (every agent of round 0, or k
+self-consistency samples, asks the same prompt), and across calls the prefix cache (``prefix_cache.py``,
+what llama.cpp's server and vLLM do) restores the cells of the longest token prefix a recent sequence
+shares with a new prompt, so a continuation prompt reads only its new turn. Restored cells come from
+other kernel shapes than a fresh read (a generated token's from a one-token step), so with reuse a request's
+output can depend on what ran before it, like the batch dependence above: runs are exact through the
+response cache, and ``prefix_cache_mb=0`` turns reuse off.
+
 Memory: the KV caches hold ``n_ctx * (max_parallel + 1)`` tokens (about 2.3 GB for Qwen2.5-1.5B at the
-defaults; ``n_ctx`` is the per-sequence window, lower it to shrink this). Identical prompts within one
-``generate`` call are read once (the usual case: every agent of round 0, or k self-consistency samples,
-asks the same prompt); the cache is not reused across calls, so each call re-reads its prompts.
+defaults; ``n_ctx`` is the per-sequence window, lower it to shrink this), plus ``prefix_cache_mb`` of saved
+cells in host memory.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import logging
 import os
@@ -47,20 +53,15 @@ import numpy as np
 
 from deliberation.backends import catalogue as models
 from deliberation.backends.base import cache_scope
-from deliberation.errors import DelibError, Interrupted, install_hint
+from deliberation.backends.llamacpp_runtime import Runtime, import_llama_cpp
 from deliberation.backends.llamacpp_sequence import SequenceState
+from deliberation.backends.prefix_cache import Match, PrefixCache
+from deliberation.errors import DelibError, Interrupted
 from deliberation.types import Completion, GenerationRequest
 
-
-def _import_llama_cpp() -> Any:
-    try:
-        import llama_cpp
-    except ImportError as err:
-        raise DelibError(install_hint("llama-cpp-python", "llamacpp")) from err
-    return llama_cpp
-
-
 DEFAULT_N_CTX = 8192
+DEFAULT_PREFIX_CACHE_MB = 2048
+"""About 75k tokens of Qwen2.5-1.5B's KV cells (28 KiB a token): a tree build's questions in flight."""
 
 
 def _changed_settings(n_ctx: int, chat_format: str | None) -> dict[str, object]:
@@ -77,147 +78,14 @@ def _default_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-class _Runtime:
-    """A loaded model and its multi-sequence context: tokenizer, chat template and batched decode."""
-
-    def __init__(self, path: os.PathLike, n_ctx: int, n_seq: int, n_batch: int, n_threads: int) -> None:
-        self.lib = lib = _import_llama_cpp()
-        lib.llama_backend_init()
-        self.model = lib.llama_model_load_from_file(os.fsencode(path), lib.llama_model_default_params())
-        if not self.model:
-            raise DelibError(f"llama.cpp could not load {path}; is it a valid GGUF file?")
-        self.vocab = lib.llama_model_get_vocab(self.model)
-        self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
-        self.n_batch = n_batch
-        self.ctx = self.prefill_ctx = self.batch = None
-        self.prefill_ctx = self._context(n_ctx, 1, n_threads)  # prompts, one at a time, from an empty cache
-        self.n_ctx = lib.llama_n_ctx(self.prefill_ctx)  # cells per sequence (llama.cpp may round n_ctx up)
-        self.ctx = self._context(self.n_ctx * n_seq, n_seq, n_threads)  # decode: a token of every sequence
-        self.batch = lib.llama_batch_init(n_batch, 0, 1)
-        self._pieces: dict[int, bytes] = {}
-
-    def _context(self, n_ctx: int, n_seq: int, n_threads: int) -> Any:
-        params = self.lib.llama_context_default_params()
-        params.n_ctx, params.n_seq_max = n_ctx, n_seq
-        params.n_batch = params.n_ubatch = self.n_batch
-        params.n_threads = params.n_threads_batch = n_threads
-        # Both measured at least as fast as the alternatives for batched CPU decode here (per-sequence KV
-        # streams were slower at 9 sequences); the batch-independence notes above are about these kernels.
-        params.kv_unified = True
-        params.flash_attn_type = self.lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
-        ctx = self.lib.llama_init_from_model(self.model, params)
-        if not ctx:
-            self.free()
-            raise DelibError(
-                f"llama.cpp could not create a context of {n_ctx} tokens; lower n_ctx or max_parallel"
-            )
-        return ctx
-
-    def tokenize(self, text: str, add_special: bool) -> list[int]:
-        data = text.encode("utf-8")
-        size = len(data) + 8
-        buf = (self.lib.llama_token * size)()
-        n = self.lib.llama_tokenize(self.vocab, data, len(data), buf, size, add_special, True)
-        if n < 0:  # buffer too small: -n is the size needed
-            size = -n
-            buf = (self.lib.llama_token * size)()
-            n = self.lib.llama_tokenize(self.vocab, data, len(data), buf, size, add_special, True)
-        return list(buf[:n])
-
-    def piece(self, token: int, special: bool = False) -> bytes:
-        """The bytes of one token (cached; control tokens render empty unless ``special``)."""
-        key = token if not special else -1 - token
-        if key not in self._pieces:
-            buf = ctypes.create_string_buffer(64)
-            n = self.lib.llama_token_to_piece(self.vocab, token, buf, 64, 0, special)
-            if n < 0:
-                buf = ctypes.create_string_buffer(-n)
-                n = self.lib.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
-            self._pieces[key] = buf.raw[:n]
-        return self._pieces[key]
-
-    def is_eog(self, token: int) -> bool:
-        return bool(self.lib.llama_vocab_is_eog(self.vocab, token))
-
-    def metadata(self, key: str) -> str | None:
-        size = 1 << 16
-        buf = ctypes.create_string_buffer(size)
-        n = self.lib.llama_model_meta_val_str(self.model, key.encode(), buf, size)
-        if n >= size:  # chat templates can be long; retry with the exact size
-            buf = ctypes.create_string_buffer(n + 1)
-            n = self.lib.llama_model_meta_val_str(self.model, key.encode(), buf, n + 1)
-        return buf.value.decode("utf-8") if n >= 0 else None
-
-    def special_text(self, token: int) -> str:
-        return self.piece(token, special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
-
-    def prefill(self, prompt: Sequence[int]) -> tuple[np.ndarray, Any]:
-        """Read ``prompt`` in the prefill context from an empty cache, in chunks of n_batch. Returns the
-        logits after the last token and the prompt's KV cells as a state blob for ``place``.
-
-        A prompt read inside the shared decode context would sit at an offset that depends on the other
-        sequences, and llama.cpp's tiled attention for 64+ token ubatches sums differently at other
-        offsets; read here, a prompt always gives the same logits and cells.
-        """
-        self.lib.llama_memory_clear(self.lib.llama_get_memory(self.prefill_ctx), True)
-        last = len(prompt) - 1
-        for start in range(0, len(prompt), self.n_batch):
-            tokens = prompt[start : start + self.n_batch]
-            chunk = [(t, start + i, 0, start + i == last) for i, t in enumerate(tokens)]
-            self._decode(self.prefill_ctx, chunk)
-        logits = self._logits(self.prefill_ctx, len(chunk) - 1)  # [n_vocab]
-        size = self.lib.llama_state_seq_get_size(self.prefill_ctx, 0)
-        state = (ctypes.c_uint8 * size)()
-        self.lib.llama_state_seq_get_data(self.prefill_ctx, state, size, 0)
-        return logits, state
-
-    def place(self, state: Any, slot: int) -> None:
-        """Copy a prompt's KV cells (from ``prefill``) into sequence ``slot`` of the decode context."""
-        if self.lib.llama_state_seq_set_data(self.ctx, state, len(state), slot) == 0:
-            raise DelibError("llama.cpp could not place a prompt in the KV cache; raise n_ctx")
-
-    def step(self, entries: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
-        """Decode one (token, position, sequence id) per sequence; the next-token logits of each."""
-        self._decode(self.ctx, [(token, pos, seq, True) for token, pos, seq in entries])
-        return [self._logits(self.ctx, i) for i in range(len(entries))]
-
-    def _decode(self, ctx: Any, entries: Sequence[tuple[int, int, int, bool]]) -> None:
-        """One ``llama_decode`` of (token, position, sequence id, wants logits) entries."""
-        batch = self.batch
-        batch.n_tokens = len(entries)
-        for i, (token, pos, seq, logits) in enumerate(entries):
-            batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
-            batch.seq_id[i][0], batch.logits[i] = seq, logits
-        code = self.lib.llama_decode(ctx, batch)
-        if code != 0:
-            raise DelibError(f"llama_decode failed with code {code}; lower max_parallel or raise n_ctx")
-
-    def _logits(self, ctx: Any, index: int) -> np.ndarray:
-        """Raw logits of batch entry ``index`` of the last decode, copied (the next decode overwrites)."""
-        ptr = self.lib.llama_get_logits_ith(ctx, index)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()  # [n_vocab] float32
-
-    def clear(self) -> None:
-        """Empty the decode context's KV cache (before and after every wave)."""
-        self.lib.llama_memory_clear(self.lib.llama_get_memory(self.ctx), True)
-
-    def free(self) -> None:
-        """Release batch, contexts and model (whichever were created)."""
-        if self.batch is not None:
-            self.lib.llama_batch_free(self.batch)
-        for ctx in (self.ctx, self.prefill_ctx):
-            if ctx:
-                self.lib.llama_free(ctx)
-        self.lib.llama_model_free(self.model)
-
-
 class LlamaCppBackend:
     """llama.cpp in this process, batched. ``model``: catalogue name, ``.gguf`` path or HF id.
 
     ``n_ctx``: context window of each sequence (prompt + completion; the KV caches hold
     ``n_ctx * (max_parallel + 1)`` tokens); ``max_parallel``: sequences decoded together; ``n_batch``: prompt
     tokens per ``llama_decode``; ``n_threads``: default all cores this process may use; ``chat_format``: a
-    Jinja2 chat template replacing the GGUF's ``tokenizer.chat_template``.
+    Jinja2 chat template replacing the GGUF's ``tokenizer.chat_template``; ``prefix_cache_mb``: host memory
+    for the KV cells of recent sequences, whose prefixes later prompts reuse (``prefix_cache.py``; 0: off).
     """
 
     name = "llamacpp"
@@ -232,10 +100,11 @@ class LlamaCppBackend:
         max_parallel: int = 9,
         chat_format: str | None = None,
         verbose: bool = False,
+        prefix_cache_mb: float = DEFAULT_PREFIX_CACHE_MB,
     ) -> None:
         if not 1 <= max_parallel <= n_batch:  # a decode step holds one token of each sequence
             raise DelibError(f"max_parallel must be between 1 and n_batch ({n_batch}); got {max_parallel}")
-        _import_llama_cpp()  # fail fast with the install hint, before resolving (maybe assembling) the model
+        import_llama_cpp()  # fail fast with the install hint, before resolving (maybe assembling) the model
         self.model = str(model)
         self.cache_scope = cache_scope(self.model, **_changed_settings(n_ctx, chat_format))
         path = models.resolve(model)
@@ -243,9 +112,11 @@ class LlamaCppBackend:
         # so only CRITICAL silences the load chatter; real failures surface as return codes -> DelibError.
         logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
         threads = n_threads or _default_threads()
-        self._rt: _Runtime | None = _Runtime(path, n_ctx, max_parallel, n_batch, threads)
+        self._rt: Runtime | None = Runtime(path, n_ctx, max_parallel, n_batch, threads)
         self._max_parallel = max_parallel
         self._formatter = self._chat_formatter(chat_format)
+        self._prefix = PrefixCache(int(prefix_cache_mb * 2**20)) if prefix_cache_mb > 0 else None
+        self.prompt_tokens_read = self.prompt_tokens_reused = 0  # over every prompt of every call
         self._lock = threading.Lock()
         self._stop = threading.Event()  # set by interrupt(): generate() stops at its next decode step
 
@@ -302,7 +173,7 @@ class LlamaCppBackend:
                 self._check_stop()
                 key = tuple(seq.prompt)
                 if key not in read:
-                    read[key] = self._rt.prefill(seq.prompt)
+                    read[key] = self._read(seq.prompt)
                 logits, state = read[key]
                 self._rt.place(state, seq.slot)
                 seq.advance(logits, self._rt)
@@ -310,11 +181,33 @@ class LlamaCppBackend:
             while active:
                 self._check_stop()
                 for seq, logits in zip(active, self._rt.step([s.next_input() for s in active])):
-                    seq.advance(logits, self._rt)  # logits: [n_vocab]
+                    seq.stepped(logits, self._rt)  # logits: [n_vocab]
                 active = self._finish(active, start)
+            self._keep(seqs)
         finally:
             self._rt.clear()
         return [seq.completion() for seq in seqs]
+
+    def _read(self, prompt: list[int]) -> tuple[np.ndarray, Any]:
+        """Prefill ``prompt`` from its longest cached prefix (at least its last token is read, unless the
+        logits after the whole prompt are known); the result is cached in turn."""
+        found = self._prefix.match(prompt) if self._prefix is not None else Match(None, 0)
+        known = found.entry.logits.get(len(prompt)) if found.entry is not None and found.length == len(prompt) else None
+        begin = len(prompt) if known is not None else min(found.length, len(prompt) - 1)
+        saved = found.entry.state if found.entry is not None and begin > 0 else None
+        logits, state = self._rt.prefill(prompt, saved, begin if saved is not None else 0, known)
+        self.prompt_tokens_reused += begin if saved is not None else 0
+        self.prompt_tokens_read += len(prompt) - (begin if saved is not None else 0)
+        if self._prefix is not None:
+            self._prefix.put(prompt, state, logits)
+        return logits, state
+
+    def _keep(self, seqs: list[SequenceState]) -> None:
+        """Save each finished sequence's cells (its prompt and the tokens decoded after it) for reuse."""
+        if self._prefix is None:
+            return
+        for seq in seqs:
+            self._prefix.put((seq.prompt + seq.tokens)[: len(seq.prompt) + seq.steps], self._rt.save(seq.slot))
 
     def _check_stop(self) -> None:
         if self._stop.is_set():

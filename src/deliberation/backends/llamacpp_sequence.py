@@ -17,7 +17,7 @@ from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
 
 class Vocabulary(Protocol):
-    """What decoding needs of a model's vocabulary (``llamacpp._Runtime`` provides it)."""
+    """What decoding needs of a model's vocabulary (``llamacpp_runtime.Runtime`` provides it)."""
 
     def piece(self, token: int, special: bool = False) -> bytes: ...
 
@@ -64,10 +64,16 @@ class SequenceState:
     logprobs: list[TokenLogprob] = field(default_factory=list)
     text: str = ""
     finish: str | None = None
+    steps: int = 0  # tokens decoded after the prompt: the sequence's KV cells are its prompt and tokens[:steps]
 
     def next_input(self) -> tuple[int, int, int]:
         """(token, position, sequence id) of the last sampled token, to be decoded next."""
         return self.tokens[-1], len(self.prompt) + len(self.tokens) - 1, self.slot
+
+    def stepped(self, logits: np.ndarray, vocab: Vocabulary) -> None:
+        """The last sampled token was decoded (its cells added) and gave ``logits``: sample the next."""
+        self.steps += 1
+        self.advance(logits, vocab)
 
     def advance(self, logits: np.ndarray, vocab: Vocabulary) -> None:
         """Sample the next token from ``logits`` with this request's own generator and record it."""

@@ -10,17 +10,16 @@ from __future__ import annotations
 import math
 import re
 
-from deliberation.engine import prompts
-from deliberation.types import Completion, GenerationRequest
+from deliberation.types import Completion, GenerationRequest, Message
 
 CRITIC_SEED = 0  # critic calls are greedy; a fixed seed keeps their cache keys stable
 TOP_LOGPROBS = 10
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def critic_request(question: str, solution: str, verbal: bool) -> GenerationRequest:
-    """One greedy critic call: a single token with logprobs, or a few tokens for a verbal score."""
-    messages = prompts.critic_messages(question, solution, verbal)
+def critic_request(messages: tuple[Message, ...], verbal: bool) -> GenerationRequest:
+    """One greedy critic call on the prompt set's critic ``messages``: a single token with logprobs, or a
+    few tokens for a verbal score."""
     if verbal:
         return GenerationRequest(messages, max_tokens=8, temperature=0.0, seed=CRITIC_SEED)
     return GenerationRequest(messages, max_tokens=1, temperature=0.0, seed=CRITIC_SEED, logprobs=True,

@@ -31,7 +31,6 @@ from deliberation.engine.state import AgentView, Observation, observe
 from deliberation.types import Action, Completion, Episode, Example, GenerationRequest, Message, Turn
 
 
-
 @dataclass(frozen=True)
 class AgentRecord:
     """An agent's current response."""
@@ -42,6 +41,9 @@ class AgentRecord:
     completion_tokens: int
     truncated: bool
     changed: bool = False
+    history: tuple[Message, ...] = ()
+    """The conversation that produced ``text``, ending with it as the assistant turn (what continuation
+    prompts extend); empty means a round-0 answer (``history_of`` fills it in)."""
 
     def view(self) -> AgentView:
         return AgentView(self.key, self.text, self.confidence, self.completion_tokens, self.changed, self.truncated)
@@ -57,13 +59,14 @@ class Context:
     bench: Benchmark
     cfg: EngineConfig
     spec: MethodSpec
+    prompts: prompts.PromptSet
     memo: dict[str, bool] = field(default_factory=dict)  # text -> score, within the episode
     batch_seconds: list[float] = field(default_factory=list)  # per backend call: its slowest completion
 
 
 def make_context(example: Example, backend: Backend, bench: Benchmark, cfg: EngineConfig, spec: MethodSpec) -> Context:
     """The one way a Context is built: the question is shown as the benchmark formats it."""
-    return Context(example, bench.format_question(example), backend, bench, cfg, spec)
+    return Context(example, bench.format_question(example), backend, bench, cfg, spec, prompts.get(cfg.prompts))
 
 
 def example_rng(seed: int, example_id: str) -> np.random.Generator:
@@ -104,10 +107,15 @@ def answer_key(ctx: Context, text: str) -> str | None:
     return ctx.bench.key_for(ctx.example, text)
 
 
-def record_of(ctx: Context, completion: Completion, changed: bool) -> AgentRecord:
-    """Turn a completion into an agent record (confidence filled in later)."""
-    return AgentRecord(completion.text, answer_key(ctx, completion.text), None,
-                       completion.completion_tokens, completion.finish_reason == "length", changed)
+def record_of(ctx: Context, completion: Completion, changed: bool, asked: tuple[Message, ...]) -> AgentRecord:
+    """Turn the completion of the request ``asked`` into an agent record (confidence filled in later)."""
+    return AgentRecord(completion.text, answer_key(ctx, completion.text), None, completion.completion_tokens,
+                       completion.finish_reason == "length", changed, (*asked, Message("assistant", completion.text)))
+
+
+def history_of(ctx: Context, record: AgentRecord) -> tuple[Message, ...]:
+    """The conversation behind ``record`` (a record built without one is taken as a round-0 answer)."""
+    return record.history or prompts.answered(ctx.question, record.text)
 
 
 def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequence[int],
@@ -124,8 +132,9 @@ def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequ
 def initial_round(ctx: Context) -> tuple[list[AgentRecord], list[Turn]]:
     """Round 0: every agent answers independently; critic confidence if the method uses it."""
     n = ctx.cfg.agents
-    outs = generate(ctx, [prompts.initial_messages(ctx.question)] * n, range(n), 0)
-    records = [record_of(ctx, c, True) for c in outs]
+    asked = prompts.initial_messages(ctx.question)
+    outs = generate(ctx, [asked] * n, range(n), 0)
+    records = [record_of(ctx, c, True, asked) for c in outs]
     records, critics = score_confidence(ctx, records)
     turns = [_turn(ctx, i, 0, None, records[i], [outs[i], critics[i]]) for i in range(n)]
     return records, turns
@@ -135,7 +144,8 @@ def score_confidence(ctx: Context, records: list[AgentRecord]) -> tuple[list[Age
     """Critic calls, one batch, for the records that changed (if the method computes confidence)."""
     todo = [i for i, r in enumerate(records) if r.changed] if ctx.spec.confidence else []
     verbal = ctx.cfg.verbal_confidence or not ctx.backend.supports_logprobs
-    reqs = [conf_mod.critic_request(ctx.question, records[i].text, verbal) for i in todo]
+    reqs = [conf_mod.critic_request(ctx.prompts.critic(ctx.question, history_of(ctx, records[i]), verbal), verbal)
+            for i in todo]
     outs = call_backend(ctx, reqs)
     critics: list[Completion | None] = [None] * len(records)
     records = list(records)
@@ -166,7 +176,8 @@ def without_call(records: Sequence[AgentRecord], i: int, action: Action) -> Agen
 def refine_messages(ctx: Context, records: Sequence[AgentRecord], i: int) -> tuple[Message, ...]:
     """The update prompt of agent i, showing its peers' current solutions."""
     peers = [r for j, r in enumerate(records) if j != i]
-    return ctx.spec.update(ctx.question, records[i].text, [p.text for p in peers], [p.confidence for p in peers])
+    return ctx.prompts.update(ctx.spec.update, ctx.question, history_of(ctx, records[i]), [p.text for p in peers],
+                              [p.confidence for p in peers])
 
 
 @dataclass(frozen=True)
@@ -183,11 +194,12 @@ def act(ctx: Context, records: list[AgentRecord], actions: Sequence[Action], rou
     responses (their text is new even when their answer is not); conceded records keep the adopted peer's
     confidence."""
     refiners = [i for i, a in enumerate(actions) if a is Action.REFINE]
-    outs = generate(ctx, [refine_messages(ctx, records, i) for i in refiners], refiners, round_)
+    asked = [refine_messages(ctx, records, i) for i in refiners]
+    outs = generate(ctx, asked, refiners, round_)
     new = [without_call(records, i, a) for i, a in enumerate(actions)]
     calls: list[list[Completion]] = [[] for _ in records]
-    for i, out in zip(refiners, outs):
-        new[i] = record_of(ctx, out, changed=answer_key(ctx, out.text) != records[i].key)
+    for i, out, messages in zip(refiners, outs, asked):
+        new[i] = record_of(ctx, out, answer_key(ctx, out.text) != records[i].key, messages)
         calls[i].append(out)
     needs = [replace(r, changed=a is Action.REFINE) for r, a in zip(new, actions)]
     scored, critics = score_confidence(ctx, needs)

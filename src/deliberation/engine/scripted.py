@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from typing import Sequence
 
 import numpy as np
@@ -32,7 +31,6 @@ from deliberation.errors import DelibError
 from deliberation.types import Completion, Example, GenerationRequest, TokenLogprob
 
 _FILLER = ("we", "compute", "the", "value", "carefully", "then", "combine", "it", "with", "previous", "result")
-_PEER_HEADER = re.compile(r"(?:^|\n\n)Agent \d+(?: \(confidence [\d.]+\))?:\n")
 
 
 def _hash(*parts: object) -> int:
@@ -68,19 +66,18 @@ class ScriptedBackend:
     # --- request handling --------------------------------------------------------------------------
 
     def _one(self, request: GenerationRequest) -> Completion:
-        user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-        bench, example = self._lookup(user)
-        rng = np.random.default_rng([request.seed, _hash(user)])
-        if prompts.CRITIC_QUESTION in user or prompts.VERBAL_QUESTION in user:
-            return self._critic(request, bench, example, user, rng)
-        right = self._right_after_update(bench, example, user, rng) if prompts.SECTION in user else (
+        parsed = prompts.parse(request.messages)
+        bench, example = self._lookup(parsed.question)
+        rng = np.random.default_rng([request.seed, _hash(request.messages[-1].content)])
+        if parsed.kind == "critic":
+            return self._critic(request, bench, example, parsed, rng)
+        right = self._right_after_update(bench, example, parsed, rng) if parsed.kind == "update" else (
             rng.random() < self._p_initial(example, request.seed % 16))
         text = self._solution(bench, example, right, rng)
         return self._completion(request, text)
 
-    def _lookup(self, user: str) -> tuple[Benchmark, Example]:
+    def _lookup(self, question: str | None) -> tuple[Benchmark, Example]:
         """The (benchmark, example) a request is about; benchmarks are indexed lazily, in turn."""
-        question = prompts.question_of(user)
         for bench in self.benches:
             index = self._indexes.get(bench.name)
             if index is None:
@@ -99,23 +96,18 @@ class ScriptedBackend:
         difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3
         return float(np.clip(self.skills[agent % len(self.skills)] + difficulty, 0.02, 0.98))
 
-    def _right_after_update(self, bench: Benchmark, example: Example, user: str, rng: np.random.Generator) -> bool:
-        sections = user.split(prompts.SECTION)
-        own = next((s.split("\n", 1)[-1] for s in sections if s.startswith("Your previous solution")), "")
-        peer_block = next((s.split("\n", 1)[-1] for s in sections if "other agents" in s.lower().split("\n")[0]), "")
-        peers = [p for p in _PEER_HEADER.split(peer_block) if p.strip()]
-        share = float(np.mean([bench.score(example, p) for p in peers])) if peers else 0.0
-        if bench.score(example, own):
+    def _right_after_update(self, bench: Benchmark, example: Example, parsed: prompts.Parsed,
+                            rng: np.random.Generator) -> bool:
+        share = float(np.mean([bench.score(example, p) for p in parsed.peers])) if parsed.peers else 0.0
+        if bench.score(example, parsed.own):
             return rng.random() >= self.p_break
         return rng.random() < self.p_fix + 0.5 * share
 
-    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, user: str,
+    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, parsed: prompts.Parsed,
                 rng: np.random.Generator) -> Completion:
-        sections = user.split(prompts.SECTION)
-        solution = next((s.split("\n", 1)[-1] for s in sections if s.startswith("Proposed solution")), "")
-        mean = self.conf_right if bench.score(example, solution) else self.conf_wrong
+        mean = self.conf_right if bench.score(example, parsed.own) else self.conf_wrong
         p_yes = float(np.clip(rng.normal(mean, 0.15), 0.01, 0.99))
-        if prompts.VERBAL_QUESTION in user:
+        if parsed.verbal:
             return self._completion(request, str(round(100 * p_yes)))
         token = "Yes" if p_yes >= 0.5 else "No"
         top = (("Yes", math.log(p_yes)), ("No", math.log(1 - p_yes)))

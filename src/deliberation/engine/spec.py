@@ -11,10 +11,7 @@ import numpy as np
 from deliberation.engine import prompts
 from deliberation.engine.consensus import unanimous
 from deliberation.engine.state import Observation
-from deliberation.types import Action, Message
-
-UpdatePrompt = Callable[[str, str, Sequence[str], Sequence[float | None]], tuple[Message, ...]]
-"""(question, own solution, peers' solutions, peers' confidences) -> the messages of a REFINE call."""
+from deliberation.types import Action
 
 
 class MetaPolicy(Protocol):
@@ -25,17 +22,14 @@ class MetaPolicy(Protocol):
         ...
 
 
-def _refine(question: str, own: str, peers: Sequence[str], confs: Sequence[float | None]) -> tuple[Message, ...]:
-    return prompts.refine_messages(question, own, peers)
-
-
 @dataclass(frozen=True)
 class MethodSpec:
     """What makes a method: its policy, update prompt, confidence use, stop rule and vote weighting."""
 
     name: str
     policy: MetaPolicy | None  # None: no deliberation rounds (cot, self-consistency)
-    update: UpdatePrompt = _refine
+    update: prompts.UpdateStyle = prompts.REFINE
+    """What a REFINE turn shows and asks; the prompt set (``EngineConfig.prompts``) frames it."""
     confidence: bool = False
     stop: Callable[[Sequence[str | None]], bool] = unanimous
     weighted_vote: bool = False

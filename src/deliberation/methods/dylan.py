@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from deliberation.engine import prompts
 from deliberation.engine.consensus import share_at_least
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import fixed
-from deliberation.methods.debate import debate_update
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.types import Action
 
@@ -17,5 +17,5 @@ def two_thirds_agree(keys: Sequence[str | None]) -> bool:
     return share_at_least(keys, 2 / 3)
 
 
-METHOD = fixed(MethodSpec(name="dylan", policy=ConstantPolicy(Action.REFINE), update=debate_update,
+METHOD = fixed(MethodSpec(name="dylan", policy=ConstantPolicy(Action.REFINE), update=prompts.DEBATE,
                           stop=two_thirds_agree))

@@ -11,5 +11,5 @@ from deliberation.methods.base import fixed
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.types import Action
 
-METHOD = fixed(MethodSpec(name="reconcile", policy=ConstantPolicy(Action.REFINE), update=prompts.reconcile_messages,
+METHOD = fixed(MethodSpec(name="reconcile", policy=ConstantPolicy(Action.REFINE), update=prompts.RECONCILE,
                           confidence=True, weighted_vote=True))

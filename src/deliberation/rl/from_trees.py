@@ -13,22 +13,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from deliberation import benchmarks
-from deliberation.config import EngineConfig
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl.rollouts import collect_question, collecting
-from deliberation.trees.store import TreeBackend, built_examples, open_store
+from deliberation.trees.store import TreeBackend, built_examples, open_store, store_engine
 from deliberation.types import Decision
 
 
 def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1) -> list[Decision]:
     """Every decision of the behaviour policy over the store's built questions (see the module docstring)."""
     store = open_store(str(path))
-    m = store.manifest
-    engine = EngineConfig(agents=m["agents"], rounds=rounds, temperature=m["temperature"],
-                          max_tokens=m["max_tokens"], seed=m["seed"], verbal_confidence=m["verbal_confidence"])
-    bench = benchmarks.get(m["benchmark"])
+    engine = store_engine(store, rounds)
+    bench = benchmarks.get(store.manifest["benchmark"])
     examples = built_examples(store, None)
     backend = TreeBackend(store, None, examples)
     behaviour = EpsilonMixed(AgreementThreshold(), epsilon)

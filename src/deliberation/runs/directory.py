@@ -89,12 +89,16 @@ _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
 _ADDED_LATER = {"confidence_threshold": 0.7, "trees": None}
 """config.json keys a later version added, with the value every run made before them had: a run directory
 written without the key compares equal to one that holds this value."""
+_ENGINE_ADDED_LATER = {"prompts": "standalone"}
+"""The same for the engine settings: runs made before prompt version 2 used the standalone prompts."""
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` without the keys a resumed run may change."""
     kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS and k != RESUMES
             and not (k in _ADDED_LATER and v == _ADDED_LATER[k])}
+    if isinstance(kept.get("engine"), dict):
+        kept["engine"] = {**_ENGINE_ADDED_LATER, **kept["engine"]}
     if isinstance(kept.get("backend_options"), dict):
         kept["backend_options"] = {k: v for k, v in kept["backend_options"].items() if k not in _SPEED_OPTIONS}
     return kept

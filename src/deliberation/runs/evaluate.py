@@ -19,7 +19,7 @@ from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
-from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store
+from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
 from deliberation.types import Example
 
 
@@ -46,13 +46,6 @@ class Replay:
     command: str = ""
 
 
-def engine_of(replay: Replay, store: TreeStore) -> EngineConfig:
-    m = store.manifest
-    return EngineConfig(agents=replay.agents or m["agents"], rounds=replay.rounds, temperature=m["temperature"],
-                        max_tokens=m["max_tokens"], seed=m["seed"], early_stop=replay.early_stop,
-                        verbal_confidence=m["verbal_confidence"])
-
-
 def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
     """Refuse a method whose agents the store was not built with (other agents send other requests)."""
     effective = methods.get(name).engine(engine)
@@ -69,7 +62,7 @@ def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
 def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bool = True) -> list[Summary]:
     """Replay every method into ``out`` (one method: ``out`` is its run directory; several: ``out/<method>``)."""
     store = open_store(replay.trees)
-    engine = engine_of(replay, store)
+    engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
     for name in replay.methods:
         check_method(name, engine, store)
     given = {"policy": replay.policy is not None, "confidence_threshold": replay.confidence_threshold != 0.7}

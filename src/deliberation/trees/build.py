@@ -63,7 +63,7 @@ def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
             "supports_logprobs": backend.supports_logprobs, "backend_options": spec.backend_options,
             "benchmark": spec.benchmark, "split": spec.split, "temperature": engine.temperature,
             "max_tokens": engine.max_tokens, "seed": engine.seed, "verbal_confidence": engine.verbal_confidence,
-            "prompt_version": prompts.PROMPT_VERSION, "agents": engine.agents,
+            "prompt_version": prompts.get(engine.prompts).version, "agents": engine.agents,
             "samples": max(spec.samples, engine.agents), "cache": spec.cache, "command": spec.command}
 
 

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 from deliberation import benchmarks
 from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.cache import request_key
+from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
 from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, gzip_members,
@@ -58,10 +59,7 @@ def node_of(backend: str, scope: str, request: GenerationRequest, completion: Co
 
 def kind_of(request: GenerationRequest) -> str:
     """answer (round 0), critic, or update (a REFINE or debate turn), read from the engine's prompt."""
-    user = request.messages[-1].content
-    if prompts.CRITIC_QUESTION in user or prompts.VERBAL_QUESTION in user:
-        return "critic"
-    return "update" if prompts.SECTION in user else "answer"
+    return prompts.parse(request.messages).kind
 
 
 class TreeStore:
@@ -168,7 +166,7 @@ class TreeBackend:
         self.supports_logprobs: bool = store.manifest["supports_logprobs"]
         self.scope: str = store.manifest["scope"]
         bench = benchmarks.get(store.manifest["benchmark"])
-        # formatted question -> example id: a request names its question (prompts.question_of)
+        # formatted question -> example id: a request names its question (prompts.question_in)
         self.examples = {bench.format_question(e): e.id for e in examples}
         self.calls = 0  # requests sent to ``inner``
 
@@ -194,7 +192,7 @@ class TreeBackend:
         return {n.key: n.completion for n in nodes}
 
     def _example(self, request: GenerationRequest) -> str:
-        question = prompts.question_of(request.messages[-1].content)
+        question = prompts.question_in(request.messages)
         return self.examples.get(question or "", "?")
 
     def interrupt(self) -> None:
@@ -218,8 +216,25 @@ def built_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
 
 
 def open_store(path: str) -> TreeStore:
+    """A store whose prompt version this build can still send (``store_prompts`` names the prompt set)."""
     store = TreeStore.open(path)
-    if store.manifest.get("prompt_version") != prompts.PROMPT_VERSION:
-        raise DelibError(f"{path} was built with prompt version {store.manifest.get('prompt_version')}, this "
-                         f"build sends version {prompts.PROMPT_VERSION}; rebuild it with `delib tree`")
+    store_prompts(store)
     return store
+
+
+def store_engine(store: TreeStore, rounds: int, agents: int | None = None, early_stop: bool = True) -> EngineConfig:
+    """The engine settings that send the store's requests: its own, but for rounds, team size and early stop."""
+    m = store.manifest
+    return EngineConfig(agents=agents or m["agents"], rounds=rounds, temperature=m["temperature"],
+                        max_tokens=m["max_tokens"], seed=m["seed"], early_stop=early_stop,
+                        verbal_confidence=m["verbal_confidence"], prompts=store_prompts(store))
+
+
+def store_prompts(store: TreeStore) -> str:
+    """The name of the prompt set the store was built with (stores without the entry are version 1)."""
+    version = store.manifest.get("prompt_version")
+    found = [name for name in prompts.PROMPTS if prompts.get(name).version == version]
+    if not found:
+        raise DelibError(f"{store.path} was built with prompt version {version!r}, which this build cannot "
+                         "send; rebuild it with `delib tree`")
+    return found[0]

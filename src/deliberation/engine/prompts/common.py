@@ -1,0 +1,143 @@
+"""What every prompt set shares: the round-0 prompt, the update styles, the critic questions, and the
+structure a request is parsed back into (``Parsed``).
+
+The initial prompt is the same in every prompt set and every method, so round-0 requests (same seed) are
+identical across methods and prompt versions and the response cache serves them once. Update styles follow
+their sources: ``DEBATE`` Du et al. 2023 ("Improving Factuality and Reasoning in Language Models through
+Multiagent Debate"); ``RECONCILE`` Chen et al. 2024 (ReConcile: answers shown with confidences); ``REFINE``
+the REFINE action of Yang & Thomason 2026 (re-examine the own solution in the light of the peers').
+
+The first user message of every request starts with ``PROBLEM_HEADER`` followed by the question, so tools
+(the scripted backend, tree stores, cache inspection) can find the question in a request.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from deliberation.types import Message
+
+SYSTEM = "You are a careful expert problem solver. Reason step by step, then state the final answer."
+PROBLEM_HEADER = "Problem:\n"
+SECTION = "\n\n## "
+PEER_CHAR_LIMIT = 2000  # keep prompts bounded: a peer's solution is shown by its last characters
+_PEER_HEADER = re.compile(r"(?:^|\n\n)Agent \d+(?: \(confidence [\d.]+\))?:\n")
+
+
+@dataclass(frozen=True)
+class UpdateStyle:
+    """How an update prompt (a REFINE turn) shows the peers and what it asks for."""
+
+    name: str
+    heading: str  # the section that lists the peers' solutions
+    task: str
+    confidences: bool = False  # show each peer's confidence beside its solution
+
+
+_SAME_FORMAT = "state the final answer in the same format as asked in the problem."
+REFINE = UpdateStyle(
+    "refine", "Solutions from other agents",
+    "Re-examine your solution in the light of the other agents' solutions. Check each step; if you find a "
+    f"mistake, fix it. Write a complete, improved solution and {_SAME_FORMAT}")
+DEBATE = UpdateStyle(
+    "debate", "These are the solutions to the problem from other agents",
+    "Using the reasoning from other agents as additional advice, can you give an updated answer? Examine your "
+    f"solution and that of the other agents step by step, and {_SAME_FORMAT}")
+RECONCILE = UpdateStyle(
+    "reconcile", "Other agents' solutions and their confidence",
+    "Weigh the other agents' reasoning by its merit and their confidence. Either convince them with a "
+    f"corrected solution of your own or agree with the best one. Write a complete solution and {_SAME_FORMAT}",
+    confidences=True)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A request read back: what it asks (answer, update, critic), about which question, on which own
+    solution, given which peers' solutions (the scripted simulator and tree stores need no more)."""
+
+    kind: str
+    question: str | None
+    own: str = ""
+    peers: tuple[str, ...] = ()
+    verbal: bool = False
+
+
+Critic = Callable[[str, Sequence[Message], bool], tuple[Message, ...]]
+Update = Callable[[UpdateStyle, str, Sequence[Message], Sequence[str], Sequence[float | None]], tuple[Message, ...]]
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """One version of the critic and update prompts (registry ``engine.prompts.PROMPTS``).
+
+    ``history`` is the conversation that produced an agent's current solution, ending with that solution as
+    the assistant turn (round 0: system, problem, answer)."""
+
+    name: str
+    version: int
+    """Recorded in run configs and tree manifests: stores refuse to mix versions."""
+    critic: Critic
+    """(question, history, verbal) -> the messages of the introspective-confidence probe."""
+    update: Update
+    """(style, question, history, peers' solutions, peers' confidences) -> the messages of a REFINE call."""
+    parse: Callable[[Sequence[Message]], Parsed]
+
+
+def problem(question: str) -> str:
+    return f"{PROBLEM_HEADER}{question}"
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= PEER_CHAR_LIMIT else "..." + text[-PEER_CHAR_LIMIT:]
+
+
+def peers_block(peers: Sequence[str], confidences: Sequence[float | None] | None = None) -> str:
+    parts = []
+    for j, text in enumerate(peers, start=1):
+        conf = "" if confidences is None or confidences[j - 1] is None else f" (confidence {confidences[j - 1]:.2f})"
+        parts.append(f"Agent {j}{conf}:\n{clip(text)}")
+    return "\n\n".join(parts)
+
+
+def split_peers(block: str) -> tuple[str, ...]:
+    """The solutions listed in a ``peers_block`` (the inverse, up to clipping)."""
+    return tuple(p for p in _PEER_HEADER.split(block) if p.strip())
+
+
+def chat(user: str) -> tuple[Message, ...]:
+    return (Message("system", SYSTEM), Message("user", user))
+
+
+def initial_messages(question: str) -> tuple[Message, ...]:
+    """Round 0: answer independently with chain of thought (the same in every prompt set)."""
+    return chat(problem(question))
+
+
+def answered(question: str, text: str) -> tuple[Message, ...]:
+    """The conversation of a round-0 answer: the initial prompt and ``text`` as the assistant turn."""
+    return (*initial_messages(question), Message("assistant", text))
+
+
+def question_of(content: str) -> str | None:
+    """The problem text inside a user message built here (None if it has no problem header)."""
+    if not content.startswith(PROBLEM_HEADER):
+        return None
+    return content[len(PROBLEM_HEADER) :].split(SECTION, 1)[0]
+
+
+def question_in(messages: Sequence[Message]) -> str | None:
+    """The problem a request is about: read from its first user message."""
+    first = next((m.content for m in messages if m.role == "user"), "")
+    return question_of(first)
+
+
+def sections(content: str) -> dict[str, str]:
+    """A user message's ``## `` sections: heading -> body (the text before the first one under "")."""
+    head, *rest = content.split(SECTION)
+    out = {"": head}
+    for part in rest:
+        title, _, body = part.partition("\n")
+        out[title] = body
+    return out
