@@ -3,7 +3,19 @@
 Implements Yang & Thomason, "Learning to Deliberate: Meta-policy Collaboration for Agentic LLMs with
 Multi-agent Reinforcement Learning" (AAAI 2026, arXiv 2509.03817), its baselines and benchmarks.
 
-The public seam, for running a method from Python::
+The public seam. One question, no gold answer (``delib ask``)::
+
+    from deliberation import deliberate
+    result = deliberate("A shop sells pens at 3 for $2. How much do 12 pens cost?", method="mpdf",
+                        backend="llamacpp", model="qwen2.5-coder-1.5b", answer_type="numeric", agents=3, rounds=2)
+    result.answer, result.episode.turns, result.prompt_tokens, result.completion_tokens
+
+A method over a benchmark or your own JSONL file (``delib run``), an experiment file (``delib experiment``)::
+
+    run_benchmark("mpdf", "runs/mine", "data/mine.jsonl", answer_type="numeric", limit=20)  # -> Summary
+    run_experiment("experiments/quick.toml", limit=2, report=write_report)
+
+One method on one example::
 
     from deliberation import EngineConfig, load_benchmark, make_backend, run_method
     bench = load_benchmark("gsm8k")
@@ -24,6 +36,13 @@ from typing import Any
 from deliberation.errors import DelibError
 
 _LAZY = {
+    "deliberate": "deliberation.runs.ask:deliberate",
+    "DeliberationResult": "deliberation.runs.ask:DeliberationResult",
+    "run_benchmark": "deliberation.runs.api:run_benchmark",
+    "run_experiment": "deliberation.runs.api:run_experiment",
+    "write_report": "deliberation.report.write:write_report",
+    "Selection": "deliberation.config:Selection",
+    "Summary": "deliberation.runs.directory:Summary",
     "run_method": "deliberation.methods:run_method",
     "METHODS": "deliberation.methods:METHODS",
     "make_backend": "deliberation.backends:make_backend",

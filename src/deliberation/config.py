@@ -49,6 +49,42 @@ class EngineConfig:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """Which questions of a split a command runs on, applied in this order: ``ids``, ``offset``, ``sample``,
+    then the workload's ``limit`` (so a larger limit extends the same selection). The default is the whole
+    split in its order, as before selections existed."""
+
+    ids: tuple[str, ...] = ()
+    """Only these question ids (kept in the split's order); --ids a,b,c or --ids @file (one id a line)."""
+    offset: int = 0
+    """Skip the first K questions (after --ids)."""
+    sample: int | None = None
+    """A random sample of N questions (after --offset), kept in the split's order; a larger N with the same
+    seed keeps the smaller sample's questions."""
+    sample_seed: int = 0
+    """Seed of --sample."""
+
+    def __post_init__(self) -> None:
+        if self.offset < 0:
+            raise DelibError(f"--offset must be 0 or more (got {self.offset})")
+        if self.sample is not None:
+            require_at_least("--sample", self.sample)
+        twice = _repeated(self.ids)
+        if twice is not None:
+            raise DelibError(f"--ids names {twice!r} twice; list each question once")
+
+
+def _repeated(items: tuple[str, ...]) -> str | None:
+    """The first item that occurs a second time, or None."""
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return None
+
+
+@dataclass(frozen=True)
 class Workload:
     """What a command runs questions on and with which backend; saved in config.json / manifest.json."""
 
@@ -63,6 +99,8 @@ class Workload:
     command: str = ""
     concurrency: int = 1
     """Questions in flight at once, their LLM requests merged into shared batches (backends/coalesce.py)."""
+    selection: Selection = field(default_factory=Selection)
+    """Which questions of the split (before ``limit``): ids, offset, a seeded sample."""
 
     def __post_init__(self) -> None:
         require_at_least("concurrency", self.concurrency)

@@ -1,5 +1,6 @@
-"""Benchmarks: one file each, registered in ``BENCHMARKS``; helpers (numeric answers, arithmetic, data
-sources, the code sandbox) live in ``helpers/``.
+"""Benchmarks: one file each, registered in ``BENCHMARKS``; own JSONL data scored like one of them
+(``own.py``, answer types in ``own.ANSWER_TYPES``); helpers (numeric answers, arithmetic, data sources, the
+code sandbox) live in ``helpers/``.
 
 ``get(name)`` returns one shared instance per process: a benchmark may hold a resource (MATH's
 math-verify worker process), which is then started once, not once per episode, and stopped by
@@ -28,11 +29,27 @@ _LOCK = threading.Lock()
 
 
 def get(name: str) -> Benchmark:
-    """The benchmark registered under ``name`` (the process's one instance of it)."""
+    """The benchmark registered under ``name``, or own data (``numeric:data/q.jsonl``, ``ask:text``: see
+    ``own.py``); the process's one instance of it."""
     with _LOCK:
         if name not in _OPEN:
-            _OPEN[name] = lookup(BENCHMARKS, name, "benchmark")()
+            _OPEN[name] = _make(name)
         return _OPEN[name]
+
+
+def _make(name: str) -> Benchmark:
+    from deliberation.benchmarks import own
+
+    parsed = own.parse_name(name)
+    if parsed is not None:
+        return own.OwnData(parsed.answer_type, parsed.path)
+    return lookup(BENCHMARKS, name, "benchmark")()
+
+
+def opened() -> list[Benchmark]:
+    """The benchmarks this process has opened, in order (the scripted simulator finds own data among them)."""
+    with _LOCK:
+        return list(_OPEN.values())
 
 
 def close_all() -> None:
@@ -44,4 +61,4 @@ def close_all() -> None:
 
 atexit.register(close_all)
 
-__all__ = ["BENCHMARKS", "Benchmark", "close_all", "get"]
+__all__ = ["BENCHMARKS", "Benchmark", "close_all", "get", "opened"]

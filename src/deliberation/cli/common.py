@@ -28,9 +28,10 @@ def registry_names() -> tuple[list[str], list[str], list[str]]:
 CACHE_HELP = "SQLite response cache (default: <out>/../responses.sqlite shared by sibling runs; 'none' disables)"
 
 
-def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -> None:
+def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, questions: bool = True) -> None:
     """Backend choice and options shared by run, collect and iterate (``cache_help`` says where the
-    command's default cache lives)."""
+    command's default cache lives); ``questions`` False (``delib ask``, one question) leaves out --data-dir and
+    --concurrency."""
     _, _, backends = registry_names()
     p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(backends) + " (default llamacpp)")
     p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
@@ -40,6 +41,8 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -
                    help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), max_in_flight=16 "
                    "(openai), device=cuda (hf), tensor_parallel_size=2 (vllm)")
     p.add_argument("--cache", default=None, help=cache_help)
+    if not questions:
+        return
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
                    "packages, then the Hugging Face hub)")
     p.add_argument("--concurrency", type=positive, default=1, metavar="N",
@@ -72,6 +75,57 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
+def add_data_args(p: argparse.ArgumentParser) -> None:
+    """--benchmark (a registered name or a JSONL file), --answer-type, --split and the question selection
+    (--ids, --offset, --sample, --sample-seed) with --limit: shared by run and tree."""
+    from deliberation.benchmarks.own import ANSWER_TYPES
+    from deliberation.config import Selection
+
+    _, bench_names, _ = registry_names()
+    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " or a JSONL file of your own "
+                   "questions with --answer-type (default gsm8k)")
+    p.add_argument("--answer-type", choices=list(ANSWER_TYPES), help="how a --benchmark FILE is scored and its "
+                   "answers agree (the README's 'Your own questions')")
+    p.add_argument("--split", default="test", help="split (default test)")
+    p.add_argument("--limit", type=positive, help="first N questions only (of the selection)")
+    p.add_argument("--ids", type=id_list, default=(), metavar="ID,ID|@FILE",
+                   help=flags.field_docs(Selection)["ids"] + " (default: all)")
+    flags.add_flags(p, Selection, skip=("ids",))
+
+
+def id_list(text: str) -> tuple[str, ...]:
+    """--ids: comma-separated ids, or @FILE holding ids separated by newlines, commas or spaces."""
+    if not text.startswith("@"):
+        return flags.names(text)
+    try:
+        return tuple(Path(text[1:]).read_text().replace(",", " ").split())
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"cannot read the id file {text[1:]} ({err.strerror or err})") from err
+
+
+def benchmark_name(args: argparse.Namespace) -> str:
+    """--benchmark as ``benchmarks.get`` knows it: a registered name, or ``<answer type>:<file>``."""
+    from deliberation.benchmarks import BENCHMARKS
+    from deliberation.benchmarks.own import ANSWER_TYPES, file_name
+
+    if args.answer_type is None:
+        if args.benchmark not in BENCHMARKS and (args.benchmark.endswith(".jsonl") or Path(args.benchmark).is_file()):
+            raise DelibError(f"--benchmark {args.benchmark} is a file of your own: say how its answers are scored "
+                             f"with --answer-type ({'|'.join(ANSWER_TYPES)})")
+        return args.benchmark
+    if args.benchmark in BENCHMARKS:
+        raise DelibError(f"--answer-type is for a JSONL file of your own; {args.benchmark} has its own scorer: "
+                         "drop --answer-type")
+    return file_name(args.answer_type, args.benchmark)
+
+
+def selection(args: argparse.Namespace):
+    """The question selection the flags of ``add_data_args`` give."""
+    from deliberation.config import Selection
+
+    return Selection(ids=args.ids, **flags.values(args, Selection, skip=("ids",)))
 
 
 def add_ray_args(p: argparse.ArgumentParser) -> None:

@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 
 from deliberation.cli import flags
-from deliberation.cli.common import (add_backend_args, add_engine_args, add_ray_args, backend_options, cache_path,
-                                     command_line, engine_config, positive, registry_names, set_data_dir)
+from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, backend_options,
+                                     benchmark_name, cache_path, command_line, engine_config, positive,
+                                     registry_names, selection, set_data_dir)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -21,18 +22,18 @@ EPILOG_RUN = """examples:
   delib run --method debate --benchmark math --backend openai --model Qwen/Qwen2.5-7B-Instruct \\
             --base-url http://localhost:8000/v1 --out runs/debate-math
   delib run --method self-consistency --backend scripted --limit 30 --out /tmp/sc   # plumbing only
+  delib run --method mpdf --benchmark data/mine.jsonl --answer-type numeric --out runs/mine
+  delib run --method mpdf --sample 50 --sample-seed 1 --out runs/sample   # 50 random test questions
 A rerun into the same --out skips finished examples."""
 
 
 def _run_parser(sub: argparse._SubParsersAction) -> None:
-    method_names, bench_names, _ = registry_names()
+    method_names, _, _ = registry_names()
     p = sub.add_parser("run", help="run one method on one benchmark split", epilog=EPILOG_RUN,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run a method on a benchmark; writes config.json, episodes.jsonl, summary.json.")
     p.add_argument("--method", required=True, help="one of: " + ", ".join(method_names))
-    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
-    p.add_argument("--split", default="test", help="split (default test)")
-    p.add_argument("--limit", type=positive, help="first N examples only")
+    add_data_args(p)
     p.add_argument("--out", required=True, help="run directory")
     _method_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -92,10 +93,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from deliberation.runs.runner import RunSpec, execute
 
     set_data_dir(args)
-    spec = RunSpec(method=args.method, benchmark=args.benchmark, split=args.split, limit=args.limit,
+    spec = RunSpec(method=args.method, benchmark=benchmark_name(args), split=args.split, limit=args.limit,
                    backend=args.backend, backend_options=backend_options(args), cache=cache_path(args, args.out),
                    engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
-                   concurrency=args.concurrency, **flags.values(args, RunSpec, only=METHOD_OPTIONS))
+                   concurrency=args.concurrency, selection=selection(args),
+                   **flags.values(args, RunSpec, only=METHOD_OPTIONS))
     if args.workers > 1 or args.ray_address:
         from deliberation.runs.distributed import execute_distributed
 
@@ -112,14 +114,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_experiment(args: argparse.Namespace) -> int:
     from deliberation.report.write import write_report
     from deliberation.runs import experiment
+    from deliberation.runs.api import experiment_config
 
-    cfg = experiment.load_experiment(args.config)
-    if args.limit is not None:
-        cfg = experiment.cap_limits(cfg, args.limit)
-    if args.benchmarks is not None:
-        cfg = experiment.only_benchmarks(cfg, args.benchmarks)
-    if args.methods is not None:
-        cfg = experiment.only_methods(cfg, args.methods)
+    cfg = experiment_config(args.config, args.limit, args.benchmarks, args.methods)
     summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers, report=write_report,
                                           ray_address=args.ray_address, notify=print)
     for cell, s in zip(experiment.plan(cfg), summaries):  # every cell ran: failures raise above

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from deliberation.cli import evaluate, tools, train, trees
+from deliberation.cli import ask, evaluate, tools, train, trees
 from deliberation.cli.common import Parser
 from deliberation.errors import DelibError
 
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="delib", description="Multi-agent LLM deliberation with a learned meta-policy (MPDF + SoftRankPO).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate.add_parsers(sub)
+    ask.add_parsers(sub)
     train.add_parsers(sub)
     trees.add_parsers(sub)
     tools.add_parsers(sub)

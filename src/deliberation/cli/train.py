@@ -76,7 +76,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rollouts", nargs="+", default=[], help="rollout directories from `delib collect`")
     p.add_argument("--trees", nargs="+", default=[], help="tree stores from `delib tree`: their round-1 decisions "
                    "under the collector's default behaviour policy, derived without LLM calls")
-    p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage")
+    p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage: a policy.pt or the "
+                   "training directory holding it")
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
     _training_args(p)
     p.set_defaults(func=cmd_train)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from deliberation.cli import flags
-from deliberation.cli.common import (add_backend_args, add_engine_args, backend_options, cache_path, command_line,
-                                     engine_config, positive, registry_names, set_data_dir)
+from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, backend_options,
+                                     benchmark_name, cache_path, command_line, engine_config, registry_names,
+                                     selection, set_data_dir)
 
 TREE_EPILOG = """examples:
   delib tree --benchmark gsm8k --limit 100 --samples 9 --concurrency 3 --out trees/gsm8k   # resumable
@@ -22,15 +23,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def _tree_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.trees.build import TreeSpec
 
-    _, bench_names, _ = registry_names()
     p = sub.add_parser("tree", help="record round 0 and every action's round-1 outcome per question",
                        description="Builds a tree store: round 0 (with critic), --samples round-0 samples, and "
                        "each agent's REFINE under every update prompt a method uses, so any method replays "
                        "round 1 exactly with `delib evaluate`. Resumable: rerun to continue.",
                        epilog=TREE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
-    p.add_argument("--split", default="test", help="split (default test)")
-    p.add_argument("--limit", type=positive, help="first N questions only")
+    add_data_args(p)
     p.add_argument("--out", required=True, help="tree store directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     flags.add_flags(p, TreeSpec, only=("samples",))
@@ -62,10 +60,10 @@ def cmd_tree(args: argparse.Namespace) -> int:
     from deliberation.trees.build import TreeSpec, build
 
     set_data_dir(args)
-    spec = TreeSpec(benchmark=args.benchmark, split=args.split, limit=args.limit, backend=args.backend,
+    spec = TreeSpec(benchmark=benchmark_name(args), split=args.split, limit=args.limit, backend=args.backend,
                     backend_options=backend_options(args), cache=cache_path(args, args.out),
                     engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
-                    concurrency=args.concurrency, samples=args.samples)
+                    concurrency=args.concurrency, samples=args.samples, selection=selection(args))
     print(f"{build(spec, args.out, progress=not args.quiet)} questions built in {args.out}")
     return 0
 

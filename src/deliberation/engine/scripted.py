@@ -3,7 +3,10 @@
 agents: it reads the engine's prompts, which no real backend may know about.
 
 It reads the engine's prompts (``deliberation.engine.prompts``), looks the problem up in the
-benchmark, and answers in the benchmark's format so extraction and scoring run for real:
+benchmark (built without one: in every registered benchmark, after the own-data files this process opened),
+and answers in the benchmark's format so extraction and scoring run for real. A question no benchmark holds
+(``delib ask``, benchmark ``ask:<type>``) gets a hidden gold drawn from its hash: a number, or a letter for
+``choice``. Then:
 - round 0: agent k (the low 4 bits of the request seed) is right with probability skill_k + d_q, d_q a
   per-question difficulty offset; wrong answers come from a few per-question distractors, so wrong agents
   sometimes agree, as real ones do;
@@ -24,8 +27,9 @@ from typing import Sequence
 
 import numpy as np
 
-from deliberation.benchmarks import BENCHMARKS, get as get_benchmark
+from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
 from deliberation.benchmarks.base import Benchmark
+from deliberation.benchmarks.own import OwnData
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
 from deliberation.types import Completion, Example, GenerationRequest, TokenLogprob
@@ -48,6 +52,7 @@ class ScriptedBackend:
                  data_dir: str | None = None, model: str = "scripted-v1") -> None:
         names = [benchmark] if benchmark else sorted(BENCHMARKS)
         self.benches = [get_benchmark(n) for n in names]
+        self._any = benchmark is None  # also the own-data files opened in this process
         self.model = model
         self.skills = tuple(skills)
         self.p_break, self.p_fix = p_break, p_fix
@@ -78,14 +83,31 @@ class ScriptedBackend:
 
     def _lookup(self, question: str | None) -> tuple[Benchmark, Example]:
         """The (benchmark, example) a request is about; benchmarks are indexed lazily, in turn."""
-        for bench in self.benches:
+        benches = self._candidates()
+        for bench in benches:
             index = self._indexes.get(bench.name)
             if index is None:
                 index = self._indexes[bench.name] = self._build_index(bench)
             if question in index:
                 return bench, index[question]
-        names = ", ".join(b.name for b in self.benches)
-        raise DelibError(f"scripted backend: the request is not about a question of {names}")
+        return self._free(question or "", benches)
+
+    def _candidates(self) -> list[Benchmark]:
+        own = [b for b in opened() if isinstance(b, OwnData) and b not in self.benches] if self._any else []
+        return [*own, *self.benches]
+
+    def _free(self, question: str, benches: list[Benchmark]) -> tuple[Benchmark, Example]:
+        """An asked question (``ask:<type>``, no gold): its scorer, and an example whose gold is drawn from the
+        question (a letter for choice, else a number)."""
+        asked = [b for b in benches if isinstance(b, OwnData) and b.path is None and b.answer_type != "code"
+                 and question.endswith(b.answer_instruction)]
+        if not asked:
+            names = ", ".join(b.name for b in benches)
+            raise DelibError(f"scripted backend: the request is not about a question of {names}")
+        pick = _hash("free", question)
+        choice = asked[0].answer_type == "choice"
+        gold = "ABCD"[pick % 4] if choice else str(10 + pick % 90)
+        return asked[0].scorer, Example(f"free/{pick}", question, gold, tuple("ABCD") if choice else ())
 
     def _build_index(self, bench: Benchmark) -> dict[str, Example]:
         """Formatted question -> example, over every split of one benchmark."""
@@ -123,7 +145,7 @@ class ScriptedBackend:
         return "\n".join(steps) + "\n" + self._final(bench, example, right, rng)
 
     def _final(self, bench: Benchmark, example: Example, right: bool, rng: np.random.Generator) -> str:
-        if bench.name == "humaneval":
+        if bench.name == "humaneval" or isinstance(bench, OwnData) and bench.answer_type == "code":
             body = example.answer if right else "    return None\n"
             return f"```python\n{example.question}{body}```"
         answer = example.answer if right else self._distractor(example, rng)

@@ -42,7 +42,7 @@ def run_training(req: TrainRequest) -> str:
 
     from deliberation.policy.checkpoint import load_policy
     from deliberation.rl.data import first_samples
-    from deliberation.rl.trainer import prepare, train_pg, train_sft, write_training_outputs
+    from deliberation.rl.trainer import CHECKPOINT_NAME, prepare, train_pg, train_sft, write_training_outputs
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
     cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
@@ -50,15 +50,16 @@ def run_training(req: TrainRequest) -> str:
     if req.init and supervised:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
+    init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init else None
     decisions = training_decisions(req)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
     split = {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
-    if req.init:
-        check_init_split(Path(req.init), cfg, split["held_out"])
+    if init_file:
+        check_init_split(init_file, cfg, split["held_out"])
     if supervised:
         net, metrics = train_sft(decisions, cfg)
     else:
-        init = load_policy(req.init, FEATURE_NAMES, FEATURE_VERSION).net if req.init else None
+        init = load_policy(init_file, FEATURE_NAMES, FEATURE_VERSION).net if init_file else None
         sft_metrics = []
         if init is None:
             init, sft_metrics = train_sft(decisions, cfg)
@@ -89,6 +90,18 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
     if not decisions:
         raise DelibError(f"no decisions in {', '.join(req.trees)}: every question agreed at round 0")
     return decisions
+
+
+def init_checkpoint(init: str, name: str) -> Path:
+    """``--init`` as a checkpoint file: a policy.pt as given, or the one (``name``) inside a training
+    directory of ``delib train``."""
+    path = Path(init)
+    if not path.is_dir():
+        return path
+    if not (path / name).is_file():
+        raise DelibError(f"--init {path} is a directory without a {name}; pass a training directory of `delib "
+                         f"train` or a {name}")
+    return path / name
 
 
 def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from deliberation.config import Selection
 from deliberation.errors import DelibError
 from deliberation.types import ACTIONS, Episode, from_json, to_json, write_json_atomic
 
@@ -86,7 +87,7 @@ RESUMES = "resumes"
 """config.json key: the resumable settings of each later run that changed them and added episodes
 ({"limit": 6, "command": ...}), so a run extended past its first limit still records how it got them."""
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
-_ADDED_LATER = {"confidence_threshold": 0.7, "trees": None}
+_ADDED_LATER = {"confidence_threshold": 0.7, "trees": None, "selection": to_json(Selection())}
 """config.json keys a later version added, with the value every run made before them had: a run directory
 written without the key compares equal to one that holds this value."""
 _ENGINE_ADDED_LATER = {"prompts": "standalone"}

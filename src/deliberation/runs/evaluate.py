@@ -19,7 +19,8 @@ from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
-from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
+from deliberation.trees.store import (TreeBackend, TreeStore, built_examples, open_store, store_engine,
+                                      store_selection)
 from deliberation.types import Example
 
 
@@ -93,7 +94,7 @@ def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, n
     chosen = {k: v for k, v in options.items() if k in method.options}
     return RunSpec(method=name, benchmark=m["benchmark"], split=m["split"], limit=n, backend=m["backend"],
                    backend_options=dict(m["backend_options"]), cache=None, engine=engine, data_dir=data_dir,
-                   command=replay.command, trees=str(Path(replay.trees)), **chosen)
+                   command=replay.command, trees=str(Path(replay.trees)), selection=store_selection(m), **chosen)
 
 
 def _out(out: str, name: str, replay: Replay) -> str:

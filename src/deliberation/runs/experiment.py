@@ -1,8 +1,8 @@
 """Experiment grids from a TOML file: each (benchmark, seed, method label) cell is one resumable run directory.
 
-A config (see ``experiments/table1.toml``) names methods, benchmarks, seeds, per-benchmark split and
-limit, the backend and the engine settings, plus optional ``[[variants]]``: a method under its own label
-with overrides (an mpdf policy file, engine settings). ``load_experiment`` checks everything that can be
+A config (see ``experiments/table1.toml``) names methods, benchmarks, seeds, per-benchmark split, limit
+and question selection, the backend and the engine settings, plus optional ``[[variants]]``: a method under
+its own label with overrides (an mpdf policy file, engine settings). ``load_experiment`` checks everything that can be
 checked without running (keys, names, types, splits, backend options) and raises a one-line DelibError
 before any file is written; a policy file is checked when its cell runs (``runner.validate``).
 
@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, NoReturn, Sequence
 from deliberation import benchmarks
 from deliberation.backends import BACKENDS, backend_class, make_backend
 from deliberation.backends.base import Backend
-from deliberation.config import EngineConfig
+from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, require_at_least
 from deliberation import methods
 from deliberation.methods import METHODS
@@ -40,7 +40,8 @@ from deliberation.runs.directory import CELL, Summary
 from deliberation.types import write_json_atomic
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
-            "variants", "concurrency")
+            "variants", "concurrency", "selection")
+SELECTION_TYPES: dict[str, type] = {"ids": list, "offset": int, "sample": int, "sample_seed": int}
 ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
 METHOD_OPTIONS = ("policy", "confidence_threshold")  # RunSpec fields a variant may set
 VARIANT_KEYS = ("label", "method", *METHOD_OPTIONS, *ENGINE_TYPES)
@@ -82,6 +83,8 @@ class ExperimentConfig:
     """Questions in flight at once within a cell (``delib run --concurrency``)."""
     command: str = ""
     """The command recorded in every cell's run (``delib experiment SOURCE`` when empty)."""
+    selections: dict[str, Selection] = field(default_factory=dict)
+    """Per benchmark, which of its questions the cells run (``[selection]``; default: all, in order)."""
 
     @property
     def cache(self) -> Path:
@@ -128,7 +131,8 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     return ExperimentConfig(name, _get(raw, "out", str, source, f"runs/{name}"), arms, names, _seeds(raw, source),
                             _splits(raw.get("split", "test"), names, source),
                             _limits(raw.get("limit"), names, source), backend, options,
-                            _get(raw, "data_dir", str, source, None), source, _concurrency(raw, source))
+                            _get(raw, "data_dir", str, source, None), source, _concurrency(raw, source),
+                            selections=_selections(raw.get("selection"), names, source))
 
 
 def cap_limits(cfg: ExperimentConfig, cap: int) -> ExperimentConfig:
@@ -299,6 +303,30 @@ def _limits(value: Any, names: Sequence[str], source: str) -> dict[str, int | No
     return limits
 
 
+def _selections(value: Any, names: Sequence[str], source: str) -> dict[str, Selection]:
+    """A [selection] table: ids, offset, sample, sample_seed for every benchmark, and [selection.<benchmark>]
+    tables that override them for one (ids belong to one benchmark)."""
+    if value is None:
+        return {b: Selection() for b in names}
+    if not isinstance(value, dict):
+        _fail(source, f"selection must be a table ([selection]), got {value!r}")
+    _known(value, (*SELECTION_TYPES, *names), "key in [selection]", source)
+    common = {k: v for k, v in value.items() if k in SELECTION_TYPES}
+    return {b: _selection({**common, **_get(value, b, dict, source, {}, where="[selection] ")}, f"[selection.{b}]",
+                          source) for b in names}
+
+
+def _selection(table: Mapping[str, Any], where: str, source: str) -> Selection:
+    _known(table, tuple(SELECTION_TYPES), f"key in {where}", source)
+    values = {k: _get(table, k, SELECTION_TYPES[k], source, where=f"{where} ") for k in table}
+    if not all(isinstance(i, str) for i in values.get("ids", [])):
+        _fail(source, f"{where} ids must be a list of strings, got {values['ids']!r}")
+    try:
+        return Selection(**{**values, "ids": tuple(values.get("ids", ()))})
+    except DelibError as err:
+        _fail(source, f"{where}: {err}")
+
+
 def _backend(table: Mapping[str, Any], source: str) -> tuple[str, dict[str, Any]]:
     """The backend name and its options, checked against the backend class's constructor."""
     name = _get(table, "name", str, source, "llamacpp", where="[backend] ")
@@ -325,7 +353,8 @@ def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
                    backend=cfg.backend, backend_options=dict(cfg.backend_options), cache=str(cfg.cache),
                    engine=replace(arm.engine, seed=seed), policy=arm.policy,
                    confidence_threshold=arm.confidence_threshold, data_dir=cfg.data_dir,
-                   command=cfg.command or f"delib experiment {cfg.source}", concurrency=cfg.concurrency)
+                   command=cfg.command or f"delib experiment {cfg.source}", concurrency=cfg.concurrency,
+                   selection=cfg.selections.get(bench, Selection()))
     return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / bench / f"{arm.label}-s{seed}")
 
 

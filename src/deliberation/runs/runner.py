@@ -13,6 +13,7 @@ from deliberation import benchmarks, methods
 from deliberation.backends import backend_class, make_backend
 from deliberation.backends.base import Backend
 from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
 from deliberation.errors import DelibError
@@ -40,16 +41,22 @@ class RunSpec(Workload):
 
 def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
     """The method and the examples, or a DelibError before anything is written."""
+    method = method_entry(spec)
+    bench = benchmarks.get(spec.benchmark)
+    backend_class(spec.backend)
+    examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
+    method.spec(spec.method_config())  # e.g. a missing or mismatched mpdf checkpoint fails here
+    return method, examples
+
+
+def method_entry(spec: RunSpec) -> Method:
+    """The method ``spec`` names, refusing an option it does not read (not ignoring it)."""
     method = methods.get(spec.method)
     for option, default in (("policy", None), ("confidence_threshold", 0.7)):
         if getattr(spec, option) != default and option not in method.options:
             raise DelibError(f"--{option.replace('_', '-')} means nothing to method {spec.method}; drop it (it "
                              f"applies to: {', '.join(_methods_taking(option))})")
-    bench = benchmarks.get(spec.benchmark)
-    backend_class(spec.backend)
-    examples = bench.load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
-    method.spec(spec.method_config())  # e.g. a missing or mismatched mpdf checkpoint fails here
-    return method, examples
+    return method
 
 
 def _methods_taking(option: str) -> list[str]:

@@ -19,6 +19,7 @@ from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
 from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine import prompts
 from deliberation.engine.loop import act, generate, initial_round, make_context
@@ -26,7 +27,7 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.trees.store import TreeBackend, TreeStore
+from deliberation.trees.store import TreeBackend, TreeStore, selection_entry
 from deliberation.types import Action, Example
 
 
@@ -64,7 +65,8 @@ def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
             "benchmark": spec.benchmark, "split": spec.split, "temperature": engine.temperature,
             "max_tokens": engine.max_tokens, "seed": engine.seed, "verbal_confidence": engine.verbal_confidence,
             "prompt_version": prompts.get(engine.prompts).version, "agents": engine.agents,
-            "samples": max(spec.samples, engine.agents), "cache": spec.cache, "command": spec.command}
+            "samples": max(spec.samples, engine.agents), "cache": spec.cache, "command": spec.command,
+            **selection_entry(spec.selection)}
 
 
 def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> str:
@@ -84,7 +86,7 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     """Build (or resume) the store ``out``; returns the number of questions built in it."""
     from tqdm import tqdm
 
-    examples = benchmarks.get(spec.benchmark).load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
+    examples = load_selected(benchmarks.get(spec.benchmark), spec.split, spec.limit, spec.selection, spec.data_dir)
     updates = update_specs()
     inner = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:

@@ -8,8 +8,9 @@ episode is the online one by construction (same engine code, same requests, same
 
 Directory layout:
 - ``manifest.json``: what the outcomes depend on (backend, model, the engine settings that shape requests,
-  the prompt version, benchmark and split, agents and round-0 samples recorded, the command); a store
-  refuses requests made under other settings;
+  the prompt version, benchmark and split, agents and round-0 samples recorded, the command, and, when not
+  the whole split, the question ``selection``: its first N questions are the store's); a store refuses
+  requests made under other settings, and a build of another selection;
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
   finish; ``{"example_id", "built": true}`` marks a question whose round 0 and round 1 are complete
   (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node:
@@ -28,7 +29,8 @@ from typing import Any, Mapping, Sequence
 from deliberation import benchmarks
 from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.cache import request_key
-from deliberation.config import EngineConfig
+from deliberation.benchmarks.selection import load_selected
+from deliberation.config import EngineConfig, Selection
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
 from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, gzip_members,
@@ -80,6 +82,7 @@ class TreeStore:
             store = cls.open(path)
             if store.nodes:  # a store that holds no node yet never blocks new settings
                 check_settings(store.manifest, manifest, path)
+                check_selection(store.manifest, manifest, path)
                 return store
         path.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path / MANIFEST, {**manifest, "format": FORMAT})
@@ -123,6 +126,24 @@ def check_settings(stored: Mapping[str, Any], wanted: Mapping[str, Any], path: P
         shown = ", ".join(f"{k} {stored.get(k)!r} there, {wanted.get(k)!r} here" for k in diff)
         raise DelibError(f"{path} holds trees built with other settings ({shown}); use another store or the "
                          "store's settings")
+
+
+def selection_entry(selection: Selection) -> dict[str, Any]:
+    """The manifest's record of the questions a store holds: none for the whole split in order (so stores
+    built before selections existed read the same), else {"selection": ...}."""
+    return {} if selection == Selection() else {"selection": to_json(selection)}
+
+
+def store_selection(manifest: Mapping[str, Any]) -> Selection:
+    """The selection a store was built with (the whole split when its manifest records none)."""
+    return from_json(Selection, manifest["selection"]) if "selection" in manifest else Selection()
+
+
+def check_selection(stored: Mapping[str, Any], wanted: Mapping[str, Any], path: Path) -> None:
+    """Refuse to grow a store with questions of another selection (its questions are one selection's first N)."""
+    if store_selection(stored) != store_selection(wanted):
+        raise DelibError(f"{path} holds trees of another question selection ({stored.get('selection', 'none')} "
+                         f"there, {wanted.get('selection', 'none')} here); use another store or its selection")
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -207,7 +228,7 @@ class TreeBackend:
 def built_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
     """The store's questions: the first N of its split, every one built (a partial build is refused)."""
     m = store.manifest
-    examples = benchmarks.get(m["benchmark"]).load(m["split"], data_dir=data_dir)
+    examples = load_selected(benchmarks.get(m["benchmark"]), m["split"], None, store_selection(m), data_dir)
     first = examples[: len(store.built)]
     if not store.built or {e.id for e in first} != store.built:
         raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "

@@ -1,0 +1,128 @@
+"""Deliberation on one question with no gold answer: ``deliberation.deliberate`` and ``delib ask``.
+
+The question becomes an example of the benchmark ``ask:<answer type>`` (``benchmarks/own.py``): the answer
+type gives the answer instruction, the extraction and the agreement keys (numeric, math, choice, code, or
+text: a normalized final line, see ``benchmarks/text.py`` for its limits). The episode is the one
+``run_method`` computes, so a method behaves here as in ``delib run``; there is nothing to score, so the
+episode's ``correct`` fields are always False.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from deliberation import benchmarks
+from deliberation.backends import make_backend
+from deliberation.backends.base import Backend
+from deliberation.benchmarks.own import ask_name, asked_example
+from deliberation.config import EngineConfig
+from deliberation.methods import run_method
+from deliberation.runs.runner import RunSpec, method_entry
+from deliberation.types import Action, Episode, Turn
+
+VERBS = {None: "answered", Action.PERSIST: "persisted", Action.REFINE: "refined", Action.CONCEDE: "conceded"}
+
+
+@dataclass(frozen=True)
+class DeliberationResult:
+    """What a team made of one question."""
+
+    question: str
+    answer: str | None
+    """The team's answer as its winning agent wrote it (a number, a letter, a program, a final line); None
+    when no agent's answer could be read."""
+    response: str
+    """The winning agent's whole final response."""
+    episode: Episode
+    """Every turn: agent, round, action (None at round 0), answer key, confidence, tokens, LLM calls."""
+    method: str
+    answer_type: str
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.episode.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.episode.completion_tokens
+
+    @property
+    def llm_calls(self) -> int:
+        return self.episode.llm_calls
+
+
+def deliberate(question: str, method: str = "mpdf", *, model: str | None = None, backend: str | Backend = "llamacpp",
+               answer_type: str = "numeric", choices: Sequence[str] = (), agents: int | None = None,
+               rounds: int | None = None, seed: int | None = None, engine: EngineConfig | None = None,
+               policy: str | None = None, confidence_threshold: float = 0.7, cache: str | None = None,
+               backend_options: Mapping[str, Any] | None = None) -> DeliberationResult:
+    """Let a team of ``agents`` deliberate on ``question`` with ``method`` for up to ``rounds`` rounds.
+
+    ``backend`` is a backend name (built with ``model``, ``backend_options`` and the response ``cache``, and
+    closed afterwards) or a backend object the caller owns. ``agents``, ``rounds`` and ``seed`` override
+    ``engine`` (default ``EngineConfig()``). ``choices`` lists the options of a ``choice`` question (or write
+    them in the question). ``policy`` and ``confidence_threshold`` as in ``delib run``.
+    """
+    bench = ask_name(answer_type)
+    example = asked_example(question, answer_type, choices)
+    config = _engine(engine, agents, rounds, seed)
+    spec = RunSpec(method=method, benchmark=bench, engine=config, policy=policy,
+                   confidence_threshold=confidence_threshold)
+    method_entry(spec)
+    built, owned = _backend(backend, model, cache, backend_options, bench)
+    try:
+        episode = run_method(method, example, built, bench, config, policy, confidence_threshold)
+    finally:
+        if owned:
+            built.close()
+    text = winning_text(episode)
+    answer = benchmarks.get(bench).extract_for(example, text) if episode.final_answer is not None else None
+    return DeliberationResult(question, answer, text, episode, method, answer_type)
+
+
+def _engine(engine: EngineConfig | None, agents: int | None, rounds: int | None, seed: int | None) -> EngineConfig:
+    given = {"agents": agents, "rounds": rounds, "seed": seed}
+    return replace(engine or EngineConfig(), **{k: v for k, v in given.items() if v is not None})
+
+
+def _backend(backend: str | Backend, model: str | None, cache: str | None, options: Mapping[str, Any] | None,
+             bench: str) -> tuple[Backend, bool]:
+    """The backend to use and whether this call built it (and so closes it)."""
+    if not isinstance(backend, str):
+        return backend, False
+    opts = {**(options or {}), **({"model": model} if model is not None else {})}
+    if backend == "scripted":  # the simulator answers the questions of the one benchmark it is given
+        opts.setdefault("benchmark", bench)
+    return make_backend(backend, cache=cache, **opts), True
+
+
+def final_turns(episode: Episode) -> list[Turn]:
+    """Each agent's last turn (its final response), in agent order."""
+    last: dict[int, Turn] = {}
+    for turn in episode.turns:
+        last[turn.agent] = turn
+    return [last[a] for a in sorted(last)]
+
+
+def winning_text(episode: Episode) -> str:
+    """The final response of the first agent holding the team's answer (what the vote returns)."""
+    finals = final_turns(episode)
+    return next((t.text for t in finals if t.answer == episode.final_answer), finals[0].text)
+
+
+def trace(episode: Episode) -> list[str]:
+    """One line per round: what each agent did, with its answer and confidence."""
+    rounds = sorted({t.round for t in episode.turns})
+    return [f"round {r}: " + "; ".join(_did(t) for t in episode.turns if t.round == r) for r in rounds]
+
+
+def _did(turn: Turn) -> str:
+    answer = "no answer" if turn.answer is None else _short(turn.answer)
+    confidence = "" if turn.confidence is None else f", confidence {turn.confidence:.2f}"
+    return f"agent {turn.agent} {VERBS[turn.action]} {answer}{confidence}"
+
+
+def _short(answer: str, width: int = 40) -> str:
+    flat = " ".join(answer.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
