@@ -9,7 +9,7 @@ import pytest
 
 from deliberation.benchmarks import get
 from deliberation.benchmarks.helpers import sandbox
-from deliberation.benchmarks.humaneval import HumanEval, extract, pass_at_k, program
+from deliberation.benchmarks.humaneval import HumanEval, extract, checks, pass_at_k, solution
 from deliberation.types import Example
 
 BODY = "    return number % 1.0\n"
@@ -17,6 +17,15 @@ SIGNATURE = "def truncate_number(number: float) -> float:\n"
 FULL = SIGNATURE + BODY
 FENCED = f"Here is the solution:\n\n```python\n{FULL}```\n\nIt keeps the fractional part."
 USAGE = "```python\nprint(truncate_number(3.5))\n```"
+
+# Walks up the frames to a local named like a marker and prints it as the runner would, then exits 0.
+MARKER = (
+    "import os, sys\nframe = sys._getframe()\nwhile frame is not None:\n"
+    "    for name in ('token', 'marker', 'sentinel'):\n"
+    "        if isinstance(frame.f_locals.get(name), str):\n"
+    "            os.write(1, ('\\n' + frame.f_locals[name] + '\\n').encode())\n            os._exit(0)\n"
+    "    frame = frame.f_back\n"
+)
 
 CASES = [
     ("canonical body", BODY, True),
@@ -37,6 +46,9 @@ CASES = [
     ("exit at import time", "```python\nimport sys\nsys.exit(0)\n" + FULL + "```", False),
     ("os._exit(0)", "    import os\n    os._exit(0)\n", False),
     ("infinite loop", "    while True:\n        pass\n", False),
+    ("__eq__ always True", "```python\nclass Yes:\n    def __eq__(self, other):\n        return True\n"
+     "    def __sub__(self, other):\n        return 0\n" + SIGNATURE + "    return Yes()\n```", False),
+    ("prints the success marker found by introspection", f"```python\n{SIGNATURE}    return 0.0\n{MARKER}```", False),
     ("prose only", "The fractional part is what remains after removing the integer part.", False),
     ("a lone word", "garbage", False),
     ("empty", "", False),
@@ -104,11 +116,13 @@ def test_extract_prefers_the_block_defining_the_entry_point() -> None:
     assert get("humaneval").extract(text) != FULL  # without the example, the last defining block
 
 
-def test_program_continues_a_body_and_replaces_a_stub(truncate: Example) -> None:
-    as_body = program(truncate, BODY)
-    assert as_body.startswith(truncate.question + BODY) and as_body.endswith("check(truncate_number)\n")
-    as_function = program(truncate, FULL)
-    assert as_function.count("def truncate_number") == 2 and truncate.meta["test"] in as_function
+def test_solution_continues_a_body_or_replaces_a_stub_and_the_tests_stay_outside(truncate: Example) -> None:
+    assert solution(truncate, BODY) == truncate.question + BODY
+    as_function = solution(truncate, FULL)
+    assert as_function.count("def truncate_number") == 2 and truncate.meta["test"] not in as_function
+    trusted = checks(truncate)
+    assert trusted.setup == truncate.question and trusted.entry == "truncate_number"
+    assert trusted.code.startswith(truncate.meta["test"]) and trusted.code.endswith("check(truncate_number)\n")
 
 
 @pytest.mark.parametrize(

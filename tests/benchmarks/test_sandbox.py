@@ -3,70 +3,70 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks.helpers import sandbox
-from deliberation.benchmarks.helpers.sandbox import Limits, SandboxResult, run_many, run_program
+from deliberation.benchmarks.helpers import isolation, sandbox
+from deliberation.benchmarks.helpers.sandbox import Limits, SandboxResult, Checks, run_many, run_program, run_tests
 
 FAST = Limits(timeout_s=2.0, memory_mb=512)
-# Programs first write "<pid> <pgid> <uid>" to a file the test reads, to look for survivors afterwards.
-IDS = (
-    "import os, sys\nwith open({path!r}, 'w') as f:\n"
-    "    f.write(f'{{os.getpid()}} {{os.getpgid(0)}} {{os.getuid()}}')\n"
-)
 
 
 @pytest.fixture
-def ids_file() -> Iterator[Path]:
-    """A file in a fresh folder that the sandboxed program (maybe another uid) can write."""
-    folder = Path(tempfile.mkdtemp(prefix="delib-test-ids-"))
-    folder.chmod(0o777)
-    yield folder / "ids"
-    shutil.rmtree(folder)
+def runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The folder that holds this test's run folders: every process of a run has its HOME inside it (the
+    programs cannot leave a note outside their run folder, /tmp included, so they are found this way)."""
+    folder = Path(tempfile.mkdtemp(prefix="delib-test-runs-"))
+    folder.chmod(0o755)  # the fresh uid of a run as root passes through it
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def _ids(path: Path) -> tuple[int, int, int]:
-    pid, pgid, uid = (int(x) for x in path.read_text().split())
-    return pid, pgid, uid
-
-
-def _alive(match: Callable[[int, int, int], bool]) -> list[int]:
-    """Pids of live (not zombie) processes for which ``match(pid, pgid, uid)`` holds."""
+def _of_runs(folder: Path) -> list[int]:
+    """Pids of live (not zombie) processes started for a run in ``folder``: HOME in their environment."""
+    home = f"HOME={folder}/".encode()
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
         try:
-            state, _, pgid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
-            uid_line = next(ln for ln in (entry / "status").read_text().splitlines() if ln.startswith("Uid:"))
-        except (FileNotFoundError, ProcessLookupError):
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] if entry.name.isdigit() else "X"
+            environ = (entry / "environ").read_bytes() if state not in "ZX" else b""
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-        if state not in "ZX" and match(int(entry.name), int(pgid), int(uid_line.split()[1])):
+        if any(variable.startswith(home) for variable in environ.split(b"\0")):
             found.append(int(entry.name))
     return found
 
 
-def _assert_all_gone(ids_file: Path) -> None:
-    """No process of the run survives: same process group, or (as root) the run's own uid."""
-    _, pgid, uid = _ids(ids_file)
-    as_root = os.geteuid() == 0
-
-    def of_run(pid: int, group: int, owner: int) -> bool:
-        return group == pgid or (as_root and owner == uid)
-
+def _assert_all_gone(folder: Path) -> None:
+    """No process of a run in ``folder`` survives."""
     for _ in range(50):  # SIGKILL is delivered at once; give the dying processes a moment to be reaped
-        if not _alive(of_run):
+        if not _of_runs(folder):
             return
         time.sleep(0.1)
-    assert _alive(of_run) == []
+    assert _of_runs(folder) == []
+
+
+def test_the_processes_of_a_run_are_found_while_it_runs(runs: Path) -> None:
+    """The check of the tests below sees a running program (else it would prove nothing)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(run_program, "import time\ntime.sleep(10**6)\n", FAST)
+        seen: list[int] = []
+        while not seen and not pending.done():
+            seen = _of_runs(runs)
+            time.sleep(0.05)
+        assert seen and pending.result().status == "timeout"
+    _assert_all_gone(runs)
 
 
 HOSTILE = {
@@ -85,13 +85,13 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_program_fails_and_leaves_nothing_behind(name: str, ids_file: Path) -> None:
+def test_hostile_program_fails_and_leaves_nothing_behind(name: str, runs: Path) -> None:
     code, status = HOSTILE[name]
-    result = run_program(IDS.format(path=str(ids_file)) + code, FAST)
+    result = run_program("import os, sys\n" + code, FAST)
     assert not result.passed
     if status is not None:
         assert result.status == status
-    _assert_all_gone(ids_file)
+    _assert_all_gone(runs)
 
 
 def test_memory_limit_raises_memory_error() -> None:
@@ -103,8 +103,8 @@ def test_exit_zero_is_not_a_pass() -> None:
     assert result.exit_code == 0 and not result.passed
 
 
-def test_killing_the_parent_spares_the_caller(ids_file: Path) -> None:
-    code = IDS.format(path=str(ids_file)) + "print('parent', os.getppid(), flush=True)\nos.kill(os.getppid(), 9)\n"
+def test_killing_the_parent_spares_the_caller(runs: Path) -> None:
+    code = "import os\nprint('parent', os.getppid(), flush=True)\nos.kill(os.getppid(), 9)\n"
     result = run_program(code, FAST)
     parent = int(next(ln for ln in result.output.splitlines() if ln.startswith("parent ")).split()[1])
     assert parent != os.getpid()  # the program's parent is the supervisor, not this process
@@ -113,12 +113,13 @@ def test_killing_the_parent_spares_the_caller(ids_file: Path) -> None:
         assert "PermissionError" in result.output
     else:
         assert result.status == "crashed"
-    _assert_all_gone(ids_file)
+    _assert_all_gone(runs)
 
 
-def test_killing_its_own_group_spares_the_caller(ids_file: Path) -> None:
-    result = run_program(IDS.format(path=str(ids_file)) + "os.killpg(0, 9)\n", FAST)
-    assert not result.passed and os.getpgid(0) != _ids(ids_file)[1]
+def test_killing_its_own_group_spares_the_caller(runs: Path) -> None:
+    result = run_program("import os\nos.killpg(0, 9)\n", FAST)
+    assert not result.passed  # and this process lives on to check it
+    _assert_all_gone(runs)
 
 
 def test_well_behaved_program_passes_in_its_own_directory() -> None:
@@ -133,14 +134,15 @@ def test_failing_assertion_fails() -> None:
     assert not result.passed and result.status == "failed" and "AssertionError" in result.output
 
 
-def test_runs_unprivileged_when_root(ids_file: Path) -> None:
-    result = run_program(IDS.format(path=str(ids_file)) + "open('/etc/delib-sandbox-probe', 'w')\n", FAST)
-    _, _, uid = _ids(ids_file)
+def test_runs_unprivileged_when_root() -> None:
+    result = run_program("import os\nprint('uid', os.getuid())\nopen('/etc/delib-sandbox-probe', 'w')\n", FAST)
+    uid = int(next(ln for ln in result.output.splitlines() if ln.startswith("uid ")).split()[1])
     if os.geteuid() == 0:
-        assert uid != 0 and "PermissionError" in result.output
-        assert not Path("/etc/delib-sandbox-probe").exists()
+        assert uid != 0 and not Path("/etc/delib-sandbox-probe").exists()
     else:
         assert uid == os.getuid()
+    # PermissionError without isolation, "Read-only file system" with it (the root file system is read-only)
+    assert "PermissionError" in result.output or "Read-only file system" in result.output
     assert not result.passed
 
 
@@ -168,3 +170,99 @@ def test_a_supervisor_that_dies_gives_a_failed_result() -> None:
 def test_fresh_uids_are_unused_and_differ() -> None:
     uids = {sandbox._fresh_uid() for _ in range(5)}
     assert len(uids) == 5 and all(uid >= 20_000 and not sandbox._is_taken(uid) for uid in uids)
+
+
+# --- isolation (isolation.py): each of these ran on the sandbox before it had any ----------------------------
+
+
+def test_files_in_tmp_and_dev_shm_do_not_outlive_the_run() -> None:
+    names = [f"/tmp/delib-leak-{secrets.token_hex(8)}", f"/dev/shm/delib-leak-{secrets.token_hex(8)}"]
+    try:
+        code = "".join(f"open({n!r}, 'w').write('x')\nassert open({n!r}).read() == 'x'\n" for n in names)
+        assert run_program(code, FAST).passed  # the program may use them: private, not forbidden
+        assert [n for n in names if Path(n).exists()] == []
+    finally:
+        for name in names:
+            Path(name).unlink(missing_ok=True)
+
+
+def test_no_network_not_even_to_this_machine() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\nprint('connected')\n"
+        result = run_program(code, FAST)
+        assert not result.passed and "connected" not in result.output
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody knocked
+
+
+def test_cannot_read_the_password_hashes() -> None:
+    result = run_program("print(len(open('/etc/shadow').read()))\n", FAST)
+    assert not result.passed and "PermissionError" in result.output
+
+
+def test_the_rest_of_the_file_system_is_read_only() -> None:
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp"))  # a folder anyone may write: only a read-only mount stops it
+    try:
+        folder.chmod(0o777)
+        result = run_program(f"open({str(folder / 'x')!r}, 'w').write('x')\n", FAST)
+        assert not result.passed and "Read-only file system" in result.output and not (folder / "x").exists()
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_isolation_works_on_this_machine() -> None:
+    """The guarantees above hold here: a bwrap that works (as the tests' CI runs them)."""
+    assert isolation.usable_bwrap(os.geteuid() == 0) is not None
+
+
+# --- the unforgeable verdict of run_tests (calls.py) --------------------------------------------------------
+
+SQUARE = Checks(setup="", code="assert f(3) == 9 and abs(f(0.5) - 0.25) < 1e-9 and f(-2) is not None\n", entry="f")
+RIGHT = "def f(x):\n    return x * x\n"
+CHEATS = {
+    "__eq__ always True": "class Yes:\n    def __eq__(self, other):\n        return True\n"
+                          "    def __sub__(self, other):\n        return 0\ndef f(x):\n    return Yes()\n",
+    "int subclass with a lying __eq__": "class Int(int):\n    def __eq__(self, other):\n        return True\n"
+                                        "def f(x):\n    return Int(0)\n",
+    "replaced builtins": "import builtins\nbuiltins.abs = lambda x: 0\ndef f(x):\n    return 9\n",
+    "writes a passing report": "import os, json\nfor fd in (1, 2, 3, 4):\n    try:\n        os.write(fd, b'"
+                               "{\"passed\": true, \"status\": \"passed\", \"exit_code\": 0, \"output\": \"\"}\\n')\n"
+                               "    except OSError:\n        pass\nos._exit(0)\n",
+}
+
+
+def test_tests_pass_a_right_function() -> None:
+    result = run_tests(RIGHT, SQUARE, FAST)
+    assert result.passed and result.status == "passed"
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_a_program_cannot_forge_the_verdict(name: str) -> None:
+    result = run_tests(CHEATS[name], SQUARE, FAST)
+    assert not result.passed and result.status == "failed"
+
+
+def test_tests_see_exceptions_timeouts_and_load_errors() -> None:
+    assert "the function raised ZeroDivisionError" in run_tests("def f(x):\n    1 / 0\n", SQUARE, FAST).output
+    assert run_tests("def f(x):\n    while True:\n        pass\n", SQUARE, FAST).status == "timeout"
+    assert "did not load: SyntaxError" in run_tests("def f(x) return x\n", SQUARE, FAST).output
+
+
+@pytest.fixture
+def without_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(isolation, "find_bwrap", lambda: None)
+    isolation.usable_bwrap.cache_clear()
+    yield
+    isolation.usable_bwrap.cache_clear()
+
+
+def test_without_bwrap_a_warning_and_what_remains(without_bwrap: None, caplog: pytest.LogCaptureFixture) -> None:
+    """The fallback: one warning; the verdict of run_tests, the limits and the final kill still hold."""
+    assert run_tests(RIGHT, SQUARE, FAST).passed
+    assert "WITHOUT isolation" in caplog.text
+    assert not run_tests(CHEATS["__eq__ always True"], SQUARE, FAST).passed
+    assert run_program("while True:\n    pass\n", FAST).status == "timeout"

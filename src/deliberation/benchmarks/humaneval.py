@@ -2,10 +2,12 @@
 
 Data: openai/human-eval (MIT). A response is either the body continuing the prompt (the original
 completion format) or a whole function, possibly in a fenced ```python block (what chat models write).
-The program ``prompt + completion + test + check(entry_point)`` is run by ``sandbox.py`` in a separate,
-limited process, as in human-eval's ``execution.py``; it is correct when every assertion passes
-(pass@1). ``pass_at_k`` is the paper's unbiased estimator. Read sandbox.py's warning before running
-model code outside a disposable machine.
+The solution ``prompt + completion`` is loaded by ``sandbox.run_tests`` in a separate, limited, isolated
+process; the tests (``test`` and ``check(entry_point)``, with the prompt's helpers) run outside it on the
+plain values its function returns, so the program cannot forge its verdict (human-eval's ``execution.py``
+runs them inside the program's process, where an ``__eq__`` that always says True passes). It is correct
+when every assertion passes (pass@1). ``pass_at_k`` is the paper's unbiased estimator. Read sandbox.py for
+what the sandbox guarantees and what it does not.
 
 Voting key (``key_for``): execution-based, as in CodeT (Chen et al. 2023, "CodeT: Code Generation with
 Generated Tests", ICLR; arXiv 2207.10397) and AlphaCode's behavioural clustering (Li et al. 2022).
@@ -99,11 +101,15 @@ def _solution(prompt: str, entry: str, completion: str) -> str:
     return f"{prompt}\n{whole}" if is_function else prompt + completion
 
 
-def program(example: Example, completion: str) -> str:
-    """The test program: the solution (prompt and completion), the tests and the call of ``check``."""
+def solution(example: Example, completion: str) -> str:
+    """The program run in the sandbox: the prompt and the completion (``_solution``)."""
+    return _solution(example.question, str(example.meta["entry_point"]), completion)
+
+
+def checks(example: Example) -> sandbox.Checks:
+    """The trusted tests: the prompt (for helpers its test calls, e.g. ``poly``), the test, ``check``."""
     entry = str(example.meta["entry_point"])
-    body = _solution(example.question, entry, completion)
-    return f"{body}\n\n{example.meta['test']}\n\ncheck({entry})\n"
+    return sandbox.Checks(setup=example.question, code=f"{example.meta['test']}\n\ncheck({entry})\n", entry=entry)
 
 
 # --- the execution-based voting key (CodeT-style) ---------------------------------------------------------
@@ -308,7 +314,8 @@ class HumanEval(Benchmark):
             raise ValueError(f"score_many got {len(examples)} examples but {len(texts)} texts")
         codes = [self.extract_for(ex, text) for ex, text in zip(examples, texts)]
         todo = [i for i, code in enumerate(codes) if code is not None]
-        runs = sandbox.run_many([program(examples[i], codes[i] or "") for i in todo], self.limits, self.workers)
+        jobs = [(solution(examples[i], codes[i] or ""), checks(examples[i])) for i in todo]
+        runs = sandbox.run_many_tests(jobs, self.limits, self.workers)
         passed = dict(zip(todo, (r.passed for r in runs)))
         return [passed.get(i, False) for i in range(len(examples))]
 
