@@ -1,22 +1,27 @@
 """The OpenAI-compatible HTTP backend against a scripted fake server on 127.0.0.1: request mapping,
-response mapping, retries (timeout, 5xx, 429, malformed JSON), immediate failure on 4xx, clear errors
-when retries run out or nothing listens, and the bound on requests in flight."""
+response mapping, retries (timeout, 5xx, 429, malformed JSON, null content), Retry-After, a warning per
+retry, the total time of a request, immediate failure on 4xx, clear errors when retries run out or nothing
+listens, the bound on requests in flight, and the options in --help."""
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
+import re
 import socket
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from deliberation.backends import make_backend
+from deliberation.backends import make_backend, openai_http
 from deliberation.backends.openai_http import OpenAIBackend
+from deliberation.cli.main import build_parser
 from deliberation.errors import DelibError
 from deliberation.types import GenerationRequest, Message
 
@@ -25,8 +30,9 @@ class FakeOpenAI:
     """A chat-completions server that plays ``script`` (one behaviour per request, then ``default``).
 
     Behaviours: "ok", "no-usage", "500", "429", "400", "malformed", "sleep" (answers after ``sleep_s``),
-    "hold" (answers ok after ``hold_s``; used to observe concurrency). It records every request body
-    and the largest number of requests it was handling at once.
+    "hold" (answers ok after ``hold_s``; used to observe concurrency), "429-after:VALUE" (429 with a
+    Retry-After header), "hang" (never answers), "null-content" (200 whose message content is null). It
+    records every request body and the largest number of requests it was handling at once.
     """
 
     def __init__(self, script: list[str], default: str = "ok", sleep_s: float = 2.0, hold_s: float = 0.0):
@@ -82,17 +88,28 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 server.done()
 
         def _play(self, behaviour: str, body: dict[str, Any]) -> None:
-            if behaviour in ("sleep", "hold"):
-                time.sleep(server.sleep_s if behaviour == "sleep" else server.hold_s)
-            if behaviour in ("500", "429", "400"):
+            if behaviour in ("sleep", "hold", "hang"):
+                time.sleep({"sleep": server.sleep_s, "hold": server.hold_s, "hang": 30.0}[behaviour])
+            if behaviour == "hang":
+                return
+            if behaviour.startswith("429-after:"):
+                error = json.dumps({"error": {"message": "slow down"}}).encode()
+                self._send(429, error, {"Retry-After": behaviour.split(":", 1)[1]})
+            elif behaviour == "null-content":
+                response = chat_completion(body)
+                response["choices"][0]["message"]["content"] = None
+                self._send(200, json.dumps(response).encode())
+            elif behaviour in ("500", "429", "400"):
                 self._send(int(behaviour), json.dumps({"error": {"message": f"scripted {behaviour}"}}).encode())
             elif behaviour == "malformed":
                 self._send(200, b'{"choices": [{"message": ')
             else:
                 self._send(200, json.dumps(chat_completion(body, usage=behaviour != "no-usage")).encode())
 
-        def _send(self, status: int, payload: bytes) -> None:
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -167,7 +184,7 @@ def test_missing_usage_falls_back_to_estimates(serve) -> None:
     assert with_lp.completion_tokens == 3  # one per returned logprob entry
 
 
-@pytest.mark.parametrize("failure", ["500", "429", "malformed"])
+@pytest.mark.parametrize("failure", ["500", "429", "malformed", "null-content"])
 def test_transient_failure_is_retried(serve, failure: str) -> None:
     server = serve([failure])
     out = backend(server).generate([req()])
@@ -247,3 +264,81 @@ def test_invalid_options_and_missing_package(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(DelibError, match=r"pip install 'deliberation\[openai\]'"):
         OpenAIBackend("m", "http://x/v1")
+
+
+# --- Retry-After, warnings, the time a request may take, null content, --help ---------------------------
+
+
+def warned(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The backend's warnings."""
+    return [r.getMessage() for r in caplog.records if r.name == openai_http.__name__ and r.levelname == "WARNING"]
+
+
+def waits(caplog: pytest.LogCaptureFixture) -> list[float]:
+    """The waits the retry warnings announce."""
+    return [float(w) for line in warned(caplog) for w in re.findall(r"retrying in ([0-9.]+) s", line)]
+
+
+@pytest.mark.timeout(30)
+def test_retry_after_in_seconds_is_honoured_and_warned(serve, caplog: pytest.LogCaptureFixture) -> None:
+    server = serve(["429-after:1"])
+    assert backend(server).generate([req()])[0].text == "echo: hi"  # backoff_s is 0.01: the server's 1 s wins
+    (line,) = warned(caplog)
+    assert waits(caplog) == [1.0] and server.base_url in line and "max_in_flight" in line and "\n" not in line
+
+
+@pytest.mark.timeout(30)
+def test_retry_after_as_an_http_date(serve, caplog: pytest.LogCaptureFixture) -> None:
+    server = serve([f"429-after:{email.utils.formatdate(time.time() + 3, usegmt=True)}"])
+    assert backend(server).generate([req()])[0].text == "echo: hi"
+    assert len(waits(caplog)) == 1 and 1.0 < waits(caplog)[0] <= 3.0  # the date has whole seconds
+
+
+@pytest.mark.timeout(30)
+def test_retry_after_is_capped_and_fails_at_once_beyond_the_total(serve, caplog, monkeypatch) -> None:
+    monkeypatch.setattr(openai_http, "MAX_RETRY_AFTER_S", 0.2)
+    server = serve(["429-after:100000"])
+    assert backend(server).generate([req()])[0].text == "echo: hi"
+    assert waits(caplog) == [0.2]
+    monkeypatch.setattr(openai_http, "MAX_RETRY_AFTER_S", 60.0)
+    server = serve([], default="429-after:100000")
+    with pytest.raises(DelibError, match="asked to retry after 100000 s") as err:
+        backend(server, total_timeout_s=5.0).generate([req()])
+    assert len(server.bodies) == 1 and "total_timeout_s" in str(err.value)
+
+
+@pytest.mark.timeout(30)
+def test_a_server_that_never_answers_is_warned_about_and_given_up(serve, caplog) -> None:
+    server = serve([], default="hang")
+    with pytest.raises(DelibError, match="APITimeoutError") as err:
+        backend(server, timeout_s=0.3, max_retries=1).generate([req()])
+    (line,) = warned(caplog)  # one retry, one warning
+    assert len(server.bodies) == 2 and server.base_url in line and "timeout_s=0.3" in line
+    assert "timeout_s=N" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.timeout(30)
+def test_total_timeout_bounds_a_request_before_its_retries_run_out(serve) -> None:
+    server = serve([], default="hang")
+    with pytest.raises(DelibError, match="total_timeout_s=N"):
+        backend(server, timeout_s=0.4, max_retries=50, total_timeout_s=1.0).generate([req()])
+    assert len(server.bodies) <= 4  # attempts that fit in 1 s of 0.4 s each, not 51
+
+
+@pytest.mark.timeout(30)
+def test_null_content_is_never_cached_as_an_empty_answer(serve, tmp_path: Path) -> None:
+    server = serve(["null-content", "null-content"])
+    cached = make_backend("openai", cache=str(tmp_path / "responses.sqlite"), model="fake-model",
+                          base_url=server.base_url, max_retries=1, backoff_s=0.01)  # fmt: skip
+    with pytest.raises(DelibError, match="content is null"):
+        cached.generate([req()])
+    assert cached.generate([req()])[0].text == "echo: hi"  # asked again: nothing was cached
+    assert len(server.bodies) == 3
+
+
+def test_the_retry_and_timeout_options_are_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for option in ("timeout_s=60.0", "max_retries=4", "total_timeout_s=180.0", "backoff_s=0.5", "max_in_flight=8"):
+        assert option in text

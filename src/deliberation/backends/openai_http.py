@@ -2,9 +2,16 @@
 
 Requests of a batch run concurrently (at most ``max_in_flight`` at a time) on the async ``openai`` client.
 The client's own retries are disabled so that one policy, ours, applies everywhere: timeouts, connection
-errors, HTTP 408/429/5xx and malformed responses are retried with exponential backoff
-(``backoff_s * 2**attempt``); other 4xx errors are the caller's mistake and fail at once. Either way the
-user gets a one-line ``DelibError`` naming the server, the last error and the fix.
+errors, HTTP 408/429/5xx and malformed responses (a 200 whose message content is null included: it is
+never returned, so never cached as an empty answer) are retried. The wait before a retry is the server's
+``Retry-After`` (seconds or an HTTP date, at most ``MAX_RETRY_AFTER_S``) when it sends one, else
+exponential backoff (``backoff_s * 2**attempt``). Each failed attempt that is retried logs a one-line
+warning naming the server, the error and what to do. Time per request: each attempt may take
+``timeout_s`` (connecting at most ``CONNECT_TIMEOUT_S``), and one request with all its retries and waits at
+most ``total_timeout_s`` from when it is first sent (time waiting for an in-flight slot does not count), so
+a server that never answers fails after ``total_timeout_s`` (3 minutes by default) with warnings on the
+way. Other 4xx errors are the caller's mistake and fail at once. Either way the user gets a one-line
+``DelibError`` naming the server, the last error and the fix.
 
 Token counts come from the response's ``usage``. Some servers omit it; then the completion is counted as
 the number of returned logprob entries when there are any, else estimated at ~4 characters per token
@@ -15,7 +22,9 @@ only a fallback for reporting; it is never used for anything that needs exact co
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
+import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +35,10 @@ from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
 T = TypeVar("T")
 CHARS_PER_TOKEN = 4  # fallback estimate when the server sends no usage
+MAX_RETRY_AFTER_S = 60.0  # longest wait a server's Retry-After gets
+CONNECT_TIMEOUT_S = 10.0  # connecting to the server (a host that drops packets), within timeout_s
 _RETRYABLE_STATUS = (408, 429)  # plus every 5xx
+log = logging.getLogger(__name__)
 
 
 class MalformedResponse(Exception):
@@ -58,6 +70,9 @@ class OpenAIBackend:
 
     ``api_key_env`` names the environment variable holding the key; local servers need none (the
     placeholder ``"EMPTY"`` is sent). ``supports_logprobs=False`` for servers that reject logprobs.
+    ``timeout_s``: one attempt; ``max_retries``: attempts after the first; ``total_timeout_s``: one request,
+    retries and waits included; ``backoff_s``: first wait without Retry-After (module docstring). On the
+    command line each is ``--backend-opt NAME=VALUE``.
     """
 
     name = "openai"
@@ -70,10 +85,11 @@ class OpenAIBackend:
         max_in_flight: int = 8,
         timeout_s: float = 60.0,
         max_retries: int = 4,
+        total_timeout_s: float = 180.0,
         backoff_s: float = 0.5,
         supports_logprobs: bool = True,
     ) -> None:
-        _check_options(max_in_flight, timeout_s, max_retries, backoff_s)
+        _check_options(max_in_flight, timeout_s, total_timeout_s, max_retries, backoff_s)
         self._openai = import_openai()
         self.model = model
         self.base_url = base_url
@@ -82,6 +98,7 @@ class OpenAIBackend:
         self.max_in_flight = max_in_flight
         self.timeout_s = timeout_s
         self.max_retries = max_retries
+        self.total_timeout_s = total_timeout_s
         self.backoff_s = backoff_s
         self.supports_logprobs = supports_logprobs
 
@@ -108,24 +125,58 @@ class OpenAIBackend:
             return list(await asyncio.gather(*tasks))
 
     async def _with_retries(self, client: Any, slots: asyncio.Semaphore, request: GenerationRequest) -> Completion:
-        """Try up to ``1 + max_retries`` times; the backoff sleep happens outside the in-flight slot."""
-        start = time.perf_counter()
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
+        """Try up to ``1 + max_retries`` times within ``total_timeout_s``; waits happen outside the slot."""
+        start: float | None = None
+        attempt = 0
+        while True:  # until an attempt returns or _wait_before_retry says stop
             try:
                 async with slots:
-                    response = await client.chat.completions.create(**self._body(request))
+                    start = time.perf_counter() if start is None else start
+                    response = await client.chat.completions.create(**self._body(request), timeout=self._timeout(start))
                 return completion_from_response(response, request, time.perf_counter() - start)
             except (self._openai.APIError, json.JSONDecodeError, MalformedResponse) as err:
                 self._raise_if_final(err)
-                last = err
-        raise DelibError(
-            f"no completion from {self.base_url} after {self.max_retries + 1} attempts "
-            f"(last error: {_describe(last)}); check that the server is running and serves model "
-            f"{self.model!r}, or raise timeout_s / max_retries"
-        ) from last
+                wait = self._wait_before_retry(err, attempt, time.perf_counter() - (start or 0.0))
+                if wait is None:
+                    raise self._gave_up(err, attempt + 1, time.perf_counter() - (start or 0.0)) from err
+                log.warning(f"{self.base_url}: attempt {attempt + 1} of {self.max_retries + 1} failed "
+                            f"({_describe(err)}); retrying in {wait:.1f} s; {self._advice(err)}")  # fmt: skip
+                await asyncio.sleep(wait)
+                attempt += 1
+
+    def _timeout(self, start: float) -> Any:
+        """This attempt's timeout: ``timeout_s``, cut to what is left of ``total_timeout_s``."""
+        left = max(0.001, min(self.timeout_s, self.total_timeout_s - (time.perf_counter() - start)))
+        return self._openai.Timeout(left, connect=min(CONNECT_TIMEOUT_S, left))
+
+    def _wait_before_retry(self, err: Exception, attempt: int, elapsed: float) -> float | None:
+        """Seconds to wait before the next attempt, or None when no attempt or time is left."""
+        asked = retry_after(err)
+        wait = self.backoff_s * 2**attempt if asked is None else min(asked, MAX_RETRY_AFTER_S)
+        if attempt >= self.max_retries or elapsed + wait >= self.total_timeout_s:
+            return None
+        return wait
+
+    def _gave_up(self, err: Exception, attempts: int, elapsed: float) -> DelibError:
+        asked = retry_after(err)
+        waiting = "" if asked is None else f", asked to retry after {asked:.0f} s"
+        return DelibError(
+            f"no completion from {self.base_url} after {attempts} attempts in {elapsed:.0f} s "
+            f"(last error: {_describe(err)}{waiting}); check that the server is running and serves model {self.model!r}, "
+            f"or raise --backend-opt timeout_s=N (now {self.timeout_s:g}), max_retries=N (now {self.max_retries}) "
+            f"or total_timeout_s=N (now {self.total_timeout_s:g})"
+        )
+
+    def _advice(self, err: Exception) -> str:
+        """What the user can do about a failed attempt, in a few words."""
+        if isinstance(err, self._openai.APITimeoutError):
+            return (f"no answer within timeout_s={self.timeout_s:g}: the server is stuck or busy; check it, or "
+                    "raise --backend-opt timeout_s=N or lower max_in_flight")  # fmt: skip
+        if isinstance(err, self._openai.APIConnectionError):
+            return "nothing answers there: start the server or fix --base-url"
+        if getattr(err, "status_code", None) == 429:
+            return "rate limited: lower --backend-opt max_in_flight"
+        return "if this repeats, check the server's log"
 
     def _raise_if_final(self, err: Exception) -> None:
         """Fail at once on a 4xx the server will repeat (bad request, auth, unknown model)."""
@@ -162,8 +213,9 @@ def completion_from_response(response: Any, request: GenerationRequest, latency_
     if not choices:
         raise MalformedResponse(f"response has no choices: {str(response)[:120]!r}")
     choice = choices[0]
-    message = getattr(choice, "message", None)
-    text = getattr(message, "content", None) or ""
+    text = getattr(getattr(choice, "message", None), "content", None)
+    if text is None:  # e.g. a server that ran out of room or failed mid-answer: an error, not an empty answer
+        raise MalformedResponse(f"the message content is null (finish_reason {getattr(choice, 'finish_reason', None)})")
     logprobs = _logprobs(getattr(choice, "logprobs", None))
     prompt_tokens, completion_tokens = _token_counts(getattr(response, "usage", None), request, text, logprobs)
     return Completion(
@@ -208,15 +260,33 @@ def _estimate_tokens(chars: int) -> int:
     return -(-chars // CHARS_PER_TOKEN)  # ceiling division
 
 
+def retry_after(err: Exception) -> float | None:
+    """Seconds the server asks to wait (``Retry-After``: seconds or an HTTP date), None when it does not say."""
+    response = getattr(err, "response", None)
+    value = (getattr(response, "headers", None) or {}).get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
 def _describe(err: Exception | None) -> str:
     """One line naming the error type and its message (at most ~200 characters)."""
     words = " ".join(str(err).split())
     return f"{type(err).__name__}: {words[:200]}" if words else type(err).__name__
 
 
-def _check_options(max_in_flight: int, timeout_s: float, max_retries: int, backoff_s: float) -> None:
+def _check_options(max_in_flight: int, timeout_s: float, total_timeout_s: float, max_retries: int,
+                   backoff_s: float) -> None:
     require_at_least("max_in_flight", max_in_flight)
-    if timeout_s <= 0:
-        raise DelibError(f"timeout_s must be positive, got {timeout_s}")
+    if timeout_s <= 0 or total_timeout_s <= 0:
+        raise DelibError(f"timeout_s and total_timeout_s must be positive, got {timeout_s} and {total_timeout_s}")
     if max_retries < 0 or backoff_s < 0:
         raise DelibError(f"max_retries and backoff_s must be >= 0, got {max_retries} and {backoff_s}")

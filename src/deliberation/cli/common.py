@@ -38,8 +38,10 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
                    "folder (hf) or the server's model id (openai, vllm); default: the backend's")
     p.add_argument("--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--backend-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), max_in_flight=16 "
-                   "(openai), device=cuda (hf), tensor_parallel_size=2 (vllm)")
+                   help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), device=cuda (hf), "
+                   f"tensor_parallel_size=2 (vllm); openai (defaults shown): {option_defaults('openai')}: "
+                   "timeout_s bounds one attempt, total_timeout_s one request with its retries (README, "
+                   "'OpenAI-compatible servers')")
     p.add_argument("--cache", default=None, help=cache_help)
     if not questions:
         return
@@ -48,6 +50,18 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
     p.add_argument("--concurrency", type=positive, default=1, metavar="N",
                    help="questions in flight at once, their requests merged into one batch per step (default 1; "
                    "on a CPU, 3 lets llama.cpp batch 9 requests instead of 3; outputs then depend on the batch)")
+
+
+def option_defaults(backend: str) -> str:
+    """The backend's constructor options with their defaults, ``name=value`` (those with a flag of their own
+    left out): read off the constructor, so the help never disagrees with the code."""
+    import inspect
+
+    from deliberation.backends import backend_class
+
+    params = inspect.signature(backend_class(backend)).parameters.values()
+    return ", ".join(f"{p.name}={p.default}" for p in params
+                     if p.default is not inspect.Parameter.empty and p.name not in ("model", "base_url"))
 
 
 def positive(text: str) -> int:
