@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from deliberation.errors import DelibError
+
 
 class Action(str, enum.Enum):
     """A meta-action an agent takes in a deliberation round (DESIGN.md section 1)."""
@@ -212,31 +214,49 @@ def write_json_atomic(path: Path, data: Any) -> None:
 # --- append-only gzip JSONL (rollout files, deliberation trees) --------------------------------------
 
 
-def gzip_members(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(end offset, decompressed bytes) of each complete gzip member; stops at a torn one."""
-    data, pos = path.read_bytes(), 0
+def _members(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(end offset, decompressed bytes) of each complete gzip member of ``data``; stops at a torn last one
+    (a writer killed mid-append: the stream just ends) and raises zlib.error where the bytes are not gzip."""
+    pos = 0
     while pos < len(data):
         d = zlib.decompressobj(wbits=31)
-        try:
-            chunk = d.decompress(data[pos:])
-        except zlib.error:
-            return
+        chunk = d.decompress(data[pos:])
         if not d.eof:
             return
         pos = len(data) - len(d.unused_data)
         yield pos, chunk
 
 
-def read_gzip_lines(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Every line of every complete gzip member; ``repair`` truncates a torn tail left by a killed writer."""
+def gzip_members(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(end offset, decompressed bytes) of each complete gzip member; stops at a torn or corrupt one."""
+    try:
+        yield from _members(path.read_bytes())
+    except zlib.error:
+        return
+
+
+def read_gzip_lines(path: Path, command: str, repair: bool = False) -> list[dict[str, Any]]:
+    """Every line of every gzip member of an append-only file that ``command`` writes. A torn last member (a
+    killed writer's) is cut off with ``repair``, else refused; bytes that are not gzip JSON lines are always
+    refused. Each refusal is a DelibError naming the file, the byte and the fix: nothing is read partially."""
     if not path.exists():
         return []
-    rows, end = [], 0
-    for end, chunk in gzip_members(path):
-        rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
-    if repair and end < path.stat().st_size:
+    rows: list[dict[str, Any]] = []
+    good = 0  # end of the last member read whole
+    try:
+        for end, chunk in _members(path.read_bytes()):
+            rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
+            good = end
+    except (zlib.error, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DelibError(f"{path} is corrupt after byte {good} ({type(err).__name__}: not what `{command}` "
+                         f"writes); restore it from a copy or rerun `{command}` into a new --out") from err
+    size = path.stat().st_size
+    if good < size and not repair:
+        raise DelibError(f"{path} ends in an incomplete record (bytes {good}-{size}: `{command}` killed while "
+                         f"writing, or still running); rerun that `{command}` command to cut it off and finish")
+    if good < size:
         with open(path, "r+b") as f:
-            f.truncate(end)
+            f.truncate(good)
     return rows
 
 

@@ -188,3 +188,23 @@ def test_two_servers_serving_one_model_name_do_not_share_answers(tmp_path: Path)
     again = CountingBackend()
     again.cache_scope = "echo at http://a/v1"
     assert CachedBackend(again, tmp_path / "c.sqlite").generate([req()])[0].cached and again.calls == 0
+
+
+def test_a_damaged_cache_file_is_one_line_naming_it_and_the_way_out(tmp_path: Path) -> None:
+    """Garbage in the data pages (the schema page intact): SQLite says "database disk image is malformed" on
+    the first lookup, mid-run; the user gets the file and the fix, not a 47-line traceback."""
+    from deliberation.errors import DelibError
+
+    path = tmp_path / "c.sqlite"
+    cache = CachedBackend(CountingBackend(), path)
+    cache.generate([req("x" * 2000, seed=i) for i in range(40)])  # rows over many pages
+    cache.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = bytes((i * 7 + 3) % 256 for i in range(len(data) - 4096))  # page 1 (the schema) kept
+    path.write_bytes(bytes(data))
+    damaged = CachedBackend(CountingBackend(), path)
+    with pytest.raises(DelibError) as err:
+        damaged.generate([req("x" * 2000, seed=1)])
+    message = str(err.value)
+    assert len(message.splitlines()) == 1 and str(path) in message
+    assert "malformed" in message and "delete it" in message and "--cache none" in message

@@ -1,5 +1,7 @@
 """Bad input: one line on stderr naming the problem, exit status 2, nothing written as finished."""
 
+import json
+
 import pytest
 import torch
 
@@ -134,3 +136,105 @@ def test_experiment_prints_each_row_under_its_label_not_its_method(tmp_path, cap
     assert main(["experiment", str(config), "--quiet"]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if "accuracy" in line]
     assert rows == ["cot", "cot-hot"]
+
+
+def run_ok(out, *args):
+    return main(["run", "--backend", "scripted", "--limit", "3", "--out", str(out), "--quiet", *args])
+
+
+def one_line(capsys):
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("delib: error:"), err
+    return err
+
+
+def test_an_empty_benchmark_file_is_an_error_naming_it(tmp_path, capsys, monkeypatch):
+    (tmp_path / "data" / "gsm8k").mkdir(parents=True)
+    (tmp_path / "data" / "gsm8k" / "test.jsonl").write_text("")
+    monkeypatch.setenv("DELIB_DATA_DIR", str(tmp_path / "data"))  # what --data-dir sets, undone after the test
+    err = bad(tmp_path, capsys, "--method", "cot")
+    assert f"{tmp_path / 'data' / 'gsm8k' / 'test.jsonl'} holds no gsm8k test question" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_out_that_is_a_file_is_named_by_run_and_report(tmp_path, capsys):
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    assert "--out" in bad(tmp_path, capsys, "--method", "cot", "--out", str(file)) and file.read_text() == "x"
+    assert run_ok(tmp_path / "run", "--method", "cot") == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "run"), "--out", str(file)]) == 2
+    assert f"--out {file} is a file" in one_line(capsys) and file.read_text() == "x"
+
+
+@pytest.mark.parametrize("text", ["", "{\"method\": ", "[1, 2]"])
+def test_a_damaged_config_json_beside_episodes_is_named(tmp_path, capsys, text):
+    out = tmp_path / "run"
+    assert run_ok(out, "--method", "cot") == 0
+    (out / "config.json").write_text(text)
+    before = (out / "episodes.jsonl").read_bytes()
+    assert run_ok(out, "--method", "cot", "--limit", "4") == 2
+    err = one_line(capsys)
+    assert f"{out / 'config.json'} is damaged" in err and "delete it and rerun" in err
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 2
+    assert str(out / "config.json") in one_line(capsys) and not (tmp_path / "report").exists()
+    (out / "config.json").unlink()  # the fix the message gives
+    assert run_ok(out, "--method", "cot", "--limit", "4") == 0
+    assert (out / "episodes.jsonl").read_bytes().startswith(before)
+
+
+@pytest.mark.parametrize("broken", [
+    ["--backend", "openai"],  # neither --model nor --base-url: was a TypeError traceback
+    ["--backend", "openai", "--model", "m"],
+    ["--backend", "llamacpp", "--model", "gpt-17"],  # an unknown model
+    ["--backend", "scripted", "--backend-opt", "skils=0.5"],  # a typo'd option
+])
+def test_a_backend_that_cannot_be_built_writes_nothing_and_blocks_no_corrected_command(tmp_path, capsys, broken):
+    out = tmp_path / "run"
+    assert main(["run", "--method", "cot", "--limit", "2", "--out", str(out), "--quiet", *broken]) == 2
+    one_line(capsys)
+    assert not (out / "config.json").exists()
+    assert run_ok(out, "--method", "cot") == 0
+
+
+def test_a_run_that_failed_before_its_first_episode_blocks_no_corrected_command(tmp_path, capsys):
+    """A wrong --base-url port fails on the first request, after config.json is written: a directory with no
+    episode takes the corrected command's settings."""
+    out = tmp_path / "run"
+    wrong = ["--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--backend-opt",
+             "max_retries=0", "--backend-opt", "timeout_s=2"]
+    assert main(["run", "--method", "cot", "--limit", "2", "--out", str(out), "--quiet", *wrong]) == 2
+    assert "127.0.0.1:9" in one_line(capsys) and not (out / "episodes.jsonl").exists()
+    assert run_ok(out, "--method", "cot") == 0
+    assert json.loads((out / "config.json").read_text())["backend"] == "scripted"
+
+
+def test_a_corrupt_episode_line_is_named_by_number_on_rerun_and_in_report(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_ok(out, "--method", "cot") == 0
+    lines = (out / "episodes.jsonl").read_text().splitlines(keepends=True)
+    (out / "episodes.jsonl").write_text(lines[0] + '{"example_id": "gsm8k/test/1", "corr\n' + lines[2])
+    assert run_ok(out, "--method", "cot") == 2
+    err = one_line(capsys)
+    assert f"{out / 'episodes.jsonl'} line 2 is not an episode" in err and "delete that line" in err
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 2
+    assert f"{out / 'episodes.jsonl'} line 2 is not an episode" in one_line(capsys)
+    (out / "episodes.jsonl").write_text(lines[0] + lines[2])  # the fix the message gives
+    assert run_ok(out, "--method", "cot") == 0
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 3
+
+
+def test_a_deliberating_method_needs_peers(tmp_path, capsys):
+    err = bad(tmp_path, capsys, "--method", "debate", "--agents", "1")
+    assert "--agents 1 leaves it no peers" in err and not (tmp_path / "run").exists()
+    assert run_ok(tmp_path / "sc", "--method", "self-consistency", "--agents", "1") == 0  # no rounds: fine
+
+
+def test_a_team_beyond_the_context_window_is_refused_before_any_model_loads(tmp_path, capsys):
+    """llama.cpp would fail only after round 0, when an update prompt exceeds n_ctx. The model named here does
+    not exist: the context check comes first, before anything is loaded."""
+    out = tmp_path / "run"
+    assert main(["run", "--method", "debate", "--agents", "100", "--model", str(tmp_path / "none.gguf"),
+                 "--limit", "2", "--out", str(out), "--quiet"]) == 2
+    err = one_line(capsys)
+    assert "--agents 100" in err and "context window of 8192" in err and "n_ctx=N" in err and not out.exists()

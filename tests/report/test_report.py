@@ -250,3 +250,22 @@ def test_runs_of_one_method_with_other_engine_settings_get_two_rows(tmp_path):
     report.write_report([tmp_path], tmp_path / "report")  # what `delib report` writes splits them too
     rows = csv_rows((tmp_path / "report" / "report.csv").read_text())
     assert sorted(rows) == ["self-consistency [agents=3]", "self-consistency [agents=9]"]
+
+
+def test_a_copied_run_directory_is_refused_not_counted_twice(runs, tmp_path, capsys):
+    """A backup copy beside the original would pool into one row with n doubled. The same settings run again
+    into another directory are not a copy: that run records its own episodes (their timings differ)."""
+    from deliberation.cli.main import main
+
+    shutil.copytree(runs / "debate", tmp_path / "debate-backup")
+    with pytest.raises(DelibError, match="hold the same run") as err:
+        report.write_report([runs, tmp_path], tmp_path / "report")
+    assert str(runs / "debate") in str(err.value) and str(tmp_path / "debate-backup") in str(err.value)
+    assert not (tmp_path / "report").exists()
+    assert main(["report", str(runs), str(tmp_path / "debate-backup"), "--out", str(tmp_path / "report")]) == 2
+    assert "count its questions twice" in capsys.readouterr().err
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(DATA))
+        spec = RunSpec(method="debate", benchmark="gsm8k", limit=LIMIT, backend="scripted")
+        execute(spec, str(tmp_path / "again"), progress=False, backend=make_backend("scripted", benchmark="gsm8k"))
+    assert len(run_results.load_runs([runs / "debate", tmp_path / "again"])) == 2

@@ -109,3 +109,21 @@ def test_samples_below_two_and_no_exploration_are_refused():
         CollectSpec(samples=1)
     with pytest.raises(DelibError, match="nothing to rank"):
         CollectSpec(epsilon=0.0)
+
+
+def test_collect_refuses_garbage_between_questions_instead_of_cutting_off_the_rest(tmp_path):
+    """Only a torn last member (a killed writer's) is repaired; bytes that are not gzip in the middle of the file
+    are refused, and the questions after them stay in the file."""
+    from deliberation.types import gzip_members
+
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=3, backend="scripted",
+                       backend_options={"benchmark": "gsm8k"}, samples=2)
+    collect(spec, str(tmp_path), progress=False)
+    path = tmp_path / files.ROLLOUTS
+    first_end = next(gzip_members(path))[0]
+    data = path.read_bytes()
+    path.write_bytes(data[:first_end] + b"garbage" + data[first_end:])
+    before = path.read_bytes()
+    with pytest.raises(DelibError, match=f"is corrupt after byte {first_end} "):
+        collect(spec, str(tmp_path), progress=False)
+    assert path.read_bytes() == before

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import shutil
 
 import pytest
 
@@ -183,3 +184,44 @@ def test_config_records_the_size_of_the_net_it_saved(tmp_path):
     write_training_outputs(str(tmp_path / "out"), net, TrainConfig(), [], FEATURE_NAMES, FEATURE_VERSION)
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert (config["hidden"], config["heads"]) == (16, 2) != (TrainConfig().hidden, TrainConfig().heads)
+
+
+def damage(path, how):
+    """The rollout file ``path`` cut inside a member, with bytes that are not gzip after its first member, or
+    replaced by bytes that were never gzip."""
+    from deliberation.types import gzip_members
+
+    data, ends = path.read_bytes(), [end for end, _ in gzip_members(path)]
+    middle = len(ends) // 2
+    path.write_bytes({"cut in half": data[: (ends[middle - 1] + ends[middle]) // 2],
+                      "garbage after a member": data[: ends[0]] + b"garbage" + data[ends[0]:],
+                      "random bytes": bytes(range(256)) * 8}[how])
+
+
+@pytest.mark.parametrize("how, expected", [("cut in half", "ends in an incomplete record"),
+                                           ("garbage after a member", "is corrupt after byte"),
+                                           ("random bytes", "is corrupt after byte 0")])
+def test_a_damaged_rollout_file_is_refused_not_trained_on_in_part(tmp_path, rollouts, capsys, how, expected):
+    copy = tmp_path / "copy"
+    shutil.copytree(rollouts, copy)
+    damage(copy / "rollouts.jsonl.gz", how)
+    out = tmp_path / "o"
+    assert main(["train", "--algo", "sft", "--rollouts", str(copy), "--out", str(out), "--epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{copy / 'rollouts.jsonl.gz'} " in err and expected in err
+    assert "delib collect" in err and not out.exists()
+
+
+def test_a_corrupt_manifest_and_a_missing_path_are_named(tmp_path, rollouts, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(rollouts, copy)
+    (copy / "manifest.json").write_text('{"model": "scripted-v1", ')
+    out = tmp_path / "o"
+    assert main(["train", "--algo", "sft", "--rollouts", str(copy), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{copy / 'manifest.json'} is not valid JSON" in err
+    missing = tmp_path / "nonexistent"
+    assert main(["train", "--algo", "sft", "--rollouts", str(missing), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"delib: error: {missing} does not exist; pass rollout directories made by `delib collect`"
+    assert not out.exists()

@@ -70,14 +70,15 @@ def test_resume_accepts_other_thread_count_and_cache_path(tmp_path):
 
 def test_a_run_recorded_before_confidence_threshold_existed_resumes_at_its_default(tmp_path):
     old = {"method": "confidence-threshold", "backend_options": {}}
-    RunDir.open(tmp_path, old)
+    RunDir.open(tmp_path, old).append(episode(0))
     RunDir.open(tmp_path, {**old, "confidence_threshold": 0.7})
     with pytest.raises(DelibError, match=r"other settings \(confidence_threshold\)"):
         RunDir.open(tmp_path, {**old, "confidence_threshold": 0.9})
 
 
 def test_resume_refuses_another_model_or_temperature(tmp_path):
-    RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "x"}, "engine": {"temperature": 0.7}})
+    RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "x"}, "engine": {"temperature": 0.7}}).append(
+        episode(0))
     with pytest.raises(DelibError, match="backend_options"):
         RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "y"}, "engine": {"temperature": 0.7}})
     with pytest.raises(DelibError, match="engine"):
@@ -143,3 +144,15 @@ def test_resuming_with_other_resumable_settings_records_them(tmp_path):
     assert config["limit"] == 3 and config["command"] == "delib run --limit 3"  # the first run's, kept
     assert config["resumes"] == [{"command": "delib run --limit 4", "limit": 4},
                                  {"command": "delib run --limit 5", "concurrency": 2, "limit": 5}]
+
+
+def test_a_directory_without_episodes_takes_new_settings_and_prepare_writes_nothing(tmp_path):
+    """A run that failed before its first episode (a server on the wrong port) never blocks the corrected
+    command; ``prepare`` only checks, so a backend that fails to build after it leaves nothing behind."""
+    RunDir.open(tmp_path / "run", {"method": "m", "backend": "openai"})
+    RunDir.open(tmp_path / "run", {"method": "m", "backend": "scripted"}).append(episode(0))
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["backend"] == "scripted"
+    with pytest.raises(DelibError, match="other settings"):
+        RunDir.prepare(tmp_path / "run", {"method": "m", "backend": "openai"})
+    RunDir.prepare(tmp_path / "new", {"method": "m"})
+    assert not (tmp_path / "new").exists()

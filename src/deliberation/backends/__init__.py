@@ -30,9 +30,8 @@ def backend_class(name: str) -> type:
 
 def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
     """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache``."""
-    cls = backend_class(name)
-    _check_options(name, cls, options)
-    backend = cls(**options)
+    check_options(name, options)
+    backend = backend_class(name)(**options)
     if cache is None:
         return backend
     from deliberation.backends.cache import CachedBackend
@@ -40,9 +39,16 @@ def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend
     return CachedBackend(backend, cache)
 
 
-def _check_options(name: str, cls: type, options: dict[str, Any]) -> None:
-    """Refuse an option the backend's constructor does not take, listing those it does."""
+def check_options(name: str, options: dict[str, Any]) -> None:
+    """Refuse options the backend ``name``'s constructor does not take, or lacks ones it needs (e.g. openai
+    without a model or a base URL), before anything is built or written."""
+    cls = backend_class(name)
     params = inspect.signature(cls).parameters
+    needed = [p for p, spec in params.items() if spec.default is inspect.Parameter.empty
+              and spec.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    missing = [p for p in needed if p not in options]
+    if missing:
+        raise DelibError(f"backend {name!r} needs {' and '.join(map(_flag, missing))}")
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     unknown = sorted(set(options) - set(params))
@@ -50,4 +56,17 @@ def _check_options(name: str, cls: type, options: dict[str, Any]) -> None:
         raise DelibError(f"backend {name!r} takes no option {', '.join(unknown)}; its options: {', '.join(params)}")
 
 
-__all__ = ["BACKENDS", "Backend", "backend_class", "make_backend"]
+def _flag(option: str) -> str:
+    """How the command line passes a backend option."""
+    return {"model": "--model", "base_url": "--base-url"}.get(option, f"--backend-opt {option}=VALUE")
+
+
+def context_window(name: str, options: dict[str, Any]) -> int | None:
+    """The tokens one sequence may hold on the backend ``name`` built with ``options``, when the backend knows
+    it before loading anything (a ``context_window(**options)`` static method: llamacpp's ``n_ctx``); None
+    for backends whose window the server or the model decides."""
+    window = getattr(backend_class(name), "context_window", None)
+    return window(**options) if window is not None else None
+
+
+__all__ = ["BACKENDS", "Backend", "backend_class", "check_options", "context_window", "make_backend"]

@@ -23,9 +23,10 @@ import json
 import os
 import sqlite3
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from deliberation.backends.base import Backend, interrupt
 from deliberation.errors import DelibError
@@ -84,8 +85,16 @@ def connect(path: Path) -> sqlite3.Connection:
         with conn:
             conn.execute(_SCHEMA)
     except sqlite3.DatabaseError as err:
-        raise DelibError(f"cannot open the response cache {path}: {err}; pass another cache path") from err
+        raise unusable(path, err) from err
     return conn
+
+
+def unusable(path: Path, err: sqlite3.DatabaseError) -> DelibError:
+    """The one line for a cache SQLite cannot read or write (e.g. "database disk image is malformed" when
+    its pages are damaged), with the ways out: the file only saves LLM calls, so deleting it loses nothing
+    a rerun cannot regenerate."""
+    return DelibError(f"the response cache {path} is unusable ({err}); delete it (its responses are generated "
+                      "again) or run with --cache none")
 
 
 class CachedBackend:
@@ -158,7 +167,7 @@ class CachedBackend:
         """Stored completions for those of ``keys`` that are in the cache, marked ``cached=True``."""
         unique = list(dict.fromkeys(keys))
         rows: list[tuple[str, str]] = []
-        with self._lock:
+        with self._lock, self._guard():
             conn = self._connection()
             for start in range(0, len(unique), _MAX_PARAMS):
                 chunk = unique[start : start + _MAX_PARAMS]
@@ -170,10 +179,18 @@ class CachedBackend:
     def _store(self, fresh: dict[str, Completion]) -> None:
         """Insert the new completions in one short transaction (committed on return)."""
         rows = [(k, self.name, self.model, json.dumps(to_json(c))) for k, c in fresh.items()]
-        with self._lock:
+        with self._lock, self._guard():
             conn = self._connection()
             with conn:
                 conn.executemany("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?)", rows)
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """SQLite's errors in a query as one line naming this cache (``unusable``), not a traceback."""
+        try:
+            yield
+        except sqlite3.DatabaseError as err:
+            raise unusable(self.path, err) from err
 
     def _connection(self) -> sqlite3.Connection:
         """The connection of this process; a forked child opens its own (SQLite handles must not

@@ -120,6 +120,12 @@ class LlamaCppBackend:
         self._lock = threading.Lock()
         self._stop = threading.Event()  # set by interrupt(): generate() stops at its next decode step
 
+    @staticmethod
+    def context_window(n_ctx: int = DEFAULT_N_CTX, **_: Any) -> int:
+        """The per-sequence window a backend built with these options has, known before loading the model
+        (``runs/runner.py`` checks a team's prompts against it up front; llama.cpp may round it up)."""
+        return n_ctx
+
     def _chat_formatter(self, chat_format: str | None) -> Any:
         template = chat_format or self._rt.metadata("tokenizer.chat_template")
         if not template:

@@ -11,6 +11,7 @@ different checkpoints or engine settings sharing a label are told apart (``split
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, replace
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.runs.directory import CELL, CONFIG, EPISODES, SUMMARY, Summary, jsonl_lines, summarize
+from deliberation.runs.directory import (CELL, CONFIG, EPISODES, SUMMARY, Summary, comparable, jsonl_lines,
+                                         parse_episodes, summarize)
 from deliberation.types import ACTIONS, Episode, from_json
 
 METRICS = "metrics.jsonl"  # marks a training directory
@@ -45,6 +47,8 @@ class RunResult:
     """config.json's ``policy_used`` (mpdf: the checkpoint and its SHA-256 prefix, or the rule); else empty."""
     engine: tuple[tuple[str, str], ...] = ()
     """config.json's engine settings but the seed, sorted (agents, rounds, ...): runs that differ here never pool."""
+    episode_digests: frozenset[str] = frozenset()
+    """SHA-256 of each episode line with the run's settings: a copied run directory shares them (``distinct``)."""
 
 
 def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[Path]]:
@@ -86,8 +90,24 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
 
 def load_results(run_dirs: Iterable[Path]) -> list[RunResult]:
     """The run directories ``run_dirs``, loaded, with labels split where one label covers runs of different
-    checkpoints or engine settings (so no table row pools two configurations)."""
-    return split_engines(split_policies([load_run(p) for p in run_dirs]))
+    checkpoints or engine settings (so no table row pools two configurations); two directories holding the
+    same run are refused (``distinct``)."""
+    return split_engines(split_policies(distinct([load_run(p) for p in run_dirs])))
+
+
+def distinct(results: list[RunResult]) -> list[RunResult]:
+    """``results``, refused when two directories hold the same episode under the same settings: a copied run
+    directory (a backup beside the original) would be pooled with it and count its questions twice. Two
+    runs of one configuration never share an episode line (each records its own timings)."""
+    seen: dict[str, RunResult] = {}
+    for r in results:
+        for digest in r.episode_digests:
+            first = seen.setdefault(digest, r)
+            if first is not r:
+                raise DelibError(f"{first.path} and {r.path} hold the same run (same settings and episodes; a copy?), "
+                                 "which would count its questions twice; report on one of them (move the copy out "
+                                 "of the folders given)")
+    return results
 
 
 def split_policies(results: Sequence[RunResult]) -> list[RunResult]:
@@ -128,20 +148,26 @@ def _digest(policy_used: str) -> str:
 
 def load_run(path: Path) -> RunResult:
     """One run directory; summarized from its episodes when summary.json is absent."""
-    config = read_json(path / CONFIG) if (path / CONFIG).exists() else {}
-    episodes = read_episodes(path / EPISODES)
+    config = read_object(path / CONFIG) if (path / CONFIG).exists() else {}
+    lines = complete_lines(path / EPISODES)
+    episodes = parse_episodes(path / EPISODES, lines)
     if (path / SUMMARY).exists():
         summary = _summary(path / SUMMARY)
     else:
         summary = summarize(episodes, config.get("method", "?"), config.get("benchmark", "?"),
                             config.get("split", "?"))
-    cell = read_json(path / CELL) if (path / CELL).exists() else {}
+    cell = read_object(path / CELL) if (path / CELL).exists() else {}
     options = config.get("backend_options") or {}
     return RunResult(path, _label(cell.get("label") or _default_label(summary.method, config.get("policy")), config),
                      summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
                      str(options.get("model", "default")), int((config.get("engine") or {}).get("seed", 0)),
                      summary, actions_by_round(episodes), not (path / SUMMARY).exists(),
-                     str(config.get("policy_used") or ""), _engine(config))
+                     str(config.get("policy_used") or ""), _engine(config), _digests(config, lines))
+
+
+def _digests(config: dict, lines: Sequence[str]) -> frozenset[str]:
+    settings = json.dumps(comparable(config), sort_keys=True)
+    return frozenset(hashlib.sha256(f"{settings}\n{line}".encode()).hexdigest() for line in lines if line.strip())
 
 
 def _engine(config: dict) -> tuple[tuple[str, str], ...]:
@@ -172,18 +198,29 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        raise DelibError(f"cannot read {path}: {err}") from err
+        raise DelibError(f"cannot read {path}: {err}; restore it, or delete it and rerun the command that wrote "
+                         "it") from err
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """A JSON file holding an object (config.json, cell.json), or a DelibError naming it."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise DelibError(f"{path} holds {type(data).__name__}, not a JSON object; restore it, or delete it and rerun "
+                         "the command that wrote it")
+    return data
+
+
+def complete_lines(path: Path) -> list[str]:
+    """The complete lines of an episodes.jsonl, read only (a torn last line is ignored, not cut)."""
+    if not path.exists():
+        return []
+    return [x for x in jsonl_lines(path.read_text()) if x.endswith("\n")]
 
 
 def read_episodes(path: Path) -> list[Episode]:
-    """The complete episodes of an episodes.jsonl, read only (a torn last line is ignored, not cut)."""
-    if not path.exists():
-        return []
-    lines = jsonl_lines(path.read_text())
-    try:
-        return [from_json(Episode, json.loads(x)) for x in lines if x.endswith("\n") and x.strip()]
-    except (TypeError, ValueError) as err:
-        raise DelibError(f"{path} holds a line that is not an episode ({err})") from err
+    """The complete episodes of an episodes.jsonl; a line that is not one is a DelibError naming its number."""
+    return parse_episodes(path, complete_lines(path))
 
 
 def actions_by_round(episodes: Sequence[Episode]) -> tuple[tuple[int, ...], ...]:
@@ -245,7 +282,7 @@ def _training_run(folder: Path) -> TrainingRun:
         points = tuple(_point(json.loads(line)) for line in lines if line.strip())
         compared = folder / "held_out.json"
         held_out = json.loads(compared.read_text()) if compared.exists() else None
-    except (KeyError, TypeError, ValueError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError) as err:  # AttributeError: JSON but not an object
         raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
                          f"metrics.jsonl record needs step, loss, kl and entropy ({err!r})") from err
     scale = config.get("reward_scale")

@@ -26,7 +26,9 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
 
     DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
     neither a run nor a training directory is found."""
-    paths = [Path(p) for p in paths]
+    paths, out = [Path(p) for p in paths], Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise DelibError(f"--out {out} is a file; pass a directory for the report (it is created if missing)")
     run_dirs, train_dirs = discover(paths)
     if not run_dirs and not train_dirs:
         raise DelibError(f"no run or training directory found under {', '.join(map(str, paths))}; a run "
@@ -34,7 +36,6 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     results, training = load_results(run_dirs), load_training(train_dirs)
     tab = table(results) if results else None
     paired = paired_table(results, reference) if results else []
-    out = Path(out_dir)
     if trees is not None:
         from deliberation.report.equal_tokens import equal_token_table
 

@@ -18,6 +18,7 @@ from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.engine.spec import MetaPolicy
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.engine.team import check_team
 from deliberation.errors import DelibError, require_at_least
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
@@ -46,6 +47,7 @@ class CollectSpec(Workload):
             raise DelibError("--split test would train the policy on the questions it is evaluated on; collect on "
                              "a train split (or pass --allow-test to do it knowingly)")
         require_at_least("--samples", self.samples, 2, "to rank rewards within a group")
+        check_team("delib collect", self.engine)
         if not 0.0 < self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in (0, 1] (got {self.epsilon}): the behaviour policies are "
                              "deterministic, so without exploration the K samples take the same actions: "
@@ -78,7 +80,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     files.open_manifest(directory, manifest(spec, backend.model))
     path = directory / files.ROLLOUTS
-    done = {row["example_id"] for row in read_gzip_lines(path, repair=True)}
+    done = {row["example_id"] for row in read_gzip_lines(path, "delib collect", repair=True)}
     method = collecting(behaviour)
 
     def one(ex: Example, shared: Backend) -> tuple[str, list]:
@@ -96,4 +98,4 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     finally:
         benchmarks.close_all()
         backend.close()
-    return len(read_gzip_lines(path))
+    return len(read_gzip_lines(path, "delib collect"))

@@ -28,7 +28,7 @@ def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     if not path.exists():
         write_json_atomic(path, manifest)
         return
-    old = json.loads(path.read_text())
+    old = read_manifest(path)
     keys = ("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
             "policy")
     diff = [k for k in keys if old.get(k) != manifest.get(k)]
@@ -48,10 +48,22 @@ def check_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
     if not path.exists():
         raise DelibError(f"{directory} has no {MANIFEST}: not a rollout directory made by `delib collect`")
-    manifest = json.loads(path.read_text())
+    manifest = read_manifest(path)
     if manifest.get("feature_version") != FEATURE_VERSION or tuple(manifest.get("feature_names", ())) != FEATURE_NAMES:
         raise DelibError(f"{directory} holds rollouts of feature version {manifest.get('feature_version')}, this "
                          f"build uses version {FEATURE_VERSION}; recollect them with `delib collect`")
+    return manifest
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """A manifest.json as a dict, or a DelibError naming it (a damaged file, not a traceback)."""
+    try:
+        manifest = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DelibError(f"{path} is not valid JSON ({err}); restore it from a copy, or collect again into a new "
+                         "--out") from err
+    if not isinstance(manifest, dict):
+        raise DelibError(f"{path} is not a rollout manifest (a JSON object); restore it or collect again")
     return manifest
 
 
@@ -61,18 +73,25 @@ def load_decisions(paths: list[Path]) -> list[Decision]:
     the same question (the same directory twice, or another behaviour policy's) would be ranked as one."""
     decisions: list[Decision] = []
     source: dict[str, Path] = {}
-    directories = [(p if p.is_dir() else p.parent).resolve() for p in paths]
+    directories = [_directory(p) for p in paths]
     for directory in directories:
         if directories.count(directory) > 1:
             raise DelibError(f"rollout directory {directory} is given more than once; name each collection once")
         check_manifest(directory)
-        for row in read_gzip_lines(directory / ROLLOUTS):
+        for row in read_gzip_lines(directory / ROLLOUTS, "delib collect"):
             _claim(source, row["example_id"], directory)
             decisions += [from_json(Decision, d) for d in row["decisions"]]
     if not decisions:
         files = ", ".join(map(str, paths))
         raise DelibError(f"no decisions in {files}: the rollout files are empty; run `delib collect`")
     return decisions
+
+
+def _directory(path: Path) -> Path:
+    """The rollout directory of a path given as the directory or a file in it."""
+    if not path.exists():
+        raise DelibError(f"{path} does not exist; pass rollout directories made by `delib collect`")
+    return (path if path.is_dir() else path.parent).resolve()
 
 
 def _claim(source: dict[str, Path], example_id: str, directory: Path) -> None:

@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from deliberation.config import Selection
 from deliberation.errors import DelibError
@@ -80,6 +80,20 @@ def jsonl_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
+def parse_episodes(path: Path, lines: Sequence[str]) -> list[Episode]:
+    """The episodes of ``lines`` (the complete lines of ``path``), or a DelibError naming the first line that
+    is not one by its number, so the user can delete just that line."""
+    return [_episode(path, number, line) for number, line in enumerate(lines, start=1) if line.strip()]
+
+
+def _episode(path: Path, number: int, line: str) -> Episode:
+    try:
+        return from_json(Episode, json.loads(line))
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} line {number} is not an episode ({err}); delete that line (rerunning the run's "
+                         "command redoes its question) or move the file away") from err
+
+
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency"})
@@ -94,8 +108,8 @@ _ENGINE_ADDED_LATER = {"prompts": "standalone"}
 """The same for the engine settings: runs made before prompt version 2 used the standalone prompts."""
 
 
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` without the keys a resumed run may change."""
+def comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` without the keys a resumed run may change: what makes two runs the same configuration."""
     kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS and k != RESUMES
             and not (k in _ADDED_LATER and v == _ADDED_LATER[k])}
     if isinstance(kept.get("engine"), dict):
@@ -111,22 +125,55 @@ class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._resume: dict[str, Any] | None = None  # config.json to write with the first appended episode
+        self._fresh: dict[str, Any] | None = None  # config.json ``create`` writes (a run with no episode yet)
+
+    @classmethod
+    def prepare(cls, path: str | Path, config: dict[str, Any]) -> "RunDir":
+        """Check that ``path`` can take a run of ``config``, writing nothing (the runner builds its backend
+        between this and ``create``, so a failure there leaves no config.json). A directory holding episodes
+        must hold the same settings; one with no episode yet takes any."""
+        run = cls(Path(path))
+        if run.path.exists() and not run.path.is_dir():
+            raise DelibError(f"--out {run.path} is a file; pass a directory (a new one, or a run to resume)")
+        old = run._config() if run.finished_ids() else None
+        if old is None:
+            run._fresh = config
+        else:
+            run._check_same(old, config)
+            run._record_resume(old, config)
+        return run
+
+    def create(self) -> "RunDir":
+        """Make the directory and write a new run's config.json (a resumed run records its resume with its
+        first episode)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        if self._fresh is not None:
+            write_json_atomic(self.path / CONFIG, self._fresh)
+            self._fresh = None
+        return self
 
     @classmethod
     def open(cls, path: str | Path, config: dict[str, Any]) -> "RunDir":
-        run = cls(Path(path))
-        run.path.mkdir(parents=True, exist_ok=True)
-        cfg_path = run.path / CONFIG
-        if cfg_path.exists():
-            old = json.loads(cfg_path.read_text())
-            run._check_same(old, config)
-            run._record_resume(old, config)
-        else:
-            write_json_atomic(cfg_path, config)
-        return run
+        """``prepare`` and ``create`` in one step."""
+        return cls.prepare(path, config).create()
+
+    def _config(self) -> dict[str, Any] | None:
+        """The config.json beside the episodes (None when it was deleted: the next run writes its own)."""
+        path = self.path / CONFIG
+        if not path.exists():
+            return None
+        try:
+            old = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            old = None
+        if not isinstance(old, dict):
+            raise DelibError(f"{path} is damaged (not a JSON object), so the episodes beside it cannot be checked "
+                             "against these settings; delete it and rerun the command that made the run (it is "
+                             "rewritten, the episodes kept), or use another --out")
+        return old
 
     def _check_same(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        old, new = _comparable(old), _comparable(new)
+        old, new = comparable(old), comparable(new)
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         if diff:
             raise DelibError(f"{self.path} holds a run with other settings ({', '.join(diff)}); "
@@ -144,12 +191,6 @@ class RunDir:
 
     def episodes(self) -> list[Episode]:
         """Every complete episode in the file (a torn last line from a killed run is dropped)."""
-        return [from_json(Episode, row) for row in self._rows()]
-
-    def finished_ids(self) -> set[str]:
-        return {row["example_id"] for row in self._rows()}
-
-    def _rows(self) -> Iterable[dict[str, Any]]:
         path = self.path / EPISODES
         if not path.exists():
             return []
@@ -157,7 +198,10 @@ class RunDir:
         if lines and not lines[-1].endswith("\n"):
             self._truncate(path, sum(len(x.encode()) for x in lines[:-1]))
             lines = lines[:-1]
-        return [json.loads(line) for line in lines if line.strip()]
+        return parse_episodes(path, lines)
+
+    def finished_ids(self) -> set[str]:
+        return {e.example_id for e in self.episodes()}
 
     @staticmethod
     def _truncate(path: Path, size: int) -> None:

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Generator, Iterable
 
 from deliberation import benchmarks, methods
-from deliberation.backends import backend_class, make_backend
+from deliberation.backends import check_options, context_window, make_backend
 from deliberation.backends.base import Backend
 from deliberation.backends.concurrent import in_flight, stopping
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
+from deliberation.engine.team import check_context, check_team
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.runs.directory import RunDir, Summary, summarize
@@ -43,8 +44,12 @@ def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
     """The method and the examples, or a DelibError before anything is written."""
     method = method_entry(spec)
     bench = benchmarks.get(spec.benchmark)
-    backend_class(spec.backend)
+    check_options(spec.backend, spec.backend_options)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
+    engine = method.engine(spec.engine)
+    check_team(spec.method, engine)
+    check_context(spec.method, engine, [bench.format_question(ex) for ex in examples],
+                  context_window(spec.backend, spec.backend_options))
     method.spec(spec.method_config())  # e.g. a missing or mismatched mpdf checkpoint fails here
     return method, examples
 
@@ -78,17 +83,18 @@ def run_examples(method: Method, examples: Iterable[Example], backend: Backend,
 
 
 def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | None = None) -> Summary:
-    """Run ``spec`` into ``out``, skipping examples already finished there; return the summary."""
+    """Run ``spec`` into ``out``, skipping examples already finished there; return the summary. Nothing is
+    written before the backend is built: a model that fails to load leaves no config.json behind."""
     method, examples = validate(spec)
-    run_dir = RunDir.open(out, config_record(spec))
+    run_dir = RunDir.prepare(out, config_record(spec))
     done = run_dir.finished_ids()
     todo = [ex for ex in examples if ex.id not in done]
     if not todo:  # finished: no model to load, no empty progress bar
-        return finish(run_dir, spec, [ex.id for ex in examples])
-    run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
+        return finish(run_dir.create(), spec, [ex.id for ex in examples])
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
+        run_dir.create().clear_summary()  # an extension killed midway must not keep reporting the old summary
         with stopping(run_examples(method, todo, backend, spec), backend) as episodes:
             drive(run_dir, episodes, len(todo), progress)
     finally:

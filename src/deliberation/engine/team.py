@@ -1,0 +1,53 @@
+"""Checks, before anything runs, that a team can deliberate and that its prompts fit the model's context.
+
+Why: a debate of one agent has no peers to read, and a team too large for the backend's context window
+fails only after round 0 (llama.cpp refuses a prompt longer than ``n_ctx``), when minutes of generation
+are spent. Both are known from the settings and the questions alone.
+
+The context rule (an estimate, documented in the README's "Errors" section): the largest prompt of a
+deliberating team is round 1's update prompt, which holds the question, the agent's own answer and its
+N - 1 peers' answers; each answer may run to ``max_tokens``. So the estimate is
+``question tokens + N * max_tokens + TEMPLATE_TOKENS`` (a method without rounds sends the question alone),
+with question tokens counted as characters / ``CHARS_PER_TOKEN``. It must stay below the window. Later
+rounds of debate and ReConcile keep the growing conversation, so they can need more: the rule is the
+least a run needs, not a guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from deliberation.config import EngineConfig
+from deliberation.errors import DelibError
+
+CHARS_PER_TOKEN = 4
+"""Characters of English text per token (OpenAI's rule of thumb; the backends count exactly later)."""
+TEMPLATE_TOKENS = 200
+"""The chat template, the instructions and the section headings of an update prompt."""
+
+
+def check_team(method: str, engine: EngineConfig) -> None:
+    """Refuse a deliberating method (rounds after round 0) with a single agent: it has no peers."""
+    if engine.rounds > 0 and engine.agents < 2:
+        raise DelibError(f"{method} deliberates between agents, but --agents {engine.agents} leaves it no peers; "
+                         "use --agents 2 or more (or --method cot for a single agent)")
+
+
+def prompt_estimate(question_chars: int, engine: EngineConfig) -> int:
+    """Tokens of the largest prompt of an episode, by the rule in the module docstring."""
+    answers = engine.agents * engine.max_tokens if engine.rounds > 0 else 0
+    return math.ceil(question_chars / CHARS_PER_TOKEN) + answers + TEMPLATE_TOKENS
+
+
+def check_context(method: str, engine: EngineConfig, questions: Sequence[str], window: int | None) -> None:
+    """Refuse settings whose estimated largest prompt does not fit ``window`` tokens (None: unknown, no
+    check), naming the estimate and the three ways out."""
+    if window is None or not questions:
+        return
+    need = prompt_estimate(max(len(q) for q in questions), engine)
+    if need >= window:
+        raise DelibError(f"{method} with --agents {engine.agents} and --max-tokens {engine.max_tokens} can send "
+                         f"prompts of about {need} tokens (the longest question and, when the team deliberates, an "
+                         f"agent's own answer and its peers'), more than the model's context window of {window}; "
+                         "lower --agents or --max-tokens, or raise the window (llamacpp: --backend-opt n_ctx=N)")
