@@ -162,8 +162,8 @@ class OpenAIBackend:
         waiting = "" if asked is None else f", asked to retry after {asked:.0f} s"
         return DelibError(
             f"no completion from {self.base_url} after {attempts} attempts in {elapsed:.0f} s "
-            f"(last error: {_describe(err)}{waiting}); check that the server is running and serves model {self.model!r}, "
-            f"or raise --backend-opt timeout_s=N (now {self.timeout_s:g}), max_retries=N (now {self.max_retries}) "
+            f"(last error: {_describe(err)}{waiting}); check that the server is running and serves model "
+            f"{self.model!r}, or raise --backend-opt timeout_s=N (now {self.timeout_s:g}), max_retries=N (now {self.max_retries}) "
             f"or total_timeout_s=N (now {self.total_timeout_s:g})"
         )
 
