@@ -163,8 +163,8 @@ class OpenAIBackend:
         return DelibError(
             f"no completion from {self.base_url} after {attempts} attempts in {elapsed:.0f} s "
             f"(last error: {_describe(err)}{waiting}); check that the server is running and serves model "
-            f"{self.model!r}, or raise --backend-opt timeout_s=N (now {self.timeout_s:g}), max_retries=N (now {self.max_retries}) "
-            f"or total_timeout_s=N (now {self.total_timeout_s:g})"
+            f"{self.model!r}, or raise --backend-opt timeout_s=N (now {self.timeout_s:g}), max_retries=N "
+            f"(now {self.max_retries}) or total_timeout_s=N (now {self.total_timeout_s:g})"
         )
 
     def _advice(self, err: Exception) -> str:
