@@ -46,13 +46,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
                         choices=args.choice, engine=engine_config(args), backend_options=backend_options(args),
                         cache=None if args.cache in (None, "none") else args.cache,
                         **flags.values(args, RunSpec, only=METHOD_OPTIONS))
-    answer = "(no agent's answer could be read)" if result.answer is None else result.answer
+    answer = _shown(result.answer, args.choice)
     print(f"answer: {answer}" if "\n" not in answer else f"answer:\n{answer}")
     print("\n".join(trace(result.episode)))
-    e = result.episode
-    print(f"{result.method}, {len({t.agent for t in e.turns})} agents, {e.rounds_run} rounds: "
+    agents, rounds = len({t.agent for t in result.episode.turns}), result.episode.rounds_run
+    print(f"{result.method}, {agents} agents, {rounds} round{'s' * (rounds != 1)} of deliberation: "
           f"{result.prompt_tokens} prompt + {result.completion_tokens} generated tokens, {result.llm_calls} LLM calls")
     if args.show_response:
         print(f"response:\n{result.response}")
     return 0
 
+
+
+def _shown(answer: str | None, choices: list[str]) -> str:
+    """The answer as printed: a chosen option with its text ("B (Jupiter)")."""
+    if answer is None:
+        return "(no agent's answer could be read)"
+    index = "ABCD".find(answer) if len(answer) == 1 else -1
+    return f"{answer} ({choices[index]})" if 0 <= index < len(choices) else answer

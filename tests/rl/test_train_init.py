@@ -1,0 +1,39 @@
+"""``delib train --init`` takes a training directory of ``delib train`` as well as the policy.pt inside it."""
+
+import json
+
+import pytest
+
+from deliberation.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def rollouts(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rollouts")
+    assert main(["collect", "--benchmark", "gsm8k", "--split", "train", "--limit", "20", "--samples", "4",
+                 "--backend", "scripted", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def train(rollouts, out, *args):
+    return main(["train", "--rollouts", str(rollouts), "--out", str(out), "--epochs", "1", *args])
+
+
+def test_init_takes_the_training_directory_or_its_policy_pt(tmp_path, rollouts):
+    sft = tmp_path / "sft"
+    assert train(rollouts, sft, "--algo", "sft") == 0
+    assert train(rollouts, tmp_path / "from-file", "--init", str(sft / "policy.pt")) == 0
+    assert train(rollouts, tmp_path / "from-dir", "--init", str(sft)) == 0
+    held_out = [json.loads((tmp_path / d / "held_out.json").read_text()) for d in ("from-file", "from-dir")]
+    assert held_out[0] == held_out[1] and held_out[0]["start"] is not None
+
+
+def test_a_directory_without_a_policy_is_refused_in_one_line(tmp_path, rollouts, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "out"
+    assert train(rollouts, out, "--init", str(empty)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"delib: error: --init {empty} is a directory without a policy.pt; pass a training directory "
+                   "of `delib train` or a policy.pt")
+    assert not out.exists()
