@@ -57,10 +57,10 @@ class Selection:
     ids: tuple[str, ...] = ()
     """Only these question ids (kept in the split's order); --ids a,b,c or --ids @file (one id a line)."""
     offset: int = 0
-    """Skip the first K questions (after --ids)."""
+    """Skip the first N questions (after --ids)."""
     sample: int | None = None
-    """A random sample of N questions (after --offset), kept in the split's order; a larger N with the same
-    seed keeps the smaller sample's questions."""
+    """A random sample of N questions (after --offset; not round-0 samples), kept in the split's order; a
+    larger N with the same seed keeps the smaller sample's questions."""
     sample_seed: int = 0
     """Seed of --sample."""
 

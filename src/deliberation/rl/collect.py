@@ -14,6 +14,7 @@ from deliberation import benchmarks
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
 from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.engine.spec import MetaPolicy
@@ -74,7 +75,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     from tqdm import tqdm
 
     bench = benchmarks.get(spec.benchmark)
-    examples = bench.load(spec.split, limit=spec.limit, data_dir=spec.data_dir)
+    examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     behaviour = behaviour_policy(spec)
     directory = Path(out)
     backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
