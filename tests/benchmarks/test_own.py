@@ -95,6 +95,13 @@ def test_bad_values_name_the_line(tmp_path, rows, problem):
         own.OwnData("numeric", str(path)).load("test")
 
 
+def test_an_empty_or_missing_file_is_named(tmp_path):
+    with pytest.raises(DelibError, match=f"^{tmp_path / 'e.jsonl'} holds no question"):
+        own.OwnData("text", str(write_jsonl(tmp_path / "e.jsonl", []))).load("test")
+    with pytest.raises(DelibError, match=f"^benchmark file {tmp_path / 'nope.jsonl'} not found"):
+        own.OwnData("text", str(tmp_path / "nope.jsonl")).load("test")
+
+
 def test_delib_run_on_a_numeric_file_scores_with_the_file_answers(tmp_path, capsys):
     path = write_jsonl(tmp_path / "q.jsonl", NUMERIC)
     out = tmp_path / "run"

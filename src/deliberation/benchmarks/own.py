@@ -165,6 +165,8 @@ def read_examples(path: Path, answer_type: str) -> list[Example]:
                              "give every record its own id")
         seen[example.id] = row.origin.rsplit(":", 1)[-1]
         examples.append(example)
+    if not examples:
+        raise DelibError(f"{path} holds no question (an empty file?); write one JSON object a line")
     return examples
 
 
