@@ -103,7 +103,8 @@ def test_identical_prompts_are_read_once_and_sample_as_if_read_alone(
     alone = [backend.generate([r])[0] for r in requests]
     reads: list[int] = []
     prefill = backend._rt.prefill
-    monkeypatch.setattr(backend._rt, "prefill", lambda prompt: reads.append(len(prompt)) or prefill(prompt))
+    monkeypatch.setattr(backend._rt, "prefill",
+                        lambda prompt, *rest: reads.append(len(prompt)) or prefill(prompt, *rest))
     batched = backend.generate(requests)  # 7 requests > max_parallel 4: two waves
     assert len(reads) == 2
     assert [c.text for c in batched] == [c.text for c in alone]

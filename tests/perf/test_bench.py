@@ -16,7 +16,7 @@ from deliberation.engine.scripted import ScriptedBackend
 from deliberation.perf import BenchSettings, llama_build, run_settings
 from deliberation.perf.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
 from deliberation.perf.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
-                                        Throughput, UpdateResult)
+                                        PrefixReuseResult, Throughput, UpdateResult)
 from deliberation.perf.timing import TimedBackend
 from deliberation.errors import DelibError
 from deliberation.rl.data import tensorize
@@ -99,9 +99,12 @@ def test_headline_overhead_is_the_worst_method():
     slow = OverheadResult("debate", 10, 100, 1.0, 0.8, 0.1, 0.0)  # 2 ms
     meta = BenchMeta("m", True, "0", "3", "t", "l", "AVX2 = 1", "n", 2, 2, (0.0, 0.0, 0.0), "p", "now")
     result = BenchResult(meta, (fast, slow), BatchResult("m", 3, 8, *[Throughput(3, 3, 1.0)] * 3),
-                         CacheResult("sc", 1, 1.0, 0.5, 3, 0), (UpdateResult("softrankpo", 8, 16, 2, 1.0, 2),))
+                         CacheResult("sc", 1, 1.0, 0.5, 3, 0), (UpdateResult("softrankpo", 8, 16, 2, 1.0, 2),),
+                         PrefixReuseResult("m", 2, 3, 8, Throughput(40, 900, 4.0), Throughput(41, 900, 2.5), 300, 600))
     data = result.to_json()
     assert data["overhead_ms_per_call"] == pytest.approx(2.0)
+    assert data["prefix_reuse_speedup"] == pytest.approx(1.6)  # 4.0 s without reuse / 2.5 s with it
+    assert data["prefill_tokens_saved"] == 600 and data["prefix_reuse"]["prefill_saved_share"] == pytest.approx(2 / 3)
     assert data["episodes_per_s_method"] == "mpdf"
     assert json.loads(json.dumps(data)) == data  # plain JSON values
 
@@ -154,16 +157,18 @@ def test_updates_run_the_trainer_and_restore_torch_threads():
 def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_path):
     settings = BenchSettings(model=str(smollm2_path), quick=True, overhead_questions=3, batch_questions=1,
                              max_tokens=8, n_ctx=1024, n_threads=1, cache_questions=1, pg_batch_size=16,
-                             pg_steps=2)
+                             pg_steps=2, prefix_questions=1)
     data = json.loads(json.dumps(run_settings(settings, progress=False).to_json()))
     for key in ("overhead_ms_per_call", "episodes_per_s", "llamacpp_batch_speedup", "cache_rerun_speedup",
-                "softrankpo_updates_per_s"):
+                "prefix_reuse_speedup", "prefill_tokens_saved", "softrankpo_updates_per_s"):
         assert math.isfinite(data[key]) and data[key] > 0, key
     batch, cache = data["llamacpp_batch"], data["cache_rerun"]
     assert batch["requests"] == settings.agents
     for side in ("engine", "raw", "raw_fresh"):
         assert batch[side]["completion_tokens"] > 0 and batch[side]["prompt_tokens"] > 0 and batch[side]["seconds"] > 0
     assert (cache["rerun_hits"], cache["rerun_misses"]) == (settings.agents, 0)
+    prefix = data["prefix_reuse"]
+    assert prefix["questions"] == 1 and prefix["off"]["prompt_tokens"] > prefix["prompt_tokens_read"]
     assert [o["method"] for o in data["overhead"]] == ["mpdf", "debate"]
     assert [u["torch_threads"] for u in data["softrankpo"]][1] == 1
     meta = data["meta"]

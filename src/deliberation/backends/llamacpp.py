@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 import time
 from typing import Any, Sequence
@@ -53,6 +52,7 @@ import numpy as np
 
 from deliberation.backends import catalogue as models
 from deliberation.backends.base import cache_scope
+from deliberation.backends.cpu_share import free_threads
 from deliberation.backends.llamacpp_runtime import Runtime, import_llama_cpp
 from deliberation.backends.llamacpp_sequence import SequenceState
 from deliberation.backends.prefix_cache import Match, PrefixCache
@@ -60,6 +60,10 @@ from deliberation.errors import DelibError, Interrupted
 from deliberation.types import Completion, GenerationRequest
 
 DEFAULT_N_CTX = 8192
+MIN_REUSE = 64
+"""Shorter cached prefixes are read again: the chat template's system turn and the problem header, which
+every round-0 prompt shares, cost little to read, and reading them keeps round 0 bitwise what it is without
+reuse (restored cells round differently: ``prefix_cache.py``)."""
 DEFAULT_PREFIX_CACHE_MB = 2048
 """About 75k tokens of Qwen2.5-1.5B's KV cells (28 KiB a token): a tree build's questions in flight."""
 
@@ -73,17 +77,14 @@ def _changed_settings(n_ctx: int, chat_format: str | None) -> dict[str, object]:
     return changed
 
 
-def _default_threads() -> int:
-    """All cores this process may run on (llama-cpp-python's own default is half of them)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 class LlamaCppBackend:
     """llama.cpp in this process, batched. ``model``: catalogue name, ``.gguf`` path or HF id.
 
     ``n_ctx``: context window of each sequence (prompt + completion; the KV caches hold
     ``n_ctx * (max_parallel + 1)`` tokens); ``max_parallel``: sequences decoded together; ``n_batch``: prompt
-    tokens per ``llama_decode``; ``n_threads``: default all cores this process may use; ``chat_format``: a
+    tokens per ``llama_decode``; ``n_threads``: default the cores this process may use less those other work
+    keeps busy (``cpu_share.py``: llama.cpp processes side by side with a thread per core slow each other
+    up to 100x); ``chat_format``: a
     Jinja2 chat template replacing the GGUF's ``tokenizer.chat_template``; ``prefix_cache_mb``: host memory
     for the KV cells of recent sequences, whose prefixes later prompts reuse (``prefix_cache.py``; 0: off).
     """
@@ -111,7 +112,7 @@ class LlamaCppBackend:
         # llama-cpp-python maps ggml WARN to logging.ERROR (its level table predates ggml adding DEBUG),
         # so only CRITICAL silences the load chatter; real failures surface as return codes -> DelibError.
         logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
-        threads = n_threads or _default_threads()
+        threads = n_threads or free_threads()
         self._rt: Runtime | None = Runtime(path, n_ctx, max_parallel, n_batch, threads)
         self._max_parallel = max_parallel
         self._formatter = self._chat_formatter(chat_format)
@@ -195,10 +196,13 @@ class LlamaCppBackend:
         return [seq.completion() for seq in seqs]
 
     def _read(self, prompt: list[int]) -> tuple[np.ndarray, Any]:
-        """Prefill ``prompt`` from its longest cached prefix (at least its last token is read, unless the
-        logits after the whole prompt are known); the result is cached in turn."""
+        """Prefill ``prompt`` from its longest cached prefix of at least ``MIN_REUSE`` tokens (at least its
+        last token is read, unless the logits after the whole prompt are known); the result is cached in turn."""
         found = self._prefix.match(prompt) if self._prefix is not None else Match(None, 0)
-        known = found.entry.logits.get(len(prompt)) if found.entry is not None and found.length == len(prompt) else None
+        whole = found.entry is not None and found.length == len(prompt)
+        known = found.entry.logits.get(len(prompt)) if whole else None
+        if known is None and found.length < MIN_REUSE:
+            found = Match(None, 0)
         begin = len(prompt) if known is not None else min(found.length, len(prompt) - 1)
         saved = found.entry.state if found.entry is not None and begin > 0 else None
         logits, state = self._rt.prefill(prompt, saved, begin if saved is not None else 0, known)

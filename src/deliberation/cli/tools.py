@@ -24,7 +24,8 @@ def _models_parser(sub: argparse._SubParsersAction) -> None:
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure framework overhead, batching and cache speedups (JSON)",
                        description="Measures overhead_ms_per_call, episodes_per_s, llamacpp_batch_speedup, "
-                       "cache_rerun_speedup and softrankpo_updates_per_s. Run it on an otherwise idle machine: "
+                       "cache_rerun_speedup, prefix_reuse_speedup, prefill_tokens_saved and "
+                       "softrankpo_updates_per_s. Run it on an otherwise idle machine: "
                        "shared cores distort every timing (the JSON records the load average).")
     p.add_argument("--quick", action="store_true", help="smollm2-135m and small sizes: a few minutes")
     p.add_argument("--model", help="model for the llama.cpp measurements (default: qwen2.5-coder-1.5b)")
@@ -57,6 +58,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     keys = ("overhead_ms_per_call", "episodes_per_s", "llamacpp_batch_speedup", "cache_rerun_speedup",
-            "softrankpo_updates_per_s")
+            "prefix_reuse_speedup", "prefill_tokens_saved", "softrankpo_updates_per_s")
     print("\n".join(f"{k}: {result[k]:.3f}" for k in keys) + f"\n-> {args.out}")
     return 0

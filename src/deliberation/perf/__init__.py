@@ -18,7 +18,11 @@ What is measured, and how (project issue 6):
 4. ``cache_rerun_speedup``: a method run on N questions with a response cache in front of llamacpp, then
    the same run into a new run directory with a fresh cache connection (every request a hit): ratio of
    the two ``execute`` wall times (the model is loaded once, outside both timings).
-5. ``softrankpo_updates_per_s``: ``rl.trainer.train_pg`` (SoftRankPO, KL to a reference, PPO clip) on
+5. ``prefix_reuse_speedup`` and ``prefill_tokens_saved`` (issue 26): one deliberation round (round 0,
+   critic, REFINE, critic for every agent; ``perf/prefix_round.py``) per question on the llamacpp backend
+   with its prefix cache off, then on; ratio of wall times, and the prompt tokens whose KV cells the
+   cache restored instead of reading them.
+6. ``softrankpo_updates_per_s``: ``rl.trainer.train_pg`` (SoftRankPO, KL to a reference, PPO clip) on
    synthetic decisions, steps / wall seconds including its one-off tensorization, at torch's default
    thread count (what ``delib train`` gets) and again at one thread (for a network this small, intra-op
    threads on a busy machine can cost more than they give).
@@ -28,7 +32,8 @@ many-fold when another process holds one (seen here with 2 cores and one busy: S
 3.5 tok/s, at 1 thread 45 tok/s), so ``meta.load_average`` records the background load at the start.
 
 Layout: ``results`` (settings and records, JSON), ``timing`` (timed/replay backends, profiling),
-``measure`` (one function per measurement), and here the entry point ``run_bench``.
+``measure`` (one function per measurement), ``prefix_round`` (the round the prefix-reuse measurement
+times), and here the entry point ``run_bench``.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from deliberation import __version__
-from deliberation.perf.measure import measure_cache_rerun, measure_llamacpp_batch, measure_overhead, measure_updates
+from deliberation.perf.measure import (measure_cache_rerun, measure_llamacpp_batch, measure_overhead,
+                                       measure_prefix_reuse, measure_updates)
 from deliberation.perf.results import BenchMeta, BenchResult, BenchSettings
 
 
@@ -56,7 +62,7 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
     from deliberation.engine.scripted import ScriptedBackend
 
     meta = collect_meta(settings)  # before the work: its load average is the background load
-    with tqdm(total=len(settings.overhead_methods) + 4, disable=not progress, unit="stage") as bar:
+    with tqdm(total=len(settings.overhead_methods) + 5, disable=not progress, unit="stage") as bar:
         step = _stepper(bar)
         scripted = ScriptedBackend(benchmark=settings.benchmark)
         overhead = tuple(step(f"overhead {m}", measure_overhead, m, settings, scripted)
@@ -68,9 +74,22 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
         try:
             batch = step("llamacpp batch", measure_llamacpp_batch, settings, llama)
             cache = step("cache rerun", measure_cache_rerun, settings, llama)
+            prefix = step("prefix reuse", _prefix_reuse, settings, llama)
         finally:
             llama.close()
-    return BenchResult(meta, overhead, batch, cache, updates, settings)
+    return BenchResult(meta, overhead, batch, cache, updates, prefix, settings)
+
+
+def _prefix_reuse(settings: BenchSettings, on: Any) -> Any:
+    """``measure_prefix_reuse`` against a second backend on the same model with its prefix cache off."""
+    from deliberation.backends.llamacpp import LlamaCppBackend
+
+    off = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
+                          max_parallel=settings.agents, prefix_cache_mb=0)
+    try:
+        return measure_prefix_reuse(settings, off, on)
+    finally:
+        off.close()
 
 
 def _stepper(bar: Any) -> Callable[..., Any]:

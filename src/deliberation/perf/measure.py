@@ -14,7 +14,7 @@ import numpy as np
 
 from deliberation.backends.base import Backend
 from deliberation.perf.results import (OVERHEAD_TARGET_MS, BatchResult, BenchSettings, CacheResult,
-                                        OverheadResult, Throughput, UpdateResult)
+                                        OverheadResult, PrefixReuseResult, Throughput, UpdateResult)
 from deliberation.perf.timing import TimedBackend, profile_run, timed_execute
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError, install_hint
@@ -124,6 +124,31 @@ def measure_cache_rerun(settings: BenchSettings, inner: Backend) -> CacheResult:
         rerun_s = timed_execute(spec, again)
         again.close()
     return CacheResult(settings.cache_method, settings.cache_questions, first_s, rerun_s, again.hits, again.misses)
+
+
+def measure_prefix_reuse(settings: BenchSettings, off: Any, on: Any) -> PrefixReuseResult:
+    """One deliberation round (``perf.prefix_round``) per question on ``off`` (a llamacpp backend with
+    ``prefix_cache_mb=0``) and on ``on`` (its prefix cache on), alternating per question so both sides
+    share the background load. Sampling as in a run (temperature 0.7, seeded), so the two sides may generate
+    slightly different texts (restored cells round differently); both sides' token counts are recorded."""
+    from deliberation import benchmarks
+    from deliberation.engine import prompts
+    from deliberation.perf.prefix_round import deliberation_round
+
+    warm = GenerationRequest(prompts.initial_messages("1 + 1"), max_tokens=8)
+    off.generate([warm])  # page the weights in on both sides
+    on.generate([warm])
+    read, reused = on.prompt_tokens_read, on.prompt_tokens_reused
+    sides: dict[str, list[Any]] = {"off": [], "on": []}
+    for ex in benchmarks.get(settings.benchmark).load("test", limit=settings.prefix_questions):
+        for name, backend in (("off", off), ("on", on)):
+            sides[name].append(deliberation_round(backend, ex.question, settings.agents, settings.max_tokens,
+                                                  seed=settings.seed))
+    totals = {k: Throughput(sum(t.completion_tokens for t in v), sum(t.prompt_tokens for t in v),
+                            sum(t.seconds for t in v)) for k, v in sides.items()}
+    return PrefixReuseResult(settings.model, settings.prefix_questions, settings.agents, settings.max_tokens,
+                             totals["off"], totals["on"], on.prompt_tokens_read - read,
+                             on.prompt_tokens_reused - reused)
 
 
 def measure_updates(settings: BenchSettings, torch_threads: int | None = None) -> UpdateResult:

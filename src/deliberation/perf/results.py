@@ -41,6 +41,8 @@ class BenchSettings:
     """Context window per sequence, the same on both sides of the batching comparison."""
     n_threads: int | None = None
     """llama.cpp threads for both sides (default: every core this process may use)."""
+    prefix_questions: int = 2
+    """Questions of the prefix-reuse measurement (one deliberation round each, reuse off and on)."""
     cache_method: str = "self-consistency"
     """Method of the cache rerun measurement."""
     cache_questions: int = 10
@@ -155,6 +157,33 @@ class CacheResult:
 
 
 @dataclass(frozen=True)
+class PrefixReuseResult:
+    """One deliberation round (round 0, critic, REFINE, critic) per question on the llamacpp backend without
+    its prefix cache (``off``) and with it (``on``); the prompt tokens the cache spared the ``on`` side."""
+
+    model: str
+    questions: int
+    agents: int
+    max_tokens: int
+    off: Throughput
+    on: Throughput
+    prompt_tokens_read: int  # on side: prompt tokens read by the model
+    prompt_tokens_reused: int  # on side: prompt tokens whose KV cells came from the prefix cache
+
+    @property
+    def speedup(self) -> float:
+        return self.off.seconds / self.on.seconds
+
+    @property
+    def prefill_tokens_saved(self) -> int:
+        return self.prompt_tokens_reused
+
+    @property
+    def prefill_saved_share(self) -> float:
+        return self.prompt_tokens_reused / max(1, self.prompt_tokens_read + self.prompt_tokens_reused)
+
+
+@dataclass(frozen=True)
 class UpdateResult:
     """Policy-gradient steps of ``train_pg`` on synthetic decisions with ``torch_threads`` intra-op threads."""
 
@@ -200,6 +229,7 @@ class BenchResult:
     batch: BatchResult
     cache: CacheResult
     updates: tuple[UpdateResult, ...]
+    prefix: PrefixReuseResult
     settings: BenchSettings = field(default_factory=BenchSettings)
 
     @property
@@ -216,6 +246,8 @@ class BenchResult:
             "episodes_per_s_method": self.overhead[0].method,
             "llamacpp_batch_speedup": self.batch.speedup,
             "cache_rerun_speedup": self.cache.speedup,
+            "prefix_reuse_speedup": self.prefix.speedup,
+            "prefill_tokens_saved": self.prefix.prefill_tokens_saved,
             "softrankpo_updates_per_s": self.updates[0].updates_per_s,
             "meta": to_json(self.meta),
             "overhead": [_with_properties(o) for o in self.overhead],
@@ -223,6 +255,8 @@ class BenchResult:
                                "raw": _with_properties(self.batch.raw),
                                "raw_fresh": _with_properties(self.batch.raw_fresh)},
             "cache_rerun": _with_properties(self.cache),
+            "prefix_reuse": {**_with_properties(self.prefix), "off": _with_properties(self.prefix.off),
+                             "on": _with_properties(self.prefix.on)},
             "softrankpo": [_with_properties(u) for u in self.updates],
             "settings": to_json(self.settings),
         }
