@@ -110,8 +110,14 @@ class ScriptedBackend:
         return asked[0].scorer, Example(f"free/{pick}", question, gold, tuple("ABCD") if choice else ())
 
     def _build_index(self, bench: Benchmark) -> dict[str, Example]:
-        """Formatted question -> example, over every split of one benchmark."""
-        examples = (ex for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir))
+        """Formatted question -> example, over every split of one benchmark. An own-data file this process
+        opened but cannot read (one a command refused) holds no question a request can be about."""
+        try:
+            examples = [ex for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir)]
+        except DelibError:
+            if bench in self.benches:
+                raise
+            return {}
         return {bench.format_question(ex): ex for ex in examples}
 
     def _p_initial(self, example: Example, agent: int) -> float:
