@@ -137,7 +137,7 @@ def load(
     sources, looked = table[split], []
     for attempt in (_from_dir, _from_package, _from_hub):
         examples, where = attempt(sources, limit, data_dir)
-        if examples == []:
+        if examples == [] and limit != 0:
             raise DelibError(f"{where} holds no {bench} {split} question (an empty file?); fill it, or remove it "
                              "to use the next source")
         if examples is not None:
