@@ -51,6 +51,11 @@ class GenerationRequest:
     stop: tuple[str, ...] = ()
     logprobs: bool = False
     top_logprobs: int = 0
+    agent: int | None = None
+    """The agent the request is for (the engine fills it in; None: no agent in particular). A team backend
+    (backends/team.py) sends it to that agent's model. Not part of the response-cache key
+    (``backends.cache.request_key``): the same request to the same model is the same answer, whichever
+    agent asks, so caches written before the field existed stay valid."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,9 @@ class Episode:
 @dataclass(frozen=True)
 class Decision:
     """One meta-decision recorded for training: observation features, action, behaviour log-prob,
-    counterfactual rewards of every action (indexed like ``ACTIONS``) and the token cost."""
+    counterfactual rewards of every action (indexed like ``ACTIONS``) and the token cost (of the action
+    taken; ``refine_tokens``: what REFINE costs here whichever action was taken, its call and its critic
+    call; None in rollouts recorded before it was)."""
 
     example_id: str
     sample: int
@@ -152,6 +159,7 @@ class Decision:
     r_local: float
     r_global: float
     token_cost: float = 0.0
+    refine_tokens: float | None = None
 
 
 # --- JSON round trip -------------------------------------------------------------------------------

@@ -9,9 +9,11 @@ import torch
 
 from deliberation.rl.advantages import grpo, softrankpo
 from deliberation.rl.config import TrainConfig
+from deliberation.rl.data import tensorize
 from deliberation.rl.algorithms import ALGORITHMS, PPO_CLIP_EPS, is_supervised
 from deliberation.rl.losses import (entropy, kl_divergence, policy_gradient,
                                     policy_loss)
+from deliberation.types import ACTIONS, Decision
 
 LOGITS = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.5], [-1.0, 3.0, 0.0]])
 ACTIONS_TAKEN = torch.tensor([0, 2, 1])
@@ -58,7 +60,8 @@ def test_policy_loss_combines_the_terms_with_the_configured_weights():
 
 
 def test_registry_holds_every_algorithm_and_ppo_always_clips():
-    assert set(ALGORITHMS) == {"sft", "softrankpo", "grpo", "reinforce", "reinforce_baseline", "rloo", "ppo"}
+    sampled = {"softrankpo", "grpo", "reinforce", "reinforce_baseline", "rloo"}
+    assert set(ALGORITHMS) == {"sft", "ppo", "softrankpo-pooled", *sampled, *(f"{n}-full" for n in sampled)}
     assert [name for name in ALGORITHMS if is_supervised(name)] == ["sft"]
     plain = TrainConfig(clip_eps=None)
     assert ALGORITHMS["ppo"].clip_eps(plain) == PPO_CLIP_EPS
@@ -74,11 +77,19 @@ def test_algorithm_passes_its_config_fields_to_the_advantage():
     assert torch.equal(ALGORITHMS["ppo"].advantages(rewards, groups, cfg), grpo(rewards, groups))
 
 
+def three_samples():
+    """One group: three samples of one (question, round, agent), taking ACTIONS_TAKEN, rewards differing."""
+    rewards = [(1.0, 0.0, 2.0), (0.0, 0.0, 1.0), (2.0, -1.0, 0.0)]
+    return tensorize([Decision("q", k, 1, 0, (0.0,), (), ACTIONS[int(a)], math.log(1 / 3), r, 0.0, 0.0)
+                      for k, (a, r) in enumerate(zip(ACTIONS_TAKEN, rewards))])
+
+
 @pytest.mark.parametrize("algo", sorted(n for n in ALGORITHMS if not is_supervised(n)))
 def test_every_algorithm_gives_a_finite_differentiable_loss(algo):
     logits = LOGITS.clone().requires_grad_(True)
     cfg = TrainConfig(algo=algo)
-    adv = ALGORITHMS[algo].advantages(torch.tensor([1.0, 0.0, 2.0]), torch.tensor([0, 0, 0]), cfg)
-    terms = policy_loss(logits, LOGITS.flip(-1), ACTIONS_TAKEN, adv, torch.full((3,), math.log(1 / 3)), cfg)
+    batch = three_samples()
+    adv = ALGORITHMS[algo].decision_advantages(batch, cfg)  # (3,) or (3, 3)
+    terms = policy_loss(logits, LOGITS.flip(-1), batch.actions, adv, batch.logprobs, cfg)
     terms.total.backward()
     assert torch.isfinite(terms.total) and bool(logits.grad.abs().sum() > 0)

@@ -42,7 +42,7 @@ def test_rewards_of_a_hand_built_decision():
     before = rec(ex, False)
     outcomes = Outcomes((rec(ex, False), rec(ex, True), rec(ex, True)), 100)
     others = [before, rec(ex, True, 0.9), rec(ex, False, 0.2)]  # agent 0's slot is replaced per action
-    assert rewards_for(ctx_for(ex, None), before, outcomes, others, 0) == [(0.0, -1.0), (1.0, 0.0), (1.0, 0.0)]
+    assert rewards_for(ctx_for(ex, None), before, outcomes, others, 0, 1) == [(0.0, -1.0), (1.0, 0.0), (1.0, 0.0)]
 
 
 def test_collect_question_groups_and_counterfactuals():

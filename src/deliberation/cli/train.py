@@ -74,8 +74,12 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algo", default="softrankpo", choices=list(ALGORITHMS), help="default softrankpo")
     p.add_argument("--rollouts", nargs="+", default=[], help="rollout directories from `delib collect`")
-    p.add_argument("--trees", nargs="+", default=[], help="tree stores from `delib tree`: their round-1 decisions "
-                   "under the collector's default behaviour policy, derived without LLM calls")
+    p.add_argument("--trees", nargs="+", default=[], help="tree stores from `delib tree`: their decisions under the "
+                   "collector's default behaviour policy, derived without LLM calls")
+    p.add_argument("--tree-rounds", type=positive, help="rounds of the --trees episodes (default: 1, or 2 with "
+                   "--reward episode); rounds after 1 need --grow-trees once")
+    p.add_argument("--grow-trees", action="store_true", help="let each --trees store's own backend generate the "
+                   "later-round nodes it lacks, recorded in the store (LLM calls; default: offline)")
     p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage: a policy.pt or the "
                    "training directory holding it")
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
@@ -145,7 +149,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from deliberation.rl.train_cli import TrainRequest, run_training
 
     print(run_training(TrainRequest(args.algo, tuple(args.rollouts), args.init, args.out, _overrides(args),
-                                     tuple(args.trees))))
+                                     tuple(args.trees), args.tree_rounds, args.grow_trees)))
     return 0
 
 

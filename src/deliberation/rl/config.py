@@ -18,8 +18,9 @@ class TrainConfig:
 
     algo: str = "softrankpo"
     """Algorithm, a key of ``deliberation.rl.algorithms.ALGORITHMS``: ``sft`` (supervised only) or a
-    policy gradient (softrankpo, grpo, reinforce, reinforce_baseline, rloo, ppo; ``train_pg`` refuses sft).
-    All share everything but the advantage and the loss form."""
+    policy gradient (softrankpo, grpo, reinforce, reinforce_baseline, rloo, ppo on the sampled action's
+    reward; NAME-full on all three counterfactual rewards of each decision, softrankpo-pooled on those of
+    all K samples; ``train_pg`` refuses sft). All share everything but the advantage and the objective."""
 
     lr: float = 3e-3
     """Adam learning rate (Kingma & Ba 2015)."""
@@ -48,17 +49,24 @@ class TrainConfig:
     reward_scale: float = 1.0
     """Multiplies r_local + r_global before the token cost (robustness ablation; SoftRankPO ignores it)."""
 
+    reward: str = "round"
+    """What r_local and r_global measure, a key of ``deliberation.rl.rewards.REWARDS``: ``round``, the vote
+    right after the decision's round (DESIGN.md section 1; what rollouts hold); ``episode``, the team's final
+    vote after the last round, later rounds run by the behaviour rule (tree stores only: ``--trees``)."""
+
     token_cost_coef: float = 0.0
-    """Subtracted per token spent by the action taken: r = reward_scale * r_action - coef * tokens. Only the
-    policy-gradient reward: SFT labels and held-out scores use the uncosted rewards of all three actions,
-    because a decision records the tokens of the action it took, not of a counterfactual REFINE."""
+    """Subtracted per token an action spends (a REFINE call and its critic call): r = reward_scale * r_action
+    - coef * tokens, so a policy can trade accuracy for cost. Only the policy-gradient reward: SFT labels
+    and held-out scores use the uncosted rewards. Sampled algos cost the action taken; NAME-full and pooled
+    ones cost every action and need each decision's REFINE cost (``Decision.refine_tokens``)."""
 
     clip_eps: float | None = 0.2
     """PPO ratio clip epsilon against the behaviour log-prob (Schulman et al. 2017); None = plain policy
     gradient -mean(A * log pi). Clipping is the default because rollouts are offline and off-policy: on a
     fixed data set the plain form keeps pushing log pi of negative-advantage actions towards -inf (the
     loss is unbounded below) and collapses the policy. ``ppo`` clips at 0.2 even when this is None, so under
-    this default ``ppo`` and ``grpo`` train identically; ``--clip-eps none`` tells them apart."""
+    this default ``ppo`` and ``grpo`` train identically; ``--clip-eps none`` tells them apart. The NAME-full
+    and pooled algos have no ratio and ignore it."""
 
     hidden: int = 64
     """Width of the policy network's embeddings."""
@@ -80,6 +88,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _check_algo(self.algo)
+        _check_reward(self.reward)
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}; try 3e-3")
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
         _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}; try 256")
@@ -112,6 +121,12 @@ def _check_algo(algo: str) -> None:
     from deliberation.rl.algorithms import ALGORITHMS
 
     _check(algo in ALGORITHMS, f"unknown algo {algo!r}; choose one of {', '.join(ALGORITHMS)}")
+
+
+def _check_reward(reward: str) -> None:
+    from deliberation.rl.rewards import REWARDS
+
+    _check(reward in REWARDS, f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
 
 
 def _check_feature_names(names: tuple[str, ...]) -> None:

@@ -31,6 +31,7 @@ class DecisionBatch:
     logprobs: Tensor  # (N,) float32: behaviour log-probability of the action taken
     rewards: Tensor  # (N, 3) float64: counterfactual reward of each action, ACTIONS order, unscaled
     token_costs: Tensor  # (N,) float64: tokens spent by the action taken
+    action_costs: Tensor  # (N, 3) float64: tokens each action would spend, ACTIONS order; NaN where unknown
     groups: Tensor  # (N,) long: ranking group id of (example_id, round, agent)
     examples: tuple[str, ...]  # (N,) example_id of each decision
 
@@ -47,7 +48,7 @@ class DecisionBatch:
         return DecisionBatch(
             own=self.own[index], peers=self.peers[index], peer_mask=self.peer_mask[index],
             actions=self.actions[index], logprobs=self.logprobs[index], rewards=self.rewards[index],
-            token_costs=self.token_costs[index], groups=self.groups[index],
+            token_costs=self.token_costs[index], action_costs=self.action_costs[index], groups=self.groups[index],
             examples=tuple(self.examples[i] for i in rows),
         )
 
@@ -71,8 +72,24 @@ def tensorize(decisions: Sequence[Decision]) -> DecisionBatch:
         logprobs=torch.tensor([d.logprob for d in decisions], dtype=torch.float32),
         rewards=torch.tensor([d.rewards for d in decisions], dtype=torch.float64),
         token_costs=torch.tensor([d.token_cost for d in decisions], dtype=torch.float64),
-        groups=_group_ids(decisions), examples=tuple(d.example_id for d in decisions),
+        action_costs=_action_costs(decisions), groups=_group_ids(decisions),
+        examples=tuple(d.example_id for d in decisions),
     )
+
+
+def _action_costs(decisions: Sequence[Decision]) -> Tensor:
+    """(N, 3) tokens of each action: PERSIST and CONCEDE call nothing, REFINE costs ``refine_tokens``. Older
+    rollouts record only the taken action's cost; all K samples of a (question, round, agent) share one
+    REFINE outcome, so a sample that refined tells its group's cost. NaN where neither is known."""
+    shared: dict[tuple[str, int, int], float] = {}
+    for d in decisions:
+        if Action(d.action) is Action.REFINE:
+            shared.setdefault((d.example_id, d.round, d.agent), d.token_cost)
+    refine = [shared.get((d.example_id, d.round, d.agent), math.nan) if d.refine_tokens is None else d.refine_tokens
+              for d in decisions]
+    costs = torch.zeros(len(decisions), len(ACTIONS), dtype=torch.float64)  # (N, 3)
+    costs[:, ACTIONS.index(Action.REFINE)] = torch.tensor(refine, dtype=torch.float64)
+    return costs
 
 
 def first_samples(decisions: Sequence[Decision], k: int | None) -> list[Decision]:
@@ -99,7 +116,8 @@ def _check_decisions(decisions: Sequence[Decision]) -> int:
             raise DelibError(f"{where} has features of width {len(d.own)} / peers "
                              f"{sorted({len(p) for p in d.peers})}, expected {width}; recollect the rollouts "
                              "with one feature version")
-        numbers = (*d.rewards, d.logprob, d.token_cost, *d.own, *(x for p in d.peers for x in p))
+        refine = () if d.refine_tokens is None else (d.refine_tokens,)
+        numbers = (*d.rewards, d.logprob, d.token_cost, *refine, *d.own, *(x for p in d.peers for x in p))
         if len(d.rewards) != len(ACTIONS) or not all(math.isfinite(x) for x in numbers):
             raise DelibError(f"{where} has a NaN/inf or malformed reward, log-prob or feature; fix or drop "
                              "it in the rollout file")

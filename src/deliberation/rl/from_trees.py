@@ -1,11 +1,16 @@
-"""Training decisions from a tree store, with no LLM call: the rollout collector replayed offline.
+"""Training decisions from a tree store: the rollout collector replayed over recorded outcomes.
 
-``rl/rollouts.collect_question`` runs over a ``TreeBackend`` with no backend behind it, so every REFINE and
-critic call of round 1 is served from the store (``delib tree`` recorded them all). The behaviour policy is
-``delib collect``'s default (the agreement rule, epsilon-mixed) with its K samples and seeds, so a store
-and a rollout collection of the same questions and settings give the same round-1 decisions. Deeper rounds
-need nodes a store grows only when a replay reaches them: ``rounds`` above 1 fails on the first missing
-node (build them by replaying a method with those rounds first).
+``rl/rollouts.collect_question`` runs over a ``TreeBackend``, so every REFINE and critic call of round 1
+is served from the store (``delib tree`` recorded them all). The behaviour policy is ``delib collect``'s
+default (the agreement rule, epsilon-mixed) with its K samples and seeds, so a store and a rollout
+collection of the same questions and settings give the same round-1 decisions.
+
+Later rounds need nodes a store does not hold after ``delib tree``: the collector's round-2 REFINE of every
+agent (``rounds`` above 1), and the rounds the ``episode`` reward deliberates on after each decision (the
+behaviour rule's calls from every counterfactual team; at most 3^N teams a round per question). Offline
+(``grow`` False, the default) the first missing node is an error naming the flag that grows them; with
+``grow`` the store's own backend (its manifest's backend, options and cache) generates them once and the
+store records them, so the next derivation is offline again.
 """
 
 from __future__ import annotations
@@ -13,24 +18,43 @@ from __future__ import annotations
 from pathlib import Path
 
 from deliberation import benchmarks
+from deliberation.backends import make_backend
+from deliberation.backends.base import Backend
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
+from deliberation.rl.rewards import reward_function
 from deliberation.rl.rollouts import collect_question, collecting
-from deliberation.trees.store import TreeBackend, built_examples, open_store, store_engine
+from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
 from deliberation.types import Decision
 
+GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) need nodes `delib tree` does not "
+             "build: add --grow-trees to the `delib train` command to generate them once with the store's "
+             "backend (recorded in the store)")
 
-def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1) -> list[Decision]:
-    """Every decision of the behaviour policy over the store's built questions (see the module docstring)."""
+
+def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1,
+                         reward: str = "round", grow: bool = False) -> list[Decision]:
+    """Every decision of the behaviour policy over the store's built questions, episodes of ``rounds`` rounds,
+    rewards by ``reward`` (a key of ``rl/rewards.REWARDS``); see the module docstring for ``grow``."""
     store = open_store(str(path))
     engine = store_engine(store, rounds)
     bench = benchmarks.get(store.manifest["benchmark"])
     examples = built_examples(store, None)
-    backend = TreeBackend(store, None, examples)
+    backend = TreeBackend(store, _store_backend(store) if grow else None, examples, GROW_HINT)
     behaviour = EpsilonMixed(AgreementThreshold(), epsilon)
+    scorer = reward_function(reward)
     decisions: list[Decision] = []
-    for ex in examples:
-        ctx = make_context(ex, backend, bench, engine, collecting(behaviour))
-        decisions += collect_question(ctx, samples, example_rng(engine.seed, ex.id))
+    try:
+        for ex in examples:
+            ctx = make_context(ex, backend, bench, engine, collecting(behaviour))
+            decisions += collect_question(ctx, samples, example_rng(engine.seed, ex.id), scorer)
+    finally:
+        backend.close()
     return decisions
+
+
+def _store_backend(store: TreeStore) -> Backend:
+    """The backend the store was built with, through its response cache."""
+    m = store.manifest
+    return make_backend(m["backend"], cache=m.get("cache"), **m["backend_options"])

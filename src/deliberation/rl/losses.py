@@ -3,9 +3,11 @@
 loss = policy-gradient term + kl_coef * KL(pi || pi_ref) - entropy_coef * H(pi), where the policy-gradient
 term is either plain, -mean(A * log pi(a|o)), or PPO-clipped against the behaviour log-prob
 (Schulman et al. 2017), -mean(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)) with rho = pi(a|o) / mu(a|o),
-for off-policy rollouts. The KL and entropy are exact sums over the 3 actions, not sample estimates.
+for off-policy rollouts; or, for the full-information objectives, the expected advantage
+-mean(sum_a pi(a|o) A(a|o)) over all three actions (rl/objectives.py says why this form). The KL and
+entropy are exact sums over the 3 actions, not sample estimates.
 
-An algorithm is an entry of ``rl/algorithms.py`` (advantage function + loss form), never a string switched
+An algorithm is an entry of ``rl/algorithms.py`` (advantage function + objective), never a string switched
 on elsewhere: the comparators share everything but these two choices.
 """
 
@@ -45,6 +47,18 @@ def policy_gradient(logp: Tensor, actions: Tensor, advantages: Tensor, behaviour
     return -torch.minimum(ratio * adv, clipped * adv).mean()
 
 
+def expected_advantage(logp: Tensor, actions: Tensor, advantages: Tensor, behaviour_logp: Tensor,
+                       clip_eps: float | None) -> Tensor:
+    """logp (N, 3), advantages (N, 3) -> () the negated expected advantage -mean(sum_a pi(a|o) A(a|o)).
+
+    ``policy_gradient``'s signature; ``actions``, ``behaviour_logp`` and ``clip_eps`` are unused: every action
+    is scored, so nothing is sampled and no importance ratio corrects for the behaviour policy."""
+    if advantages.shape != logp.shape:
+        raise ValueError(f"the expected-advantage loss needs one advantage per action, shape {tuple(logp.shape)}, "
+                         f"got {tuple(advantages.shape)}")
+    return -(logp.exp() * advantages.to(logp.dtype)).sum(-1).mean()
+
+
 def kl_divergence(logp: Tensor, ref_logp: Tensor) -> Tensor:
     """Exact mean KL(pi || pi_ref) over the batch from log-probs (N, 3) and (N, 3) -> ()."""
     return (logp.exp() * (logp - ref_logp)).sum(-1).mean()
@@ -57,9 +71,10 @@ def entropy(logp: Tensor) -> Tensor:
 
 def policy_loss(logits: Tensor, ref_logits: Tensor | None, actions: Tensor, advantages: Tensor,
                 behaviour_logp: Tensor, cfg: TrainConfig) -> LossTerms:
-    """The full policy loss of ``cfg.algo`` for logits (N, 3); ``ref_logits`` (N, 3) or None (no KL term)."""
+    """The full policy loss of ``cfg.algo`` for logits (N, 3); ``ref_logits`` (N, 3) or None (no KL term);
+    ``advantages`` (N,) of the taken actions or (N, 3) of every action, as the algorithm's objective gives."""
     logp = torch.log_softmax(logits, dim=-1)  # (N, 3)
-    pg = policy_gradient(logp, actions, advantages, behaviour_logp, ALGORITHMS[cfg.algo].clip_eps(cfg))
+    pg = ALGORITHMS[cfg.algo].policy_gradient(logp, actions, advantages, behaviour_logp, cfg)
     kl = kl_divergence(logp, torch.log_softmax(ref_logits, -1)) if ref_logits is not None else logp.new_zeros(())
     ent = entropy(logp)
     return LossTerms(total=pg + cfg.kl_coef * kl - cfg.entropy_coef * ent, policy_gradient=pg, kl=kl, entropy=ent)

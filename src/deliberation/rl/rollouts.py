@@ -3,18 +3,19 @@
 At each decision point (round t, every agent i) the three outcomes are known at the cost of one REFINE
 call per agent (one batch; cached): PERSIST keeps the answer, CONCEDE adopts the peer chosen by the
 engine's rule, REFINE is the refined answer. K joint actions are then drawn from the behaviour policy and
-scored without further calls, giving each agent K decisions (its group for ranking) whose rewards are
-(DESIGN.md section 1):
+scored, giving each agent K decisions (its group for ranking) whose rewards are (DESIGN.md section 1):
 - r_local  = 1[agent i correct after the round] - 1[agent i correct before];
 - r_global = 1[vote of all agents correct] - 1[vote without agent i correct] (leave-one-out);
-recorded for each of the three actions given the other agents' sampled actions. The trajectory then
-continues with the first sample's joint action.
+recorded for each of the three actions given the other agents' sampled actions. That is the ``round``
+reward, scored without further calls; the ``episode`` reward (rl/episode.py, registry rl/rewards.py)
+measures both after the last round instead. The trajectory then continues with the first sample's joint
+action.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -48,24 +49,36 @@ def _vote_correct(ctx: Context, recs: Sequence[AgentRecord], key: str | None) ->
     return holder is not None and score(ctx, holder.text)
 
 
-def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: list[AgentRecord],
-                i: int) -> list[tuple[float, float]]:
-    """(r_local, r_global) of each action of agent i, the others' post-round records fixed."""
-    result = []
-    for rec in outcomes.after:
-        team = others[:i] + [rec] + others[i + 1 :]
-        ballots = [Ballot(r.key, r.confidence) for r in team]
-        r_local = float(score(ctx, rec.text)) - float(score(ctx, before.text))
-        r_global = float(_vote_correct(ctx, team, vote(ballots))) - float(
-            _vote_correct(ctx, team, leave_one_out(ballots, i)))
-        result.append((r_local, r_global))
-    return result
+Reward = Callable[[Context, AgentRecord, Outcomes, list[AgentRecord], int, int], list[tuple[float, float]]]
+"""(ctx, agent i's record before the round, its outcomes, the team's post-round records, i, round) ->
+(r_local, r_global) of each action, ACTIONS order: an entry of ``rl/rewards.REWARDS``."""
+
+
+def with_record(team: Sequence[AgentRecord], i: int, rec: AgentRecord) -> list[AgentRecord]:
+    """``team`` with agent i's record replaced by ``rec``."""
+    return [*team[:i], rec, *team[i + 1 :]]
+
+
+def reward_pair(ctx: Context, before: AgentRecord, team: Sequence[AgentRecord], i: int) -> tuple[float, float]:
+    """(r_local, r_global) of agent i, ``before`` its record before the decision, ``team`` the records scored."""
+    ballots = [Ballot(r.key, r.confidence) for r in team]
+    r_local = float(score(ctx, team[i].text)) - float(score(ctx, before.text))
+    r_global = float(_vote_correct(ctx, team, vote(ballots))) - float(
+        _vote_correct(ctx, team, leave_one_out(ballots, i)))
+    return r_local, r_global
+
+
+def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: list[AgentRecord], i: int,
+                round_: int) -> list[tuple[float, float]]:
+    """The ``round`` reward: (r_local, r_global) of each action of agent i on the vote right after the round
+    (``round_`` itself plays no part), the others' post-round records fixed."""
+    return [reward_pair(ctx, before, with_record(others, i, rec), i) for rec in outcomes.after]
 
 
 def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list[Outcomes], round_: int,
-                        behaviour: MetaPolicy, samples: int,
-                        rng: np.random.Generator) -> tuple[list[Decision], tuple[Action, ...]]:
-    """K joint actions from the behaviour policy, each scored counterfactually per agent."""
+                        behaviour: MetaPolicy, samples: int, rng: np.random.Generator,
+                        reward: Reward = rewards_for) -> tuple[list[Decision], tuple[Action, ...]]:
+    """K joint actions from the behaviour policy, each scored counterfactually per agent by ``reward``."""
     obs = observation(ctx, records, round_)
     decisions, first = [], None
     for k in range(samples):
@@ -73,13 +86,14 @@ def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list
         first = first or actions
         team = [outcomes[i].after[ACTIONS.index(a)] for i, a in enumerate(actions)]
         for i, a in enumerate(actions):
-            pairs = rewards_for(ctx, records[i], outcomes[i], team, i)
+            pairs = reward(ctx, records[i], outcomes[i], team, i, round_)
             taken = ACTIONS.index(a)
+            refine = float(outcomes[i].refine_tokens)
             decisions.append(Decision(
                 ctx.example.id, k, round_, i, tuple(map(float, obs.own[i])),
                 tuple(tuple(map(float, p)) for p in obs.peers[i]),
                 a, logps[i], tuple(lo + gl for lo, gl in pairs), pairs[taken][0], pairs[taken][1],
-                float(outcomes[i].refine_tokens if a is Action.REFINE else 0)))
+                refine if a is Action.REFINE else 0.0, refine))
     return decisions, first
 
 
@@ -88,16 +102,17 @@ def collecting(behaviour: MetaPolicy) -> MethodSpec:
     return MethodSpec(name="collect", policy=behaviour, confidence=True)
 
 
-def collect_question(ctx: Context, samples: int, rng: np.random.Generator) -> list[Decision]:
+def collect_question(ctx: Context, samples: int, rng: np.random.Generator,
+                     reward: Reward = rewards_for) -> list[Decision]:
     """All decisions of one question: the engine's round 0 and round loop, with a step that scores every
-    action counterfactually and then follows the first sample's joint action. The behaviour policy is
-    ``ctx.spec.policy`` (a ``collecting`` spec; its stop rule ends the loop as it ends an episode)."""
+    action counterfactually (by ``reward``) and then follows the first sample's joint action. The behaviour
+    policy is ``ctx.spec.policy`` (a ``collecting`` spec; its stop rule ends the loop as it ends an episode)."""
     behaviour = ctx.spec.policy
     decisions: list[Decision] = []
 
     def step(c: Context, records: list[AgentRecord], t: int) -> tuple[list[AgentRecord], list[Turn]]:
         outcomes = counterfactuals(c, records, t)
-        new, actions = decisions_for_round(c, records, outcomes, t, behaviour, samples, rng)
+        new, actions = decisions_for_round(c, records, outcomes, t, behaviour, samples, rng, reward)
         decisions.extend(new)
         return [outcomes[i].after[ACTIONS.index(a)] for i, a in enumerate(actions)], []
 

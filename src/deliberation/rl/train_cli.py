@@ -15,6 +15,7 @@ from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import TrainConfig
+from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.types import ACTIONS, Decision, to_json
 
@@ -33,7 +34,12 @@ class TrainRequest:
     out: str
     overrides: dict[str, Any] = field(default_factory=dict)
     trees: tuple[str, ...] = ()
-    """Tree stores whose round-1 decisions (the collector's behaviour policy, replayed offline) join the data."""
+    """Tree stores whose decisions (the collector's behaviour policy, replayed offline) join the data."""
+    tree_rounds: int | None = None
+    """Rounds the tree stores' episodes run (decisions of rounds 1..N); None: the reward's default
+    (``RewardSpec.tree_rounds``: 1 for round, 2 for episode)."""
+    grow_trees: bool = False
+    """Let the tree stores' own backends generate the later-round nodes they lack (recorded in the store)."""
 
 
 def run_training(req: TrainRequest) -> str:
@@ -51,7 +57,7 @@ def run_training(req: TrainRequest) -> str:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
     init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init else None
-    decisions = training_decisions(req)
+    decisions = training_decisions(req, cfg)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
     split = {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
     if init_file:
@@ -72,16 +78,24 @@ def run_training(req: TrainRequest) -> str:
     return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
 
 
-def training_decisions(req: TrainRequest) -> list[Decision]:
-    """The decisions of the rollout directories and of the tree stores; a question may come from one only."""
+def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
+    """The decisions of the rollout directories and of the tree stores, rewards by ``cfg.reward``; a question
+    may come from one source only."""
     from deliberation.rl.from_trees import decisions_from_trees
 
     if not req.rollouts and not req.trees:
         raise DelibError("nothing to train on: pass --rollouts from `delib collect` or --trees from `delib tree`")
+    if not req.trees and (req.tree_rounds or req.grow_trees):
+        raise DelibError("--tree-rounds and --grow-trees are about --trees stores; pass --trees or drop them")
+    reward = REWARDS[cfg.reward]
+    if req.rollouts and not reward.in_rollouts:
+        raise DelibError(f"--reward {cfg.reward} is not in rollout files (they hold the round reward); derive it "
+                         "from tree stores with --trees instead of --rollouts, or train with --reward round")
     decisions = load_decisions([Path(p) for p in req.rollouts]) if req.rollouts else []
     seen = {d.example_id for d in decisions}
+    rounds = req.tree_rounds or reward.tree_rounds
     for path in req.trees:
-        new = decisions_from_trees(path)
+        new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees)
         twice = sorted(seen & {d.example_id for d in new})
         if twice:
             raise DelibError(f"question {twice[0]} is in {path} and in another source; train on one of them")

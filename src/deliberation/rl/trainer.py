@@ -91,17 +91,17 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
     """Policy-gradient fine-tuning with ``cfg.algo`` from a copy of ``init`` (a fresh net if None).
 
     The KL term is to ``reference``, or to ``init`` when no reference is given; with neither it is 0.
-    Advantages are computed once over the training decisions (rewards are fixed offline data)."""
+    Advantages are computed once over the training decisions (rewards are fixed offline data), by the
+    algorithm's objective: of the sampled actions, or of all three actions of each decision."""
     if ALGORITHMS[cfg.algo].supervised:
         raise DelibError(f"train_pg needs a policy-gradient algo, got {cfg.algo!r}; use train_sft for sft")
     train, val = prepare(decisions, cfg)
-    _check_groups(train)
     for given in (init, reference):
         _check_width(given, train.n_features)
     check_ignored(init, cfg)
     net = copy.deepcopy(init) if init is not None else _new_net(train.n_features, cfg)
     ref_logits = _reference_logits(reference if reference is not None else init, train)  # (N, 3) or None
-    advantages = ALGORITHMS[cfg.algo].advantages(shaped_rewards(train, cfg), train.groups, cfg).float()  # (N,)
+    advantages = ALGORITHMS[cfg.algo].decision_advantages(train, cfg).float()  # (N,) or (N, 3): rl/objectives.py
 
     def step(index: Tensor) -> _StepLoss:
         ref = ref_logits[index] if ref_logits is not None else None
@@ -113,23 +113,10 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
     return net, _optimize(net, train, val, cfg, cfg.algo, step)
 
 
-def shaped_rewards(batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
-    """(N,) reward of the action taken: reward_scale * rewards[action] - token_cost_coef * token_cost."""
-    taken = batch.rewards.gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)  # (N,)
-    return cfg.reward_scale * taken - cfg.token_cost_coef * batch.token_costs
-
-
 def prepare(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[DecisionBatch, DecisionBatch]:
     """Keep the first ``cfg.group_size`` samples of each question, validate and tensorize the decisions, then
     hold out questions -> (train, val)."""
     return split_by_example(tensorize(first_samples(decisions, cfg.group_size)), cfg.val_fraction, cfg.seed)
-
-
-def _check_groups(train: DecisionBatch) -> None:
-    """Ranking needs several samples of the same (question, round, agent); singletons carry no signal."""
-    if int(torch.bincount(train.groups).max()) < 2:
-        raise DelibError("every (question, round, agent) has a single sample, so there is nothing to rank; "
-                         "collect rollouts with group_size >= 2")
 
 
 def _check_width(net: MetaPolicyNet | None, width: int) -> None:

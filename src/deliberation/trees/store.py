@@ -180,8 +180,10 @@ class TreeBackend:
     """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded), or,
     with no ``inner`` (offline), fails with one line naming the first missing node."""
 
-    def __init__(self, store: TreeStore, inner: Backend | None, examples: Sequence[Example]) -> None:
+    def __init__(self, store: TreeStore, inner: Backend | None, examples: Sequence[Example],
+                 missing_hint: str = "rerun without --offline to add it") -> None:
         self.store, self.inner = store, inner
+        self.missing_hint = missing_hint  # how the command at hand adds a missing node (offline)
         self.name: str = store.manifest["backend"]
         self.model: str = store.manifest["model"]
         self.supports_logprobs: bool = store.manifest["supports_logprobs"]
@@ -205,7 +207,7 @@ class TreeBackend:
         if self.inner is None:
             node = node_of(self.name, self.scope, requests[0], Completion("", 0, 0))
             raise DelibError(f"{self.store.path} has no {node.kind} node of agent {node.agent} for question "
-                             f"{self._example(requests[0])} (offline); rerun without --offline to add it")
+                             f"{self._example(requests[0])} (offline); {self.missing_hint}")
         self.calls += len(requests)
         nodes = [node_of(self.name, self.scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
         for example in dict.fromkeys(self._example(r) for r in requests):
