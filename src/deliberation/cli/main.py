@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from deliberation.cli import ask, evaluate, tools, train, trees
+from deliberation.cli import ask, evaluate, team, tools, train, trees
 from deliberation.cli.common import Parser
 from deliberation.errors import DelibError
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_parsers(sub)
     train.add_parsers(sub)
     trees.add_parsers(sub)
+    team.add_parsers(sub)
     tools.add_parsers(sub)
     return parser
 

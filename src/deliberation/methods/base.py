@@ -30,7 +30,8 @@ class MethodConfig:
     policy: str | None = None
     """mpdf: a policy checkpoint, a path or a shipped name (default: the checkpoint shipped in the package)."""
     confidence_threshold: float = 0.7
-    """confidence-threshold rule (and mpdf's fallback): persist at or above this critic P(Yes)."""
+    """confidence-threshold and agreement-then-confidence (and mpdf's fallback): persist at or above this critic
+    P(Yes)."""
 
 
 def _same(engine: EngineConfig) -> EngineConfig:

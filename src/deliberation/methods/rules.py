@@ -1,11 +1,12 @@
 """The fixed meta-policies (``deliberation.policy.rules``) as methods of their own: always-persist,
-always-refine, always-concede, confidence-threshold (with the critic) and agreement-threshold."""
+always-refine, always-concede, agreement-threshold, and, with the critic and the ``--confidence-threshold``
+they read, confidence-threshold and agreement-then-confidence."""
 
 from __future__ import annotations
 
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import Method, fixed
-from deliberation.policy.rules import AgreementThreshold, ConfidenceThreshold, ConstantPolicy
+from deliberation.policy.rules import AgreementThenConfidence, AgreementThreshold, ConfidenceThreshold, ConstantPolicy
 from deliberation.types import Action
 
 ALWAYS_PERSIST = fixed(MethodSpec(name="always-persist", policy=ConstantPolicy(Action.PERSIST)), fixed_rule=True)
@@ -14,4 +15,7 @@ ALWAYS_CONCEDE = fixed(MethodSpec(name="always-concede", policy=ConstantPolicy(A
 AGREEMENT_THRESHOLD = fixed(MethodSpec(name="agreement-threshold", policy=AgreementThreshold()), fixed_rule=True)
 CONFIDENCE_THRESHOLD = Method(spec=lambda cfg: MethodSpec(
     name="confidence-threshold", policy=ConfidenceThreshold(cfg.confidence_threshold), confidence=True),
+    options=frozenset({"confidence_threshold"}), fixed_rule=True)
+AGREEMENT_THEN_CONFIDENCE = Method(spec=lambda cfg: MethodSpec(
+    name="agreement-then-confidence", policy=AgreementThenConfidence(cfg.confidence_threshold), confidence=True),
     options=frozenset({"confidence_threshold"}), fixed_rule=True)

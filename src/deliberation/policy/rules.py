@@ -2,8 +2,9 @@
 
 Each is a ``MetaPolicy`` (``decide(obs, rng) -> (actions, logprobs)``; deterministic, so every log-prob
 is 0): a constant action (always-persist, always-refine, always-concede; debate, ReConcile and DyLAN are
-always-refine with their own prompts), confidence-threshold and agreement-threshold. The last is the bar to
-clear: on GSM8K with qwen2.5-coder-1.5b it beat debate at two thirds of its tokens (DESIGN.md section 4).
+always-refine with their own prompts), confidence-threshold, agreement-threshold and agreement-then-confidence.
+Agreement-threshold is the bar to clear: on GSM8K with qwen2.5-coder-1.5b it beat debate at two thirds of its
+tokens (DESIGN.md section 4). ``JointActions`` fixes each agent's action (the oracle's candidates).
 """
 
 from __future__ import annotations
@@ -52,14 +53,43 @@ class AgreementThreshold:
     """Persist when a peer shares the answer; else concede to an answer two peers share; else refine."""
 
     def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
+        return tuple(agreement_action(obs, i) for i in range(len(obs.views))), (0.0,) * len(obs.views)
+
+
+@dataclass(frozen=True)
+class AgreementThenConfidence:
+    """Persist when a peer shares the answer; else persist when the critic's P(Yes) is at least
+    ``threshold``; else concede to an answer two peers share; else refine. The agreement rule, with a lone
+    but confident agent kept from conceding."""
+
+    threshold: float = 0.7
+
+    def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
         return tuple(self._one(obs, i) for i in range(len(obs.views))), (0.0,) * len(obs.views)
 
-    @staticmethod
-    def _one(obs: Observation, i: int) -> Action:
-        keys = [v.key for v in obs.views]
-        if keys[i] is not None and support(keys, keys[i]) >= 2:
-            return Action.PERSIST
-        peer_keys = [k for j, k in enumerate(keys) if j != i and k is not None]
-        if any(support(peer_keys, k) >= 2 for k in peer_keys):
-            return Action.CONCEDE
-        return Action.REFINE
+    def _one(self, obs: Observation, i: int) -> Action:
+        own = obs.views[i]
+        confident = own.key is not None and (0.5 if own.confidence is None else own.confidence) >= self.threshold
+        return Action.PERSIST if confident else agreement_action(obs, i)
+
+
+def agreement_action(obs: Observation, i: int) -> Action:
+    """Agent i under the agreement rule: persist when a peer shares its answer, else concede to an answer two
+    peers share, else refine."""
+    keys = [v.key for v in obs.views]
+    if keys[i] is not None and support(keys, keys[i]) >= 2:
+        return Action.PERSIST
+    peer_keys = [k for j, k in enumerate(keys) if j != i and k is not None]
+    if any(support(peer_keys, k) >= 2 for k in peer_keys):
+        return Action.CONCEDE
+    return Action.REFINE
+
+
+@dataclass(frozen=True)
+class JointActions:
+    """Agent i takes ``actions[i]`` in every round, whatever it observes (one joint action of the oracle)."""
+
+    actions: tuple[Action, ...]
+
+    def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
+        return self.actions, (0.0,) * len(self.actions)

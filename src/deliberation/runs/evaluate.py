@@ -39,7 +39,8 @@ class Replay:
     policy: str | None = None
     """mpdf: a policy checkpoint, a path or a shipped name."""
     confidence_threshold: float = 0.7
-    """confidence-threshold (and mpdf's fallback rule): persist at or above this critic P(Yes)."""
+    """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this critic
+    P(Yes)."""
     offline: bool = False
     """Never call a backend: a node the store lacks is an error naming it."""
     cache: str | None = None

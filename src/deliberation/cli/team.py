@@ -1,0 +1,80 @@
+"""``delib tune-rules`` (the best fixed rule on training trees) and ``delib compare`` (learned policies against
+it, the constants and the oracle, at the team level, on held-out trees)."""
+
+from __future__ import annotations
+
+import argparse
+
+from deliberation.cli import flags
+from deliberation.cli.common import command_line, set_data_dir
+
+EPILOG = """examples:
+  delib tune-rules --trees trees/gsm8k-train,trees/math-train --out runs/tuning   # -> runs/tuning/best_rule.json
+  delib compare --trees trees/gsm8k-test,trees/math-test --policy default,runs/sft/policy.pt \\
+                --sft runs/sft/policy.pt --rule runs/tuning/best_rule.json --out runs/compare
+Nodes the stores lack (round 2) are generated with the store's backend and recorded, unless --offline."""
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    _tune_parser(sub)
+    _compare_parser(sub)
+
+
+def _common(p: argparse.ArgumentParser, cls: type) -> None:
+    p.add_argument("--trees", required=True, type=flags.names, metavar="STORE[,STORE]",
+                   help="tree stores from `delib tree`, pooled")
+    p.add_argument("--out", required=True, help="folder of the run directories (one per store and row)")
+    p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    flags.add_flags(p, cls, only=("rounds", "offline"))
+
+
+def _tune_parser(sub: argparse._SubParsersAction) -> None:
+    from deliberation.runs.tune_rules import Tuning
+
+    p = sub.add_parser("tune-rules", help="pick the best fixed rule on training trees (best_rule.json)",
+                       description="Replays the pre-registered grid of fixed rules (constants, agreement-threshold, "
+                       "confidence-threshold and agreement-then-confidence at t in 0.3..0.95) over the stores and "
+                       "picks the best by pooled accuracy, then fewer tokens, then the simpler rule.", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(p, Tuning)
+    p.set_defaults(func=cmd_tune_rules)
+
+
+def _compare_parser(sub: argparse._SubParsersAction) -> None:
+    from deliberation.report.team import Comparison
+
+    p = sub.add_parser("compare", help="learned policies against the tuned best rule on held-out trees",
+                       description="Replays the learned policies, the SFT checkpoint, the best rule, the constant "
+                       "rules and the oracle over held-out stores; writes team.md and team.json (accuracy, tokens "
+                       "per question, and the paired difference to the best rule).", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(p, Comparison)
+    p.add_argument("--policy", required=True, type=flags.names, metavar="CKPT[,CKPT]",
+                   help="learned mpdf checkpoints (paths or shipped names), one row each")
+    p.add_argument("--sft", help="the SFT checkpoint, a row of its own")
+    p.add_argument("--rule", required=True, help="best_rule.json from `delib tune-rules` on training trees")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_tune_rules(args: argparse.Namespace) -> int:
+    from deliberation.runs.tune_rules import Tuning, grid_table, tune
+
+    set_data_dir(args)
+    tuning = Tuning(trees=args.trees, rounds=args.rounds, offline=args.offline, command=command_line())
+    chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
+    print(grid_table(chosen, rows), end="")
+    print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "
+          f"n={chosen.n}) -> {args.out}/best_rule.json")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from deliberation.report.team import TEAM_MD, Comparison, compare_team
+
+    set_data_dir(args)
+    cmp = Comparison(trees=args.trees, rule=args.rule, policies=args.policy, sft=args.sft, rounds=args.rounds,
+                     offline=args.offline, command=command_line())
+    compare_team(cmp, args.out, data_dir=args.data_dir, progress=not args.quiet)
+    print(f"-> {args.out}/{TEAM_MD}")
+    return 0

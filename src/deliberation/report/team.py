@@ -1,0 +1,129 @@
+"""``delib compare``: learned policies against the tuned best rule, at the team level, on held-out trees.
+
+Every arm is replayed over the held-out stores (``runs/variants.py``, as ``delib evaluate`` replays it, into
+``<out>/<store>/<arm>``): each learned policy (mpdf with that checkpoint), the SFT checkpoint when given,
+the best rule of ``delib tune-rules`` (its best_rule.json), the constant rules and the oracle
+(``methods/oracle.py``, an upper bound). The table holds each arm's whole-episode accuracy (the team's vote)
+and tokens per question per benchmark split and pooled; the paired section is ``report/paired.py``'s table
+of every arm against the best rule, computed from the same run directories as ``delib report`` would
+(exact McNemar p, paired bootstrap 95% intervals). Written as team.json and team.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from deliberation.errors import DelibError
+from deliberation.report.loading import RunResult, load_results, read_object
+from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
+from deliberation.runs.evaluate import Replay
+from deliberation.runs.tune_rules import CONSTANTS, SIMPLICITY, THRESHOLDED, Rule
+from deliberation.runs.variants import Variant, replay_variants, store_names
+from deliberation.types import to_json, write_json_atomic
+
+TEAM_JSON, TEAM_MD = "team.json", "team.md"
+BEST = "best rule: "  # the best rule's row label is this and the rule's label
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What to compare: held-out stores, the learned checkpoints, the tuned rule, the replay settings."""
+
+    trees: tuple[str, ...]
+    rule: str
+    """best_rule.json of ``delib tune-rules`` (tuned on training trees)."""
+    policies: tuple[str, ...]
+    """mpdf checkpoints (paths or shipped names), one row each."""
+    sft: str | None = None
+    """The SFT checkpoint (the reference policy of training), a row of its own."""
+    rounds: int = 2
+    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
+    offline: bool = False
+    """Never call a backend: a node a store lacks is an error naming it."""
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class TeamRow:
+    """One arm on one benchmark split (or pooled): whole-episode accuracy and tokens per question."""
+
+    label: str
+    column: str
+    n: int
+    accuracy: float
+    tokens_per_question: float
+
+
+def read_rule(path: str) -> Rule:
+    """The rule best_rule.json names, or a DelibError saying what is wrong with the file."""
+    record = read_object(Path(path))
+    method, threshold = record.get("method"), record.get("threshold")
+    if method not in SIMPLICITY or (threshold is None) == (method in THRESHOLDED) or not (
+            threshold is None or isinstance(threshold, (int, float))):
+        raise DelibError(f"{path} names no tuned rule (method {method!r}, threshold {threshold!r}); pass the "
+                         "best_rule.json `delib tune-rules` wrote")
+    return Rule(method, None if threshold is None else float(threshold))
+
+
+def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
+    """The rows: learned policies, the SFT checkpoint, the best rule, the other constants, the oracle."""
+    given = [p for p in (*cmp.policies, cmp.sft) if p is not None]
+    twice = next((p for p in given if given.count(p) > 1), None)
+    if twice is not None or not cmp.policies:
+        raise DelibError(f"checkpoint {twice!r} is given twice (--policy, --sft); give each once" if twice else
+                         "no learned policy given; pass --policy CKPT[,CKPT]")
+    learned = [Variant(f"mpdf [{p}]", "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
+    sft = [Variant(f"sft [{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []
+    best = Variant(BEST + rule.label, rule.method, "best-rule", confidence_threshold=rule.threshold or 0.7)
+    constants = [Variant(c, c, c) for c in CONSTANTS if c != rule.method]
+    return [*learned, *sft, best, *constants, Variant("oracle", "oracle", "oracle")]
+
+
+def team_rows(results: Sequence[RunResult], labels: Sequence[str]) -> list[TeamRow]:
+    """Each label's accuracy and tokens per question per benchmark split, and pooled when there are several."""
+    table = outcomes(results)
+    rows = []
+    for label in labels:
+        columns = sorted({q[0] for q in table[label]})
+        rows += [_row(label, col, [o for q, o in table[label].items() if q[0] == col]) for col in columns]
+        rows += [_row(label, POOLED, list(table[label].values()))] if len(columns) > 1 else []
+    return rows
+
+
+def _row(label: str, column: str, done: Sequence[Outcome]) -> TeamRow:
+    n = len(done)
+    return TeamRow(label, column, n, sum(c for c, _ in done) / n, sum(t for _, t in done) / n)
+
+
+def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
+                 progress: bool = False) -> tuple[list[TeamRow], list[Paired]]:
+    """Replay every arm over the held-out stores into ``out``; write team.json and team.md there."""
+    rule = read_rule(cmp.rule)
+    variants = arms(cmp, rule)
+    replay = Replay(trees="", methods=(), rounds=cmp.rounds, offline=cmp.offline, command=cmp.command)
+    replay_variants(cmp.trees, variants, out, replay, data_dir, progress)
+    out = Path(out)
+    results = load_results([out / name / v.directory for name in store_names(cmp.trees) for v in variants])
+    rows = team_rows(results, [v.label for v in variants])
+    paired = paired_table(results, reference=BEST + rule.label)
+    write_json_atomic(out / TEAM_JSON, team_record(cmp, rule, rows, paired))
+    (out / TEAM_MD).write_text(team_markdown(rule, rows, paired))
+    return rows, paired
+
+
+def team_record(cmp: Comparison, rule: Rule, rows: Sequence[TeamRow], paired: Sequence[Paired]) -> dict[str, Any]:
+    """team.json: the settings, the reference rule, the rows and the paired comparisons."""
+    return {"trees": list(cmp.trees), "rounds": cmp.rounds, "rule_file": cmp.rule, "reference": BEST + rule.label,
+            "rule": to_json(rule), "rows": [to_json(r) for r in rows], "paired": [to_json(p) for p in paired]}
+
+
+def team_markdown(rule: Rule, rows: Sequence[TeamRow], paired: Sequence[Paired]) -> str:
+    """team.md: the team-level table, then every row paired with the best rule."""
+    head = "| row | benchmark | n | accuracy | tokens/question |\n| --- | --- | ---: | ---: | ---: |\n"
+    lines = "".join(f"| {r.label} | {r.column} | {r.n} | {r.accuracy:.3f} | {r.tokens_per_question:.0f} |\n"
+                    for r in rows)
+    return (f"# Team-level comparison\n\n{head}{lines}\n## Paired against {BEST}{rule.label}\n\n"
+            f"{paired_markdown(paired)}")
+

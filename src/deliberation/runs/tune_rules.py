@@ -1,0 +1,128 @@
+"""``delib tune-rules``: the best fixed rule on training trees, the reference a learned policy must beat.
+
+The grid is the one docs/results/paired/PREREGISTRATION.md fixes: always-persist, always-refine,
+always-concede, agreement-threshold, and confidence-threshold and agreement-then-confidence at each
+threshold of ``THRESHOLDS``. Every rule is replayed over every store (``runs/variants.py``: as ``delib
+evaluate`` replays it, one run directory per rule and store), its questions pooled over the stores, and the
+best is chosen by whole-episode accuracy, ties by fewer tokens per question, then by the simpler rule
+(``SIMPLICITY`` order, the lower threshold first). Numbers are compared as exact fractions, so equal counts
+tie whatever the float rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Sequence
+
+from deliberation.runs.directory import Summary
+from deliberation.runs.evaluate import Replay
+from deliberation.runs.variants import Variant, replay_variants
+from deliberation.types import to_json, write_json_atomic
+
+THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+CONSTANTS = ("always-persist", "always-refine", "always-concede")
+THRESHOLDED = ("confidence-threshold", "agreement-then-confidence")
+SIMPLICITY = (*CONSTANTS, "agreement-threshold", *THRESHOLDED)
+"""Simplest first: the tie-break after accuracy and tokens."""
+BEST_RULE = "best_rule.json"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What to tune on: training stores and the replay settings every rule shares."""
+
+    trees: tuple[str, ...]
+    rounds: int = 2
+    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
+    offline: bool = False
+    """Never call a backend: a node a store lacks is an error naming it."""
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A grid point: a fixed-rule method and its threshold (None for rules that read none)."""
+
+    method: str
+    threshold: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.method if self.threshold is None else f"{self.method} t={self.threshold}"
+
+    def variant(self) -> Variant:
+        """The rule as a replayed variant; its directory is its label without spaces."""
+        options = {} if self.threshold is None else {"confidence_threshold": self.threshold}
+        return Variant(self.label, self.method, self.label.replace(" t=", "-"), **options)
+
+
+@dataclass(frozen=True)
+class GridRow:
+    """A rule's numbers pooled over the stores (accuracy also per store)."""
+
+    method: str
+    threshold: float | None
+    label: str
+    n: int
+    correct: int
+    tokens: int
+    accuracy: float
+    tokens_per_question: float
+    by_store: dict[str, float] = field(default_factory=dict)
+
+
+def grid() -> list[Rule]:
+    """The pre-registered grid, simplest first."""
+    return ([Rule(m) for m in (*CONSTANTS, "agreement-threshold")] +
+            [Rule(m, t) for m in THRESHOLDED for t in THRESHOLDS])
+
+
+def pooled(rule: Rule, summaries: dict[str, Summary]) -> GridRow:
+    """``rule``'s row from its summary on each store (store name -> summary)."""
+    n = sum(s.n for s in summaries.values())
+    correct = sum(round(s.accuracy * s.n) for s in summaries.values())
+    tokens = sum(s.prompt_tokens + s.completion_tokens for s in summaries.values())
+    return GridRow(rule.method, rule.threshold, rule.label, n, correct, tokens, correct / n if n else 0.0,
+                   tokens / n if n else 0.0, {name: s.accuracy for name, s in summaries.items()})
+
+
+def preference(row: GridRow) -> tuple[Fraction, Fraction, int, float]:
+    """Smaller is better: higher accuracy, fewer tokens per question, simpler rule, lower threshold."""
+    n = max(row.n, 1)
+    return (-Fraction(row.correct, n), Fraction(row.tokens, n), SIMPLICITY.index(row.method), row.threshold or 0.0)
+
+
+def best(rows: Sequence[GridRow]) -> GridRow:
+    """The chosen rule (module docstring)."""
+    return min(rows, key=preference)
+
+
+def tune(tuning: Tuning, out: str | Path, data_dir: str | None = None,
+         progress: bool = False) -> tuple[GridRow, list[GridRow]]:
+    """Replay the grid over ``tuning.trees`` into ``out``, write ``out/best_rule.json``: (best, grid rows)."""
+    rules = grid()
+    replay = Replay(trees="", methods=(), rounds=tuning.rounds, offline=tuning.offline, command=tuning.command)
+    runs = replay_variants(tuning.trees, [r.variant() for r in rules], out, replay, data_dir, progress)
+    rows = [pooled(rule, {name: summaries[k] for name, summaries in runs.items()}) for k, rule in enumerate(rules)]
+    chosen = best(rows)
+    write_json_atomic(Path(out) / BEST_RULE, best_rule_record(chosen, rows, tuning))
+    return chosen, rows
+
+
+def best_rule_record(chosen: GridRow, rows: Sequence[GridRow], tuning: Tuning) -> dict[str, Any]:
+    """best_rule.json: the chosen rule's method, threshold and numbers, how it was chosen, the whole grid."""
+    return {"method": chosen.method, "threshold": chosen.threshold, "label": chosen.label,
+            "accuracy": chosen.accuracy, "tokens_per_question": chosen.tokens_per_question, "n": chosen.n,
+            "rounds": tuning.rounds, "trees": list(tuning.trees),
+            "chosen_by": "whole-episode accuracy pooled over the stores, then fewer tokens per question, then "
+                         f"the simpler rule ({' < '.join(SIMPLICITY)}; lower threshold first)",
+            "grid": [to_json(r) for r in rows]}
+
+
+def grid_table(chosen: GridRow, rows: Sequence[GridRow]) -> str:
+    """The grid as a markdown table, the chosen rule marked."""
+    head = "| rule | accuracy | tokens/question | n |\n| --- | ---: | ---: | ---: |\n"
+    return head + "".join(f"| {r.label}{' (best)' if r == chosen else ''} | {r.accuracy:.3f} | "
+                          f"{r.tokens_per_question:.0f} | {r.n} |\n" for r in rows)

@@ -1,0 +1,98 @@
+"""Replaying labelled method variants (a method with its policy or threshold) over tree stores.
+
+``delib evaluate`` replays methods with one set of options; rule tuning and the team-level comparison need
+the same method under several options (confidence-threshold at eight thresholds, mpdf with several
+checkpoints). Each variant is replayed exactly as ``delib evaluate`` replays it (``runs/evaluate.py``: the
+same checks, run spec and ``TreeBackend``, one backend per store shared by all variants, so a round-2 node
+one variant generates serves the next) into its own run directory ``<out>/<store>/<variant>``, whose
+``cell.json`` carries the variant's label for ``delib report``. Everything is checked, every store and
+checkpoint, before the first directory is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from deliberation.errors import DelibError
+from deliberation.runs.directory import CELL, Summary
+from deliberation.runs.evaluate import Replay, check_method, spec_of, tree_backend
+from deliberation.runs.runner import RunSpec, execute, validate
+from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
+from deliberation.types import Example, write_json_atomic
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A method with its options, under a label (the report's row) and a directory name."""
+
+    label: str
+    method: str
+    directory: str
+    policy: str | None = None
+    confidence_threshold: float = 0.7
+
+
+@dataclass(frozen=True)
+class StoreReplay:
+    """One store's variants, checked and ready to run: the run specs, where each goes, the replay settings."""
+
+    store: TreeStore
+    examples: tuple[Example, ...]
+    replay: Replay
+    specs: tuple[RunSpec, ...]
+    outs: tuple[Path, ...]
+
+
+def store_names(trees: Sequence[str]) -> list[str]:
+    """Each store's folder name (its run directories' parent); two stores of one name are refused."""
+    names = [Path(t).name for t in trees]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None or not names:
+        raise DelibError(f"two stores are named {twice!r}; their runs would share a folder: pass stores in folders "
+                         "of different names" if twice else "no tree store given; pass --trees STORE[,STORE]")
+    return names
+
+
+def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: Replay,
+         data_dir: str | None) -> StoreReplay:
+    """Check ``variants`` against the store ``trees`` and build their run specs (nothing is written)."""
+    store = open_store(trees)
+    engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
+    examples = tuple(built_examples(store, data_dir))
+    replay = replace(replay, trees=trees)
+    specs = []
+    for v in variants:
+        check_method(v.method, engine, store)
+        options = replace(replay, policy=v.policy, confidence_threshold=v.confidence_threshold)
+        specs.append(spec_of(options, store, engine, v.method, len(examples), data_dir))
+        validate(specs[-1])  # e.g. a checkpoint for other features fails before any directory exists
+    return StoreReplay(store, examples, replay, tuple(specs), tuple(out / name / v.directory for v in variants))
+
+
+def run_store(planned: StoreReplay, variants: Sequence[Variant], progress: bool) -> list[Summary]:
+    """Replay the planned variants over one store with one shared backend."""
+    backend = tree_backend(planned.replay, planned.store, planned.examples)
+    try:
+        return [_run_one(spec, out, v.label, backend, progress)
+                for spec, out, v in zip(planned.specs, planned.outs, variants)]
+    finally:
+        backend.close()
+
+
+def _run_one(spec: RunSpec, out: Path, label: str, backend: TreeBackend, progress: bool) -> Summary:
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / CELL, {"label": label, "method": spec.method, "seed": spec.engine.seed})
+    return execute(spec, str(out), progress=progress, backend=backend)
+
+
+def replay_variants(trees: Sequence[str], variants: Sequence[Variant], out: str | Path, replay: Replay,
+                    data_dir: str | None = None, progress: bool = False) -> dict[str, list[Summary]]:
+    """Every variant over every store -> store name -> summaries in ``variants`` order (module docstring)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise DelibError(f"--out {out} is a file; pass a directory (it is created if missing)")
+    names = store_names(trees)
+    plans = [plan(t, name, variants, out, replay, data_dir) for t, name in zip(trees, names)]
+    return {name: run_store(p, variants, progress) for name, p in zip(names, plans)}

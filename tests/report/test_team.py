@@ -1,0 +1,81 @@
+"""``delib compare`` (report/team.py) on scripted tree stores: every arm's team-level accuracy and tokens, and
+paired numbers equal to ``delib report``'s on the same run directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+
+
+def delib(*argv: str) -> int:
+    return main([*argv, "--quiet"])
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("team")
+    assert delib("tree", "--backend", "scripted", "--split", "train", "--limit", "8", "--out",
+                 str(root / "gsm8k-train")) == 0
+    assert delib("tune-rules", "--trees", str(root / "gsm8k-train"), "--rounds", "1",
+                 "--out", str(root / "tuning")) == 0
+    assert main(["train", "--algo", "sft", "--trees", str(root / "gsm8k-train"), "--epochs", "2", "--out",
+                 str(root / "sft")]) == 0
+    for bench, n in (("gsm8k", "6"), ("math", "4")):
+        assert delib("tree", "--backend", "scripted", "--benchmark", bench, "--limit", n, "--out",
+                     str(root / f"{bench}-test")) == 0
+    out = root / "compare"
+    assert delib("compare", "--trees", f"{root / 'gsm8k-test'},{root / 'math-test'}", "--policy", "default",
+                 "--sft", str(root / "sft" / "policy.pt"), "--rule", str(root / "tuning" / "best_rule.json"),
+                 "--out", str(out)) == 0
+    return {"root": root, "out": out}
+
+
+def test_the_table_holds_every_arm_per_benchmark_and_pooled(setup):
+    team = json.loads((setup["out"] / "team.json").read_text())
+    rule = json.loads((setup["root"] / "tuning" / "best_rule.json").read_text())
+    reference = f"best rule: {rule['label']}"
+    constants = {"always-persist", "always-refine", "always-concede"} - {rule["method"]}
+    labels = {"mpdf [default]", f"sft [{setup['root'] / 'sft' / 'policy.pt'}]", reference, "oracle", *constants}
+    assert team["reference"] == reference and {r["label"] for r in team["rows"]} == labels
+    assert {(r["label"], r["column"]) for r in team["rows"]} == {
+        (label, col) for label in labels for col in ("gsm8k/test", "math/test", "pooled")}
+    for r in team["rows"]:
+        assert set(r) == {"label", "column", "n", "accuracy", "tokens_per_question"}
+        assert r["n"] == {"gsm8k/test": 6, "math/test": 4, "pooled": 10}[r["column"]]
+    md = (setup["out"] / "team.md").read_text()
+    assert f"## Paired against {reference}" in md and "| oracle | pooled | 10 |" in md
+
+
+def test_rows_equal_the_run_summaries(setup):
+    team = json.loads((setup["out"] / "team.json").read_text())
+    for r in (r for r in team["rows"] if r["label"] == "oracle" and r["column"] != "pooled"):
+        store = f"{r['column'].split('/')[0]}-test"
+        summary = json.loads((setup["out"] / store / "oracle" / "summary.json").read_text())
+        assert r["accuracy"] == summary["accuracy"] and r["tokens_per_question"] == summary["tokens_per_question"]
+
+
+def test_paired_numbers_equal_delib_report_on_the_same_run_directories(setup, tmp_path):
+    team = json.loads((setup["out"] / "team.json").read_text())
+    runs = [str(setup["out"] / store) for store in ("gsm8k-test", "math-test")]
+    assert main(["report", *runs, "--reference", team["reference"], "--out", str(tmp_path / "rep")]) == 0
+    paired = json.loads((tmp_path / "rep" / "paired.json").read_text())
+    assert team["paired"] == paired and len(paired) == (len({r["label"] for r in team["rows"]}) - 1) * 3
+    assert {"mcnemar_p", "accuracy_diff", "accuracy_diff_ci95"} <= set(paired[0])
+
+
+def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys):
+    bad_rule = tmp_path / "rule.json"
+    bad_rule.write_text(json.dumps({"method": "confidence-threshold", "threshold": None}))
+    trees = str(setup["root"] / "gsm8k-test")
+    for extra, says in (((), "names no tuned rule"),
+                        (("--sft", "default"), "given twice")):
+        rule = str(bad_rule) if not extra else str(setup["root"] / "tuning" / "best_rule.json")
+        assert delib("compare", "--trees", trees, "--policy", "default", "--rule", rule, *extra,
+                     "--out", str(tmp_path / "c")) == 2
+        err = capsys.readouterr().err.strip()
+        assert says in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "c").exists()

@@ -1,0 +1,114 @@
+"""``delib tune-rules`` (runs/tune_rules.py) on scripted tree stores: the pre-registered grid is replayed as
+``delib evaluate`` replays it, pooled over the stores, and the best is picked by accuracy, then tokens, then
+the simpler rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.runs.tune_rules import SIMPLICITY, GridRow, best, grid
+
+IGNORED = ("wall_seconds", "generation_seconds")
+
+
+def delib(*argv: str) -> int:
+    return main([*argv, "--quiet"])
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> list[Path]:
+    root = tmp_path_factory.mktemp("stores")
+    for bench, n in (("gsm8k", "6"), ("math", "4")):
+        assert delib("tree", "--backend", "scripted", "--benchmark", bench, "--split", "train", "--limit", n,
+                     "--out", str(root / f"{bench}-train")) == 0
+    return [root / "gsm8k-train", root / "math-train"]
+
+
+def row(method: str, correct: int, tokens: int, threshold: float | None = None, n: int = 10) -> GridRow:
+    return GridRow(method, threshold, method, n, correct, tokens, correct / n, tokens / n)
+
+
+def test_the_grid_is_the_preregistered_one():
+    labels = [r.label for r in grid()]
+    assert labels[:4] == ["always-persist", "always-refine", "always-concede", "agreement-threshold"]
+    for method in ("confidence-threshold", "agreement-then-confidence"):
+        assert [r.threshold for r in grid() if r.method == method] == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+    assert len(labels) == len(set(labels)) == 20
+
+
+def test_selection_accuracy_then_tokens_then_the_simpler_rule():
+    dear_but_right, cheap = row("always-refine", 8, 5000), row("always-persist", 7, 900)
+    assert best([cheap, dear_but_right]) is dear_but_right
+    fewer = row("agreement-then-confidence", 8, 4000, 0.9)
+    assert best([dear_but_right, fewer]) is fewer
+    simpler = row("confidence-threshold", 8, 4000, 0.9)
+    assert best([fewer, simpler]) is simpler and best([simpler, fewer]) is simpler
+    agreement = row("agreement-threshold", 8, 4000)
+    assert best([simpler, agreement]) is agreement
+    assert best([row("always-concede", 8, 4000), agreement]).method == "always-concede"
+    low, high = row("confidence-threshold", 8, 4000, 0.3), row("confidence-threshold", 8, 4000, 0.95)
+    assert best([high, low]) is low
+
+
+def test_equal_counts_tie_exactly_whatever_the_float_rounding():
+    """7/30 pooled from two stores and 7/30 from one: equal fractions tie on accuracy and tokens (the
+    floats may differ in the last bit), so the simpler rule wins."""
+    a = GridRow("confidence-threshold", 0.5, "a", 30, 7, 3001, 0.1 + 0.1 + 0.1 - 0.3 + 7 / 30, 3001 / 30)
+    b = GridRow("agreement-threshold", None, "b", 30, 7, 3001, 7 / 30, 3001 / 30)
+    assert best([a, b]) is b
+
+
+def episodes(run: Path) -> list[dict]:
+    rows = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in IGNORED} for r in rows]
+
+
+def independent_best(out: Path, names: list[str]) -> tuple[str, int, int, int]:
+    """The best rule recomputed from the run directories' episodes: (label, n, correct, tokens)."""
+    found = []
+    for rule in grid():
+        eps = [json.loads(x) for s in names
+               for x in (out / s / rule.variant().directory / "episodes.jsonl").read_text().splitlines()]
+        spent = sum(t["prompt_tokens"] + t["completion_tokens"] for e in eps for t in e["turns"])
+        found.append((-sum(e["correct"] for e in eps), spent, SIMPLICITY.index(rule.method), rule.threshold or 0,
+                      rule.label, len(eps)))
+    top = min(found)
+    return top[4], top[5], -top[0], top[1]
+
+
+def test_delib_tune_rules_replays_the_grid_and_writes_the_best(stores, tmp_path, capsys):
+    out = tmp_path / "tuning"
+    assert delib("tune-rules", "--trees", ",".join(map(str, stores)), "--out", str(out)) == 0
+    printed = capsys.readouterr().out
+    names = [s.name for s in stores]
+    for name in names:
+        cells = {json.loads(p.read_text())["label"] for p in (out / name).glob("*/cell.json")}
+        assert cells == {r.label for r in grid()}
+    record = json.loads((out / "best_rule.json").read_text())
+    label, n, correct, tokens = independent_best(out, names)
+    assert record["label"] == label and record["n"] == n == 10 and record["rounds"] == 2
+    assert record["accuracy"] == correct / n and record["tokens_per_question"] == tokens / n
+    assert {"method", "threshold", "grid"} <= set(record) and len(record["grid"]) == 20
+    assert f"| {label} (best) |" in printed and "best: " + label in printed
+
+
+def test_a_grid_point_equals_delib_evaluate_with_that_threshold(stores, tmp_path):
+    out = tmp_path / "tuning"
+    assert delib("tune-rules", "--trees", str(stores[0]), "--rounds", "1", "--offline", "--out", str(out)) == 0
+    assert delib("evaluate", "--trees", str(stores[0]), "--method", "agreement-then-confidence",
+                 "--confidence-threshold", "0.4", "--rounds", "1", "--offline", "--out", str(tmp_path / "e")) == 0
+    assert episodes(out / stores[0].name / "agreement-then-confidence-0.4") == episodes(tmp_path / "e")
+
+
+def test_bad_stores_are_one_line_errors_and_write_nothing(stores, tmp_path, capsys):
+    twin = tmp_path / "other" / stores[0].name
+    twin.mkdir(parents=True)
+    for trees, says in ((f"{stores[0]},{twin}", "two stores are named"), (str(tmp_path), "not a tree store")):
+        assert delib("tune-rules", "--trees", trees, "--out", str(tmp_path / "t")) == 2
+        err = capsys.readouterr().err.strip()
+        assert says in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "t").exists()
