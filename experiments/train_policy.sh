@@ -7,6 +7,8 @@
 # 2. softrankpo, grpo, reinforce x reward scale 0.1/1/10, each from OUT/sft/policy.pt (also its KL
 #    reference)                                         -> OUT/ablation/ALGO-SCALE
 #    OUT/ablation/softrankpo-1 is the default-settings SoftRankPO policy, the one to ship.
+#    ALGOS replaces the three algorithms, e.g. ALGOS="softrankpo-full grpo-full reinforce-full" for the
+#    full-information objective (all three counterfactual rewards of each decision; `delib train --help`).
 # 3. delib report over all of it                        -> OUT/report/report.md (training table + plots)
 #
 # Every step reads the same rollouts and the same held-out questions (--seed 0, --val-fraction default).
@@ -25,7 +27,8 @@ train() {  # train OUT_DIR ARGS...: skip when OUT_DIR already holds a policy
   [ -f "$dir/policy.pt" ] || "$DELIB" train --rollouts "$@" --out "$dir" ${TRAIN_ARGS:-}
 }
 train "$OUT/sft" "$@" --algo sft
-for algo in softrankpo grpo reinforce; do
+# shellcheck disable=SC2086  # ALGOS holds several words
+for algo in ${ALGOS:-softrankpo grpo reinforce}; do
   for scale in 0.1 1 10; do
     train "$OUT/ablation/$algo-$scale" "$@" --algo "$algo" --init "$OUT/sft/policy.pt" --reward-scale "$scale"
   done

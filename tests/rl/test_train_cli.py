@@ -150,8 +150,8 @@ def test_ignore_features_is_recorded_and_blinds_the_policy(tmp_path, rollouts):
     assert np.allclose(policy.probs(own, peers), policy.probs(moved, peers))
 
 
-def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_path, rollouts):
-    """experiments/train_policy.sh, the pipeline behind the shipped policy, end to end (1 epoch each)."""
+def train_policy_script(out, rollouts, **env):
+    """Run experiments/train_policy.sh OUT ROLLOUTS with the extra environment ``env``."""
     import os
     import shutil
     import subprocess
@@ -161,15 +161,30 @@ def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_
     delib = shutil.which("delib", path=str(Path(sys.executable).parent)) or shutil.which("delib")
     assert delib, "the delib console script is not installed beside this Python; pip install -e ."
     script = Path(__file__).resolve().parents[2] / "experiments" / "train_policy.sh"
-    env = {**os.environ, "DELIB": delib, "TRAIN_ARGS": "--epochs 1 --ignore-features confidence"}
-    out = tmp_path / "tp"
+    env = {**os.environ, "DELIB": delib, **env}
     done = subprocess.run(["bash", str(script), str(out), str(rollouts)], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_path, rollouts):
+    """experiments/train_policy.sh, the pipeline behind the shipped policy, end to end (1 epoch each)."""
+    out = tmp_path / "tp"
+    train_policy_script(out, rollouts, TRAIN_ARGS="--epochs 1 --ignore-features confidence")
     runs = sorted(p.parent.name for p in out.glob("ablation/*/policy.pt"))
     assert runs == sorted(f"{a}-{s}" for a in ("softrankpo", "grpo", "reinforce") for s in ("0.1", "1", "10"))
     config = json.loads((out / "ablation" / "softrankpo-1" / "config.json").read_text())
     assert config["ignore_features"] == ["confidence"] and config["epochs"] == 1
     assert (out / "report" / "report.md").exists()
+
+
+def test_the_reward_scale_ablation_runs_with_the_full_information_objective(tmp_path, rollouts):
+    out = tmp_path / "full"
+    train_policy_script(out, rollouts, TRAIN_ARGS="--epochs 1", ALGOS="softrankpo-full")
+    runs = sorted(p.parent.name for p in out.glob("ablation/*/policy.pt"))
+    assert runs == [f"softrankpo-full-{s}" for s in ("0.1", "1", "10")]
+    config = json.loads((out / "ablation" / "softrankpo-full-10" / "config.json").read_text())
+    assert (config["algo"], config["reward_scale"]) == ("softrankpo-full", 10.0)
+    assert "softrankpo-full" in (out / "report" / "report.md").read_text()
 
 
 

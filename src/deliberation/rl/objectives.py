@@ -7,12 +7,14 @@ The objectives differ in how much of that they use (project issue 27):
   of the action the behaviour policy took is used; the group is the K samples of one (question, round,
   agent); the loss is -mean(A * log pi(a|o)), or PPO-clipped against the behaviour log-prob. With an
   epsilon-mixed near-deterministic behaviour rule (mu = 0.867 on its action, 0.067 on each other) the clip
-  stops the policy within a factor 1 +- eps of mu: a better action the rule rarely takes cannot rise above
-  1.2 * 0.067, so the policy stays on the rule's action.
+  stops lowering the rule's action once pi < (1 - eps) * 0.867 = 0.69 and stops raising a rarely taken
+  better action once pi > (1 + eps) * 0.067, so the policy stays on the rule's action.
 - ``full``: the group is the three actions of one decision (K = 3), their counterfactual rewards ranked
   or baselined by the advantage function (SoftRankPO: ties share their normal score, so a decision where
   all three earn the same gets A = 0); the loss is the expected-advantage loss -mean_n sum_a pi(a|o_n)
   A(n, a). Every action is scored, so there is no sampled action, no importance ratio and no clip.
+  ``reinforce_baseline-full`` is this loss with A = r(a) - mean_a r(a), ``softrankpo-full`` with the rank
+  normal scores; ``reinforce-full`` (A = r(a)) has the same gradient as the former, since sum_a pi(a) = 1.
 - ``pooled``: as ``full``, but the group is every (sample, action) pair of one (question, round, agent):
   the 3 K counterfactual rewards of its K behaviour samples ranked together (the samples differ in the
   other agents' actions), each decision's actions scored by their rank among all of them.
