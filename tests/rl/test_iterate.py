@@ -37,7 +37,8 @@ def test_bad_settings_are_refused_before_anything_runs():
     for kwargs, message in (({"iterations": 0}, "iterations"), ({"benchmarks": ()}, "benchmark"),
                             ({"algo": "sft"}, "policy-gradient"), ({"overrides": {"lr": -1.0}}, "lr must be > 0"),
                             ({"overrides": {"group_size": 9}}, "--group-size 9 is more than the --samples 8"),
-                            ({"overrides": {"ignore_features": ("nope",)}}, "unknown features")):
+                            ({"overrides": {"ignore_features": ("nope",)}}, "unknown features"),
+                            ({"overrides": {"reward": "episode"}}, "--reward episode is not in the rollouts")):
         with pytest.raises(DelibError, match=message):
             IterateSpec(**{"collect": CollectSpec(backend="scripted"), "benchmarks": ("gsm8k",), "iterations": 1,
                            **kwargs})

@@ -49,13 +49,18 @@ class IterateSpec:
 
     def _check_training(self) -> None:
         """Refuse, before hours of collection, training settings that would fail after it: bad values, a
-        group larger than the samples collected, a start policy blind to other features."""
+        group larger than the samples collected, a start policy blind to other features, a reward rollouts
+        do not hold."""
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
         from deliberation.rl.config import TrainConfig
+        from deliberation.rl.rewards import REWARDS
         from deliberation.rl.trainer import check_ignored
 
         cfg = TrainConfig(**{"algo": self.algo, **self.overrides})
+        if not REWARDS[cfg.reward].in_rollouts:
+            raise DelibError(f"--reward {cfg.reward} is not in the rollouts `delib iterate` collects (they hold "
+                             "the round reward); train with --reward round")
         if cfg.group_size is not None and cfg.group_size > self.collect.samples:
             raise DelibError(f"--group-size {cfg.group_size} is more than the --samples {self.collect.samples} "
                              "collected per question; lower it or collect more samples")
