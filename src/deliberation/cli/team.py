@@ -10,7 +10,7 @@ from deliberation.cli.common import command_line, set_data_dir
 
 EPILOG = """examples:
   delib tune-rules --trees trees/gsm8k-train,trees/math-train --out runs/tuning   # -> runs/tuning/best_rule.json
-  delib compare --trees trees/gsm8k-test,trees/math-test --policy default,runs/sft/policy.pt \\
+  delib compare --trees trees/gsm8k-test,trees/math-test --policy default,runs/rl/policy.pt \\
                 --sft runs/sft/policy.pt --rule runs/tuning/best_rule.json --out runs/compare
 Nodes the stores lack (round 2) are generated with the store's backend and recorded, unless --offline."""
 
