@@ -123,6 +123,22 @@ def test_local_gguf_path_is_accepted_and_missing_one_refused(tmp_path: Path) -> 
         models.resolve(str(tmp_path / "absent.gguf"))
 
 
+def test_check_refuses_what_resolve_refuses_without_fetching_anything(tmp_path: Path) -> None:
+    """``check`` (a mixed team's models, before any loads) agrees with ``resolve`` on every refusal, and passes
+    what resolve would fetch (a Hugging Face id) or find (a file, an installed model) without touching it."""
+    absent = lambda spec: (None,) * len(spec.packages)  # noqa: E731
+    present = lambda spec: (tmp_path / "part.bin",) * len(spec.packages)  # noqa: E731
+    for name, locate in (("no-such-model", absent), ("qwen2.5-coder-0.5b", absent), (str(tmp_path / "x.gguf"), absent)):
+        with pytest.raises(DelibError) as resolved:
+            models.resolve(name, locate=locate)
+        with pytest.raises(DelibError) as checked:
+            models.check(name, locate=locate)
+        assert str(checked.value) == str(resolved.value)
+    (tmp_path / "x.gguf").write_bytes(b"")
+    for name in ("qwen2.5-coder-0.5b", "owner/repo", "owner/repo/file.gguf", str(tmp_path / "x.gguf")):
+        models.check(name, locate=present)
+
+
 def test_table_has_a_row_per_catalogue_model() -> None:
     rows = models.table(locate=lambda spec: (None,) * len(spec.packages))
     assert [r.name for r in rows] == [s.name for s in models.catalogue()]

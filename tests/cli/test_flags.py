@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from deliberation.cli import flags
+from deliberation.cli.common import engine_config
 from deliberation.cli.main import build_parser
 from deliberation.config import EngineConfig
 from deliberation.rl.config import TrainConfig
@@ -45,9 +46,13 @@ def test_suppressed_flags_leave_absent_fields_to_the_dataclass():
 
 
 def test_delib_run_defaults_are_engine_config_defaults():
+    """No flag given, `delib run`'s engine is EngineConfig's defaults (its parser leaves --agents unset, so that
+    --team can set it, and ``engine_config`` fills it in)."""
     args = build_parser().parse_args(["run", "--method", "cot", "--out", "x"])
     expected = {f.name: f.default for f in dataclasses.fields(EngineConfig)}
-    assert flags.values(args, EngineConfig) == expected
+    assert dataclasses.asdict(engine_config(args)) == expected
+    team = build_parser().parse_args(["run", "--method", "cot", "--out", "x", "--team", "a,b"])
+    assert engine_config(team).agents == 2
 
 
 def test_every_train_config_field_but_algo_and_seed_is_a_train_flag():

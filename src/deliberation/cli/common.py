@@ -81,7 +81,41 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
 def engine_config(args: argparse.Namespace):
     from deliberation.config import EngineConfig
 
-    return EngineConfig(**flags.values(args, EngineConfig))
+    values = flags.values(args, EngineConfig)
+    if "agents" in values and values["agents"] is None:  # --agents not given where --team sets it
+        values["agents"] = len(args.team) if args.team else EngineConfig.agents
+    return EngineConfig(**values)
+
+
+def add_team_arg(p: argparse.ArgumentParser) -> None:
+    """--team, after ``add_engine_args``: one model per agent; it sets --agents, so --agents now defaults to
+    None (not given) and ``engine_config`` fills it in."""
+    p.add_argument("--team", type=model_list, metavar="MODEL,MODEL",
+                   help="one model per agent, on --backend with its --backend-opt, e.g. qwen2.5-coder-1.5b,"
+                   "qwen2.5-coder-0.5b,qwen2.5-coder-1.5b (a model named twice is loaded once); sets --agents to "
+                   "the number of models (README 'Mixed teams'; per-agent backends: an experiment's [[agents]])")
+    p.set_defaults(agents=None)
+
+
+def model_list(text: str) -> tuple[str, ...]:
+    """--team: comma-separated model names, at least one."""
+    models = flags.names(text)
+    if not models:
+        raise argparse.ArgumentTypeError(f"names no model: {text!r}")
+    return models
+
+
+def run_backend(args: argparse.Namespace) -> tuple[str, dict]:
+    """The backend and its options: --backend with its options, or with --team a team of them, one model
+    per agent (``backends/team.py``)."""
+    options = backend_options(args)
+    if not getattr(args, "team", None):
+        return args.backend, options
+    if args.model:
+        raise DelibError("--team names every agent's model; drop --model (or drop --team for one model)")
+    from deliberation.backends.team import TEAM, team_options
+
+    return TEAM, team_options(args.team, args.backend, options)
 
 
 class Parser(argparse.ArgumentParser):

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from deliberation.cli import flags
-from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, backend_options,
+from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, add_team_arg,
                                      benchmark_name, cache_path, command_line, engine_config, positive,
-                                     registry_names, selection, set_data_dir)
+                                     registry_names, run_backend, selection, set_data_dir)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +24,7 @@ EPILOG_RUN = """examples:
   delib run --method self-consistency --backend scripted --limit 30 --out /tmp/sc   # plumbing only
   delib run --method mpdf --benchmark data/mine.jsonl --answer-type numeric --out runs/mine
   delib run --method mpdf --sample 50 --sample-seed 1 --out runs/sample   # 50 random test questions
+  delib run --method mpdf --team qwen2.5-coder-1.5b,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out runs/mixed
 A rerun into the same --out skips finished examples."""
 
 
@@ -39,6 +40,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_args(p)
     add_engine_args(p)
+    add_team_arg(p)
     add_ray_args(p)
     p.set_defaults(func=cmd_run)
 
@@ -93,8 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from deliberation.runs.runner import RunSpec, execute
 
     set_data_dir(args)
+    backend, options = run_backend(args)
     spec = RunSpec(method=args.method, benchmark=benchmark_name(args), split=args.split, limit=args.limit,
-                   backend=args.backend, backend_options=backend_options(args), cache=cache_path(args, args.out),
+                   backend=backend, backend_options=options, cache=cache_path(args, args.out),
                    engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
                    concurrency=args.concurrency, selection=selection(args),
                    **flags.values(args, RunSpec, only=METHOD_OPTIONS))

@@ -17,13 +17,14 @@ TOP_LOGPROBS = 10
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def critic_request(messages: tuple[Message, ...], verbal: bool) -> GenerationRequest:
+def critic_request(messages: tuple[Message, ...], verbal: bool, agent: int | None = None) -> GenerationRequest:
     """One greedy critic call on the prompt set's critic ``messages``: a single token with logprobs, or a
-    few tokens for a verbal score."""
+    few tokens for a verbal score. ``agent`` is the agent whose answer it judges: the critic is the same LLM,
+    so in a mixed team the call goes to that agent's model."""
     if verbal:
-        return GenerationRequest(messages, max_tokens=8, temperature=0.0, seed=CRITIC_SEED)
+        return GenerationRequest(messages, max_tokens=8, temperature=0.0, seed=CRITIC_SEED, agent=agent)
     return GenerationRequest(messages, max_tokens=1, temperature=0.0, seed=CRITIC_SEED, logprobs=True,
-                             top_logprobs=TOP_LOGPROBS)
+                             top_logprobs=TOP_LOGPROBS, agent=agent)
 
 
 def read_confidence(completion: Completion, verbal: bool) -> float:

@@ -120,10 +120,12 @@ def history_of(ctx: Context, record: AgentRecord) -> tuple[Message, ...]:
 
 def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequence[int],
              round_: int) -> list[Completion]:
-    """One batch of answer requests, one per agent listed."""
+    """One batch of answer requests, one per agent listed, each marked with its agent (a mixed team sends
+    it to that agent's model)."""
     seed = ctx.cfg.seed
     requests = [
-        GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(seed, ctx.example.id, a, round_))
+        GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(seed, ctx.example.id, a, round_),
+                          agent=a)
         for m, a in zip(messages, agents)
     ]
     return call_backend(ctx, requests)
@@ -144,7 +146,7 @@ def score_confidence(ctx: Context, records: list[AgentRecord]) -> tuple[list[Age
     """Critic calls, one batch, for the records that changed (if the method computes confidence)."""
     todo = [i for i, r in enumerate(records) if r.changed] if ctx.spec.confidence else []
     verbal = ctx.cfg.verbal_confidence or not ctx.backend.supports_logprobs
-    reqs = [conf_mod.critic_request(ctx.prompts.critic(ctx.question, history_of(ctx, records[i]), verbal), verbal)
+    reqs = [conf_mod.critic_request(ctx.prompts.critic(ctx.question, history_of(ctx, records[i]), verbal), verbal, i)
             for i in todo]
     outs = call_backend(ctx, reqs)
     critics: list[Completion | None] = [None] * len(records)

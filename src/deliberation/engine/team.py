@@ -1,4 +1,5 @@
-"""Checks, before anything runs, that a team can deliberate and that its prompts fit the model's context.
+"""Checks, before anything runs, that a team can deliberate, that a mixed team names one model per agent,
+and that its prompts fit the model's context.
 
 Why: a debate of one agent has no peers to read, and a team too large for the backend's context window
 fails only after round 0 (llama.cpp refuses a prompt longer than ``n_ctx``), when minutes of generation
@@ -32,6 +33,15 @@ def check_team(method: str, engine: EngineConfig) -> None:
     if engine.rounds > 0 and engine.agents < 2:
         raise DelibError(f"{method} deliberates between agents, but --agents {engine.agents} leaves it no peers; "
                          "use --agents 2 or more (or --method cot for a single agent)")
+
+
+def check_models(method: str, engine: EngineConfig, models: int | None) -> None:
+    """Refuse a mixed team (``models``: one per agent; None for one model serving every agent) whose size
+    is not the method's number of agents. A one-agent method (cot) runs agent 0's model."""
+    if models is None or engine.agents in (1, models):
+        return
+    raise DelibError(f"the team names {models} models but {method} runs {engine.agents} agents; name one model "
+                     "per agent, or leave the number of agents out (the team sets it)")
 
 
 def prompt_estimate(question_chars: int, engine: EngineConfig) -> int:

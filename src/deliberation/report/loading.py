@@ -5,8 +5,8 @@ training directory (``metrics.jsonl``, see ``deliberation.rl.trainer.write_train
 holding either at any depth. Runs without ``summary.json`` (killed or still running) are summarized from
 their finished episodes. A run's label is the experiment's label (``cell.json``, written by
 ``deliberation.runs.experiment``), else the method name with the policy file's stem when one was given; runs of
-different checkpoints or engine settings sharing a label are told apart (``split_policies``,
-``split_engines``). Files are only read, never repaired.
+different checkpoints, engine settings or models sharing a label are told apart (``split_policies``,
+``split_engines``, ``split_models``). Files are only read, never repaired.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
+from deliberation.backends.team import agent_models
 from deliberation.errors import DelibError
 from deliberation.runs.directory import (CELL, CONFIG, EPISODES, SUMMARY, Summary, comparable, jsonl_lines,
                                          parse_episodes, summarize)
@@ -92,7 +93,7 @@ def load_results(run_dirs: Iterable[Path]) -> list[RunResult]:
     """The run directories ``run_dirs``, loaded, with labels split where one label covers runs of different
     checkpoints or engine settings (so no table row pools two configurations); two directories holding the
     same run are refused (``distinct``)."""
-    return split_engines(split_policies(distinct([load_run(p) for p in run_dirs])))
+    return split_models(split_engines(split_policies(distinct([load_run(p) for p in run_dirs]))))
 
 
 def distinct(results: list[RunResult]) -> list[RunResult]:
@@ -122,6 +123,13 @@ def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
     copied without the experiment's cell.json) get the settings that differ in their label, e.g.
     ``self-consistency [agents=9]``, so one row never pools two configurations."""
     return _split_label(results, lambda r: r.engine, lambda r, seen: _differing(r.engine, seen))
+
+
+def split_models(results: Sequence[RunResult]) -> list[RunResult]:
+    """Runs sharing a label but run on other models (mpdf on the 1.5B model, on the 0.5B model and on a mixed
+    team of both) get their model in the label, e.g. ``mpdf [qwen2.5-coder-0.5b]``, so one row never pools two
+    models."""
+    return _split_label(results, lambda r: (r.backend, r.model), lambda r, _: r.model)
 
 
 def _split_label(results: Sequence[RunResult], key: Callable[[RunResult], Hashable],
@@ -155,14 +163,27 @@ def load_run(path: Path) -> RunResult:
         summary = _summary(path / SUMMARY)
     else:
         summary = summarize(episodes, config.get("method", "?"), config.get("benchmark", "?"),
-                            config.get("split", "?"))
+                            config.get("split", "?"), _agent_models(config))
     cell = read_object(path / CELL) if (path / CELL).exists() else {}
-    options = config.get("backend_options") or {}
     return RunResult(path, _label(cell.get("label") or _default_label(summary.method, config.get("policy")), config),
                      summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
-                     str(options.get("model", "default")), int((config.get("engine") or {}).get("seed", 0)),
+                     _model(config), int((config.get("engine") or {}).get("seed", 0)),
                      summary, actions_by_round(episodes), not (path / SUMMARY).exists(),
                      str(config.get("policy_used") or ""), _engine(config), _digests(config, lines))
+
+
+def _agent_models(config: dict) -> list[str]:
+    """A mixed team's model per agent (``backends.team.agent_models``); empty for one model or a damaged team."""
+    try:
+        return agent_models(str(config.get("backend", "")), config.get("backend_options") or {})
+    except DelibError:
+        return []
+
+
+def _model(config: dict) -> str:
+    """The run's model: a mixed team's, agent by agent (``a,b,a``), else the model option (or ``default``)."""
+    team = _agent_models(config)
+    return ",".join(team) if team else str((config.get("backend_options") or {}).get("model", "default"))
 
 
 def _digests(config: dict, lines: Sequence[str]) -> frozenset[str]:

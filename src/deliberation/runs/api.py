@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+from deliberation.backends.team import TEAM, team_options
 from deliberation.benchmarks.own import file_name
 from deliberation.config import EngineConfig, Selection
+from deliberation.errors import DelibError
 from deliberation.runs import experiment
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
@@ -18,12 +20,20 @@ def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k",
                   backend: str = "llamacpp", model: str | None = None,
                   backend_options: Mapping[str, Any] | None = None, cache: str | None = None,
                   engine: EngineConfig | None = None, policy: str | None = None, confidence_threshold: float = 0.7,
-                  data_dir: str | None = None, concurrency: int = 1, progress: bool = False) -> Summary:
+                  data_dir: str | None = None, concurrency: int = 1, progress: bool = False,
+                  team: Sequence[str | Mapping[str, Any]] | None = None) -> Summary:
     """Run ``method`` over a benchmark into the run directory ``out`` (resumable, as ``delib run``) and
     return its summary. ``benchmark`` is a registered name, or with ``answer_type`` a JSONL file of your
     own; ``selection`` picks questions (ids, offset, seeded sample) before ``limit``. ``cache`` is the
-    SQLite response cache (none unless given; the CLI's default is ``<out>/../responses.sqlite``)."""
+    SQLite response cache (none unless given; the CLI's default is ``<out>/../responses.sqlite``).
+    ``team``: one model per agent (``delib run --team``): a name runs on ``backend`` with ``backend_options``,
+    a mapping is an agent's own ``backend`` and options; ``engine`` then defaults to that many agents."""
     options = {**(backend_options or {}), **({"model": model} if model is not None else {})}
+    if team is not None:
+        if model is not None:
+            raise DelibError("team names every agent's model; drop model= (or team= for one model)")
+        backend, options = TEAM, team_options(team, backend, options)
+        engine = engine or EngineConfig(agents=len(team))
     spec = RunSpec(method=method, benchmark=file_name(answer_type, benchmark) if answer_type else benchmark,
                    split=split, limit=limit, backend=backend, backend_options=options, cache=cache,
                    engine=engine or EngineConfig(), data_dir=data_dir, command=f"run_benchmark({method!r})",

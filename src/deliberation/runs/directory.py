@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from deliberation.config import Selection
 from deliberation.errors import DelibError
-from deliberation.types import ACTIONS, Episode, from_json, to_json, write_json_atomic
+from deliberation.types import ACTIONS, Episode, Turn, from_json, to_json, write_json_atomic
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
 CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)
@@ -43,6 +43,9 @@ class Summary:
     rounds_run_mean: float = 0.0
     wall_seconds: float = 0.0
     generation_seconds: float = 0.0  # see Episode.generation_seconds: the uncached cost of the requests
+    tokens_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    """A mixed team's prompt_tokens, completion_tokens and llm_calls per model (the turns of its agents; models
+    named as ``backends.team.labels`` names them); empty for a run on one model."""
 
 
 def wilson_ci(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -55,8 +58,9 @@ def wilson_ci(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: str) -> Summary:
-    """The summary of a set of episodes."""
+def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: str,
+              models: Sequence[str] = ()) -> Summary:
+    """The summary of a set of episodes; ``models``: a mixed team's model per agent (``tokens_by_model``)."""
     n = len(episodes)
     right = sum(e.correct for e in episodes)
     prompt = sum(e.prompt_tokens for e in episodes)
@@ -69,7 +73,21 @@ def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: s
         (prompt + completion) / n if n else 0.0, completion / n if n else 0.0, calls, calls / n if n else 0.0,
         sum(t.cached for t in turns), actions, sum(e.rounds_run for e in episodes) / n if n else 0.0,
         sum(e.wall_seconds for e in episodes), sum(e.generation_seconds for e in episodes),
+        tokens_by_model(turns, models),
     )
+
+
+def tokens_by_model(turns: Sequence[Turn], models: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Prompt and completion tokens and LLM calls of ``turns`` per model, agent i's turns counted for
+    ``models[i]``; empty without models."""
+    totals = {m: {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0} for m in models}
+    for t in turns:
+        if t.agent < len(models):
+            row = totals[models[t.agent]]
+            row["prompt_tokens"] += t.prompt_tokens
+            row["completion_tokens"] += t.completion_tokens
+            row["llm_calls"] += t.llm_calls
+    return totals
 
 
 def jsonl_lines(text: str) -> list[str]:
@@ -115,7 +133,15 @@ def comparable(config: dict[str, Any]) -> dict[str, Any]:
     if isinstance(kept.get("engine"), dict):
         kept["engine"] = {**_ENGINE_ADDED_LATER, **kept["engine"]}
     if isinstance(kept.get("backend_options"), dict):
-        kept["backend_options"] = {k: v for k, v in kept["backend_options"].items() if k not in _SPEED_OPTIONS}
+        kept["backend_options"] = _without_speed(kept["backend_options"])
+    return kept
+
+
+def _without_speed(options: dict[str, Any]) -> dict[str, Any]:
+    """Backend options less the speed settings, also in each member of a mixed team (``members``)."""
+    kept = {k: v for k, v in options.items() if k not in _SPEED_OPTIONS}
+    if isinstance(kept.get("members"), list):
+        kept["members"] = [_without_speed(m) if isinstance(m, dict) else m for m in kept["members"]]
     return kept
 
 

@@ -2,7 +2,8 @@
 
 A config (see ``experiments/table1.toml``) names methods, benchmarks, seeds, per-benchmark split, limit
 and question selection, the backend and the engine settings, plus optional ``[[variants]]``: a method under
-its own label with overrides (an mpdf policy file, engine settings). ``load_experiment`` checks everything that can be
+its own label with overrides (an mpdf policy file, engine settings), and optional ``[[agents]]``: each
+agent's own model, a mixed team (``runs/experiment_agents.py``). ``load_experiment`` checks everything that can be
 checked without running (keys, names, types, splits, backend options) and raises a one-line DelibError
 before any file is written; a policy file is checked when its cell runs (``runner.validate``).
 
@@ -29,18 +30,19 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn, Sequence
 
 from deliberation import benchmarks
-from deliberation.backends import BACKENDS, backend_class, make_backend
+from deliberation.backends import BACKENDS, backend_class, make_backend, team_size
 from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, require_at_least
 from deliberation import methods
 from deliberation.methods import METHODS
+from deliberation.runs import experiment_agents as agents
 from deliberation.runs.runner import RunSpec, execute, validate
 from deliberation.runs.directory import CELL, Summary
 from deliberation.types import write_json_atomic
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
-            "variants", "concurrency", "selection")
+            "variants", "concurrency", "selection", "agents")
 SELECTION_TYPES: dict[str, type] = {"ids": list, "offset": int, "sample": int, "sample_seed": int}
 ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
 METHOD_OPTIONS = ("policy", "confidence_threshold")  # RunSpec fields a variant may set
@@ -123,11 +125,15 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     _known(raw, TOP_KEYS, "top-level key", source)
     name = _label(_get(raw, "name", str, source), "name", source)
     names = _names(raw, "benchmarks", sorted(benchmarks.BENCHMARKS), source, required=True)
-    engine = _engine(_get(raw, "engine", dict, source, {}), EngineConfig(), "[engine]", source)
+    backend, options = _backend(_get(raw, "backend", dict, source, {}), source)
+    backend, options = agents.team_backend(raw.get("agents"), backend, options, source)
+    models = team_size(backend, options)
+    engine = _engine(_get(raw, "engine", dict, source, {}), agents.base_engine(models), "[engine]", source)
     arms = tuple(Arm(m, m, None, engine) for m in _names(raw, "methods", list(METHODS), source))
     arms += tuple(_variant(v, engine, i, source) for i, v in enumerate(_get(raw, "variants", list, source, [])))
     _check_arms(arms, source)
-    backend, options = _backend(_get(raw, "backend", dict, source, {}), source)
+    for arm in arms:
+        agents.check_arm(arm.label, arm.method, arm.engine, models, source)
     return ExperimentConfig(name, _get(raw, "out", str, source, f"runs/{name}"), arms, names, _seeds(raw, source),
                             _splits(raw.get("split", "test"), names, source),
                             _limits(raw.get("limit"), names, source), backend, options,

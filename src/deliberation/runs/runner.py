@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any, Generator, Iterable
 
 from deliberation import benchmarks, methods
-from deliberation.backends import check_options, context_window, make_backend
+from deliberation.backends import check_options, context_window, make_backend, team_size
 from deliberation.backends.base import Backend
+from deliberation.backends.team import agent_models
 from deliberation.backends.concurrent import in_flight, stopping
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
-from deliberation.engine.team import check_context, check_team
+from deliberation.engine.team import check_context, check_models, check_team
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.runs.directory import RunDir, Summary, summarize
@@ -48,6 +49,7 @@ def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     engine = method.engine(spec.engine)
     check_team(spec.method, engine)
+    check_models(spec.method, engine, team_size(spec.backend, spec.backend_options))
     check_context(spec.method, engine, [bench.format_question(ex) for ex in examples],
                   context_window(spec.backend, spec.backend_options))
     method.spec(spec.method_config())  # e.g. a missing or mismatched mpdf checkpoint fails here
@@ -122,6 +124,7 @@ def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
     wanted = {eid: i for i, eid in enumerate(order)}
     first = {e.example_id: e for e in reversed(run_dir.episodes())}  # an id twice (two writers): its first
     episodes = sorted((e for eid, e in first.items() if eid in wanted), key=lambda e: wanted[e.example_id])
-    summary = summarize(episodes, spec.method, spec.benchmark, spec.split)
+    summary = summarize(episodes, spec.method, spec.benchmark, spec.split,
+                        agent_models(spec.backend, spec.backend_options))
     run_dir.write_summary(summary)
     return summary
