@@ -10,8 +10,8 @@ import pytest
 from deliberation.backends import make_backend
 from deliberation.backends.cache import CachedBackend
 from deliberation.errors import DelibError
-from deliberation.runs.experiment import (cap_limits, load_experiment, only_benchmarks, only_methods, plan,
-                                     run_experiment)
+from deliberation.runs.experiment import plan, run_experiment
+from deliberation.runs.experiment_file import cap_limits, load_experiment, only_benchmarks, only_methods
 from deliberation.report.write import write_report
 from deliberation.runs.directory import RunDir
 from deliberation.types import Action

@@ -14,7 +14,8 @@ from deliberation.errors import DelibError
 from deliberation.report.loading import load_runs
 from deliberation.runs.api import run_benchmark
 from deliberation.runs.directory import RunDir
-from deliberation.runs.experiment import load_experiment, parse_experiment, plan, run_experiment
+from deliberation.runs.experiment import plan, run_experiment
+from deliberation.runs.experiment_file import load_experiment, parse_experiment
 
 RUN = ["--backend", "scripted", "--backend-opt", "benchmark=gsm8k", "--limit", "3", "--quiet"]
 

@@ -12,7 +12,8 @@ from deliberation.benchmarks.selection import load_selected, select
 from deliberation.cli.main import main
 from deliberation.config import Selection
 from deliberation.errors import DelibError
-from deliberation.runs.experiment import parse_experiment, plan
+from deliberation.runs.experiment import plan
+from deliberation.runs.experiment_file import parse_experiment
 from deliberation.types import Example
 
 EXAMPLES = [Example(f"q{i}", f"question {i}", str(i)) for i in range(10)]

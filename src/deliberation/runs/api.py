@@ -10,7 +10,7 @@ from deliberation.backends.team import TEAM, team_options
 from deliberation.benchmarks.own import file_name
 from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError
-from deliberation.runs import experiment
+from deliberation.runs import experiment, experiment_file
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
 
@@ -43,16 +43,16 @@ def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k",
 
 
 def experiment_config(path: str | os.PathLike, limit: int | None = None, benchmarks: Sequence[str] | None = None,
-                      methods: Sequence[str] | None = None) -> experiment.ExperimentConfig:
+                      methods: Sequence[str] | None = None) -> experiment_file.ExperimentConfig:
     """The experiment file ``path`` cut as ``delib experiment``'s ``--limit``, ``--benchmarks`` and
     ``--methods`` cut it (each a no-op when None)."""
-    cfg = experiment.load_experiment(path)
+    cfg = experiment_file.load_experiment(path)
     if limit is not None:
-        cfg = experiment.cap_limits(cfg, limit)
+        cfg = experiment_file.cap_limits(cfg, limit)
     if benchmarks is not None:
-        cfg = experiment.only_benchmarks(cfg, benchmarks)
+        cfg = experiment_file.only_benchmarks(cfg, benchmarks)
     if methods is not None:
-        cfg = experiment.only_methods(cfg, methods)
+        cfg = experiment_file.only_methods(cfg, methods)
     return cfg
 
 
