@@ -1,11 +1,12 @@
 """Bad input: one line on stderr naming the problem, exit status 2, nothing written as finished."""
 
+import argparse
 import json
 
 import pytest
 import torch
 
-from deliberation.cli.main import main
+from deliberation.cli.main import build_parser, main
 
 
 def bad(tmp_path, capsys, *args):
@@ -238,3 +239,20 @@ def test_a_team_beyond_the_context_window_is_refused_before_any_model_loads(tmp_
                  "--limit", "2", "--out", str(out), "--quiet"]) == 2
     err = one_line(capsys)
     assert "--agents 100" in err and "context window of 8192" in err and "n_ctx=N" in err and not out.exists()
+
+
+def test_an_abbreviated_flag_is_refused_not_read_as_the_flag_it_starts(tmp_path, capsys):
+    """argparse would read --lim as --limit (and a prefix of ``delib tree``'s --samples as --sample): refused."""
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--method", "cot", "--backend", "scripted", "--lim", "3", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and err.startswith("delib: error: unrecognized arguments: --lim 3")
+    assert not out.exists()
+
+
+def test_no_delib_command_accepts_abbreviated_flags():
+    """Every subcommand's parser, not only the top one, has abbreviations off."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert not parser.allow_abbrev and {name for name, p in commands.items() if p.allow_abbrev} == set()

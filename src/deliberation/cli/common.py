@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from deliberation.cli import flags
 from deliberation.errors import DelibError
@@ -119,7 +119,12 @@ def run_backend(args: argparse.Namespace) -> tuple[str, dict]:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (the problem and where help is), like every other delib error."""
+    """argparse with one-line errors (the problem and where help is), like every other delib error, and no
+    abbreviated long options: ``delib tree`` has both --sample and --samples, so a prefix or a typo would
+    silently set another flag. ``add_parser`` builds every subcommand's parser with this class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
