@@ -74,13 +74,13 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
         try:
             batch = step("llamacpp batch", measure_llamacpp_batch, settings, llama)
             cache = step("cache rerun", measure_cache_rerun, settings, llama)
-            prefix = step("prefix reuse", _prefix_reuse, settings, llama)
+            prefix = step("prefix reuse", prefix_reuse, settings, llama)
         finally:
             llama.close()
     return BenchResult(meta, overhead, batch, cache, updates, prefix, settings)
 
 
-def _prefix_reuse(settings: BenchSettings, on: Any) -> Any:
+def prefix_reuse(settings: BenchSettings, on: Any) -> Any:
     """``measure_prefix_reuse`` against a second backend on the same model with its prefix cache off."""
     from deliberation.backends.llamacpp import LlamaCppBackend
 
@@ -124,4 +124,4 @@ def collect_meta(settings: BenchSettings) -> BenchMeta:
                      datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
-__all__ = ["BenchResult", "BenchSettings", "llama_build", "run_bench", "run_settings"]
+__all__ = ["BenchResult", "BenchSettings", "llama_build", "prefix_reuse", "run_bench", "run_settings"]

@@ -250,19 +250,19 @@ class BenchResult:
             "prefill_tokens_saved": self.prefix.prefill_tokens_saved,
             "softrankpo_updates_per_s": self.updates[0].updates_per_s,
             "meta": to_json(self.meta),
-            "overhead": [_with_properties(o) for o in self.overhead],
-            "llamacpp_batch": {**_with_properties(self.batch), "engine": _with_properties(self.batch.engine),
-                               "raw": _with_properties(self.batch.raw),
-                               "raw_fresh": _with_properties(self.batch.raw_fresh)},
-            "cache_rerun": _with_properties(self.cache),
-            "prefix_reuse": {**_with_properties(self.prefix), "off": _with_properties(self.prefix.off),
-                             "on": _with_properties(self.prefix.on)},
-            "softrankpo": [_with_properties(u) for u in self.updates],
+            "overhead": [with_properties(o) for o in self.overhead],
+            "llamacpp_batch": {**with_properties(self.batch), "engine": with_properties(self.batch.engine),
+                               "raw": with_properties(self.batch.raw),
+                               "raw_fresh": with_properties(self.batch.raw_fresh)},
+            "cache_rerun": with_properties(self.cache),
+            "prefix_reuse": {**with_properties(self.prefix), "off": with_properties(self.prefix.off),
+                             "on": with_properties(self.prefix.on)},
+            "softrankpo": [with_properties(u) for u in self.updates],
             "settings": to_json(self.settings),
         }
 
 
-def _with_properties(obj: Any) -> dict[str, Any]:
+def with_properties(obj: Any) -> dict[str, Any]:
     """A record's fields plus its computed properties (the ratios and rates)."""
     props = {name: getattr(obj, name) for name, v in vars(type(obj)).items() if isinstance(v, property)}
     return {**to_json(obj), **props}

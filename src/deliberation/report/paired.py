@@ -23,7 +23,7 @@ from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, read_episodes
 from deliberation.runs.directory import EPISODES
 
-BOOTSTRAP_DRAWS = 2000
+BOOTSTRAP_DRAWS = 10_000  # docs/results/paired/PREREGISTRATION.md fixes 10,000 resamples, seed 0
 POOLED = "pooled"
 Outcome = tuple[bool, int]  # (correct, tokens) of one question
 Question = tuple[str, int, str]  # (benchmark split, seed, example id)
