@@ -46,8 +46,10 @@ test: setup-test
 	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: setup-demo
+	@echo "demo: every answer generated now by qwen2.5-coder-1.5b (no replayed trees): 3 GSM8K questions, experiments/quick.toml"
 	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(DELIB) experiment experiments/quick.toml
 	cat runs/quick/report/report.md
+	@for plot in runs/quick/report/*.png; do echo "plot: $$plot"; done
 
 llama-native: | $(VENV)/bin/python
 	CMAKE_ARGS="$(NATIVE_ARGS)" $(LLAMA_REBUILD)
