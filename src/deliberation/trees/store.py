@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import threading
-import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -33,8 +32,8 @@ from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, Selection
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
-from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, gzip_members,
-                                to_json)
+from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json,
+                                read_gzip_lines, to_json)
 from deliberation.types import write_json_atomic
 
 MANIFEST, TREES = "manifest.json", "trees.jsonl.gz"
@@ -79,7 +78,7 @@ class TreeStore:
         if path.exists() and not path.is_dir():
             raise DelibError(f"--out {path} is a file; pass a directory for the tree store")
         if (path / MANIFEST).exists():
-            store = cls.open(path)
+            store = cls.open(path, repair=True)
             if store.nodes:  # a store that holds no node yet never blocks new settings
                 check_settings(store.manifest, manifest, path)
                 check_selection(store.manifest, manifest, path)
@@ -89,13 +88,15 @@ class TreeStore:
         return cls(path, {**manifest, "format": FORMAT}, {}, set())
 
     @classmethod
-    def open(cls, path: str | Path) -> "TreeStore":
-        """Read a store; a corrupt manifest or tree file is a one-line DelibError naming it."""
+    def open(cls, path: str | Path, repair: bool = False) -> "TreeStore":
+        """Read a store; a corrupt manifest or tree file is a one-line DelibError naming it. A torn last
+        record (a build killed while appending) is refused, or with ``repair`` (a build resuming) cut off:
+        it held only outcomes the build records again."""
         path = Path(path)
         manifest = _read_manifest(path)
         nodes: dict[str, Node] = {}
         built: set[str] = set()
-        for row in _read_rows(path / TREES):
+        for row in read_gzip_lines(path / TREES, "delib tree", repair):
             for node in (from_json(Node, n) for n in row["nodes"]):
                 nodes.setdefault(node.key, node)
             if row.get("built"):
@@ -157,23 +158,6 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DelibError(f"{path / MANIFEST} is not a tree-store manifest; rebuild the store with `delib tree`")
     return manifest
-
-
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    """Every line of the tree file; a torn or corrupt member is an error naming the file and the byte."""
-    if not path.exists():
-        return []
-    rows, end = [], 0
-    try:
-        for end, chunk in gzip_members(path):
-            rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
-    except (json.JSONDecodeError, UnicodeDecodeError, zlib.error) as err:
-        raise DelibError(f"{path} is corrupt after byte {end} ({type(err).__name__}); restore it or rebuild "
-                         "the store with `delib tree`") from err
-    if end < path.stat().st_size:
-        raise DelibError(f"{path} is truncated or corrupt after byte {end} of {path.stat().st_size} (a build "
-                         "killed while writing?); rerun the `delib tree` command to repair it")
-    return rows
 
 
 class TreeBackend:
