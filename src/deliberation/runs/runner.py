@@ -32,7 +32,8 @@ class RunSpec(Workload):
     policy: str | None = None
     """mpdf: a policy checkpoint, a path or a shipped name (refused for methods that take none)."""
     confidence_threshold: float = 0.7
-    """confidence-threshold (and mpdf's fallback rule): persist at or above this critic P(Yes)."""
+    """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this
+    critic P(Yes)."""
     trees: str | None = None
     """The tree store a replay read its outcomes from (``delib evaluate``); None for a live run."""
 
