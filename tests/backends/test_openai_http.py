@@ -98,6 +98,7 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             elif behaviour == "null-content":
                 response = chat_completion(body)
                 response["choices"][0]["message"]["content"] = None
+                response["choices"][0]["finish_reason"] = "stop"  # a failed answer, not one cut off by the limit
                 self._send(200, json.dumps(response).encode())
             elif behaviour in ("500", "429", "400"):
                 self._send(int(behaviour), json.dumps({"error": {"message": f"scripted {behaviour}"}}).encode())
@@ -342,3 +343,17 @@ def test_the_retry_and_timeout_options_are_in_the_help(capsys: pytest.CaptureFix
     text = " ".join(capsys.readouterr().out.split())
     for option in ("timeout_s=60.0", "max_retries=4", "total_timeout_s=180.0", "backoff_s=0.5", "max_in_flight=8"):
         assert option in text
+
+
+def test_null_content_cut_off_by_the_limit_is_an_error_naming_the_fix_not_a_retry() -> None:
+    """A reasoning model that spends max_tokens before any content answers null with finish_reason length
+    every time: retrying only repeats it."""
+    from types import SimpleNamespace
+
+    choice = SimpleNamespace(message=SimpleNamespace(content=None), finish_reason="length", logprobs=None)
+    request = GenerationRequest((Message("user", "hi"),), max_tokens=8)
+    with pytest.raises(DelibError, match="raise --max-tokens"):
+        openai_http.completion_from_response(SimpleNamespace(choices=[choice], usage=None), request, 0.1)
+    choice.finish_reason = "stop"
+    with pytest.raises(openai_http.MalformedResponse):  # a failed answer: retried
+        openai_http.completion_from_response(SimpleNamespace(choices=[choice], usage=None), request, 0.1)

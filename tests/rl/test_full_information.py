@@ -146,3 +146,5 @@ def test_older_rollouts_take_the_refine_cost_from_a_sample_that_refined_or_are_r
             unknown, TrainConfig(algo="softrankpo-full", token_cost_coef=0.01))
     no_cost = TrainConfig(algo="softrankpo-full")
     assert torch.isfinite(ALGORITHMS["softrankpo-full"].decision_advantages(unknown, no_cost)).all()
+    later = [dataclasses.replace(d, round=2) for d in known]  # round 2: the samples' histories differ
+    assert math.isnan(tensorize(later).action_costs[0, REFINE]) and tensorize(later).action_costs[1, REFINE] == 70.0

@@ -214,8 +214,11 @@ def completion_from_response(response: Any, request: GenerationRequest, latency_
         raise MalformedResponse(f"response has no choices: {str(response)[:120]!r}")
     choice = choices[0]
     text = getattr(getattr(choice, "message", None), "content", None)
-    if text is None:  # e.g. a server that ran out of room or failed mid-answer: an error, not an empty answer
-        raise MalformedResponse(f"the message content is null (finish_reason {getattr(choice, 'finish_reason', None)})")
+    reason = getattr(choice, "finish_reason", None)
+    if text is None and reason == "length":  # the limit hit before any content (a reasoning model): retrying repeats it
+        raise DelibError("the server cut the answer off before any content (finish_reason length); raise --max-tokens")
+    if text is None:  # e.g. a server that failed mid-answer: an error to retry, not an empty answer
+        raise MalformedResponse(f"the message content is null (finish_reason {reason})")
     logprobs = _logprobs(getattr(choice, "logprobs", None))
     prompt_tokens, completion_tokens = _token_counts(getattr(response, "usage", None), request, text, logprobs)
     return Completion(

@@ -79,17 +79,24 @@ def tensorize(decisions: Sequence[Decision]) -> DecisionBatch:
 
 def _action_costs(decisions: Sequence[Decision]) -> Tensor:
     """(N, 3) tokens of each action: PERSIST and CONCEDE call nothing, REFINE costs ``refine_tokens``. Older
-    rollouts record only the taken action's cost; all K samples of a (question, round, agent) share one
-    REFINE outcome, so a sample that refined tells its group's cost. NaN where neither is known."""
+    rollouts record only the taken action's cost; at round 1 all K samples of a (question, agent) share one
+    REFINE outcome (the same round 0), so a sample that refined tells its group's cost; later rounds follow
+    other histories. NaN where neither is known."""
     shared: dict[tuple[str, int, int], float] = {}
     for d in decisions:
-        if Action(d.action) is Action.REFINE:
+        if Action(d.action) is Action.REFINE and d.round == 1:
             shared.setdefault((d.example_id, d.round, d.agent), d.token_cost)
-    refine = [shared.get((d.example_id, d.round, d.agent), math.nan) if d.refine_tokens is None else d.refine_tokens
-              for d in decisions]
+    refine = [d.refine_tokens if d.refine_tokens is not None else _refine_cost(d, shared) for d in decisions]
     costs = torch.zeros(len(decisions), len(ACTIONS), dtype=torch.float64)  # (N, 3)
     costs[:, ACTIONS.index(Action.REFINE)] = torch.tensor(refine, dtype=torch.float64)
     return costs
+
+
+def _refine_cost(d: Decision, shared: dict[tuple[str, int, int], float]) -> float:
+    """An older decision's REFINE cost: its own if it refined, else its round-1 group's (NaN if unknown)."""
+    if Action(d.action) is Action.REFINE:
+        return d.token_cost
+    return shared.get((d.example_id, d.round, d.agent), math.nan)
 
 
 def first_samples(decisions: Sequence[Decision], k: int | None) -> list[Decision]:
