@@ -12,7 +12,7 @@ from deliberation.backends import cpu_share
 
 
 def test_busy_cores_come_off_the_allowed_ones_with_a_warning(monkeypatch, caplog) -> None:
-    monkeypatch.setattr(cpu_share, "allowed_cores", lambda: 2)
+    monkeypatch.setattr(cpu_share, "allowed_cpus", lambda: {0, 1})
     with caplog.at_level(logging.WARNING, logger="deliberation"):
         assert cpu_share.free_threads(busy=1.1) == 1
     assert "n_threads=N" in caplog.text and "1.1 of 2 cores are busy" in caplog.text
@@ -27,11 +27,21 @@ def test_without_cpu_counters_every_allowed_core_is_used(monkeypatch) -> None:
     assert cpu_share.free_threads() == cpu_share.allowed_cores()
 
 
-def test_busy_cores_read_the_kernels_counters(monkeypatch) -> None:
-    readings = iter([(1000, 600), (1400, 800)])  # 400 jiffies, 200 idle: half the machine busy
-    monkeypatch.setattr(cpu_share, "_counters", lambda: next(readings))
-    monkeypatch.setattr(cpu_share, "allowed_cores", lambda: 2)
-    assert cpu_share.busy_cores(0.0) == pytest.approx(1.0)
+def test_busy_cores_count_only_the_cpus_this_process_may_use(monkeypatch, tmp_path) -> None:
+    """Pinned to CPUs 2 and 3 of four: CPU 0 fully busy must not count, CPU 2 half busy does."""
+    stat = tmp_path / "stat"
+    # cumulative (busy, idle) jiffies of cpu0..cpu3 at the two reads: cpu0 all busy, cpu2 half, cpu3 idle
+    readings = iter([[(0, 100)] * 4, [(100, 100), (0, 200), (50, 150), (0, 200)]])
+
+    def write() -> None:
+        rows = [f"cpu{i} {busy} 0 0 {idle} 0 0 0" for i, (busy, idle) in enumerate(next(readings))]
+        stat.write_text("cpu 0 0 0 0\n" + "\n".join(rows) + "\n")
+
+    write()
+    monkeypatch.setattr(cpu_share, "PROC_STAT", stat)
+    monkeypatch.setattr(cpu_share, "allowed_cpus", lambda: {2, 3})
+    monkeypatch.setattr(cpu_share.time, "sleep", lambda _: write())
+    assert cpu_share.busy_cores(0.0) == pytest.approx(0.5)  # cpu2: 50 of 100 jiffies; cpu3 idle
 
 
 def test_a_spinning_process_takes_a_thread_from_the_default() -> None:

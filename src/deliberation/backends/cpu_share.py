@@ -20,32 +20,44 @@ WINDOW_S = 0.25
 PROC_STAT = Path("/proc/stat")
 
 
+def allowed_cpus() -> set[int]:
+    """Ids of the CPUs this process may run on."""
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+
+
 def allowed_cores() -> int:
     """Cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return len(allowed_cpus())
 
 
 def busy_cores(window_s: float = WINDOW_S) -> float | None:
-    """Of the cores this process may use, how many were busy over the next ``window_s`` seconds (None
-    where unknown): the machine's busy share (the kernel counts all cores) times the allowed cores."""
-    first = _counters()
+    """Of the CPUs this process may use, how many were busy over the next ``window_s`` seconds (None where
+    unknown): their per-CPU counters, so other CPUs of a larger machine (a cpuset, a container) do not count."""
+    cpus = allowed_cpus()
+    first = _counters(cpus)
     if first is None:
         return None
     time.sleep(window_s)
-    second = _counters()
+    second = _counters(cpus)
     if second is None:
         return None
     total, idle = second[0] - first[0], second[1] - first[1]
-    return allowed_cores() * (total - idle) / total if total > 0 else 0.0
+    return len(cpus) * (total - idle) / total if total > 0 else 0.0
 
 
-def _counters() -> tuple[int, int] | None:
-    """(all jiffies, idle + iowait jiffies) of the machine, from the first line of /proc/stat."""
+def _counters(cpus: set[int]) -> tuple[int, int] | None:
+    """(all jiffies, idle + iowait jiffies) summed over ``cpus``, from their ``cpuN`` lines of /proc/stat."""
     try:
-        fields = [int(x) for x in PROC_STAT.read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
+        lines = PROC_STAT.read_text().splitlines()
+    except OSError:
         return None
-    return sum(fields), fields[3] + (fields[4] if len(fields) > 4 else 0)
+    total = idle = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            values = [int(x) for x in fields]
+            total, idle = total + sum(values), idle + values[3] + (values[4] if len(values) > 4 else 0)
+    return (total, idle) if total else None
 
 
 def free_threads(busy: float | None = None) -> int:
