@@ -112,3 +112,14 @@ def test_bad_stores_are_one_line_errors_and_write_nothing(stores, tmp_path, caps
         err = capsys.readouterr().err.strip()
         assert says in err and len(err.splitlines()) == 1
     assert not (tmp_path / "t").exists()
+
+
+def test_a_rerun_with_other_settings_is_refused_before_any_replay(stores, tmp_path, capsys):
+    """Every folder is checked first: the second store's conflict stops the command before the first store's
+    rules are replayed (they used to be replayed and written, then the second store failed)."""
+    out = tmp_path / "tuning"
+    assert delib("tune-rules", "--trees", str(stores[1]), "--rounds", "1", "--offline", "--out", str(out)) == 0
+    capsys.readouterr()
+    assert delib("tune-rules", "--trees", f"{stores[0]},{stores[1]}", "--rounds", "2", "--out", str(out)) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert not (out / stores[0].name).exists()

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation.errors import DelibError
-from deliberation.runs.directory import CELL, Summary
+from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.evaluate import Replay, check_method, spec_of, tree_backend
-from deliberation.runs.runner import RunSpec, execute, validate
+from deliberation.runs.runner import RunSpec, config_record, execute, validate
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
 from deliberation.types import Example, write_json_atomic
 
@@ -68,7 +68,10 @@ def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: 
         options = replace(replay, policy=v.policy, confidence_threshold=v.confidence_threshold)
         specs.append(spec_of(options, store, engine, v.method, len(examples), data_dir))
         validate(specs[-1])  # e.g. a checkpoint for other features fails before any directory exists
-    return StoreReplay(store, examples, replay, tuple(specs), tuple(out / name / v.directory for v in variants))
+    outs = tuple(out / name / v.directory for v in variants)
+    for spec, folder in zip(specs, outs):  # a folder holding a run of other settings fails before any replay
+        RunDir.prepare(folder, config_record(spec))
+    return StoreReplay(store, examples, replay, tuple(specs), outs)
 
 
 def run_store(planned: StoreReplay, variants: Sequence[Variant], progress: bool) -> list[Summary]:
