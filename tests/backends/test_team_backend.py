@@ -157,3 +157,24 @@ def test_team_size_and_the_smallest_context_window_are_known_before_loading(tmp_
                {"backend": "llamacpp", "model": str(gguf)}, {"backend": "scripted"}]
     assert team_size("team", {"members": members}) == 3 and team_size("scripted", {}) is None
     assert context_window("team", {"members": members}) == 4096
+
+
+def test_close_closes_every_member_even_when_one_fails() -> None:
+    team = scripted_team("m-a", "m-b", "m-c")
+    closed = []
+
+    class Failing:
+        def close(self) -> None:
+            raise RuntimeError("boom")
+
+    class Recording:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def close(self) -> None:
+            closed.append(self.name)
+
+    team.members = [Failing(), Recording("b"), Recording("c")]
+    with pytest.raises(RuntimeError, match="boom"):
+        team.close()
+    assert closed == ["b", "c"]

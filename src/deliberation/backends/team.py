@@ -182,8 +182,15 @@ class TeamBackend:
             interrupt(member)
 
     def close(self) -> None:
+        """Close every member, even when one fails (its error is raised after the others are closed)."""
+        errors = []
         for member in self.members:
-            member.close()
+            try:
+                member.close()
+            except Exception as err:  # noqa: BLE001 - the others must still free their models
+                errors.append(err)
+        if errors:
+            raise errors[0]
 
 
 def _build(distinct: Sequence[Member], cache: str | None) -> list[Backend]:

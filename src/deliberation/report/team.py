@@ -21,7 +21,7 @@ from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired
 from deliberation.runs.evaluate import Replay
 from deliberation.runs.tune_rules import CONSTANTS, SIMPLICITY, THRESHOLDED, Rule
 from deliberation.runs.variants import Variant, replay_variants, store_names
-from deliberation.types import to_json, write_json_atomic
+from deliberation.types import to_json, write_json_atomic, write_text_atomic
 
 TEAM_JSON, TEAM_MD = "team.json", "team.md"
 BEST = "best rule: "  # the best rule's row label is this and the rule's label
@@ -109,7 +109,7 @@ def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
     rows = team_rows(results, [v.label for v in variants])
     paired = paired_table(results, reference=BEST + rule.label)
     write_json_atomic(out / TEAM_JSON, team_record(cmp, rule, rows, paired))
-    (out / TEAM_MD).write_text(team_markdown(rule, rows, paired))
+    write_text_atomic(out / TEAM_MD, team_markdown(rule, rows, paired))
     return rows, paired
 
 

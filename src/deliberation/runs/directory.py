@@ -190,7 +190,7 @@ class RunDir:
             return None
         try:
             old = json.loads(path.read_text())
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):  # a folder, unreadable, or not JSON
             old = None
         if not isinstance(old, dict):
             raise DelibError(f"{path} is damaged (not a JSON object), so the episodes beside it cannot be checked "
