@@ -357,3 +357,18 @@ def test_null_content_cut_off_by_the_limit_is_an_error_naming_the_fix_not_a_retr
     choice.finish_reason = "stop"
     with pytest.raises(openai_http.MalformedResponse):  # a failed answer: retried
         openai_http.completion_from_response(SimpleNamespace(choices=[choice], usage=None), request, 0.1)
+
+
+def test_a_retry_after_date_in_minus_0000_is_read_as_utc(monkeypatch) -> None:
+    """email.utils parses "-0000" as a naive datetime; read as local time it would be off by the UTC offset."""
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # +05:30: a naive reading would be 5.5 hours off
+    time.tzset()
+    try:
+        value = email.utils.formatdate(time.time() + 30)[:-5] + "-0000"
+        err = SimpleNamespace(response=SimpleNamespace(headers={"retry-after": value}))
+        assert 25 <= openai_http.retry_after(err) <= 31
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

@@ -28,6 +28,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timezone
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from deliberation.errors import DelibError, install_hint, require_at_least
@@ -277,6 +278,8 @@ def retry_after(err: Exception) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    if when.tzinfo is None:  # "-0000" parses naive; HTTP dates are UTC (RFC 9110, section 5.6.7)
+        when = when.replace(tzinfo=timezone.utc)
     return max(0.0, when.timestamp() - time.time())
 
 
