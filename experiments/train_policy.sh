@@ -2,6 +2,7 @@
 # Train the meta-policy on collected rollouts and run the reward-scale ablation (project issue 5).
 #
 #   experiments/train_policy.sh OUT ROLLOUT_DIR...
+#   SOURCE=--trees experiments/train_policy.sh OUT TREE_STORE...   (decisions derived from tree stores)
 #
 # 1. SFT on oracle labels                               -> OUT/sft
 # 2. softrankpo, grpo, reinforce x reward scale 0.1/1/10, each from OUT/sft/policy.pt (also its KL
@@ -16,7 +17,7 @@
 # Policy training is small: minutes on one CPU core. Steps whose output exists are skipped (rerun = resume).
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  echo "usage: $0 OUT ROLLOUT_DIR..." >&2
+  echo "usage: [SOURCE=--trees] $0 OUT ROLLOUT_DIR|TREE_STORE..." >&2
   exit 2
 fi
 OUT=$1; shift
@@ -24,7 +25,7 @@ DELIB=${DELIB:-delib}
 train() {  # train OUT_DIR ARGS...: skip when OUT_DIR already holds a policy
   local dir=$1; shift
   # shellcheck disable=SC2086  # TRAIN_ARGS holds several words
-  [ -f "$dir/policy.pt" ] || "$DELIB" train --rollouts "$@" --out "$dir" ${TRAIN_ARGS:-}
+  [ -f "$dir/policy.pt" ] || "$DELIB" train "${SOURCE:---rollouts}" "$@" --out "$dir" ${TRAIN_ARGS:-}
 }
 train "$OUT/sft" "$@" --algo sft
 # shellcheck disable=SC2086  # ALGOS holds several words

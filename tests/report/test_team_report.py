@@ -79,3 +79,13 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert says in err and len(err.splitlines()) == 1
     assert not (tmp_path / "c").exists()
+
+
+def test_the_figure_is_written_and_named_in_team_md(setup):
+    from deliberation.report.team_plot import short_label
+
+    png = setup["out"] / "team.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![paired difference to the best rule](team.png)" in (setup["out"] / "team.md").read_text()
+    assert short_label("mpdf [runs/x/softrankpo-full/policy.pt]") == "mpdf [x/softrankpo-full]"
+    assert short_label("mpdf [default]") == "mpdf [default]" and short_label("oracle") == "oracle"

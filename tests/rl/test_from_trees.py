@@ -27,3 +27,28 @@ def test_delib_train_on_trees(tmp_path, capsys):
     assert (tmp_path / "sft" / "policy.pt").exists() and "decisions" in capsys.readouterr().out
     assert main(["train", "--algo", "sft", "--out", str(tmp_path / "none")]) == 2
     assert "nothing to train on" in capsys.readouterr().err
+
+
+def test_reward_components_keep_one_term_of_every_action(tmp_path):
+    """The component ablation: ``local`` / ``global`` decisions carry that term alone, for all three actions,
+    and the two add up to ``both`` (the same behaviour samples, so decisions pair one to one)."""
+    assert main(["tree", "--backend", "scripted", "--limit", "10", "--rounds", "1", "--quiet",
+                 "--out", str(tmp_path / "store")]) == 0
+    both, local, glob = (decisions_from_trees(tmp_path / "store", components=c) for c in ("both", "local", "global"))
+    assert len(both) == len(local) == len(glob) > 0
+    for b, lo, gl in zip(both, local, glob):
+        assert (lo.example_id, lo.action) == (b.example_id, b.action) == (gl.example_id, gl.action)
+        assert lo.r_global == 0.0 and gl.r_local == 0.0
+        assert (lo.r_local, gl.r_global) == (b.r_local, b.r_global)
+        assert all(abs(x + y - z) < 1e-12 for x, y, z in zip(lo.rewards, gl.rewards, b.rewards))
+    assert any(lo.rewards != b.rewards for lo, b in zip(local, both))  # the global term is not always zero
+    assert any(gl.rewards != b.rewards for gl, b in zip(glob, both))
+
+
+def test_reward_components_are_refused_on_rollouts(tmp_path, capsys):
+    common = ["--backend", "scripted", "--limit", "4", "--rounds", "1", "--quiet"]
+    assert main(["collect", *common, "--out", str(tmp_path / "rollouts")]) == 0
+    assert main(["train", "--algo", "sft", "--rollouts", str(tmp_path / "rollouts"), "--reward-components", "local",
+                 "--out", str(tmp_path / "sft")]) == 2
+    err = capsys.readouterr().err
+    assert "--reward-components local" in err and "--trees" in err and not (tmp_path / "sft").exists()

@@ -35,6 +35,7 @@ def test_defaults_follow_the_design():
     ({"hidden": 30, "heads": 4}, "multiple of heads"),
     ({"val_fraction": 1.0}, "val_fraction"),
     ({"ignore_features": ("confidence", "nope")}, "ignore_features names unknown features ['nope']"),
+    ({"reward_components": "neither"}, "unknown reward_components 'neither'"),
 ])
 def test_invalid_values_raise_one_line_actionable_errors(kwargs, message):
     with pytest.raises(DelibError, match="invalid training config") as err:
@@ -48,3 +49,17 @@ def test_every_field_has_a_docstring():
     documented = {a.target.id for a, b in zip(body, body[1:])
                   if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)}
     assert documented == {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+def test_feature_groups_expand_to_their_columns():
+    """The state-fidelity ablation: a group name ignores each of its features, a feature name only itself."""
+    from deliberation.engine.state import FEATURE_GROUPS, FEATURE_NAMES
+
+    for group, names in FEATURE_GROUPS.items():
+        assert TrainConfig(ignore_features=(group,)).ignored_columns() == tuple(
+            sorted(FEATURE_NAMES.index(n) for n in names))
+    both = TrainConfig(ignore_features=("confidence-signals", "confidence")).ignored_columns()
+    assert both == (FEATURE_NAMES.index("confidence"), FEATURE_NAMES.index("confidence_vs_mean"))
+    assert TrainConfig(ignore_features=("confidence",)).ignored_columns() == (FEATURE_NAMES.index("confidence"),)
+    grouped = {n for names in FEATURE_GROUPS.values() for n in names}
+    assert grouped < set(FEATURE_NAMES) and len(grouped) == sum(map(len, FEATURE_GROUPS.values()))

@@ -36,6 +36,14 @@ FEATURE_NAMES: tuple[str, ...] = (
     "agrees_with_self",  # 1 for the own vector; for a peer vector: the peer holds the own answer
 )
 N_FEATURES = len(FEATURE_NAMES)
+FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
+    "agreement-structure": ("agree_share", "is_plurality", "agrees_with_self"),
+    "reasoning-profile": ("log_tokens", "steps", "verified", "changed", "truncated"),
+    "confidence-signals": ("confidence", "confidence_vs_mean"),  # the critic's P(Yes), absolute and relative
+}
+"""The state-fidelity ablation's feature groups (the paper's three parts of the observation; project issue
+27): a group name in ``--ignore-features`` stands for its features. ``parseable`` and ``round_frac`` are in
+no group."""
 _VERIFY = re.compile(r"\b(verif|check|substitut|double-check|confirm)", re.IGNORECASE)
 
 

@@ -6,7 +6,8 @@ the best rule of ``delib tune-rules`` (its best_rule.json), the constant rules a
 (``methods/oracle.py``, an upper bound). The table holds each arm's whole-episode accuracy (the team's vote)
 and tokens per question per benchmark split and pooled; the paired section is ``report/paired.py``'s table
 of every arm against the best rule, computed from the same run directories as ``delib report`` would
-(exact McNemar p, paired bootstrap 95% intervals). Written as team.json and team.md.
+(exact McNemar p, paired bootstrap 95% intervals). Written as team.json and team.md, with team.png
+(``report/team_plot.py``) when matplotlib is installed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any, Sequence
 from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, load_results, read_object
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
+from deliberation.report.plots import PlotOutcome
+from deliberation.report.team_plot import TEAM_PNG, paired_plot
 from deliberation.runs.evaluate import Replay
 from deliberation.runs.tune_rules import CONSTANTS, SIMPLICITY, THRESHOLDED, Rule
 from deliberation.runs.variants import Variant, replay_variants, store_names
@@ -109,7 +112,8 @@ def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
     rows = team_rows(results, [v.label for v in variants])
     paired = paired_table(results, reference=BEST + rule.label)
     write_json_atomic(out / TEAM_JSON, team_record(cmp, rule, rows, paired))
-    write_text_atomic(out / TEAM_MD, team_markdown(rule, rows, paired))
+    figure = paired_plot(paired, out / TEAM_PNG)
+    write_text_atomic(out / TEAM_MD, team_markdown(rule, rows, paired, figure))
     return rows, paired
 
 
@@ -119,11 +123,15 @@ def team_record(cmp: Comparison, rule: Rule, rows: Sequence[TeamRow], paired: Se
             "rule": to_json(rule), "rows": [to_json(r) for r in rows], "paired": [to_json(p) for p in paired]}
 
 
-def team_markdown(rule: Rule, rows: Sequence[TeamRow], paired: Sequence[Paired]) -> str:
-    """team.md: the team-level table, then every row paired with the best rule."""
+def team_markdown(rule: Rule, rows: Sequence[TeamRow], paired: Sequence[Paired], figure: PlotOutcome) -> str:
+    """team.md: the team-level table, then every row paired with the best rule, then the figure (or why not)."""
     head = "| row | benchmark | n | accuracy | tokens/question |\n| --- | --- | ---: | ---: | ---: |\n"
     lines = "".join(f"| {r.label} | {r.column} | {r.n} | {r.accuracy:.3f} | {r.tokens_per_question:.0f} |\n"
                     for r in rows)
     return (f"# Team-level comparison\n\n{head}{lines}\n## Paired against {BEST}{rule.label}\n\n"
-            f"{paired_markdown(paired)}")
+            f"{paired_markdown(paired)}\n{_figure_line(figure)}\n")
+
+
+def _figure_line(figure: PlotOutcome) -> str:
+    return f"![{figure.name}]({figure.path.name})" if figure.path else f"No figure: {figure.note}."
 

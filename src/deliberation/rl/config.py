@@ -54,6 +54,11 @@ class TrainConfig:
     right after the decision's round (DESIGN.md section 1; what rollouts hold); ``episode``, the team's final
     vote after the last round, later rounds run by the behaviour rule (tree stores only: ``--trees``)."""
 
+    reward_components: str = "both"
+    """Which reward terms count, a key of ``deliberation.rl.rewards.REWARD_COMPONENTS``: ``both`` (r_local +
+    r_global, DESIGN.md), ``local`` or ``global`` only (the paper's component ablation; tree stores only:
+    rollout files hold the sum)."""
+
     token_cost_coef: float = 0.0
     """Subtracted per token an action spends (a REFINE call and its critic call): r = reward_scale * r_action
     - coef * tokens, so a policy can trade accuracy for cost. Only the policy-gradient reward: SFT labels
@@ -76,7 +81,9 @@ class TrainConfig:
 
     ignore_features: tuple[str, ...] = ()
     """Feature names (``deliberation.engine.state.FEATURE_NAMES``) the policy never sees: zeroed at its
-    input in training and at inference, recorded in the checkpoint. E.g. ``confidence``, the critic's P(Yes),
+    input in training and at inference, recorded in the checkpoint. ``agreement-structure``,
+    ``reasoning-profile`` and ``confidence-signals`` name a group of features each (``FEATURE_GROUPS``,
+    the state-fidelity ablation). E.g. ``confidence``, the critic's P(Yes),
     whose scale belongs to the model the rollouts came from (``confidence_vs_mean`` keeps the relative
     signal), for a policy that will run with another model."""
 
@@ -88,7 +95,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _check_algo(self.algo)
-        _check_reward(self.reward)
+        _check_reward(self.reward, self.reward_components)
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}; try 3e-3")
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
         _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}; try 256")
@@ -106,10 +113,10 @@ class TrainConfig:
         _check_feature_names(self.ignore_features)
 
     def ignored_columns(self) -> tuple[int, ...]:
-        """Column indices of ``ignore_features`` in the feature vector, sorted, each once."""
+        """Column indices of ``ignore_features`` in the feature vector (groups expanded), sorted, each once."""
         from deliberation.engine.state import FEATURE_NAMES
 
-        return tuple(sorted({FEATURE_NAMES.index(name) for name in self.ignore_features}))
+        return tuple(sorted({FEATURE_NAMES.index(name) for name in expand_features(self.ignore_features)}))
 
 
 def _check(ok: bool, message: str) -> None:
@@ -123,14 +130,24 @@ def _check_algo(algo: str) -> None:
     _check(algo in ALGORITHMS, f"unknown algo {algo!r}; choose one of {', '.join(ALGORITHMS)}")
 
 
-def _check_reward(reward: str) -> None:
-    from deliberation.rl.rewards import REWARDS
+def _check_reward(reward: str, components: str) -> None:
+    from deliberation.rl.rewards import REWARD_COMPONENTS, REWARDS
 
     _check(reward in REWARDS, f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
+    _check(components in REWARD_COMPONENTS,
+           f"unknown reward_components {components!r}; choose one of {', '.join(REWARD_COMPONENTS)}")
+
+
+def expand_features(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Feature names with each group name (``FEATURE_GROUPS``) replaced by its features."""
+    from deliberation.engine.state import FEATURE_GROUPS
+
+    return tuple(f for name in names for f in FEATURE_GROUPS.get(name, (name,)))
 
 
 def _check_feature_names(names: tuple[str, ...]) -> None:
-    from deliberation.engine.state import FEATURE_NAMES
+    from deliberation.engine.state import FEATURE_GROUPS, FEATURE_NAMES
 
-    unknown = [n for n in names if n not in FEATURE_NAMES]
-    _check(not unknown, f"ignore_features names unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)}")
+    unknown = [n for n in names if n not in FEATURE_NAMES and n not in FEATURE_GROUPS]
+    _check(not unknown, f"ignore_features names unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)} "
+           f"or the groups {', '.join(FEATURE_GROUPS)}")

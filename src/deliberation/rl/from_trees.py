@@ -34,16 +34,17 @@ GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) nee
 
 
 def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1,
-                         reward: str = "round", grow: bool = False) -> list[Decision]:
+                         reward: str = "round", grow: bool = False, components: str = "both") -> list[Decision]:
     """Every decision of the behaviour policy over the store's built questions, episodes of ``rounds`` rounds,
-    rewards by ``reward`` (a key of ``rl/rewards.REWARDS``); see the module docstring for ``grow``."""
+    rewards by ``reward`` (a key of ``rl/rewards.REWARDS``) weighted by ``components`` (of
+    ``REWARD_COMPONENTS``); see the module docstring for ``grow``."""
     store = open_store(str(path))
     engine = store_engine(store, rounds)
     bench = benchmarks.get(store.manifest["benchmark"])
     examples = built_examples(store, None)
     backend = TreeBackend(store, _store_backend(store) if grow else None, examples, GROW_HINT)
     behaviour = EpsilonMixed(AgreementThreshold(), epsilon)
-    scorer = reward_function(reward)
+    scorer = reward_function(reward, components)
     decisions: list[Decision] = []
     try:
         for ex in examples:

@@ -61,6 +61,9 @@ class IterateSpec:
         if not REWARDS[cfg.reward].in_rollouts:
             raise DelibError(f"--reward {cfg.reward} is not in the rollouts `delib iterate` collects (they hold "
                              "the round reward); train with --reward round")
+        if cfg.reward_components != "both":
+            raise DelibError(f"--reward-components {cfg.reward_components} needs each term apart, and the rollouts "
+                             "`delib iterate` collects hold r_local + r_global: train with `delib train --trees`")
         if cfg.group_size is not None and cfg.group_size > self.collect.samples:
             raise DelibError(f"--group-size {cfg.group_size} is more than the --samples {self.collect.samples} "
                              "collected per question; lower it or collect more samples")

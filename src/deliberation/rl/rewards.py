@@ -7,6 +7,10 @@
   that the next round would have made right anyway, or a CONCEDE the next round undoes, is scored on a
   vote that is not the team's answer.
 
+The components registry weighs the two terms (the paper's reward-component ablation: r_local only, r_global
+only, both); the weights apply to every action's pair before ``r_local + r_global`` is formed, so a dropped
+component is zero in ``Decision.rewards`` and in its ``r_local`` / ``r_global`` fields alike.
+
 A reward function has the signature of ``rl/rollouts.Reward``; nothing here imports torch or the engine
 (``TrainConfig`` validates names with this table).
 """
@@ -14,9 +18,11 @@ A reward function has the signature of ``rl/rollouts.Reward``; nothing here impo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 from deliberation.config import EngineConfig
+from deliberation.errors import DelibError
 from deliberation.registry import lookup
 
 
@@ -37,6 +43,24 @@ REWARDS: dict[str, RewardSpec] = {
 }
 
 
-def reward_function(name: str) -> Any:
-    """The ``Reward`` callable registered under ``name``."""
-    return lookup({key: spec.function for key, spec in REWARDS.items()}, name, "reward")
+REWARD_COMPONENTS: dict[str, tuple[float, float]] = {
+    "both": (1.0, 1.0),  # DESIGN.md section 1: r = r_local + r_global
+    "local": (1.0, 0.0),  # the agent's own correctness change only
+    "global": (0.0, 1.0),  # the team vote's leave-one-out change only
+}
+"""(weight of r_local, weight of r_global) by name: the reward-component ablation (project issue 27)."""
+
+
+def reward_function(name: str, components: str = "both") -> Any:
+    """The ``Reward`` callable registered under ``name``, its pairs weighted by ``REWARD_COMPONENTS[components]``."""
+    function = lookup({key: spec.function for key, spec in REWARDS.items()}, name, "reward")
+    if components not in REWARD_COMPONENTS:
+        raise DelibError(f"unknown reward components {components!r}; choose one of: {', '.join(REWARD_COMPONENTS)}")
+    weights = REWARD_COMPONENTS[components]
+    return function if weights == REWARD_COMPONENTS["both"] else partial(_weighted, function, weights)
+
+
+def _weighted(function: Callable[..., list[tuple[float, float]]], weights: tuple[float, float],
+              *args: Any) -> list[tuple[float, float]]:
+    """``function``'s (r_local, r_global) pairs, each term times its weight."""
+    return [(weights[0] * local, weights[1] * global_) for local, global_ in function(*args)]

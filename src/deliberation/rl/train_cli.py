@@ -91,11 +91,15 @@ def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
     if req.rollouts and not reward.in_rollouts:
         raise DelibError(f"--reward {cfg.reward} is not in rollout files (they hold the round reward); derive it "
                          "from tree stores with --trees instead of --rollouts, or train with --reward round")
+    if req.rollouts and cfg.reward_components != "both":
+        raise DelibError(f"--reward-components {cfg.reward_components} needs each term apart, and rollout files hold "
+                         "r_local + r_global: derive the decisions from tree stores with --trees")
     decisions = load_decisions([Path(p) for p in req.rollouts]) if req.rollouts else []
     seen = {d.example_id for d in decisions}
     rounds = req.tree_rounds or reward.tree_rounds
     for path in req.trees:
-        new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees)
+        new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees,
+                                   components=cfg.reward_components)
         twice = sorted(seen & {d.example_id for d in new})
         if twice:
             raise DelibError(f"question {twice[0]} is in {path} and in another source; train on one of them")
