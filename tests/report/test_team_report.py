@@ -89,3 +89,19 @@ def test_the_figure_is_written_and_named_in_team_md(setup):
     assert "![paired difference to the best rule](team.png)" in (setup["out"] / "team.md").read_text()
     assert short_label("mpdf [runs/x/softrankpo-full/policy.pt]") == "mpdf [x/softrankpo-full]"
     assert short_label("mpdf [default]") == "mpdf [default]" and short_label("oracle") == "oracle"
+
+
+def test_stores_the_rule_or_a_policy_saw_are_refused(setup, tmp_path, capsys):
+    root = setup["root"]
+    rule = str(root / "tuning" / "best_rule.json")
+    assert delib("compare", "--trees", str(root / "gsm8k-train"), "--policy", "default", "--rule", rule,
+                 "--out", str(tmp_path / "tuned")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gsm8k/train/0" in err and "the rule was tuned on" in err and not (tmp_path / "tuned").exists()
+    assert main(["train", "--algo", "sft", "--trees", str(root / "math-test"), "--epochs", "1", "--val-fraction", "0",
+                 "--out", str(tmp_path / "leaky")]) == 0
+    capsys.readouterr()
+    assert delib("compare", "--trees", str(root / "math-test"), "--policy", str(tmp_path / "leaky" / "policy.pt"),
+                 "--rule", rule, "--out", str(tmp_path / "trained")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "trained on it" in err and len(err.splitlines()) == 1 and not (tmp_path / "trained").exists()

@@ -20,32 +20,26 @@ from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, load_results, read_object
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
+from deliberation.rl.train_cli import SPLIT_FILE
 from deliberation.report.team_plot import TEAM_PNG, paired_plot
-from deliberation.runs.evaluate import Replay
 from deliberation.runs.tune_rules import CONSTANTS, SIMPLICITY, THRESHOLDED, Rule
-from deliberation.runs.variants import Variant, replay_variants, store_names
+from deliberation.runs.variants import StoreSettings, Variant, replay_variants, store_names
 from deliberation.types import to_json, write_json_atomic, write_text_atomic
 
 TEAM_JSON, TEAM_MD = "team.json", "team.md"
 BEST = "best rule: "  # the best rule's row label is this and the rule's label
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """What to compare: held-out stores, the learned checkpoints, the tuned rule, the replay settings."""
+@dataclass(frozen=True, kw_only=True)
+class Comparison(StoreSettings):
+    """What to compare: held-out stores and their replay settings, the learned checkpoints, the tuned rule."""
 
-    trees: tuple[str, ...]
     rule: str
     """best_rule.json of ``delib tune-rules`` (tuned on training trees)."""
     policies: tuple[str, ...]
     """mpdf checkpoints (paths or shipped names), one row each."""
     sft: str | None = None
     """The SFT checkpoint (the reference policy of training), a row of its own."""
-    rounds: int = 2
-    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
-    offline: bool = False
-    """Never call a backend: a node a store lacks is an error naming it."""
-    command: str = ""
 
 
 @dataclass(frozen=True)
@@ -84,6 +78,30 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     return [*learned, *sft, best, *constants, Variant("oracle", "oracle", "oracle")]
 
 
+def check_held_out(cmp: Comparison) -> None:
+    """Refuse held-out stores sharing a question with the stores the rule was tuned on (best_rule.json's
+    ``trees``) or with the questions a learned checkpoint trained on (the split.json beside it). Stores or
+    files that are not there (e.g. the tuning ran elsewhere) cannot be checked and are passed over."""
+    held_out = {q: store for store in cmp.trees for q in _questions(store)}
+    tuned = [t for t in read_object(Path(cmp.rule)).get("trees", []) if Path(t).is_dir()]
+    sources = [(f"the rule was tuned on {t}", set(_questions(t))) for t in tuned]
+    for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
+        split = Path(ckpt).parent / SPLIT_FILE
+        if split.is_file():
+            sources.append((f"{ckpt} trained on it", set(read_object(split).get("train", []))))
+    for why, questions in sources:
+        leaked = sorted(questions & held_out.keys())
+        if leaked:
+            raise DelibError(f"question {leaked[0]} of {held_out[leaked[0]]} is not held out: {why} ({len(leaked)} "
+                             "such questions); compare on stores of other questions")
+
+
+def _questions(store: str) -> list[str]:
+    from deliberation.trees.store import open_store
+
+    return sorted(open_store(store).built)
+
+
 def team_rows(results: Sequence[RunResult], labels: Sequence[str]) -> list[TeamRow]:
     """Each label's accuracy and tokens per question per benchmark split, and pooled when there are several."""
     table = outcomes(results)
@@ -104,9 +122,9 @@ def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
                  progress: bool = False) -> tuple[list[TeamRow], list[Paired]]:
     """Replay every arm over the held-out stores into ``out``; write team.json and team.md there."""
     rule = read_rule(cmp.rule)
+    check_held_out(cmp)
     variants = arms(cmp, rule)
-    replay = Replay(trees="", methods=(), rounds=cmp.rounds, offline=cmp.offline, command=cmp.command)
-    replay_variants(cmp.trees, variants, out, replay, data_dir, progress)
+    replay_variants(cmp.trees, variants, out, cmp.replay(), data_dir, progress)
     out = Path(out)
     results = load_results([out / name / v.directory for name in store_names(cmp.trees) for v in variants])
     rows = team_rows(results, [v.label for v in variants])

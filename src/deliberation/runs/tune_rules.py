@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.runs.directory import Summary
-from deliberation.runs.evaluate import Replay
-from deliberation.runs.variants import Variant, replay_variants
+from deliberation.runs.variants import StoreSettings, Variant, replay_variants
 from deliberation.types import to_json, write_json_atomic
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -29,16 +28,8 @@ SIMPLICITY = (*CONSTANTS, "agreement-threshold", *THRESHOLDED)
 BEST_RULE = "best_rule.json"
 
 
-@dataclass(frozen=True)
-class Tuning:
-    """What to tune on: training stores and the replay settings every rule shares."""
-
-    trees: tuple[str, ...]
-    rounds: int = 2
-    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
-    offline: bool = False
-    """Never call a backend: a node a store lacks is an error naming it."""
-    command: str = ""
+Tuning = StoreSettings
+"""What to tune on: training stores and the replay settings every rule shares."""
 
 
 @dataclass(frozen=True)
@@ -103,8 +94,7 @@ def tune(tuning: Tuning, out: str | Path, data_dir: str | None = None,
          progress: bool = False) -> tuple[GridRow, list[GridRow]]:
     """Replay the grid over ``tuning.trees`` into ``out``, write ``out/best_rule.json``: (best, grid rows)."""
     rules = grid()
-    replay = Replay(trees="", methods=(), rounds=tuning.rounds, offline=tuning.offline, command=tuning.command)
-    runs = replay_variants(tuning.trees, [r.variant() for r in rules], out, replay, data_dir, progress)
+    runs = replay_variants(tuning.trees, [r.variant() for r in rules], out, tuning.replay(), data_dir, progress)
     rows = [pooled(rule, {name: summaries[k] for name, summaries in runs.items()}) for k, rule in enumerate(rules)]
     chosen = best(rows)
     write_json_atomic(Path(out) / BEST_RULE, best_rule_record(chosen, rows, tuning))

@@ -24,6 +24,23 @@ from deliberation.types import Example, write_json_atomic
 
 
 @dataclass(frozen=True)
+class StoreSettings:
+    """Tree stores and the replay settings every variant over them shares (``delib tune-rules``, ``delib
+    compare``)."""
+
+    trees: tuple[str, ...]
+    rounds: int = 2
+    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
+    offline: bool = False
+    """Never call a backend: a node a store lacks is an error naming it."""
+    command: str = ""
+
+    def replay(self) -> Replay:
+        """The ``delib evaluate`` options every variant starts from."""
+        return Replay(trees="", methods=(), rounds=self.rounds, offline=self.offline, command=self.command)
+
+
+@dataclass(frozen=True)
 class Variant:
     """A method with its options, under a label (the report's row) and a directory name."""
 
