@@ -7,7 +7,7 @@
 #
 # 1. delib tune-rules on the training stores                      -> OUT/tuning/best_rule.json
 # 2. SFT, then from it: softrankpo (sampled, clipped: today's default), softrankpo-full (the three actions
-#    of each decision ranked) at seeds 0, 1, 2, softrankpo-pooled      -> OUT/train/NAME
+#    of each decision ranked; seeds 1 and 2 from an SFT of their seed), softrankpo-pooled -> OUT/train/NAME
 # 3. delib compare on the held-out stores                          -> OUT/compare/main/team.md
 # 4. reward components: softrankpo-full on r_local only / r_global only (both = main) -> OUT/compare/components
 # 5. state fidelity: SFT + softrankpo-full without each feature group -> OUT/compare/features
@@ -42,8 +42,10 @@ T=$OUT/train
   --out "$OUT/tuning" --quiet
 train "$T/sft" --algo sft
 train "$T/softrankpo" --algo softrankpo --init "$T/sft"
-for seed in 0 1 2; do
-  train "$T/softrankpo-full-s$seed" --algo softrankpo-full --init "$T/sft" --seed "$seed"
+train "$T/softrankpo-full-s0" --algo softrankpo-full --init "$T/sft"
+for seed in 1 2; do  # a seed also draws the validation questions, so each seed has its own SFT start
+  train "$T/sft-s$seed" --algo sft --seed "$seed"
+  train "$T/softrankpo-full-s$seed" --algo softrankpo-full --init "$T/sft-s$seed" --seed "$seed"
 done
 train "$T/softrankpo-pooled" --algo softrankpo-pooled --init "$T/sft"
 MAIN="$T/softrankpo-full-s0/policy.pt,$T/softrankpo-full-s1/policy.pt,$T/softrankpo-full-s2/policy.pt"

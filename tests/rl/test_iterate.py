@@ -38,7 +38,8 @@ def test_bad_settings_are_refused_before_anything_runs():
                             ({"algo": "sft"}, "policy-gradient"), ({"overrides": {"lr": -1.0}}, "lr must be > 0"),
                             ({"overrides": {"group_size": 9}}, "--group-size 9 is more than the --samples 8"),
                             ({"overrides": {"ignore_features": ("nope",)}}, "unknown features"),
-                            ({"overrides": {"reward": "episode"}}, "--reward episode is not in the rollouts")):
+                            ({"overrides": {"reward": "episode"}}, "--reward episode is not in the rollouts"),
+                            ({"overrides": {"reward_components": "local"}}, "--reward-components local needs")):
         with pytest.raises(DelibError, match=message):
             IterateSpec(**{"collect": CollectSpec(backend="scripted"), "benchmarks": ("gsm8k",), "iterations": 1,
                            **kwargs})

@@ -35,8 +35,8 @@ def paired_plot(paired: Sequence[Paired], path: Path) -> PlotOutcome:
                     label=short_label(p.label), **method_style(i))
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.axvline(1, color="grey", linewidth=0.8, linestyle=":")
-    ax.set(xlabel=f"tokens per question / {points[0].reference}'s", ylabel="accuracy difference (points)",
-           title=f"paired against {points[0].reference} (n = {points[0].n}, 95% bootstrap)")
+    ax.set(xlabel="tokens per question, ratio to the reference", ylabel="accuracy difference (points)")
+    ax.set_title(f"paired against {points[0].reference}\n(n = {points[0].n}, 95% paired bootstrap)", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     return _save(fig, path, name)
 
