@@ -44,8 +44,19 @@ def test_torn_last_line_is_dropped(tmp_path):
     with open(tmp_path / "episodes.jsonl", "a") as f:
         f.write('{"example_id": "ex1", "meth')
     assert run.finished_ids() == {"ex0"}
-    run.append(episode(2))
-    assert [e.example_id for e in run.episodes()] == ["ex0", "ex2"]
+    resumed = RunDir.open(tmp_path, {"method": "m"})  # the next run cuts the torn line before appending
+    resumed.append(episode(2))
+    assert [e.example_id for e in resumed.episodes()] == ["ex0", "ex2"]
+
+
+def test_checking_a_directory_writes_nothing(tmp_path):
+    """``prepare`` and reading only read: a line being written by a live run is not cut from under it."""
+    RunDir.open(tmp_path, {"method": "m"}).append(episode(0))
+    with open(tmp_path / "episodes.jsonl", "a") as f:
+        f.write('{"example_id": "ex1", "meth')
+    before = (tmp_path / "episodes.jsonl").read_bytes()
+    run = RunDir.prepare(tmp_path, {"method": "m"})
+    assert run.finished_ids() == {"ex0"} and (tmp_path / "episodes.jsonl").read_bytes() == before
 
 
 def test_summary_counts():

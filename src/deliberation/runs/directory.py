@@ -173,6 +173,7 @@ class RunDir:
         """Make the directory and write a new run's config.json (a resumed run records its resume with its
         first episode)."""
         self.path.mkdir(parents=True, exist_ok=True)
+        self._cut_torn_tail()
         if self._fresh is not None:
             write_json_atomic(self.path / CONFIG, self._fresh)
             self._fresh = None
@@ -216,15 +217,23 @@ class RunDir:
             self._resume = {**old, RESUMES: [*old.get(RESUMES, []), changed]}
 
     def episodes(self) -> list[Episode]:
-        """Every complete episode in the file (a torn last line from a killed run is dropped)."""
+        """Every complete episode in the file (a torn last line from a killed run is left out; reading never
+        writes: only ``create``, before this run appends, cuts it)."""
         path = self.path / EPISODES
         if not path.exists():
             return []
         lines = jsonl_lines(path.read_text())
         if lines and not lines[-1].endswith("\n"):
-            self._truncate(path, sum(len(x.encode()) for x in lines[:-1]))
             lines = lines[:-1]
         return parse_episodes(path, lines)
+
+    def _cut_torn_tail(self) -> None:
+        """Cut a torn last line (a run killed mid-append) so that this run's first episode starts a line."""
+        path = self.path / EPISODES
+        if path.exists():
+            lines = jsonl_lines(path.read_text())
+            if lines and not lines[-1].endswith("\n"):
+                self._truncate(path, sum(len(x.encode()) for x in lines[:-1]))
 
     def finished_ids(self) -> set[str]:
         return {e.example_id for e in self.episodes()}
