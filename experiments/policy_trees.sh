@@ -8,7 +8,7 @@
 # 1. delib tune-rules on the training stores                      -> OUT/tuning/best_rule.json
 # 2. SFT, then from it: softrankpo (sampled, clipped: today's default), softrankpo-full (the three actions
 #    of each decision ranked; seeds 1 and 2 from an SFT of their seed), softrankpo-pooled -> OUT/train/NAME
-# 3. delib compare on the held-out stores                          -> OUT/compare/main/team.md
+# 3. delib compare on the held-out stores, with the shipped policy (default) -> OUT/compare/main/team.md
 # 4. reward components: softrankpo-full on r_local only / r_global only (both = main) -> OUT/compare/components
 # 5. state fidelity: SFT + softrankpo-full without each feature group -> OUT/compare/features
 # 6. reward scale: softrankpo-full, grpo-full, reinforce-full at 0.1, 1, 10 (experiments/train_policy.sh),
@@ -49,7 +49,7 @@ for seed in 1 2; do  # a seed also draws the validation questions, so each seed 
 done
 train "$T/softrankpo-pooled" --algo softrankpo-pooled --init "$T/sft"
 MAIN="$T/softrankpo-full-s0/policy.pt,$T/softrankpo-full-s1/policy.pt,$T/softrankpo-full-s2/policy.pt"
-MAIN="$MAIN,$T/softrankpo/policy.pt,$T/softrankpo-pooled/policy.pt"
+MAIN="$MAIN,$T/softrankpo/policy.pt,$T/softrankpo-pooled/policy.pt,default"  # default: the shipped policy
 compare main "$T/sft/policy.pt" "$MAIN"
 
 for part in local global; do
