@@ -105,3 +105,14 @@ def test_stores_the_rule_or_a_policy_saw_are_refused(setup, tmp_path, capsys):
                  "--rule", rule, "--out", str(tmp_path / "trained")) == 2
     err = capsys.readouterr().err.strip()
     assert "trained on it" in err and len(err.splitlines()) == 1 and not (tmp_path / "trained").exists()
+
+
+def test_a_tuning_store_not_found_is_warned_about_not_silently_passed(setup, tmp_path, caplog):
+    rule = json.loads((setup["root"] / "tuning" / "best_rule.json").read_text())
+    moved = tmp_path / "best_rule.json"
+    moved.write_text(json.dumps({**rule, "trees": ["elsewhere/gsm8k-train"]}))
+    with caplog.at_level("WARNING", logger="deliberation"):
+        assert delib("compare", "--trees", str(setup["root"] / "math-test"), "--policy", "default",
+                     "--rule", str(moved), "--offline", "--out", str(tmp_path / "c")) == 0
+    assert "cannot check" in caplog.text and "elsewhere/gsm8k-train" in caplog.text
+    assert (tmp_path / "c" / "team.json").is_file() and (tmp_path / "c" / "team.md").is_file()

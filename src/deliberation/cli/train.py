@@ -103,15 +103,16 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, help="default softrankpo")
     p.add_argument("--out", required=True, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
-    _training_args(p, seed_flag="--train-seed")
+    _training_args(p, seed_flag="--train-seed", skip=("reward_components",))  # iterate's rollouts hold the sum
     p.set_defaults(func=cmd_iterate)
 
 
-def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed") -> None:
-    """TrainConfig overrides; ``iterate`` names the training seed --train-seed (--seed is the engine's)."""
+def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed", skip: tuple[str, ...] = ()) -> None:
+    """TrainConfig overrides (but ``skip``); ``iterate`` names the training seed --train-seed (--seed is the
+    engine's)."""
     from deliberation.rl.config import TrainConfig
 
-    flags.add_flags(p, TrainConfig, skip=TRAIN_SKIP, suppress=True)
+    flags.add_flags(p, TrainConfig, skip=(*TRAIN_SKIP, *skip), suppress=True)
     seed = flags.field_docs(TrainConfig)["seed"]
     p.add_argument(seed_flag, dest="train_seed", type=int, default=argparse.SUPPRESS,
                    help=f"{seed} (default {TrainConfig.seed})")

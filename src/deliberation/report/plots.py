@@ -58,7 +58,7 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
     name = "accuracy vs tokens per question"
     if tab is None or not tab.rows:
         return PlotOutcome(name, None, "no evaluation run")
-    fig, axes = _figure(len(tab.columns))
+    fig, axes = new_figure(len(tab.columns))
     handles = {}
     for j, (ax, column) in enumerate(zip(axes, tab.columns)):
         for i, row in enumerate(tab.rows):
@@ -69,7 +69,7 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
                                                  **method_style(i), capsize=3)
         ax.set(title=column, xlabel="tokens per question", ylabel="accuracy % (95% CI)")
     fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8)
-    return _save(fig, path, name)
+    return save_figure(fig, path, name)
 
 
 def action_distribution(results: Sequence[RunResult], path: Path) -> PlotOutcome:
@@ -79,7 +79,7 @@ def action_distribution(results: Sequence[RunResult], path: Path) -> PlotOutcome
     counts = _actions_by_label(results)
     if not counts:
         return PlotOutcome(name, None, "no run took meta-actions (rounds 1..R)")
-    fig, axes = _figure(len(counts))
+    fig, axes = new_figure(len(counts))
     for ax, (label, per_round) in zip(axes, counts.items()):
         totals = [max(1, sum(c)) for c in per_round]
         bottom = [0.0] * len(per_round)
@@ -91,7 +91,7 @@ def action_distribution(results: Sequence[RunResult], path: Path) -> PlotOutcome
         ax.set(title=label, xlabel="round (decisions)", ylabel="share of agent decisions", ylim=(0, 1))
         ax.set_xticks(rounds, [f"{r}\n({sum(c)})" for r, c in zip(rounds, per_round)])
     axes[0].legend(fontsize=7)
-    return _save(fig, path, name)
+    return save_figure(fig, path, name)
 
 
 def _actions_by_label(results: Sequence[RunResult]) -> dict[str, list[list[int]]]:
@@ -110,14 +110,14 @@ def training_curves(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
     name = "training curves"
     if not any(r.points for r in runs):
         return PlotOutcome(name, None, "no training directory (metrics.jsonl) given")
-    fig, axes = _figure(len(CURVES), columns=2)
+    fig, axes = new_figure(len(CURVES), columns=2)
     for ax, (field, title) in zip(axes, CURVES):
         for i, run in enumerate(runs):
             for j, (stage, xs, ys) in enumerate(_series(run, lambda p, f=field: getattr(p, f))):
                 ax.plot(xs, ys, color=f"C{i % 10}", label=None if j else run.name, **_line_style(stage, xs))
         ax.set(title=title, xlabel="optimizer step (stages in sequence; dashed: sft)")
     axes[0].legend(fontsize=7)
-    return _save(fig, path, name)
+    return save_figure(fig, path, name)
 
 
 def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
@@ -126,7 +126,7 @@ def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
     runs = [r for r in runs if any(p.val_actions for p in r.points)]
     if not runs:
         return PlotOutcome(name, None, "no training run recorded held-out action shares (val_actions)")
-    fig, axes = _figure(len(runs))
+    fig, axes = new_figure(len(runs))
     for ax, run in zip(axes, runs):
         for k, action in enumerate(ACTIONS):
             for j, (stage, xs, ys) in enumerate(_series(run, _held_out_share(k))):
@@ -134,7 +134,7 @@ def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
         ax.set(title=run.name, xlabel="optimizer step (dashed: sft)", ylabel="share of held-out decisions",
                ylim=(0, 1))
         ax.legend(fontsize=7)
-    return _save(fig, path, name)
+    return save_figure(fig, path, name)
 
 
 def reward_scale_ablation(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
@@ -145,13 +145,13 @@ def reward_scale_ablation(runs: Sequence[TrainingRun], path: Path) -> PlotOutcom
               and r.final_val_accuracy is not None]
     if len({r.reward_scale for r in points}) < 2:
         return PlotOutcome(name, None, "needs policy-gradient runs at two or more reward_scale values")
-    fig, (ax,) = _figure(1)
+    fig, (ax,) = new_figure(1)
     for algo in dict.fromkeys(r.final_stage for r in points):
         line = sorted((r.reward_scale, 100 * r.final_val_accuracy) for r in points if r.final_stage == algo)
         ax.plot([x for x, _ in line], [y for _, y in line], marker="o", label=algo)
     ax.set(xscale="log", xlabel="reward scale", ylabel="final held-out accuracy %")
     ax.legend(fontsize=8)
-    return _save(fig, path, name)
+    return save_figure(fig, path, name)
 
 
 # --- helpers --------------------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def _line_style(stage: str, xs: Sequence[int]) -> dict[str, Any]:
             "markersize": 3}
 
 
-def _figure(panels: int, columns: int = 3, size: tuple[float, float] = (4.2, 3.4)) -> tuple[Any, list[Any]]:
+def new_figure(panels: int, columns: int = 3, size: tuple[float, float] = (4.2, 3.4)) -> tuple[Any, list[Any]]:
     """A figure on an Agg canvas with ``panels`` axes in a grid of at most ``columns`` columns."""
     figure_cls, canvas_cls = _matplotlib()
     cols = min(panels, columns)
@@ -208,6 +208,6 @@ def _matplotlib() -> tuple[type, type]:
     return Figure, FigureCanvasAgg
 
 
-def _save(fig: Any, path: Path, name: str) -> PlotOutcome:
+def save_figure(fig: Any, path: Path, name: str) -> PlotOutcome:
     fig.savefig(path, dpi=120)
     return PlotOutcome(name, path)

@@ -12,6 +12,7 @@ of every arm against the best rule, computed from the same run directories as ``
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,13 +21,14 @@ from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, load_results, read_object
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
-from deliberation.rl.train_cli import SPLIT_FILE
 from deliberation.report.team_plot import TEAM_PNG, paired_plot
+from deliberation.rl.config import SPLIT_FILE
 from deliberation.runs.tune_rules import CONSTANTS, SIMPLICITY, THRESHOLDED, Rule
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants, store_names
 from deliberation.types import to_json, write_json_atomic, write_text_atomic
 
 TEAM_JSON, TEAM_MD = "team.json", "team.md"
+LOG = logging.getLogger("deliberation")
 BEST = "best rule: "  # the best rule's row label is this and the rule's label
 
 
@@ -80,20 +82,33 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
 
 def check_held_out(cmp: Comparison) -> None:
     """Refuse held-out stores sharing a question with the stores the rule was tuned on (best_rule.json's
-    ``trees``) or with the questions a learned checkpoint trained on (the split.json beside it). Stores or
-    files that are not there (e.g. the tuning ran elsewhere) cannot be checked and are passed over."""
+    ``trees``) or with the questions a checkpoint trained on (the split.json beside it; a policy-gradient
+    run's lists its own training questions, so pass its SFT start as ``--sft`` to check those too). What
+    cannot be checked (a tuning store not found from here, a checkpoint without split.json, e.g. a shipped
+    one) is passed over, the stores with a warning."""
     held_out = {q: store for store in cmp.trees for q in _questions(store)}
-    tuned = [t for t in read_object(Path(cmp.rule)).get("trees", []) if Path(t).is_dir()]
-    sources = [(f"the rule was tuned on {t}", set(_questions(t))) for t in tuned]
-    for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
-        split = Path(ckpt).parent / SPLIT_FILE
-        if split.is_file():
-            sources.append((f"{ckpt} trained on it", set(read_object(split).get("train", []))))
-    for why, questions in sources:
+    for why, questions in _seen(cmp):
         leaked = sorted(questions & held_out.keys())
         if leaked:
             raise DelibError(f"question {leaked[0]} of {held_out[leaked[0]]} is not held out: {why} ({len(leaked)} "
                              "such questions); compare on stores of other questions")
+
+
+def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
+    """(why, question ids) of every source the held-out questions must avoid."""
+    from deliberation.policy.shipped import checkpoint_path
+
+    tuned = [str(t) for t in read_object(Path(cmp.rule)).get("trees", [])]
+    missing = [t for t in tuned if not Path(t).is_dir()]
+    if missing:
+        LOG.warning("cannot check that the held-out stores differ from the tuning store %s (%s names it; not found "
+                    "from here): run delib compare from the folder tune-rules ran in to check", missing[0], cmp.rule)
+    sources = [(f"the rule was tuned on {t}", set(_questions(t))) for t in tuned if t not in missing]
+    for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
+        split = checkpoint_path(ckpt).parent / SPLIT_FILE
+        if split.is_file():
+            sources.append((f"{ckpt} trained on it", set(read_object(split).get("train", []))))
+    return sources
 
 
 def _questions(store: str) -> list[str]:
@@ -129,9 +144,9 @@ def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
     results = load_results([out / name / v.directory for name in store_names(cmp.trees) for v in variants])
     rows = team_rows(results, [v.label for v in variants])
     paired = paired_table(results, reference=BEST + rule.label)
-    write_json_atomic(out / TEAM_JSON, team_record(cmp, rule, rows, paired))
     figure = paired_plot(paired, out / TEAM_PNG)
     write_text_atomic(out / TEAM_MD, team_markdown(rule, rows, paired, figure))
+    write_json_atomic(out / TEAM_JSON, team_record(cmp, rule, rows, paired))  # last: it marks the comparison done
     return rows, paired
 
 

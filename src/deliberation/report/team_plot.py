@@ -14,7 +14,7 @@ from typing import Sequence
 
 from deliberation.errors import install_hint
 from deliberation.report.paired import POOLED, Paired
-from deliberation.report.plots import PlotOutcome, _figure, _save, method_style
+from deliberation.report.plots import PlotOutcome, method_style, new_figure, save_figure
 
 TEAM_PNG = "team.png"
 
@@ -27,10 +27,11 @@ def paired_plot(paired: Sequence[Paired], path: Path) -> PlotOutcome:
     points = plotted(paired)
     if not points:
         return PlotOutcome(name, None, "no arm paired with the best rule")
-    fig, (ax,) = _figure(1, size=(7.0, 4.6))
+    fig, (ax,) = new_figure(1, size=(7.0, 4.6))
     for i, p in enumerate(points):
         xerr = [[p.token_ratio - p.token_ratio_ci95[0]], [p.token_ratio_ci95[1] - p.token_ratio]]
-        yerr = [[100 * (p.accuracy_diff - p.accuracy_diff_ci95[0])], [100 * (p.accuracy_diff_ci95[1] - p.accuracy_diff)]]
+        low, high = p.accuracy_diff_ci95
+        yerr = [[100 * (p.accuracy_diff - low)], [100 * (high - p.accuracy_diff)]]
         ax.errorbar([p.token_ratio], [100 * p.accuracy_diff], xerr=xerr, yerr=yerr, capsize=3,
                     label=short_label(p.label), **method_style(i))
     ax.axhline(0, color="grey", linewidth=0.8)
@@ -38,7 +39,7 @@ def paired_plot(paired: Sequence[Paired], path: Path) -> PlotOutcome:
     ax.set(xlabel="tokens per question, ratio to the reference", ylabel="accuracy difference (points)")
     ax.set_title(f"paired against {points[0].reference}\n(n = {points[0].n}, 95% paired bootstrap)", fontsize=9)
     ax.legend(fontsize=7, loc="best")
-    return _save(fig, path, name)
+    return save_figure(fig, path, name)
 
 
 def plotted(paired: Sequence[Paired]) -> list[Paired]:

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from deliberation.errors import DelibError
 
 
+SPLIT_FILE = "split.json"
+"""Beside a training run's checkpoint: the question ids it trained on and held out, so a run started from
+it (``--init``) or a comparison on its checkpoint (``delib compare``) can check for leaks."""
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Hyper-parameters of ``train_sft`` and ``train_pg``."""

@@ -14,14 +14,12 @@ from typing import Any
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.rl.algorithms import ALGORITHMS
-from deliberation.rl.config import TrainConfig
+from deliberation.rl.config import SPLIT_FILE, TrainConfig
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.types import ACTIONS, Decision, to_json
 
 HELD_OUT_FILE = "held_out.json"
-SPLIT_FILE = "split.json"
-"""The question ids a run trained on and held out, so a run started from its checkpoint can check for leaks."""
 
 
 @dataclass(frozen=True)
