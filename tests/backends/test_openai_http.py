@@ -372,3 +372,14 @@ def test_a_retry_after_date_in_minus_0000_is_read_as_utc(monkeypatch) -> None:
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+@pytest.mark.timeout(30)
+def test_waiting_for_a_slot_before_a_retry_does_not_count_against_total_timeout(serve) -> None:
+    """Request A fails at once; its retry waits ~0.8 s for the one slot B holds, then itself takes 0.8 s: 1.6 s
+    in all against a total_timeout_s of 1 s, but the wait is the client's queue, not the server's slowness,
+    so the retry gets its full time and answers."""
+    server = serve(["500", "sleep", "sleep"], sleep_s=0.8)
+    out = backend(server, max_in_flight=1, backoff_s=0.01, timeout_s=5.0, total_timeout_s=1.0).generate(
+        [req("a"), req("b")])
+    assert [c.text for c in out] == ["echo: a", "echo: b"] and len(server.bodies) == 3

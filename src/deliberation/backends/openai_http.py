@@ -8,7 +8,8 @@ never returned, so never cached as an empty answer) are retried. The wait before
 exponential backoff (``backoff_s * 2**attempt``). Each failed attempt that is retried logs a one-line
 warning naming the server, the error and what to do. Time per request: each attempt may take
 ``timeout_s`` (connecting at most ``CONNECT_TIMEOUT_S``), and one request with all its retries and waits at
-most ``total_timeout_s`` from when it is first sent (time waiting for an in-flight slot does not count), so
+most ``total_timeout_s`` from when it is first sent (time waiting for an in-flight slot, before the first
+attempt or a retry, does not count), so
 a server that never answers fails after ``total_timeout_s`` (3 minutes by default) with warnings on the
 way. Other 4xx errors are the caller's mistake and fail at once. Either way the user gets a one-line
 ``DelibError`` naming the server, the last error and the fix.
@@ -126,20 +127,24 @@ class OpenAIBackend:
             return list(await asyncio.gather(*tasks))
 
     async def _with_retries(self, client: Any, slots: asyncio.Semaphore, request: GenerationRequest) -> Completion:
-        """Try up to ``1 + max_retries`` times within ``total_timeout_s``; waits happen outside the slot."""
-        start: float | None = None
+        """Try up to ``1 + max_retries`` times within ``total_timeout_s``; waits happen outside the slot, and
+        time waiting for a slot (the first or a retry's) does not count: ``origin`` moves on by it."""
+        origin: float | None = None
         attempt = 0
         while True:  # until an attempt returns or _wait_before_retry says stop
             try:
+                asked = time.perf_counter()
                 async with slots:
-                    start = time.perf_counter() if start is None else start
-                    response = await client.chat.completions.create(**self._body(request), timeout=self._timeout(start))
-                return completion_from_response(response, request, time.perf_counter() - start)
+                    got = time.perf_counter()
+                    origin = got if origin is None else origin + (got - asked)
+                    response = await client.chat.completions.create(**self._body(request), timeout=self._timeout(origin))
+                return completion_from_response(response, request, time.perf_counter() - origin)
             except (self._openai.APIError, json.JSONDecodeError, MalformedResponse) as err:
                 self._raise_if_final(err)
-                wait = self._wait_before_retry(err, attempt, time.perf_counter() - (start or 0.0))
+                elapsed = time.perf_counter() - (origin or 0.0)
+                wait = self._wait_before_retry(err, attempt, elapsed)
                 if wait is None:
-                    raise self._gave_up(err, attempt + 1, time.perf_counter() - (start or 0.0)) from err
+                    raise self._gave_up(err, attempt + 1, elapsed) from err
                 log.warning(f"{self.base_url}: attempt {attempt + 1} of {self.max_retries + 1} failed "
                             f"({_describe(err)}); retrying in {wait:.1f} s; {self._advice(err)}")  # fmt: skip
                 await asyncio.sleep(wait)
