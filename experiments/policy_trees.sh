@@ -15,8 +15,9 @@
 #    its training report (action shares over training)            -> OUT/scale, OUT/compare/scale
 # 7. depth: the main arms replayed at DEPTH rounds (nodes the stores lack are generated and recorded)
 #                                                                  -> OUT/compare/depth-DEPTH
-# Every replay before step 7 is offline at ROUNDS rounds (default 1: every node is in the stores). Steps
-# whose output exists are skipped (rerun = resume). DEPTH= (empty) skips step 7.
+# Every training runs before the first comparison (the held-out stores are read last). Every replay before
+# step 7 is offline at ROUNDS rounds (default 1: every node is in the stores). Steps whose output exists
+# are skipped (rerun = resume). DEPTH= (empty) skips step 7.
 set -euo pipefail
 if [ $# -ne 3 ]; then
   echo "usage: [ROUNDS=1] [DEPTH=2] $0 OUT TRAIN_STORE[,STORE] HELDOUT_STORE[,STORE]" >&2
@@ -38,6 +39,7 @@ compare() {  # compare NAME SFT POLICY[,POLICY] [REPLAY_ARGS...]: skip when its 
 }
 T=$OUT/train
 
+# --- training: the rule grid and every policy (training stores only) ---
 [ -f "$OUT/tuning/best_rule.json" ] || "$DELIB" tune-rules --trees "$TRAIN" --rounds "$ROUNDS" --offline \
   --out "$OUT/tuning" --quiet
 train "$T/sft" --algo sft
@@ -48,16 +50,9 @@ for seed in 1 2; do  # a seed also draws the validation questions, so each seed 
   train "$T/softrankpo-full-s$seed" --algo softrankpo-full --init "$T/sft-s$seed" --seed "$seed"
 done
 train "$T/softrankpo-pooled" --algo softrankpo-pooled --init "$T/sft"
-MAIN="$T/softrankpo-full-s0/policy.pt,$T/softrankpo-full-s1/policy.pt,$T/softrankpo-full-s2/policy.pt"
-MAIN="$MAIN,$T/softrankpo/policy.pt,$T/softrankpo-pooled/policy.pt,default"  # default: the shipped policy
-compare main "$T/sft/policy.pt" "$MAIN"
-
 for part in local global; do
   train "$T/components-$part" --algo softrankpo-full --init "$T/sft" --reward-components "$part"
 done
-compare components "$T/sft/policy.pt" \
-  "$T/softrankpo-full-s0/policy.pt,$T/components-local/policy.pt,$T/components-global/policy.pt"
-
 FEATURES="$T/softrankpo-full-s0/policy.pt"
 for group in agreement-structure reasoning-profile confidence-signals; do
   train "$T/without-$group/sft" --algo sft --ignore-features "$group"
@@ -65,13 +60,18 @@ for group in agreement-structure reasoning-profile confidence-signals; do
     --ignore-features "$group"
   FEATURES="$FEATURES,$T/without-$group/softrankpo-full/policy.pt"
 done
-compare features "$T/sft/policy.pt" "$FEATURES"
-
 TRAIN_ARGS="--tree-rounds $ROUNDS" SOURCE=--trees ALGOS="softrankpo-full grpo-full reinforce-full" \
   DELIB="$DELIB" "$(dirname "$0")/train_policy.sh" "$OUT/scale" "${TRAIN_STORES[@]}"
+
+# --- comparisons: held-out stores only ---
+MAIN="$T/softrankpo-full-s0/policy.pt,$T/softrankpo-full-s1/policy.pt,$T/softrankpo-full-s2/policy.pt"
+MAIN="$MAIN,$T/softrankpo/policy.pt,$T/softrankpo-pooled/policy.pt,default"  # default: the shipped policy
+compare main "$T/sft/policy.pt" "$MAIN"
+compare components "$T/sft/policy.pt" \
+  "$T/softrankpo-full-s0/policy.pt,$T/components-local/policy.pt,$T/components-global/policy.pt"
+compare features "$T/sft/policy.pt" "$FEATURES"
 SCALE=$(printf '%s,' "$OUT"/scale/ablation/*/policy.pt); SCALE=${SCALE%,}
 compare scale "$OUT/scale/sft/policy.pt" "$SCALE"
-
 if [ -n "$DEPTH" ]; then
   compare "depth-$DEPTH" "$T/sft/policy.pt" "$T/softrankpo-full-s0/policy.pt,$T/softrankpo/policy.pt" \
     --rounds "$DEPTH"
