@@ -13,18 +13,20 @@
 # 5. state fidelity: SFT + softrankpo-full without each feature group -> OUT/compare/features
 # 6. reward scale: softrankpo-full, grpo-full, reinforce-full at 0.1, 1, 10 (experiments/train_policy.sh),
 #    its training report (action shares over training)            -> OUT/scale, OUT/compare/scale
-# 7. depth: the main arms replayed at DEPTH rounds (nodes the stores lack are generated and recorded)
+# 7. team size: with WIDE=STORE (held-out trees of a larger team, e.g. `delib tree --agents 5`), the main
+#    arms replayed on it                                           -> OUT/compare/team-NAME
+# 8. depth: the main arms replayed at DEPTH rounds (nodes the stores lack are generated and recorded)
 #                                                                  -> OUT/compare/depth-DEPTH
 # Every training runs before the first comparison (the held-out stores are read last). Every replay before
-# step 7 is offline at ROUNDS rounds (default 1: every node is in the stores). Steps whose output exists
-# are skipped (rerun = resume). DEPTH= (empty) skips step 7.
+# step 8 is offline at ROUNDS rounds (default 1: every node is in the stores). Steps whose output exists
+# are skipped (rerun = resume). DEPTH= (empty) skips step 8; WIDE unset skips step 7.
 set -euo pipefail
 if [ $# -ne 3 ]; then
-  echo "usage: [ROUNDS=1] [DEPTH=2] $0 OUT TRAIN_STORE[,STORE] HELDOUT_STORE[,STORE]" >&2
+  echo "usage: [ROUNDS=1] [DEPTH=2] [WIDE=STORE] $0 OUT TRAIN_STORE[,STORE] HELDOUT_STORE[,STORE]" >&2
   exit 2
 fi
 OUT=$1; TRAIN=$2; HELDOUT=$3
-ROUNDS=${ROUNDS:-1}; DEPTH=${DEPTH-2}
+ROUNDS=${ROUNDS:-1}; DEPTH=${DEPTH-2}; WIDE=${WIDE-}
 DELIB=${DELIB:-delib}
 read -r -a TRAIN_STORES <<< "${TRAIN//,/ }"
 train() {  # train OUT_DIR ARGS...: skip when OUT_DIR already holds a policy
@@ -72,6 +74,9 @@ compare components "$T/sft/policy.pt" \
 compare features "$T/sft/policy.pt" "$FEATURES"
 SCALE=$(printf '%s,' "$OUT"/scale/ablation/*/policy.pt); SCALE=${SCALE%,}
 compare scale "$OUT/scale/sft/policy.pt" "$SCALE"
+if [ -n "$WIDE" ]; then  # the same arms on a store of a larger team (its agent count is the store's)
+  HELDOUT=$WIDE compare "team-$(basename "$WIDE")" "$T/sft/policy.pt" "$MAIN"
+fi
 if [ -n "$DEPTH" ]; then
   compare "depth-$DEPTH" "$T/sft/policy.pt" "$T/softrankpo-full-s0/policy.pt,$T/softrankpo/policy.pt" \
     --rounds "$DEPTH"
