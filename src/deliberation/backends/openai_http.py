@@ -137,7 +137,8 @@ class OpenAIBackend:
                 async with slots:
                     got = time.perf_counter()
                     origin = got if origin is None else origin + (got - asked)
-                    response = await client.chat.completions.create(**self._body(request), timeout=self._timeout(origin))
+                    timeout = self._timeout(origin)
+                    response = await client.chat.completions.create(**self._body(request), timeout=timeout)
                 return completion_from_response(response, request, time.perf_counter() - origin)
             except (self._openai.APIError, json.JSONDecodeError, MalformedResponse) as err:
                 self._raise_if_final(err)
