@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from deliberation.errors import DelibError
 
-
 SPLIT_FILE = "split.json"
 """Beside a training run's checkpoint: the question ids it trained on and held out, so a run started from
 it (``--init``) or a comparison on its checkpoint (``delib compare``) can check for leaks."""
+
 
 @dataclass(frozen=True)
 class TrainConfig:

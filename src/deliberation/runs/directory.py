@@ -219,21 +219,21 @@ class RunDir:
     def episodes(self) -> list[Episode]:
         """Every complete episode in the file (a torn last line from a killed run is left out; reading never
         writes: only ``create``, before this run appends, cuts it)."""
-        path = self.path / EPISODES
-        if not path.exists():
-            return []
-        lines = jsonl_lines(path.read_text())
-        if lines and not lines[-1].endswith("\n"):
-            lines = lines[:-1]
-        return parse_episodes(path, lines)
+        lines, _ = self._complete_lines()
+        return parse_episodes(self.path / EPISODES, lines)
 
     def _cut_torn_tail(self) -> None:
         """Cut a torn last line (a run killed mid-append) so that this run's first episode starts a line."""
+        lines, torn = self._complete_lines()
+        if torn:
+            self._truncate(self.path / EPISODES, sum(len(x.encode()) for x in lines))
+
+    def _complete_lines(self) -> tuple[list[str], bool]:
+        """The episodes file's newline-terminated lines, and whether a torn last line followed them."""
         path = self.path / EPISODES
-        if path.exists():
-            lines = jsonl_lines(path.read_text())
-            if lines and not lines[-1].endswith("\n"):
-                self._truncate(path, sum(len(x.encode()) for x in lines[:-1]))
+        lines = jsonl_lines(path.read_text()) if path.exists() else []
+        torn = bool(lines) and not lines[-1].endswith("\n")
+        return (lines[:-1] if torn else lines), torn
 
     def finished_ids(self) -> set[str]:
         return {e.example_id for e in self.episodes()}
