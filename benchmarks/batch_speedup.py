@@ -15,10 +15,11 @@ raw ``llama_cpp.Llama``), so the ratio stays like for like.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from typing import Any
+
+from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 
 
 def disable_extra_bufts() -> None:
@@ -38,7 +39,7 @@ def disable_extra_bufts() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = Parser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2-135m", help="catalogue name or .gguf path")
     parser.add_argument("--quick", action="store_true", help="the --quick preset's sizes (else the full one's)")
     parser.add_argument("--no-extra-bufts", action="store_true", help="llama.cpp extra buffer types off, both sides")

@@ -8,12 +8,12 @@ seeded sampling and batch-invariant logits, see deliberation/backends/llamacpp.p
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 from deliberation.backends.llamacpp import LlamaCppBackend
 from deliberation.types import Completion, GenerationRequest, Message
+from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 
 QUESTIONS = (
     "A baker makes 24 muffins and sells 3/4 of them. How many are left?",
@@ -47,7 +47,7 @@ def rate(completions: list[Completion], seconds: float) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--n", type=int, default=9)
     parser.add_argument("--max-tokens", type=int, default=128)

@@ -8,7 +8,6 @@ online replay grew the store) and counts the calls that reached a backend (must 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 from deliberation.cli.main import main as delib
+from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 
 METHODS = ("cot", "debate", "reconcile", "dylan", "mpdf", "always-persist", "always-refine", "always-concede",
            "confidence-threshold", "agreement-threshold")
@@ -48,7 +48,7 @@ def measure(work: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file to write")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,16 +8,17 @@ with the settings and where it ran (CPU count, threads, load average at the star
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 from dataclasses import replace
 from pathlib import Path
 
+from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
+
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = Parser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smollm2-135m and the quick sizes (else the full preset)")
     parser.add_argument("--model", help="catalogue name or .gguf path (default: the preset's)")
     parser.add_argument("--questions", type=int, help="GSM8K test questions (default: the preset's)")

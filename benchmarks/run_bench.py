@@ -7,17 +7,17 @@ qwen2.5-coder-1.5b. What each number means: the docstring of ``deliberation.perf
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from deliberation.perf import run_bench
 from deliberation.errors import DelibError
+from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smollm2-135m and small sizes (minutes)")
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--model", help="llamacpp model (default: smollm2-135m with --quick, else qwen2.5-coder-1.5b)")

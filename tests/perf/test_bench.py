@@ -197,3 +197,19 @@ def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(monkey
     assert not llama_cpp.llama_model_default_params().use_extra_bufts
     assert not low.llama_model_default_params().use_extra_bufts
     assert llama_cpp.llama_model_default_params().n_gpu_layers == -1  # the rest of the defaults kept
+
+
+@pytest.mark.parametrize("script", ["batch_speedup", "llamacpp_batch", "offline_replay", "prefix_reuse", "run_bench"])
+def test_benchmark_scripts_refuse_an_abbreviated_flag(script, tmp_path):
+    """benchmarks/*.py parse like delib: a prefix (--mod for --model, --ou for --out) is an error, not a flag."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{script}.py"
+    prefix = "--ou" if "--out" in path.read_text() else "--mod"
+    done = subprocess.run([sys.executable, str(path), prefix, str(tmp_path / "x")], capture_output=True, text=True,
+                          timeout=120)
+    refused = f"unrecognized arguments: {prefix}" in done.stderr or "required: --out" in done.stderr
+    assert done.returncode == 2 and refused and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "x").exists()
