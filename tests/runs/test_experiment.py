@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -136,6 +137,9 @@ BAD = [
     ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "debate"\nmethod = "debate"', "debate", "used twice"),
     ("limit = 3", 'limit = 3\n[[variants]]\nlabel = "a/b"\nmethod = "mpdf"', "a/b", "directory"),
     ("limit = 3", "limit = 3\nconcurrency = 0", "concurrency", "at least 1"),
+    ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["numeric:absent.jsonl"]', "absent.jsonl", "not found"),
+    ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["vibes:q.jsonl"]', "vibes", "<answer type>:<path>"),
+    ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["gsm8k", "gsm8k"]', "gsm8k", "list each once"),
 ]
 
 
@@ -228,3 +232,20 @@ def test_a_variant_sets_the_confidence_threshold_of_its_cells(tmp_path):
     actions = {label: {t.action for e in RunDir(cells[label].out).episodes() for t in e.turns if t.round > 0}
                for label in cells}
     assert Action.REFINE not in actions["ct-0.0"] and Action.PERSIST not in actions["ct-1.01"]
+
+
+def test_a_file_of_ones_own_is_a_benchmark_of_the_grid_with_a_folder_of_its_own(tmp_path):
+    """benchmarks = ["numeric:<file>"] runs like `delib run --benchmark FILE --answer-type numeric`; its cells go
+    in <out>/numeric-<stem>, not in folders made of the path."""
+    data = tmp_path / "mine.jsonl"
+    data.write_text('{"id": "a", "question": "What is 2 + 3?", "answer": "5"}\n'
+                    '{"id": "b", "question": "What is 4 + 4?", "answer": "8"}\n')
+    name = f"numeric:{data.as_posix()}"
+    cfg = load_experiment(write_config(tmp_path, GRID.replace('["gsm8k"]', f'["gsm8k", "{name}"]')))
+    assert cfg.benchmarks == ("gsm8k", name) and cfg.splits[name] == "test"
+    backend = CachedBackend(make_backend("scripted"), cfg.cache)  # no benchmark: it also answers the file's questions
+    summaries = run_experiment(cfg, progress=False, backend=backend)
+    cell = tmp_path / "out" / "numeric-mine" / "debate-s0"
+    assert [s.n for s in summaries] == [3, 3, 2, 2]
+    assert json.loads((cell / "config.json").read_text())["benchmark"] == name
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"gsm8k", "numeric-mine"}

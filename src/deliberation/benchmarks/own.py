@@ -77,6 +77,15 @@ def file_name(answer_type: str, path: str) -> str:
     return f"{answer_type}:{path}"
 
 
+def folder_name(name: str) -> str:
+    """The folder a benchmark's runs go in: a registered name as it is, a file as ``<answer type>-<stem>``
+    (``numeric:data/q.jsonl`` -> ``numeric-q``), so a name with a path makes one folder, not several."""
+    parsed = parse_name(name)
+    if parsed is None or parsed.path is None:
+        return name
+    return f"{parsed.answer_type}-{Path(parsed.path).stem}"
+
+
 def ask_name(answer_type: str) -> str:
     """The benchmark name of questions asked with no gold answer, keyed and extracted as ``answer_type``."""
     lookup(ANSWER_TYPES, answer_type, "answer type")

@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
+from deliberation.benchmarks.own import folder_name
 from deliberation.config import Selection
 from deliberation.errors import DelibError, require_at_least
 from deliberation.runs.experiment_file import Arm, ExperimentConfig
@@ -56,7 +57,7 @@ def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
                    confidence_threshold=arm.confidence_threshold, data_dir=cfg.data_dir,
                    command=cfg.command or f"delib experiment {cfg.source}", concurrency=cfg.concurrency,
                    selection=cfg.selections.get(bench, Selection()))
-    return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / bench / f"{arm.label}-s{seed}")
+    return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / folder_name(bench) / f"{arm.label}-s{seed}")
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backend | None = None, workers: int = 1,

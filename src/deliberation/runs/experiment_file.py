@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, NoReturn, Sequence
 
 from deliberation import benchmarks
+from deliberation.benchmarks import own
 from deliberation.backends import BACKENDS, backend_class, team_size
 from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, require_at_least
@@ -95,7 +96,7 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     """Validate the TOML table ``raw`` (``source`` names it in messages)."""
     _known(raw, TOP_KEYS, "top-level key", source)
     name = _label(_get(raw, "name", str, source), "name", source)
-    names = _names(raw, "benchmarks", sorted(benchmarks.BENCHMARKS), source, required=True)
+    names = _benchmark_names(raw, source)
     backend, options = _backend(_get(raw, "backend", dict, source, {}), source)
     backend, options = agents.team_backend(raw.get("agents"), backend, options, source)
     models = team_size(backend, options)
@@ -200,6 +201,36 @@ def _names(raw: Mapping[str, Any], key: str, valid: Sequence[str], source: str,
     if len(set(values)) != len(values):
         _fail(source, f"{key!r} lists a name twice: {values}")
     return tuple(values)
+
+
+def _benchmark_names(raw: Mapping[str, Any], source: str) -> tuple[str, ...]:
+    """``benchmarks``: registered names, or JSONL files of one's own as ``"<answer type>:<path>"`` (the path
+    relative to where delib runs, as ``delib run --benchmark FILE --answer-type TYPE``); each gets a folder
+    of its own (``own.folder_name``)."""
+    values = _get(raw, "benchmarks", list, source)
+    if not values:
+        _fail(source, f"'benchmarks' is empty; choose from: {', '.join(sorted(benchmarks.BENCHMARKS))}")
+    for value in values:
+        _check_benchmark(value, source)
+    folders = [own.folder_name(v) for v in values]
+    if len(set(folders)) != len(folders):
+        _fail(source, f"'benchmarks' would put two benchmarks in one folder ({', '.join(folders)}): list each once, "
+                      "and give files of your own different names")
+    return tuple(values)
+
+
+def _check_benchmark(value: Any, source: str) -> None:
+    """A registered name, or ``"<answer type>:<path>"`` with a known answer type and an existing file."""
+    parsed = own.parse_name(str(value))
+    if value in benchmarks.BENCHMARKS:
+        return
+    if parsed is None or parsed.path is None:
+        _fail(source, f"unknown benchmark {value!r} in benchmarks; choose from: "
+                      f"{', '.join(sorted(benchmarks.BENCHMARKS))}, or a file of your own as '<answer type>:<path>' "
+                      f"({'|'.join(own.ANSWER_TYPES)})")
+    if not Path(parsed.path).is_file():
+        _fail(source, f"benchmark file {parsed.path} (in benchmarks) not found; paths are relative to the folder "
+                      "delib runs in")
 
 
 def _engine(table: Mapping[str, Any], base: EngineConfig, where: str, source: str) -> EngineConfig:
