@@ -93,6 +93,18 @@ def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
     assert json.loads((out / "manifest.json").read_text())["split"] == "test"
 
 
+def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
+    """--offset (and --ids, --sample) choose which train questions are collected, as in delib run and tree."""
+    import gzip
+
+    out = tmp_path / "offset"
+    assert main(["collect", "--offset", "1000", "--limit", "2", "--samples", "2", "--backend", "scripted",
+                 "--out", str(out), "--quiet"]) == 0
+    with gzip.open(out / "rollouts.jsonl.gz", "rt") as f:
+        ids = sorted({json.loads(line)["example_id"] for line in f})
+    assert ids == ["gsm8k/train/1000", "gsm8k/train/1001"]
+
+
 @pytest.mark.parametrize("flags", [["--epsilon", "0.5"], ["--temperature", "0.3"]])
 def test_resuming_a_collection_with_other_behaviour_settings_is_refused(tmp_path, capsys, flags):
     args = ["collect", "--limit", "1", "--samples", "2", "--backend", "scripted", "--out", str(tmp_path), "--quiet"]

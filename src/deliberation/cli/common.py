@@ -134,7 +134,6 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     """--benchmark (a registered name or a JSONL file), --answer-type, --split and the question selection
     (--ids, --offset, --sample, --sample-seed) with --limit: shared by run and tree."""
     from deliberation.benchmarks.own import ANSWER_TYPES
-    from deliberation.config import Selection
 
     _, bench_names, _ = registry_names()
     p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " or a JSONL file of your own "
@@ -143,6 +142,13 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
                    "answers agree (the README's 'Your own questions')")
     p.add_argument("--split", default="test", help="split (default test)")
     p.add_argument("--limit", type=positive, help="first N questions only (of the selection)")
+    add_selection_args(p)
+
+
+def add_selection_args(p: argparse.ArgumentParser) -> None:
+    """--ids, --offset, --sample, --sample-seed: which questions of the split (``selection`` reads them)."""
+    from deliberation.config import Selection
+
     p.add_argument("--ids", type=id_list, default=(), metavar="ID,ID|@FILE",
                    help=flags.field_docs(Selection)["ids"] + " (default: all)")
     flags.add_flags(p, Selection, skip=("ids",))

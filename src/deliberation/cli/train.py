@@ -10,8 +10,9 @@ import argparse
 from pathlib import Path
 
 from deliberation.cli import flags
-from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, backend_options, cache_path,
-                                     command_line, engine_config, positive, registry_names, set_data_dir)
+from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, add_selection_args,
+                                     backend_options, cache_path, command_line, engine_config, positive,
+                                     registry_names, selection, set_data_dir)
 
 COLLECT_OPTIONS = ("samples", "epsilon", "allow_test")
 TRAIN_SKIP = ("algo", "seed")  # --algo is its own flag; the seed is --seed (train) or --train-seed (iterate)
@@ -50,12 +51,14 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
         "collect", help="collect training rollouts (counterfactual rewards of every action)",
         description="Run episodes with a behaviour policy and record, per decision, the features, the action, "
         "its log-prob and the reward of each of PERSIST/REFINE/CONCEDE. Resumable: rerun to continue.",
-        epilog="example:\n  delib collect --benchmark gsm8k --split train --limit 150 --out data/rollouts/gsm8k",
+        epilog="examples:\n  delib collect --benchmark gsm8k --split train --limit 150 --out data/rollouts/gsm8k\n"
+        "  delib collect --benchmark gsm8k --split train --offset 1000 --limit 50 --out data/rollouts/more",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
     p.add_argument("--policy", help="behaviour policy checkpoint (default: the agreement-threshold rule)")
     p.add_argument("--out", required=True, help="rollout directory")
     _collection_args(p)
+    add_selection_args(p)
     p.set_defaults(func=cmd_collect)
 
 
@@ -129,12 +132,15 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None):
+    """The collection the flags ask for (``delib iterate`` has no selection flags: its benchmarks share them)."""
+    from deliberation.config import Selection
     from deliberation.rl.collect import CollectSpec
 
     set_data_dir(args)
-    return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, backend=args.backend,
-                       backend_options=backend_options(args), cache=cache, engine=engine_config(args),
-                       policy=args.policy, data_dir=args.data_dir, command=command_line(),
+    chosen = selection(args) if hasattr(args, "ids") else Selection()
+    return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, selection=chosen,
+                       backend=args.backend, backend_options=backend_options(args), cache=cache,
+                       engine=engine_config(args), policy=args.policy, data_dir=args.data_dir, command=command_line(),
                        concurrency=args.concurrency, **flags.values(args, CollectSpec, only=COLLECT_OPTIONS))
 
 
