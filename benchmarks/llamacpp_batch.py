@@ -12,8 +12,8 @@ import json
 import time
 
 from deliberation.backends.llamacpp import LlamaCppBackend
-from deliberation.types import Completion, GenerationRequest, Message
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
+from deliberation.types import Completion, GenerationRequest, Message
 
 QUESTIONS = (
     "A baker makes 24 muffins and sells 3/4 of them. How many are left?",

@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliberation.cli.main import main as delib
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
+from deliberation.cli.main import main as delib
 
 METHODS = ("cot", "debate", "reconcile", "dylan", "mpdf", "always-persist", "always-refine", "always-concede",
            "confidence-threshold", "agreement-threshold")

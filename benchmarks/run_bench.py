@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from deliberation.perf import run_bench
-from deliberation.errors import DelibError
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
+from deliberation.errors import DelibError
+from deliberation.perf import run_bench
 
 
 def main() -> int:

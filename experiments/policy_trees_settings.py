@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from deliberation.report.loading import load_runs
@@ -26,25 +27,34 @@ ONE_ROUND = "oracle"  # methods/oracle.py plays one round whatever --rounds says
 Arms = dict[str, dict[Question, Outcome]]
 
 
-def settings(out: Path) -> list[tuple[str, str]]:
-    """(comparison folder, its setting's name) for every larger team and depth present, base first."""
-    found = [(BASE, base_name(out))]
-    for folder in sorted(Path(out, "compare").glob("team-*/team.json")):
-        found.append((folder.parent.name, f"{agents(folder)} agents, 1 round"))
-    depths = sorted(Path(out, "compare").glob("depth-*/team.json"), key=lambda p: int(p.parent.name[6:]))
-    found += [(p.parent.name, f"3 agents, {p.parent.name[6:]} rounds") for p in depths]
-    return found
+@dataclass(frozen=True)
+class Setting:
+    """A comparison folder under OUT/compare and the team size and depth its runs used."""
+
+    folder: str
+    agents: int
+    rounds: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.agents} agents, {self.rounds} round{'s' * (self.rounds != 1)}"
 
 
-def base_name(out: Path) -> str:
-    team = json.loads(Path(out, "compare", BASE, "team.json").read_text())
-    return f"{agents(Path(out, 'compare', BASE, 'team.json'))} agents, {team['rounds']} round"
+def settings(out: Path) -> list[Setting]:
+    """The base comparison, then every larger team's (team-*) and every depth's (depth-*), as run."""
+    folders = [BASE] + sorted(p.parent.name for p in Path(out, "compare").glob("team-*/team.json"))
+    folders += sorted((p.parent.name for p in Path(out, "compare").glob("depth-*/team.json")),
+                      key=lambda name: int(name.split("-")[1]))
+    return [setting(Path(out, "compare", name)) for name in folders]
 
 
-def agents(team_json: Path) -> int:
-    """The team size of a comparison's runs (config.json's engine, one arm is enough)."""
-    config = next(team_json.parent.glob("*/*/config.json"))
-    return int(json.loads(config.read_text())["engine"]["agents"])
+def setting(folder: Path) -> Setting:
+    """A comparison's team size (config.json of any of its runs) and rounds (team.json)."""
+    config = next(folder.glob("*/*/config.json"), None)
+    if config is None:
+        sys.exit(f"{folder} holds no run directory: rerun experiments/policy_trees.sh to finish it")
+    rounds = json.loads((folder / "team.json").read_text())["rounds"]
+    return Setting(folder.name, int(json.loads(config.read_text())["engine"]["agents"]), int(rounds))
 
 
 def arms(out: Path, name: str) -> Arms:
@@ -52,10 +62,10 @@ def arms(out: Path, name: str) -> Arms:
     return outcomes(load_runs([Path(out, "compare", name)]))
 
 
-def paired_rows(base: Arms, other: Arms, setting: str) -> list[Paired]:
-    """Each arm at ``setting`` against itself at the base setting (arms in both only)."""
-    deeper = not setting.endswith(" 1 round")
-    return [compare(f"{label} @ {setting}", label, "pooled", other[label], base[label])
+def paired_rows(base: Arms, other: Arms, at: Setting, base_setting: Setting) -> list[Paired]:
+    """Each arm at ``at`` against itself at the base setting (arms in both only; no depth row for the oracle)."""
+    deeper = at.rounds > base_setting.rounds
+    return [compare(f"{label} @ {at.label}", label, "pooled", other[label], base[label])
             for label in base if label in other and not (deeper and label == ONE_ROUND)]
 
 
@@ -95,11 +105,11 @@ def plot(rows: list[Paired], names: list[str], path: Path) -> Path:
 def main(out: Path) -> None:
     found = settings(out)
     base = arms(out, BASE)
-    by_setting = [paired_rows(base, arms(out, name), setting) for name, setting in found[1:]]
+    by_setting = [paired_rows(base, arms(out, at.folder), at, found[0]) for at in found[1:]]
     rows = sorted((p for ps in by_setting for p in ps), key=lambda p: list(base).index(p.label.split(" @ ")[0]))
-    print(f"### Team size and depth (base: {found[0][1]}, `compare/{BASE}`)\n\n{table(rows)}\n")
+    print(f"### Team size and depth (base: {found[0].label}, `compare/{BASE}`)\n\n{table(rows)}\n")
     if rows:
-        print(f"![team size and depth]({plot(rows, [s for _, s in found], out / 'settings.png').name})")
+        print(f"![team size and depth]({plot(rows, [s.label for s in found], out / 'settings.png').name})")
 
 
 if __name__ == "__main__":

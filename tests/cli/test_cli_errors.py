@@ -37,24 +37,6 @@ def test_policy_of_wrong_shape(tmp_path, capsys):
     assert "wrong.pt" in bad(tmp_path, capsys, "--method", "mpdf", "--policy", str(path))
 
 
-def test_an_agent_count_or_depth_the_method_overrides_is_refused(tmp_path, capsys):
-    """cot runs one agent and no rounds, self-consistency no rounds: an --agents or --rounds they would ignore
-    is an error, not a silently different run."""
-    err = bad(tmp_path, capsys, "--method", "cot", "--agents", "5")
-    assert err == ("delib: error: --agents 5 means nothing to method cot: it runs with agents = 1; drop "
-                   "--agents (several samples: --method self-consistency --agents N)")
-    assert "--rounds 3 means nothing to method self-consistency" in bad(tmp_path, capsys, "--method",
-                                                                        "self-consistency", "--rounds", "3")
-
-
-def test_agents_and_rounds_the_method_reads_are_kept(tmp_path):
-    """The refusal above is only for what a method overrides: self-consistency's --agents is its samples."""
-    out = tmp_path / "sc"
-    assert main(["run", "--backend", "scripted", "--limit", "2", "--out", str(out), "--quiet",
-                 "--method", "self-consistency", "--agents", "5"]) == 0
-    assert json.loads((out / "config.json").read_text())["engine"]["agents"] == 5
-
-
 def test_unknown_split_lists_valid_ones(tmp_path, capsys):
     err = bad(tmp_path, capsys, "--method", "cot", "--split", "dev")
     assert err == "delib: error: gsm8k has no split 'dev'; choose one of: train, test"

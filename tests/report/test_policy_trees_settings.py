@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,10 @@ def script():
     spec = importlib.util.spec_from_file_location("policy_trees_settings",
                                                   REPO / "experiments" / "policy_trees_settings.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
-    return module
+    yield module
+    del sys.modules[spec.name]
 
 
 def accuracies(name: str) -> dict[str, tuple[float, int]]:
@@ -29,30 +32,35 @@ def accuracies(name: str) -> dict[str, tuple[float, int]]:
     return {r["label"]: (r["accuracy"], r["n"]) for r in team["rows"]}
 
 
-def test_the_base_is_three_agents_at_one_round_and_every_other_setting_is_found(script):
-    found = script.settings(RESULTS)
-    assert found[0] == ("main", "3 agents, 1 round")
-    assert ("depth-2", "3 agents, 2 rounds") in found
+def test_each_setting_is_read_from_its_runs_not_from_its_folder_name(script):
+    found = {s.folder: s for s in script.settings(RESULTS)}
+    assert script.settings(RESULTS)[0] == script.Setting("main", 3, 1)
+    assert found["depth-2"] == script.Setting("depth-2", 3, 2) and found["depth-2"].label == "3 agents, 2 rounds"
+    for name, at in found.items():
+        config = next((RESULTS / "compare" / name).glob("*/*/config.json"))
+        assert at.agents == json.loads(config.read_text())["engine"]["agents"]
 
 
 def test_each_setting_pairs_every_shared_arm_with_itself_and_matches_team_json(script):
+    found = script.settings(RESULTS)
     base = script.arms(RESULTS, "main")
-    for name, setting in script.settings(RESULTS)[1:]:
-        rows = script.paired_rows(base, script.arms(RESULTS, name), setting)
-        at_setting, at_base = accuracies(name), accuracies("main")
-        assert rows, f"no arm of {name} is shared with main"
+    for at in found[1:]:
+        rows = script.paired_rows(base, script.arms(RESULTS, at.folder), at, found[0])
+        at_setting, at_base = accuracies(at.folder), accuracies("main")
+        assert rows, f"no arm of {at.folder} is shared with main"
         for p in rows:
             label = p.label.split(" @ ")[0]
-            assert p.reference == label and p.n + p.unpaired == at_base[label][1]  # its questions are among the base's
+            assert p.reference == label and p.n + p.unpaired == at_base[label][1]  # its questions are the base's
             assert ((p.both_right + p.only_row) / p.n, p.n) == pytest.approx(at_setting[label])
             if p.n == at_base[label][1]:  # a store of fewer questions pairs on a subset of the base's
                 assert (p.both_right + p.only_reference) / p.n == pytest.approx(at_base[label][0])
 
 
 def test_the_one_round_oracle_is_left_out_of_the_depth_rows_only(script):
+    base_setting = script.settings(RESULTS)[0]
     base = script.arms(RESULTS, "main")
-    deeper = script.paired_rows(base, script.arms(RESULTS, "depth-2"), "3 agents, 2 rounds")
+    deeper = script.paired_rows(base, script.arms(RESULTS, "depth-2"), script.Setting("depth-2", 3, 2), base_setting)
     assert "oracle" in script.arms(RESULTS, "depth-2")
-    assert all(not p.label.startswith("oracle @") for p in deeper)
-    wider = script.paired_rows(base, base, "5 agents, 1 round")
-    assert any(p.label.startswith("oracle @") for p in wider)
+    assert deeper and all(not p.label.startswith("oracle @") for p in deeper)
+    wider = script.paired_rows(base, base, script.Setting("team-x", 5, 1), base_setting)
+    assert any(p.label.startswith("oracle @ 5 agents, 1 round") for p in wider)

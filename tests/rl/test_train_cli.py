@@ -103,6 +103,10 @@ def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
     with gzip.open(out / "rollouts.jsonl.gz", "rt") as f:
         ids = sorted({json.loads(line)["example_id"] for line in f})
     assert ids == ["gsm8k/train/1000", "gsm8k/train/1001"]
+    before = (out / "rollouts.jsonl.gz").read_bytes()
+    assert main(["collect", "--limit", "3", "--samples", "2", "--backend", "scripted", "--out", str(out),
+                 "--quiet"]) == 2  # another selection into the same directory: refused, nothing appended
+    assert (out / "rollouts.jsonl.gz").read_bytes() == before
 
 
 @pytest.mark.parametrize("flags", [["--epsilon", "0.5"], ["--temperature", "0.3"]])

@@ -89,7 +89,7 @@ def test_failed_cell_does_not_stop_the_others(tmp_path):
     text = GRID.replace('"debate"', '"cot"') + variant
     cfg = load_experiment(write_config(tmp_path, text))
     assert [(a.label, a.method, a.policy) for a in cfg.arms][-1] == ("mpdf-x", "mpdf", "missing.pt")
-    with pytest.raises(DelibError, match=r"1 of 3 cells failed .*mpdf-x/gsm8k/s0: .*missing\.pt") as err:
+    with pytest.raises(DelibError, match=r"1 of 3 cells failed .*gsm8k/mpdf-x-s0: .*missing\.pt") as err:
         run_experiment(cfg, progress=False, report=write_report)
     assert "\n" not in str(err.value)
     out = tmp_path / "out"
@@ -139,7 +139,8 @@ BAD = [
     ("limit = 3", "limit = 3\nconcurrency = 0", "concurrency", "at least 1"),
     ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["numeric:absent.jsonl"]', "absent.jsonl", "not found"),
     ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["vibes:q.jsonl"]', "vibes", "<answer type>:<path>"),
-    ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["gsm8k", "gsm8k"]', "gsm8k", "list each once"),
+    ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = ["gsm8k", "gsm8k"]', "gsm8k", "list a benchmark once"),
+    ('benchmarks = ["gsm8k", "aime24"]', 'benchmarks = [["gsm8k"]]', "['gsm8k']", "choose from"),
 ]
 
 
@@ -249,3 +250,20 @@ def test_a_file_of_ones_own_is_a_benchmark_of_the_grid_with_a_folder_of_its_own(
     assert [s.n for s in summaries] == [3, 3, 2, 2]
     assert json.loads((cell / "config.json").read_text())["benchmark"] == name
     assert {p.name for p in (tmp_path / "out").iterdir()} >= {"gsm8k", "numeric-mine"}
+
+
+def test_a_file_of_ones_own_is_read_when_the_experiment_file_is(tmp_path):
+    """A bad line fails before any cell runs (not hours later, when its benchmark's turn comes), and two files
+    of one stem are refused, since their cells would share a folder."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "question": "What is 2 + 3?", "answer": "five"}\n')
+    path = write_config(tmp_path, GRID.replace('["gsm8k"]', f'["gsm8k", "numeric:{bad.as_posix()}"]'))
+    with pytest.raises(DelibError, match=r"bad\.jsonl:1") as err:
+        load_experiment(path)
+    assert "\n" not in str(err.value)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "q.jsonl").write_text('{"id": "a", "question": "1 + 1?", "answer": "2"}\n')
+    both = ", ".join(f'"numeric:{(tmp_path / f / "q.jsonl").as_posix()}"' for f in ("a", "b"))
+    with pytest.raises(DelibError, match="would share the folder numeric-q"):
+        load_experiment(write_config(tmp_path, GRID.replace('["gsm8k"]', f"[{both}]")))

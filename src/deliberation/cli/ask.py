@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from deliberation.cli import flags
-from deliberation.cli.common import add_backend_args, add_engine_args, backend_options, engine_config, registry_names
+from deliberation.cli.common import (add_backend_args, add_engine_args, backend_options, note_pinned, engine_config,
+                                     registry_names)
 from deliberation.cli.evaluate import METHOD_OPTIONS
 
 EPILOG = """examples:
@@ -42,6 +43,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from deliberation.runs.ask import deliberate, trace
     from deliberation.runs.runner import RunSpec
 
+    note_pinned(args, args.method)
     result = deliberate(args.question, args.method, backend=args.backend, answer_type=args.answer_type,
                         choices=args.choice, engine=engine_config(args), backend_options=backend_options(args),
                         cache=None if args.cache in (None, "none") else args.cache,

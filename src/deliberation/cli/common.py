@@ -7,6 +7,7 @@ its defaults the flags' defaults.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import sys
@@ -15,6 +16,8 @@ from typing import Any, NoReturn
 
 from deliberation.cli import flags
 from deliberation.errors import DelibError
+
+LOG = logging.getLogger("deliberation")
 
 
 def registry_names() -> tuple[list[str], list[str], list[str]]:
@@ -71,30 +74,65 @@ def positive(text: str) -> int:
     return value
 
 
+PINNABLE = ("agents", "rounds")
+"""Engine flags a method may override (cot: one agent, no rounds): they default to None, so ``note_pinned``
+can tell a value given from the default, which ``engine_config`` fills in."""
+
+
 def add_engine_args(p: argparse.ArgumentParser) -> None:
     """Every EngineConfig field as a flag (--agents, --rounds, ..., --no-early-stop, --verbal-confidence)."""
     from deliberation.config import EngineConfig
 
     flags.add_flags(p, EngineConfig)
+    p.set_defaults(**dict.fromkeys(PINNABLE))
 
 
 def engine_config(args: argparse.Namespace):
+    """The EngineConfig the flags give: --agents not given is --team's size, or the default."""
     from deliberation.config import EngineConfig
 
     values = flags.values(args, EngineConfig)
-    if "agents" in values and values["agents"] is None:  # --agents not given where --team sets it
-        values["agents"] = len(args.team) if args.team else EngineConfig.agents
-    return EngineConfig(**values)
+    team = getattr(args, "team", None)
+    defaults = {"agents": len(team) if team else EngineConfig.agents, "rounds": EngineConfig.rounds}
+    return EngineConfig(**{**values, **{k: defaults[k] for k in PINNABLE if values.get(k, 0) is None}})
+
+
+def note_pinned(args: argparse.Namespace, method: str) -> None:
+    """Warn (one line on stderr) when the method overrides an --agents, --team or --rounds given (cot: one
+    agent, no rounds; self-consistency: no rounds; oracle: one round), so the run is not mistaken for what was
+    asked. A warning, not an error: a loop over methods with one set of flags is how comparisons are run."""
+    from deliberation import methods
+
+    engine = engine_config(args)
+    pinned = methods.get(method).engine(engine)
+    for name in PINNABLE:
+        given = _given_as(args, name)
+        if given and getattr(pinned, name) != getattr(engine, name):
+            LOG.warning("delib: note: method %s runs with %s = %s; %s does not apply%s", method, name,
+                        getattr(pinned, name), given, _pinned_hint(method, given))
+
+
+def _given_as(args: argparse.Namespace, name: str) -> str:
+    """How the command line set ``name`` (``--agents 5``, ``--team (3 models)``), or '' when it did not."""
+    if getattr(args, name, None) is not None:
+        return f"--{name} {getattr(args, name)}"
+    team = getattr(args, "team", None)
+    return f"--team ({len(team)} models)" if name == "agents" and team else ""
+
+
+def _pinned_hint(method: str, given: str) -> str:
+    """The nearest thing that does what was asked, where there is one."""
+    if method == "cot" and given.startswith(("--agents", "--team")):
+        return " (several samples: --method self-consistency --agents N)"
+    return ""
 
 
 def add_team_arg(p: argparse.ArgumentParser) -> None:
-    """--team, after ``add_engine_args``: one model per agent; it sets --agents, so --agents now defaults to
-    None (not given) and ``engine_config`` fills it in."""
+    """--team: one model per agent; it sets --agents when --agents is not given (``engine_config``)."""
     p.add_argument("--team", type=model_list, metavar="MODEL,MODEL",
                    help="one model per agent, on --backend with its --backend-opt, e.g. qwen2.5-coder-1.5b,"
                    "qwen2.5-coder-0.5b,qwen2.5-coder-1.5b (a model named twice is loaded once); sets --agents to "
                    "the number of models (README 'Mixed teams'; per-agent backends: an experiment's [[agents]])")
-    p.set_defaults(agents=None)
 
 
 def model_list(text: str) -> tuple[str, ...]:

@@ -6,10 +6,8 @@ import argparse
 from pathlib import Path
 
 from deliberation.cli import flags
-from deliberation.config import EngineConfig
-from deliberation.errors import DelibError
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, add_team_arg,
-                                     benchmark_name, cache_path, command_line, engine_config, positive,
+                                     benchmark_name, cache_path, note_pinned, command_line, engine_config, positive,
                                      registry_names, run_backend, selection, set_data_dir)
 
 
@@ -98,7 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     backend, options = run_backend(args)
-    check_pinned(args, engine_config(args))
+    note_pinned(args, args.method)
     spec = RunSpec(method=args.method, benchmark=benchmark_name(args), split=args.split, limit=args.limit,
                    backend=backend, backend_options=options, cache=cache_path(args, args.out),
                    engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
@@ -115,24 +113,6 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"{s.tokens_per_question:.0f} tokens/question ({s.completion_tokens_per_question:.0f} generated), "
           f"{s.llm_calls_per_question:.1f} calls/question -> {args.out}")
     return 0
-
-
-def check_pinned(args: argparse.Namespace, engine: EngineConfig) -> None:
-    """Refuse an --agents or --rounds the method overrides (cot: one agent, no rounds; self-consistency: no
-    rounds; oracle: one round) instead of running something else than was asked. --agents counts as given
-    when it is on the command line; --rounds when it differs from its default (argparse cannot tell more)."""
-    from deliberation import methods
-
-    pinned = methods.get(args.method).engine(engine)
-    given = {"agents": args.agents is not None, "rounds": engine.rounds != EngineConfig.rounds}
-    for name, value in ((n, getattr(engine, n)) for n, on in given.items() if on):
-        if getattr(pinned, name) != value:
-            raise DelibError(f"--{name} {value} means nothing to method {args.method}: it runs with {name} = "
-                             f"{getattr(pinned, name)}; drop --{name}" + _hint(args.method, name))
-
-
-def _hint(method: str, name: str) -> str:
-    return " (several samples: --method self-consistency --agents N)" if (method, name) == ("cot", "agents") else ""
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:

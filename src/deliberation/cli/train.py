@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deliberation.cli import flags
 from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, add_selection_args,
                                      backend_options, cache_path, command_line, engine_config, positive,
                                      registry_names, selection, set_data_dir)
+
+if TYPE_CHECKING:
+    from deliberation.config import Selection
 
 COLLECT_OPTIONS = ("samples", "epsilon", "allow_test")
 TRAIN_SKIP = ("algo", "seed")  # --algo is its own flag; the seed is --seed (train) or --train-seed (iterate)
@@ -131,14 +135,14 @@ def _overrides(args: argparse.Namespace) -> dict:
     return values
 
 
-def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None):
-    """The collection the flags ask for (``delib iterate`` has no selection flags: its benchmarks share them)."""
+def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None, chosen: Selection | None = None):
+    """The collection the flags ask for; ``chosen``: the question selection (``delib iterate`` has none, its
+    benchmarks share the flags)."""
     from deliberation.config import Selection
     from deliberation.rl.collect import CollectSpec
 
     set_data_dir(args)
-    chosen = selection(args) if hasattr(args, "ids") else Selection()
-    return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, selection=chosen,
+    return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, selection=chosen or Selection(),
                        backend=args.backend, backend_options=backend_options(args), cache=cache,
                        engine=engine_config(args), policy=args.policy, data_dir=args.data_dir, command=command_line(),
                        concurrency=args.concurrency, **flags.values(args, CollectSpec, only=COLLECT_OPTIONS))
@@ -147,7 +151,8 @@ def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None):
 def cmd_collect(args: argparse.Namespace) -> int:
     from deliberation.rl.collect import collect
 
-    n = collect(_collect_spec(args, args.benchmark, cache_path(args, args.out)), args.out, progress=not args.quiet)
+    spec = _collect_spec(args, args.benchmark, cache_path(args, args.out), selection(args))
+    n = collect(spec, args.out, progress=not args.quiet)
     print(f"{n} questions of rollouts in {args.out}")
     return 0
 

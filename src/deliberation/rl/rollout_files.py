@@ -12,11 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.types import Decision, from_json, read_gzip_lines, to_json, write_json_atomic
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
+ALL_QUESTIONS = to_json(Selection())
 ENGINE_KEYS = ("temperature", "max_tokens", "early_stop")
 """Engine settings a resumed collection must share with the file: they change what an episode is."""
 
@@ -32,6 +34,8 @@ def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     keys = ("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
             "policy")
     diff = [k for k in keys if old.get(k) != manifest.get(k)]
+    if old.get("selection", ALL_QUESTIONS) != manifest.get("selection", ALL_QUESTIONS):
+        diff.append("selection")  # --ids/--offset/--sample (a manifest from before the flags: all questions)
     old_engine, new_engine = old.get("engine", {}), manifest.get("engine", {})
     diff += [f"engine.{k}" for k in ENGINE_KEYS if old_engine.get(k) != new_engine.get(k)]
     if diff:

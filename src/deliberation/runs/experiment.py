@@ -4,7 +4,8 @@
 All cells share one backend and one response cache, ``<out>/responses.sqlite``. The engine derives
 round-0 requests identically for every method with the same seed, so the first method of a benchmark pays
 for the independent answers and every later method is served them from the cache; cells therefore run
-benchmark-major. Each cell is a run directory ``<out>/<benchmark>/<label>-s<seed>`` that
+benchmark-major. Each cell is a run directory ``<out>/<benchmark>/<label>-s<seed>`` (a file of one's own:
+``<out>/<answer type>-<file stem>/...``, ``benchmarks.own.folder_name``) that
 ``runner.execute`` resumes, so rerunning the same command only does the work that is missing. A cell that
 fails (e.g. a policy file not trained yet) does not stop the others; the failures are raised together at
 the end, after the report (``delib experiment`` passes ``report.write.write_report``) is written to
@@ -123,7 +124,7 @@ def _finish(cfg: ExperimentConfig, cells: Sequence[Cell], outcomes: Sequence[Sum
     by_error: dict[str, list[str]] = {}
     for cell, outcome in zip(cells, outcomes):
         if isinstance(outcome, str):
-            by_error.setdefault(outcome, []).append(f"{cell.label}/{cell.benchmark}/s{cell.seed}")
+            by_error.setdefault(outcome, []).append(str(cell.out.relative_to(cfg.out)))
     if done and report is not None:
         report(done, Path(cfg.out) / "report")
     if by_error:

@@ -189,12 +189,9 @@ def _label(value: str, what: str, source: str) -> str:
     return value
 
 
-def _names(raw: Mapping[str, Any], key: str, valid: Sequence[str], source: str,
-           required: bool = False) -> tuple[str, ...]:
+def _names(raw: Mapping[str, Any], key: str, valid: Sequence[str], source: str) -> tuple[str, ...]:
     """A list of registry names, each checked against ``valid``."""
-    values = _get(raw, key, list, source, ... if required else [])
-    if required and not values:
-        _fail(source, f"{key!r} is empty; choose from: {', '.join(valid)}")
+    values = _get(raw, key, list, source, [])
     for v in values:
         if v not in valid:
             _fail(source, f"unknown {key[:-1]} {v!r} in {key}; choose from: {', '.join(valid)}")
@@ -205,32 +202,35 @@ def _names(raw: Mapping[str, Any], key: str, valid: Sequence[str], source: str,
 
 def _benchmark_names(raw: Mapping[str, Any], source: str) -> tuple[str, ...]:
     """``benchmarks``: registered names, or JSONL files of one's own as ``"<answer type>:<path>"`` (the path
-    relative to where delib runs, as ``delib run --benchmark FILE --answer-type TYPE``); each gets a folder
-    of its own (``own.folder_name``)."""
+    relative to where delib runs, as ``delib run --benchmark FILE --answer-type TYPE``), each read and checked
+    now, not when its cells come; each benchmark gets a folder of its own (``own.folder_name``)."""
     values = _get(raw, "benchmarks", list, source)
     if not values:
         _fail(source, f"'benchmarks' is empty; choose from: {', '.join(sorted(benchmarks.BENCHMARKS))}")
     for value in values:
         _check_benchmark(value, source)
-    folders = [own.folder_name(v) for v in values]
-    if len(set(folders)) != len(folders):
-        _fail(source, f"'benchmarks' would put two benchmarks in one folder ({', '.join(folders)}): list each once, "
-                      "and give files of your own different names")
+    folders: dict[str, str] = {}
+    for value in values:
+        other = folders.setdefault(own.folder_name(value), value)
+        if other != value or values.count(value) > 1:
+            _fail(source, f"benchmarks {other!r} and {value!r} would share the folder {own.folder_name(value)}: "
+                          "list a benchmark once, and give files of your own different names")
     return tuple(values)
 
 
 def _check_benchmark(value: Any, source: str) -> None:
-    """A registered name, or ``"<answer type>:<path>"`` with a known answer type and an existing file."""
-    parsed = own.parse_name(str(value))
-    if value in benchmarks.BENCHMARKS:
+    """A registered name, or ``"<answer type>:<path>"`` naming a readable file of that answer type."""
+    if isinstance(value, str) and value in benchmarks.BENCHMARKS:
         return
+    parsed = own.parse_name(value) if isinstance(value, str) else None
     if parsed is None or parsed.path is None:
         _fail(source, f"unknown benchmark {value!r} in benchmarks; choose from: "
                       f"{', '.join(sorted(benchmarks.BENCHMARKS))}, or a file of your own as '<answer type>:<path>' "
                       f"({'|'.join(own.ANSWER_TYPES)})")
-    if not Path(parsed.path).is_file():
-        _fail(source, f"benchmark file {parsed.path} (in benchmarks) not found; paths are relative to the folder "
-                      "delib runs in")
+    try:
+        own.read_examples(Path(parsed.path), parsed.answer_type)
+    except DelibError as err:
+        _fail(source, f"benchmarks: {err} (paths are relative to the folder delib runs in)")
 
 
 def _engine(table: Mapping[str, Any], base: EngineConfig, where: str, source: str) -> EngineConfig:
