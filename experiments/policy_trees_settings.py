@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deliberation.report.loading import load_runs
-from deliberation.report.paired import Outcome, Paired, Question, compare, outcomes
+from deliberation.report.paired import Outcome, Paired, Question, compare, diff_points, outcomes
 from deliberation.report.plots import method_style, new_figure, save_figure
 from deliberation.report.team_plot import short_label
 
@@ -74,22 +74,25 @@ def table(rows: list[Paired]) -> str:
     lines = ["| arm | setting | n | accuracy at base | accuracy | diff to base [95% CI] | McNemar p | token ratio |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for p in rows:
-        label, setting = p.label.split(" @ ")
         at_base, at_setting = (p.both_right + p.only_reference) / p.n, (p.both_right + p.only_row) / p.n
-        lo, hi = p.accuracy_diff_ci95
-        lines.append(f"| {short_label(label)} | {setting} | {p.n} | {at_base:.3f} | {at_setting:.3f} "
-                     f"| {100 * p.accuracy_diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {p.mcnemar_p:.3g} "
+        lines.append(f"| {short_label(p.reference)} | {setting_of(p)} | {p.n} | {at_base:.3f} | {at_setting:.3f} "
+                     f"| {diff_points(p.accuracy_diff, p.accuracy_diff_ci95)} | {p.mcnemar_p:.3g} "
                      f"| {p.token_ratio:.2f} |")
     return "\n".join(lines)
+
+
+def setting_of(p: Paired) -> str:
+    """The setting's label of a row of ``paired_rows`` (its arm is ``p.reference``: the arm at base)."""
+    return p.label[len(p.reference) + len(" @ "):]
 
 
 def plot(rows: list[Paired], names: list[str], path: Path) -> Path:
     """Each arm's paired difference to its base setting (points, 95% interval), one x position per setting."""
     fig, (ax,) = new_figure(1, size=(7.5, 4.6))
-    labels = list(dict.fromkeys(p.label.split(" @ ")[0] for p in rows))
+    labels = list(dict.fromkeys(p.reference for p in rows))
     for i, label in enumerate(labels):
-        mine = [p for p in rows if p.label.startswith(label + " @ ")]
-        xs = [names.index(p.label.split(" @ ")[1]) + (i - len(labels) / 2) * 0.04 for p in mine]  # jitter
+        mine = [p for p in rows if p.reference == label]
+        xs = [names.index(setting_of(p)) + (i - len(labels) / 2) * 0.04 for p in mine]  # jitter
         ys = [100 * p.accuracy_diff for p in mine]
         err = [[y - 100 * p.accuracy_diff_ci95[0] for y, p in zip(ys, mine)],
                [100 * p.accuracy_diff_ci95[1] - y for y, p in zip(ys, mine)]]
@@ -106,7 +109,7 @@ def main(out: Path) -> None:
     found = settings(out)
     base = arms(out, BASE)
     by_setting = [paired_rows(base, arms(out, at.folder), at, found[0]) for at in found[1:]]
-    rows = sorted((p for ps in by_setting for p in ps), key=lambda p: list(base).index(p.label.split(" @ ")[0]))
+    rows = sorted((p for ps in by_setting for p in ps), key=lambda p: list(base).index(p.reference))
     print(f"### Team size and depth (base: {found[0].label}, `compare/{BASE}`)\n\n{table(rows)}\n")
     if rows:
         print(f"![team size and depth]({plot(rows, [s.label for s in found], out / 'settings.png').name})")

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from deliberation.report.paired import POOLED
+from deliberation.report.paired import POOLED, diff_points
 from deliberation.report.team_plot import short_label
 
 
@@ -26,16 +26,11 @@ def table(team: dict) -> str:
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in (r for r in team["rows"] if r["column"] == column):
         p = paired.get(r["label"])
-        diff = "reference" if p is None else points(p["accuracy_diff"], p["accuracy_diff_ci95"])
+        diff = "reference" if p is None else diff_points(p["accuracy_diff"], p["accuracy_diff_ci95"])
         mcnemar = "" if p is None else f"{p['mcnemar_p']:.3g}"
         lines.append(f"| {short_label(r['label'])} | {r['n']} | {r['accuracy']:.3f} | {r['tokens_per_question']:.0f} | "
                      f"{diff} | {mcnemar} |")
     return "\n".join(lines)
-
-
-def points(diff: float, ci: list[float]) -> str:
-    """A difference and its interval in accuracy points: ``+4.8 [+0.0, +14.3]``."""
-    return f"{100 * diff:+.1f} [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
 
 
 def main(out: str) -> None:

@@ -136,10 +136,15 @@ def _in(outcome: dict[Question, Outcome], columns: Sequence[str]) -> dict[Questi
     return {q: o for q, o in outcome.items() if q[0] in columns}
 
 
+def diff_points(diff: float, ci: Sequence[float]) -> str:
+    """An accuracy difference and its interval in points: ``+4.8 [+0.0, +14.3]`` (every paired table's cell)."""
+    return f"{100 * diff:+.1f} [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+
+
 def _line(p: Paired) -> str:
-    (dlo, dhi), (rlo, rhi) = p.accuracy_diff_ci95, p.token_ratio_ci95
+    rlo, rhi = p.token_ratio_ci95
     return (f"| {p.label} | {p.column} | {p.n} | {p.both_right} | {p.only_row} | {p.only_reference} | "
-            f"{p.both_wrong} | {p.mcnemar_p:.3g} | {100 * p.accuracy_diff:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] | "
+            f"{p.both_wrong} | {p.mcnemar_p:.3g} | {diff_points(p.accuracy_diff, p.accuracy_diff_ci95)} | "
             f"{p.token_ratio:.2f} [{rlo:.2f}, {rhi:.2f}] |")
 
 
