@@ -43,9 +43,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from deliberation.runs.ask import deliberate, trace
     from deliberation.runs.runner import RunSpec
 
-    note_pinned(args, args.method)
+    engine = engine_config(args)
+    note_pinned(args, args.method, engine)
     result = deliberate(args.question, args.method, backend=args.backend, answer_type=args.answer_type,
-                        choices=args.choice, engine=engine_config(args), backend_options=backend_options(args),
+                        choices=args.choice, engine=engine, backend_options=backend_options(args),
                         cache=None if args.cache in (None, "none") else args.cache,
                         **flags.values(args, RunSpec, only=METHOD_OPTIONS))
     answer = _shown(result.answer, args.choice)

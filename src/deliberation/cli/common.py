@@ -12,10 +12,13 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from deliberation.cli import flags
 from deliberation.errors import DelibError
+
+if TYPE_CHECKING:
+    from deliberation.config import EngineConfig
 
 LOG = logging.getLogger("deliberation")
 
@@ -94,17 +97,19 @@ def engine_config(args: argparse.Namespace):
     values = flags.values(args, EngineConfig)
     team = getattr(args, "team", None)
     defaults = {"agents": len(team) if team else EngineConfig.agents, "rounds": EngineConfig.rounds}
-    return EngineConfig(**{**values, **{k: defaults[k] for k in PINNABLE if values.get(k, 0) is None}})
+    for name in PINNABLE:
+        if name in values and values[name] is None:
+            values[name] = defaults[name]
+    return EngineConfig(**values)
 
 
-def note_pinned(args: argparse.Namespace, method: str) -> None:
+def note_pinned(args: argparse.Namespace, method: str, engine: EngineConfig) -> None:
     """Warn (one line on stderr) when the method overrides an --agents, --team or --rounds given (cot: one
     agent, no rounds; self-consistency: no rounds; oracle: one round), so the run is not mistaken for what was
     asked. A warning, not an error: a loop over methods with one set of flags is how comparisons are run."""
     from deliberation import methods
 
-    engine = engine_config(args)
-    pinned = methods.get(method).engine(engine)
+    pinned = methods.get(method).engine(engine)  # engine: ``engine_config(args)``
     for name in PINNABLE:
         given = _given_as(args, name)
         if given and getattr(pinned, name) != getattr(engine, name):

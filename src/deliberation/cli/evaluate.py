@@ -96,12 +96,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     backend, options = run_backend(args)
-    note_pinned(args, args.method)
+    engine = engine_config(args)
+    note_pinned(args, args.method, engine)
     spec = RunSpec(method=args.method, benchmark=benchmark_name(args), split=args.split, limit=args.limit,
-                   backend=backend, backend_options=options, cache=cache_path(args, args.out),
-                   engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
-                   concurrency=args.concurrency, selection=selection(args),
-                   **flags.values(args, RunSpec, only=METHOD_OPTIONS))
+                   backend=backend, backend_options=options, cache=cache_path(args, args.out), engine=engine,
+                   data_dir=args.data_dir, command=command_line(), concurrency=args.concurrency,
+                   selection=selection(args), **flags.values(args, RunSpec, only=METHOD_OPTIONS))
     if args.workers > 1 or args.ray_address:
         from deliberation.runs.distributed import execute_distributed
 

@@ -209,12 +209,13 @@ def _benchmark_names(raw: Mapping[str, Any], source: str) -> tuple[str, ...]:
         _fail(source, f"'benchmarks' is empty; choose from: {', '.join(sorted(benchmarks.BENCHMARKS))}")
     for value in values:
         _check_benchmark(value, source)
-    folders: dict[str, str] = {}
+    seen: dict[str, str] = {}  # folder -> the benchmark that has it
     for value in values:
-        other = folders.setdefault(own.folder_name(value), value)
-        if other != value or values.count(value) > 1:
-            _fail(source, f"benchmarks {other!r} and {value!r} would share the folder {own.folder_name(value)}: "
+        folder = own.folder_name(value)
+        if folder in seen:  # the same name twice, or two files of one stem
+            _fail(source, f"benchmarks {seen[folder]!r} and {value!r} would share the folder {folder}: "
                           "list a benchmark once, and give files of your own different names")
+        seen[folder] = value
     return tuple(values)
 
 
