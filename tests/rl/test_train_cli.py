@@ -95,13 +95,13 @@ def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
 
 def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
     """--offset (and --ids, --sample) choose which train questions are collected, as in delib run and tree."""
-    import gzip
+    from deliberation.rl.rollout_files import ROLLOUTS
+    from deliberation.types import read_gzip_lines
 
     out = tmp_path / "offset"
     assert main(["collect", "--offset", "1000", "--limit", "2", "--samples", "2", "--backend", "scripted",
                  "--out", str(out), "--quiet"]) == 0
-    with gzip.open(out / "rollouts.jsonl.gz", "rt") as f:
-        ids = sorted({json.loads(line)["example_id"] for line in f})
+    ids = sorted(row["example_id"] for row in read_gzip_lines(out / ROLLOUTS, "delib collect"))  # a row a question
     assert ids == ["gsm8k/train/1000", "gsm8k/train/1001"]
     before = (out / "rollouts.jsonl.gz").read_bytes()
     assert main(["collect", "--limit", "3", "--samples", "2", "--backend", "scripted", "--out", str(out),
