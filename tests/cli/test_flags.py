@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import dataclasses
 from dataclasses import dataclass
 
 from deliberation.cli import flags
 from deliberation.cli.common import engine_config
-from deliberation.cli.main import build_parser
+from deliberation.cli.main import build_parser, main
 from deliberation.config import EngineConfig
 from deliberation.rl.config import TrainConfig
 
@@ -55,11 +56,9 @@ def test_delib_run_defaults_are_engine_config_defaults():
     assert engine_config(team).agents == 2
 
 
-def test_an_agent_count_or_depth_the_method_overrides_is_noted_and_recorded_as_given(tmp_path, caplog, capsys):
+def test_an_agent_count_or_depth_the_method_overrides_is_noted_and_recorded_as_given(tmp_path, caplog):
     """cot runs one agent and no rounds whatever --agents and --rounds say: the run goes on (a loop over methods
     with one set of flags is how comparisons are run) and stderr says what did not apply."""
-    from deliberation.cli.main import main
-
     out = tmp_path / "cot"
     with caplog.at_level("WARNING", logger="deliberation"):
         assert main(["run", "--method", "cot", "--agents", "5", "--rounds", "2", "--backend", "scripted", "--limit",
@@ -68,11 +67,11 @@ def test_an_agent_count_or_depth_the_method_overrides_is_noted_and_recorded_as_g
     assert notes == ["delib: note: method cot runs with agents = 1; --agents 5 does not apply (several samples: "
                      "--method self-consistency --agents N)",
                      "delib: note: method cot runs with rounds = 0; --rounds 2 does not apply"]
+    engine = json.loads((out / "config.json").read_text())["engine"]  # as given: resuming older runs keeps working
+    assert (engine["agents"], engine["rounds"]) == (5, 2)
 
 
 def test_nothing_is_noted_for_what_the_method_reads_or_was_not_given(tmp_path, caplog):
-    from deliberation.cli.main import main
-
     with caplog.at_level("WARNING", logger="deliberation"):
         for method, flags_ in (("self-consistency", ["--agents", "5"]), ("debate", ["--rounds", "1"]), ("cot", [])):
             assert main(["run", "--method", method, *flags_, "--backend", "scripted", "--limit", "1",
@@ -81,8 +80,6 @@ def test_nothing_is_noted_for_what_the_method_reads_or_was_not_given(tmp_path, c
 
 
 def test_a_team_or_the_default_depth_given_to_a_method_that_overrides_it_is_noted(tmp_path, caplog):
-    from deliberation.cli.main import main
-
     with caplog.at_level("WARNING", logger="deliberation"):
         assert main(["ask", "What is 2 + 2?", "--method", "oracle", "--rounds", "2", "--backend", "scripted"]) == 0
         assert main(["run", "--method", "cot", "--team", "a,b", "--backend", "scripted", "--limit", "1",
