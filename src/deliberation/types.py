@@ -68,6 +68,25 @@ class TokenLogprob:
 
 
 @dataclass(frozen=True)
+class LogprobSummary:
+    """What a completion's own token log-probabilities say about it, recorded by backends that have the
+    logits anyway so that log-probability confidence can be computed at replay time without regenerating
+    (tree stores, issue 36). Natural-log probabilities of the sampled tokens under the raw logits (before
+    temperature). ``backends/logprob_summary.py`` makes and reads them."""
+
+    mean: float
+    """Mean log-probability of the generated tokens."""
+    lowest_window: float
+    """Lowest mean over any ``WINDOW`` consecutive tokens (the whole completion when shorter): the weakest
+    stretch of the reasoning (DeepConf's lowest group confidence, Fu et al. 2025)."""
+    tail: tuple[float, ...]
+    """Log-probabilities of the last ``TAIL`` tokens, in order: the final answer's tokens are among them."""
+    tail_bounds: tuple[int, ...]
+    """Character offsets in the decoded text bounding the ``tail`` tokens (one more than ``tail``): token k
+    of the tail spells text[tail_bounds[k]:tail_bounds[k + 1]]."""
+
+
+@dataclass(frozen=True)
 class Completion:
     """A backend's answer to one GenerationRequest. Token counts are always filled in."""
 
@@ -80,6 +99,9 @@ class Completion:
     """Seconds from the start of the backend call that produced it until it was done, so the slowest
     completion of a batch gives the batch's time (a cached completion keeps its original value)."""
     cached: bool = False
+    summary: LogprobSummary | None = None
+    """The log-probability summary where the backend gives one (llamacpp); None (absent, not zero) where it
+    does not, and in caches and stores written before it existed."""
 
 
 @dataclass(frozen=True)

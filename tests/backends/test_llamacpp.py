@@ -203,3 +203,16 @@ def test_sampler_follows_the_softmax_and_never_draws_the_far_tail() -> None:
     expected = np.exp(logits[:3] / 0.7) / np.exp(logits[:3] / 0.7).sum()
     assert counts[3] == 0 and np.allclose(counts[:3] / 20000, expected, atol=0.015)
     assert sample(logits, 0.0, rng) == 0
+
+
+def test_every_completion_carries_a_log_probability_summary(backend: LlamaCppBackend) -> None:
+    """The summary is made from the logits the backend samples from: with logprobs asked for, its mean and
+    tail equal the per-token log-probabilities; without, the same text gives the same summary."""
+    asked = backend.generate([ask("Name three colors.", logprobs=True, max_tokens=40)])[0]
+    plain = backend.generate([ask("Name three colors.", max_tokens=40)])[0]
+    assert asked.text == plain.text and asked.summary == plain.summary and plain.summary is not None
+    values = [lp.logprob for lp in asked.logprobs]
+    assert plain.summary.mean == pytest.approx(np.mean(values), abs=1e-4)
+    assert plain.summary.tail == pytest.approx(values[-64:], abs=1e-4)
+    assert plain.summary.lowest_window <= plain.summary.mean <= 0
+    assert plain.summary.tail_bounds[-1] == len(plain.text)

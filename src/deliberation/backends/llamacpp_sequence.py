@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from deliberation.backends.logprob_summary import chosen_logprob, summarize
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
 
@@ -62,6 +63,8 @@ class SequenceState:
     tokens: list[int] = field(default_factory=list)
     data: bytearray = field(default_factory=bytearray)
     logprobs: list[TokenLogprob] = field(default_factory=list)
+    chosen: list[float] = field(default_factory=list)  # every token's log-probability, for the summary
+    ends: list[int] = field(default_factory=list)  # character offset in ``text`` where each token ends
     text: str = ""
     finish: str | None = None
     steps: int = 0  # tokens decoded after the prompt: the sequence's KV cells are its prompt and tokens[:steps]
@@ -91,7 +94,9 @@ class SequenceState:
         self.data += vocab.piece(token)
         if self.request.logprobs:
             self.logprobs.append(token_logprob(logits, token, self.request.top_logprobs, vocab))
+        self.chosen.append(chosen_logprob(logits, token))
         self.text = self.data.decode("utf-8", errors="ignore")
+        self.ends.append(len(self.text))
         cut = [i for i in (self.text.find(s) for s in self.request.stop if s) if i >= 0]
         if cut:
             self.text, self.finish = self.text[: min(cut)], "stop"
@@ -106,6 +111,7 @@ class SequenceState:
             logprobs=tuple(self.logprobs) if self.request.logprobs else None,
             finish_reason=self.finish or "length",
             latency_s=self.latency,
+            summary=summarize(self.chosen, [min(e, len(self.text)) for e in self.ends]),
         )
 
 

@@ -11,6 +11,7 @@ from deliberation.cli.common import (add_backend_args, add_data_args, add_engine
 
 TREE_EPILOG = """examples:
   delib tree --benchmark gsm8k --limit 100 --samples 9 --concurrency 3 --out trees/gsm8k   # resumable
+  delib tree --benchmark gsm8k --limit 100 --samples 6 --methods mpdf --out trees/mpdf     # REFINE nodes only
   delib evaluate --trees trees/gsm8k --method mpdf,agreement-threshold,debate --out runs/replay
   delib evaluate --trees trees/gsm8k --method self-consistency --agents 9 --offline --out runs/sc9"""
 
@@ -31,7 +32,7 @@ def _tree_parser(sub: argparse._SubParsersAction) -> None:
     add_data_args(p)
     p.add_argument("--out", required=True, help="tree store directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    flags.add_flags(p, TreeSpec, only=("samples",))
+    flags.add_flags(p, TreeSpec, only=("samples", "methods"))
     add_backend_args(p)
     add_engine_args(p)
     p.set_defaults(func=cmd_tree)
@@ -63,7 +64,8 @@ def cmd_tree(args: argparse.Namespace) -> int:
     spec = TreeSpec(benchmark=benchmark_name(args), split=args.split, limit=args.limit, backend=args.backend,
                     backend_options=backend_options(args), cache=cache_path(args, args.out),
                     engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
-                    concurrency=args.concurrency, samples=args.samples, selection=selection(args))
+                    concurrency=args.concurrency, samples=args.samples, methods=args.methods,
+                    selection=selection(args))
     print(f"{build(spec, args.out, progress=not args.quiet)} questions built in {args.out}")
     return 0
 

@@ -5,7 +5,8 @@ answer, CONCEDE adopts the peer the engine's rule picks (no call), REFINE is one
 round-0 solutions. So per question the build makes: round 0 (N answers and their critic calls), K - N
 further round-0 samples (self-consistency at any k <= K), and for each update prompt some registered
 method uses (refine, debate, reconcile) one call per agent, with critic calls where a method using that
-prompt computes confidence. That fixes all 3^N joint actions of round 1 for every method. Everything goes
+prompt computes confidence. That fixes all 3^N joint actions of round 1 for every method (``--methods``: for
+those methods only, which is cheaper where they share one update prompt). Everything goes
 through the engine's own functions and through the response cache, so ``delib run`` with the same cache
 is served the very same completions (llama.cpp's output can depend on which requests share a batch).
 """
@@ -37,18 +38,29 @@ class TreeSpec(Workload):
 
     samples: int = 0
     """Round-0 samples recorded per question (at least --agents; more serve self-consistency at k <= K)."""
+    methods: tuple[str, ...] = ()
+    """Record only the round-1 nodes these methods read (their update prompts, with the critic where one of
+    them computes confidence); other methods then replay offline only where they need nothing else.
+    Default: every registered method."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        for name in self.methods:
+            methods.get(name)  # an unknown name is a one-line error listing the registered ones
         if self.samples and self.samples < self.engine.agents:
             raise DelibError(f"--samples {self.samples} is fewer than --agents {self.engine.agents}; give at "
                              "least as many round-0 samples as agents (or leave it out)")
 
 
-def update_specs() -> list[MethodSpec]:
-    """One spec per update prompt the registered methods use, with the critic on where any of them uses it."""
+def recorded_methods(spec: TreeSpec) -> tuple[str, ...]:
+    """The methods whose round-1 nodes the build records: ``spec.methods``, or every registered one."""
+    return spec.methods or tuple(methods.METHODS)
+
+
+def update_specs(names: tuple[str, ...]) -> list[MethodSpec]:
+    """One spec per update prompt the methods ``names`` use, with the critic on where any of them uses it."""
     found: dict[Any, MethodSpec] = {}
-    for name in methods.METHODS:
+    for name in names:
         spec = methods.get(name).spec(MethodConfig())
         if spec.policy is None:
             continue
@@ -65,8 +77,8 @@ def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
             "benchmark": spec.benchmark, "split": spec.split, "temperature": engine.temperature,
             "max_tokens": engine.max_tokens, "seed": engine.seed, "verbal_confidence": engine.verbal_confidence,
             "prompt_version": prompts.get(engine.prompts).version, "agents": engine.agents,
-            "samples": max(spec.samples, engine.agents), "cache": spec.cache, "command": spec.command,
-            **selection_entry(spec.selection)}
+            "samples": max(spec.samples, engine.agents), "methods": list(recorded_methods(spec)),
+            "cache": spec.cache, "command": spec.command, **selection_entry(spec.selection)}
 
 
 def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> str:
@@ -87,7 +99,7 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     from tqdm import tqdm
 
     examples = load_selected(benchmarks.get(spec.benchmark), spec.split, spec.limit, spec.selection, spec.data_dir)
-    updates = update_specs()
+    updates = update_specs(recorded_methods(spec))
     inner = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
         store = TreeStore.create(out, manifest(spec, inner))

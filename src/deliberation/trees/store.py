@@ -8,7 +8,8 @@ episode is the online one by construction (same engine code, same requests, same
 
 Directory layout:
 - ``manifest.json``: what the outcomes depend on (backend, model, the engine settings that shape requests,
-  the prompt version, benchmark and split, agents and round-0 samples recorded, the command, and, when not
+  the prompt version, benchmark and split, agents, round-0 samples and the methods whose round-1 nodes are
+  recorded (for every built question: a build resumed with fewer narrows them), the command, and, when not
   the whole split, the question ``selection``: its first N questions are the store's); a store refuses
   requests made under other settings, and a build of another selection;
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from deliberation import benchmarks
+from deliberation import benchmarks, methods
 from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.cache import request_key
 from deliberation.benchmarks.selection import load_selected
@@ -82,6 +83,7 @@ class TreeStore:
             if store.nodes:  # a store that holds no node yet never blocks new settings
                 check_settings(store.manifest, manifest, path)
                 check_selection(store.manifest, manifest, path)
+                store.narrow(manifest)
                 return store
         path.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path / MANIFEST, {**manifest, "format": FORMAT})
@@ -102,6 +104,15 @@ class TreeStore:
             if row.get("built"):
                 built.add(row["example_id"])
         return cls(path, manifest, nodes, built)
+
+    def narrow(self, wanted: Mapping[str, Any]) -> None:
+        """A build resuming with fewer round-0 samples or methods than before: the manifest then promises
+        only what every built question holds (the fewer samples, the methods both builds recorded)."""
+        samples = min(self.manifest["samples"], wanted["samples"])
+        recorded = [m for m in self.manifest.get("methods", wanted["methods"]) if m in wanted["methods"]]
+        if (samples, recorded) != (self.manifest["samples"], self.manifest.get("methods")):
+            self.manifest = {**self.manifest, "samples": samples, "methods": recorded}
+            write_json_atomic(self.path / MANIFEST, self.manifest)
 
     def add(self, example_id: str, nodes: Sequence[Node]) -> None:
         """Record ``nodes`` of ``example_id`` durably (one gzip member), skipping keys already held."""
@@ -190,8 +201,11 @@ class TreeBackend:
             return {}
         if self.inner is None:
             node = node_of(self.name, self.scope, requests[0], Completion("", 0, 0))
+            recorded = self.store.manifest.get("methods")
+            partial = recorded is not None and set(recorded) != set(methods.METHODS)
+            only = f"; it records round 1 of {', '.join(recorded)} only" if partial else ""
             raise DelibError(f"{self.store.path} has no {node.kind} node of agent {node.agent} for question "
-                             f"{self._example(requests[0])} (offline); {self.missing_hint}")
+                             f"{self._example(requests[0])} (offline{only}); {self.missing_hint}")
         self.calls += len(requests)
         nodes = [node_of(self.name, self.scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
         for example in dict.fromkeys(self._example(r) for r in requests):

@@ -1,0 +1,58 @@
+"""Log-probability summaries of completions: made by backends that have the logits, read at replay time.
+
+A backend that samples from the logits itself (llamacpp) knows each sampled token's log-probability at no
+extra model cost. It keeps a small summary on the completion (``types.LogprobSummary``) rather than every
+token, so tree stores can compute log-probability confidence signals offline (issue 36): the mean over
+all tokens (Kadavath et al. 2022's sequence likelihood), the weakest ``WINDOW``-token stretch (DeepConf's
+lowest group confidence, Fu et al. 2025), and the final answer's tokens, found in the recorded tail.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from deliberation.types import LogprobSummary
+
+WINDOW = 16
+"""Tokens per sliding window of ``LogprobSummary.lowest_window``."""
+TAIL = 64
+"""Last tokens whose log-probabilities are kept: a final answer and the sentence around it fit."""
+DIGITS = 4
+"""Decimals kept (1e-4 nats is far below any signal; keeps stores small)."""
+
+
+def chosen_logprob(logits: np.ndarray, token: int) -> float:
+    """log softmax(logits)[token] over the raw logits (before temperature). The exponentials stay in the
+    logits' float32 (9x faster than float64 over a 152k vocabulary, ~0.15 ms a token) and are summed in
+    float64: within 1e-6 nats of the float64 value, far below the 1e-4 kept."""
+    top = logits.max()
+    return float(logits[token] - top - np.log(np.exp(logits - top).sum(dtype=np.float64)))
+
+
+def summarize(logprobs: Sequence[float], ends: Sequence[int]) -> LogprobSummary | None:
+    """The summary of a completion whose k-th token has log-probability ``logprobs[k]`` and ends at
+    character ``ends[k]`` of the text; None for an empty completion (nothing to summarize)."""
+    if not logprobs:
+        return None
+    values = np.asarray(logprobs, dtype=np.float64)  # [T]
+    width = min(WINDOW, len(values))
+    sums = np.convolve(values, np.ones(width), mode="valid")  # [T - width + 1]: sum of each window
+    first = max(len(values) - TAIL, 0)
+    return LogprobSummary(mean=round(float(values.mean()), DIGITS),
+                          lowest_window=round(float(sums.min() / width), DIGITS),
+                          tail=tuple(round(float(v), DIGITS) for v in values[first:]),
+                          tail_bounds=(int(ends[first - 1]) if first else 0, *(int(e) for e in ends[first:])))
+
+
+def answer_mean(summary: LogprobSummary, text: str, answer: str | None) -> float | None:
+    """Mean log-probability of the tokens that spell the last occurrence of ``answer`` in ``text`` (its
+    final answer); None when there is no answer, it is not in the text, or it begins before the tail."""
+    start = text.rfind(answer) if answer else -1
+    if start < summary.tail_bounds[0]:
+        return None
+    stop = start + len(answer or "")
+    spans = zip(summary.tail, summary.tail_bounds, summary.tail_bounds[1:])
+    inside = [lp for lp, lo, hi in spans if hi > start and lo < stop]
+    return round(sum(inside) / len(inside), DIGITS) if inside else None

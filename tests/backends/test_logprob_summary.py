@@ -1,0 +1,60 @@
+"""Log-probability summaries (backends/logprob_summary.py): the mean, the weakest window, and the final
+answer's tokens found again in the recorded tail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deliberation.backends.logprob_summary import TAIL, WINDOW, answer_mean, chosen_logprob, summarize
+from deliberation.types import Completion, LogprobSummary, from_json, to_json
+
+
+def spelled(pieces: list[str]) -> tuple[str, list[int]]:
+    """The text the tokens ``pieces`` spell and where each ends."""
+    ends = list(np.cumsum([len(p) for p in pieces]))
+    return "".join(pieces), ends
+
+
+def test_mean_and_lowest_window_of_a_known_sequence() -> None:
+    values = [-0.1] * 40 + [-3.0] * WINDOW + [-0.1] * 40
+    s = summarize(values, list(range(1, len(values) + 1)))
+    assert s.mean == pytest.approx(np.mean(values), abs=1e-4)
+    assert s.lowest_window == pytest.approx(-3.0)
+    assert len(s.tail) == TAIL and len(s.tail_bounds) == TAIL + 1
+
+
+def test_a_short_completion_is_one_window_and_an_empty_one_has_no_summary() -> None:
+    s = summarize([-1.0, -2.0], [3, 5])
+    assert s.lowest_window == pytest.approx(-1.5) and s.tail_bounds == (0, 3, 5)
+    assert summarize([], []) is None
+
+
+def test_the_final_answer_tokens_are_found_in_the_tail() -> None:
+    pieces = ["The", " total", " is", " 4", "2", ".", " So", " 4", "2", "."]
+    values = [-0.5, -0.5, -0.5, -9.0, -9.0, -0.5, -0.5, -1.0, -3.0, -0.5]
+    text, ends = spelled(pieces)
+    s = summarize(values, ends)
+    assert answer_mean(s, text, "42") == pytest.approx(-2.0)  # the last "42": tokens " 4" and "2"
+    assert answer_mean(s, text, "17") is None and answer_mean(s, text, None) is None
+
+
+def test_an_answer_before_the_recorded_tail_is_absent_not_guessed() -> None:
+    pieces = ["7"] + ["x"] * (TAIL + 5)
+    text, ends = spelled(pieces)
+    assert answer_mean(summarize([-1.0] * len(pieces), ends), text, "7") is None
+
+
+def test_chosen_logprob_is_the_log_softmax() -> None:
+    logits = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    expected = 2.0 - np.log(np.exp(logits.astype(np.float64)).sum())
+    assert chosen_logprob(logits, 1) == pytest.approx(expected)
+
+
+def test_completions_round_trip_with_and_without_a_summary() -> None:
+    """Caches and stores written before summaries existed read back with none."""
+    summary = LogprobSummary(-0.2, -1.0, (-0.1, -0.3), (0, 2, 4))
+    with_it = Completion("abcd", 3, 2, summary=summary)
+    assert from_json(Completion, to_json(with_it)) == with_it
+    old = {k: v for k, v in to_json(with_it).items() if k != "summary"}
+    assert from_json(Completion, old).summary is None

@@ -1,0 +1,85 @@
+"""``delib tree --methods``: a store records only the round-1 nodes the named methods read, its manifest
+says so, those methods replay offline exactly, and a build resumed with fewer samples or methods narrows
+what the manifest promises (issue 36)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.trees.store import TreeStore
+
+QUESTIONS = 3
+
+
+def delib(*argv: str) -> int:
+    return main([*argv, "--quiet"])
+
+
+def build(out: Path, *extra: str) -> None:
+    assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--out", str(out), *extra) == 0
+
+
+def episodes(run: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    for row in rows:
+        del row["wall_seconds"], row["generation_seconds"]
+        for turn in row["turns"]:
+            del turn["cached"]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("tree-methods")
+    build(root / "all", "--samples", "6")
+    build(root / "mpdf", "--samples", "6", "--methods", "mpdf")
+    return root / "all", root / "mpdf"
+
+
+def test_a_store_for_one_method_holds_fewer_nodes_and_says_which(stores):
+    full, mpdf = stores
+    small, large = TreeStore.open(mpdf), TreeStore.open(full)
+    assert small.manifest["methods"] == ["mpdf"] and "debate" in large.manifest["methods"]
+    assert set(small.nodes) < set(large.nodes)  # the same requests, fewer of them
+    assert {n.kind for n in small.nodes.values()} == {"answer", "critic", "update"}
+    assert small.built == large.built
+
+
+@pytest.mark.parametrize("method", ["mpdf", "always-refine", "confidence-threshold", "self-consistency"])
+def test_methods_reading_only_recorded_nodes_replay_offline_as_online(stores, tmp_path, method):
+    _, mpdf = stores
+    replay, run = tmp_path / "replay", tmp_path / "run"
+    assert delib("evaluate", "--trees", str(mpdf), "--method", method, "--rounds", "1", "--offline",
+                 "--out", str(replay)) == 0
+    assert delib("run", "--method", method, "--backend", "scripted", "--limit", str(QUESTIONS), "--rounds", "1",
+                 "--out", str(run)) == 0
+    assert episodes(replay) == episodes(run)
+
+
+def test_a_method_whose_nodes_were_not_recorded_is_named_offline(stores, tmp_path, capsys):
+    _, mpdf = stores
+    assert delib("evaluate", "--trees", str(mpdf), "--method", "debate", "--rounds", "1", "--no-early-stop",
+                 "--offline", "--out", str(tmp_path / "r")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "records round 1 of mpdf only" in err
+
+
+def test_an_unknown_method_is_one_line_and_builds_nothing(tmp_path, capsys):
+    assert delib("tree", "--backend", "scripted", "--limit", "1", "--methods", "mpdf,telepathy",
+                 "--out", str(tmp_path / "s")) == 2
+    assert "unknown method 'telepathy'" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_resuming_with_fewer_samples_and_methods_narrows_the_manifest(tmp_path):
+    """The old store recorded 6 samples and every method for its first questions; resumed with 4 samples
+    and mpdf only, the manifest promises what every built question holds."""
+    out = tmp_path / "s"
+    assert delib("tree", "--backend", "scripted", "--limit", "1", "--samples", "6", "--out", str(out)) == 0
+    build(out, "--samples", "4", "--methods", "mpdf")
+    store = TreeStore.open(out)
+    assert store.manifest["samples"] == 4 and store.manifest["methods"] == ["mpdf"] and len(store.built) == QUESTIONS
