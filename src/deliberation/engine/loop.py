@@ -28,7 +28,8 @@ from deliberation.engine import prompts
 from deliberation.engine.consensus import Ballot, support, vote
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.state import AgentView, Observation, observe
-from deliberation.types import Action, Completion, Episode, Example, GenerationRequest, Message, Turn
+from deliberation.types import (Action, Completion, Episode, Example, GenerationRequest, LogprobSummary, Message,
+                                Turn)
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,13 @@ class AgentRecord:
     history: tuple[Message, ...] = ()
     """The conversation that produced ``text``, ending with it as the assistant turn (what continuation
     prompts extend); empty means a round-0 answer (``history_of`` fills it in)."""
+    summary: LogprobSummary | None = None
+    """The log-probability summary of the completion that produced ``text`` (None where the backend or an
+    older store gives none)."""
 
     def view(self) -> AgentView:
-        return AgentView(self.key, self.text, self.confidence, self.completion_tokens, self.changed, self.truncated)
+        return AgentView(self.key, self.text, self.confidence, self.completion_tokens, self.changed, self.truncated,
+                         self.summary)
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,8 @@ def answer_key(ctx: Context, text: str) -> str | None:
 def record_of(ctx: Context, completion: Completion, changed: bool, asked: tuple[Message, ...]) -> AgentRecord:
     """Turn the completion of the request ``asked`` into an agent record (confidence filled in later)."""
     return AgentRecord(completion.text, answer_key(ctx, completion.text), None, completion.completion_tokens,
-                       completion.finish_reason == "length", changed, (*asked, Message("assistant", completion.text)))
+                       completion.finish_reason == "length", changed, (*asked, Message("assistant", completion.text)),
+                       completion.summary)
 
 
 def history_of(ctx: Context, record: AgentRecord) -> tuple[Message, ...]:

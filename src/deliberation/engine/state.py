@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from deliberation.engine.consensus import support
+from deliberation.types import LogprobSummary
 
 FEATURE_VERSION = 1
 FEATURE_NAMES: tuple[str, ...] = (
@@ -57,6 +58,7 @@ class AgentView:
     completion_tokens: int
     changed: bool
     truncated: bool
+    summary: LogprobSummary | None = None  # the completion's log-probability summary, where recorded
 
 
 @dataclass(frozen=True)
