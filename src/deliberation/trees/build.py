@@ -3,7 +3,8 @@
 At round 1 an agent's outcome under each action depends only on the round-0 state: PERSIST keeps its
 answer, CONCEDE adopts the peer the engine's rule picks (no call), REFINE is one call that sees the peers'
 round-0 solutions. So per question the build makes: round 0 (N answers and their critic calls), K - N
-further round-0 samples (self-consistency at any k <= K), and for each update prompt some registered
+further round-0 samples with their critic calls (self-consistency and its confidence-weighted form at any
+k <= K), and for each update prompt some registered
 method uses (refine, debate, reconcile) one call per agent, with critic calls where a method using that
 prompt computes confidence. That fixes all 3^N joint actions of round 1 for every method (``--methods``: for
 those methods only, which is cheaper where they share one update prompt). Everything goes
@@ -14,6 +15,7 @@ is served the very same completions (llama.cpp's output can depend on which requ
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from deliberation import benchmarks, methods
@@ -23,12 +25,13 @@ from deliberation.backends.concurrent import in_flight, stopping
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine import prompts
-from deliberation.engine.loop import act, generate, initial_round, make_context
+from deliberation.engine.loop import act, generate, initial_round, make_context, record_of, score_confidence
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.trees.store import TreeBackend, TreeStore, selection_entry
+from deliberation.trees.lock import refuse_if_locked
+from deliberation.trees.store import BUSY_FIX, TreeBackend, TreeStore, selection_entry
 from deliberation.types import Action, Example
 
 
@@ -82,36 +85,49 @@ def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
 
 
 def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> str:
-    """Round 0 (with critic), the extra round-0 samples, and every agent's REFINE under each update prompt."""
+    """Round 0 and the extra round-0 samples (each with its critic call: confidence-weighted
+    self-consistency reads them), and every agent's REFINE under each update prompt."""
     bench = benchmarks.get(spec.benchmark)
     ctx = make_context(example, backend, bench, spec.engine, MethodSpec("tree", ConstantPolicy(Action.REFINE),
                                                                        confidence=True))
     records, _ = initial_round(ctx)
     extra = range(spec.engine.agents, spec.samples)
-    generate(ctx, [prompts.initial_messages(ctx.question)] * len(extra), extra, 0)
+    asked = prompts.initial_messages(ctx.question)
+    samples = generate(ctx, [asked] * len(extra), extra, 0)
+    score_confidence(ctx, [record_of(ctx, c, True, asked) for c in samples])
     for update in updates:
         act(make_context(example, backend, bench, spec.engine, update), records, [Action.REFINE] * len(records), 1)
     return example.id
 
 
 def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
-    """Build (or resume) the store ``out``; returns the number of questions built in it."""
-    from tqdm import tqdm
-
+    """Build (or resume) the store ``out`` as its one writer (another process building into it, or adding
+    nodes, is refused before the model loads); returns the number of questions built in it."""
     examples = load_selected(benchmarks.get(spec.benchmark), spec.split, spec.limit, spec.selection, spec.data_dir)
     updates = update_specs(recorded_methods(spec))
+    refuse_if_locked(Path(out), BUSY_FIX)
     inner = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
         store = TreeStore.create(out, manifest(spec, inner))
-        backend = TreeBackend(store, inner, examples)
-        todo = [e for e in examples if e.id not in store.built]
-        answered = stopping(in_flight(lambda e, b: build_question(e, b, spec, updates), todo, backend,
-                                      spec.concurrency), backend)
-        with tqdm(total=len(todo), disable=not progress, unit="q") as bar, answered as done:
-            for example_id in done:
-                store.mark_built(example_id)
-                bar.update()
+        try:
+            _build_missing(store, TreeBackend(store, inner, examples), examples, spec, updates, progress)
+        finally:
+            store.unlock()
     finally:
         benchmarks.close_all()
         inner.close()
     return len(store.built)
+
+
+def _build_missing(store: TreeStore, backend: TreeBackend, examples: list[Example], spec: TreeSpec,
+                   updates: list[MethodSpec], progress: bool) -> None:
+    """Build the questions the store has not built yet, marking each as it finishes."""
+    from tqdm import tqdm
+
+    todo = [e for e in examples if e.id not in store.built]
+    answered = stopping(in_flight(lambda e, b: build_question(e, b, spec, updates), todo, backend,
+                                  spec.concurrency), backend)
+    with tqdm(total=len(todo), disable=not progress, unit="q") as bar, answered as done:
+        for example_id in done:
+            store.mark_built(example_id)
+            bar.update()
