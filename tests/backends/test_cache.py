@@ -208,3 +208,97 @@ def test_a_damaged_cache_file_is_one_line_naming_it_and_the_way_out(tmp_path: Pa
     message = str(err.value)
     assert len(message.splitlines()) == 1 and str(path) in message
     assert "malformed" in message and "delete it" in message and "--cache none" in message
+
+
+# --- damaged rows: a checksum per row (issue 38) ---------------------------------------------------------
+
+
+def stored_row(path: Path, key: str) -> tuple[bytes, str | None]:
+    """The raw stored text of ``key`` and its checksum (None when it has none), read with sqlite3."""
+    with sqlite3.connect(path) as conn:
+        text = conn.execute("SELECT CAST(completion AS BLOB) FROM completions WHERE key = ?", (key,)).fetchone()[0]
+        digest = conn.execute("SELECT sha256 FROM checksums WHERE key = ?", (key,)).fetchone()
+    return text, digest and digest[0]
+
+
+def overwrite(path: Path, key: str, text: bytes | None = None, digest: str | None = None) -> None:
+    """Put ``text`` (raw bytes, stored as TEXT as a flipped bit on disk leaves them) or ``digest`` in a row."""
+    with sqlite3.connect(path) as conn:
+        if text is not None:
+            conn.execute("UPDATE completions SET completion = CAST(? AS TEXT) WHERE key = ?", (text, key))
+        if digest is not None:
+            conn.execute("UPDATE checksums SET sha256 = ? WHERE key = ?", (digest, key))
+    conn.close()
+
+
+def damage_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "deliberation.backends.cache" and "damaged" in
+            r.getMessage()]
+
+
+def test_a_flipped_bit_anywhere_in_a_stored_completion_is_never_served(tmp_path: Path, caplog) -> None:
+    path, request = tmp_path / "c.sqlite", req("flip me", seed=3)
+    inner = CountingBackend()
+    cache = CachedBackend(inner, path)
+    cache.generate([request])
+    key = request_key("fake", "echo", request)
+    original, _ = stored_row(path, key)
+    for at in range(len(original)):
+        flipped = bytearray(original)
+        flipped[at] ^= 1 << (at % 8)
+        overwrite(path, key, bytes(flipped))
+        out = cache.generate([request])[0]
+        assert (out.text, out.cached) == ("flip me/3", False), f"byte {at}"  # generated again, not served
+        assert stored_row(path, key)[0] == original  # and stored anew
+    assert inner.calls == 1 + len(original)
+    assert cache.generate([request])[0].cached and inner.calls == 1 + len(original)
+    (warning,) = damage_warnings(caplog)  # once per cache, naming the file
+    assert str(path) in warning and "\n" not in warning
+
+
+def test_a_damaged_checksum_regenerates_the_row_and_heals_it(tmp_path: Path) -> None:
+    path, inner = tmp_path / "c.sqlite", CountingBackend()
+    cache = CachedBackend(inner, path)
+    cache.generate([req()])
+    key = request_key("fake", "echo", req())
+    text, digest = stored_row(path, key)
+    overwrite(path, key, digest=("0" if digest[0] != "0" else "1") + digest[1:])
+    assert not cache.generate([req()])[0].cached and inner.calls == 2
+    assert stored_row(path, key) == (text, digest)
+    assert cache.generate([req()])[0].cached and inner.calls == 2
+
+
+def test_rows_without_a_checksum_are_served_and_an_older_writer_still_works(tmp_path: Path) -> None:
+    """A cache written before checksums (one table, rows of four columns) keeps its answers; a process of the
+    older version writing beside this one (its INSERT names no columns) keeps working."""
+    path = tmp_path / "c.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE completions (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, "
+                     "completion TEXT NOT NULL)")
+        row = '{"text": "legacy", "prompt_tokens": 1, "completion_tokens": 1}'
+        conn.execute("INSERT INTO completions VALUES (?, 'fake', 'echo', ?)", (request_key("fake", "echo", req()), row))
+    conn.close()
+    inner = CountingBackend()
+    cache = CachedBackend(inner, path)
+    assert cache.generate([req()])[0].text == "legacy" and inner.calls == 0
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT OR IGNORE INTO completions VALUES (?, 'fake', 'echo', ?)",
+                     (request_key("fake", "echo", req(seed=9)), row.replace("legacy", "older")))
+    conn.close()
+    assert cache.generate([req(seed=9)])[0].text == "older" and inner.calls == 0
+
+
+@pytest.mark.parametrize("damage", [b'{"tezt": "q/0", "prompt_tokens": 3}', b'{"text": "q/0", "prompt_t', b"\xff\xfe",
+                                    b"[1, 2]"])
+def test_a_legacy_row_that_does_not_decode_is_generated_again(tmp_path: Path, damage: bytes, caplog) -> None:
+    path, inner = tmp_path / "c.sqlite", CountingBackend()
+    cache = CachedBackend(inner, path)
+    cache.generate([req()])
+    key = request_key("fake", "echo", req())
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM checksums")  # as written before checksums existed
+    conn.close()
+    overwrite(path, key, damage)
+    out = cache.generate([req()])[0]
+    assert (out.text, out.cached, inner.calls) == ("q/0", False, 2)
+    assert len(damage_warnings(caplog)) == 1

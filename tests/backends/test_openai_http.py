@@ -1,7 +1,7 @@
 """The OpenAI-compatible HTTP backend against a scripted fake server on 127.0.0.1: request mapping,
-response mapping, retries (timeout, 5xx, 429, malformed JSON, null content), Retry-After, a warning per
-retry, the total time of a request, immediate failure on 4xx, clear errors when retries run out or nothing
-listens, the bound on requests in flight, and the options in --help."""
+response mapping, retries (timeout, 5xx, 429, malformed JSON, null or empty content), Retry-After, a warning
+per retry, the total time of a request (a trickled body included), immediate failure on 4xx, clear errors
+when retries run out or nothing listens, the bound on requests in flight, and the options in --help."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ class FakeOpenAI:
 
     Behaviours: "ok", "no-usage", "500", "429", "400", "malformed", "sleep" (answers after ``sleep_s``),
     "hold" (answers ok after ``hold_s``; used to observe concurrency), "429-after:VALUE" (429 with a
-    Retry-After header), "hang" (never answers), "null-content" (200 whose message content is null). It
-    records every request body and the largest number of requests it was handling at once.
+    Retry-After header), "hang" (never answers), "null-content" / "empty-content" (200 whose message content
+    is null / ""), "trickle" (an ok answer sent one byte every ``sleep_s``). It records every request body
+    and the largest number of requests it was handling at once.
     """
 
     def __init__(self, script: list[str], default: str = "ok", sleep_s: float = 2.0, hold_s: float = 0.0):
@@ -95,9 +96,9 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if behaviour.startswith("429-after:"):
                 error = json.dumps({"error": {"message": "slow down"}}).encode()
                 self._send(429, error, {"Retry-After": behaviour.split(":", 1)[1]})
-            elif behaviour == "null-content":
+            elif behaviour in ("null-content", "empty-content"):
                 response = chat_completion(body)
-                response["choices"][0]["message"]["content"] = None
+                response["choices"][0]["message"]["content"] = None if behaviour == "null-content" else ""
                 response["choices"][0]["finish_reason"] = "stop"  # a failed answer, not one cut off by the limit
                 self._send(200, json.dumps(response).encode())
             elif behaviour in ("500", "429", "400"):
@@ -105,16 +106,20 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             elif behaviour == "malformed":
                 self._send(200, b'{"choices": [{"message": ')
             else:
-                self._send(200, json.dumps(chat_completion(body, usage=behaviour != "no-usage")).encode())
+                payload = json.dumps(chat_completion(body, usage=behaviour != "no-usage")).encode()
+                self._send(200, payload, trickle_s=server.sleep_s if behaviour == "trickle" else 0.0)
 
-        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None,
+                  trickle_s: float = 0.0) -> None:
             self.send_response(status)
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            for at in range(0, len(payload), 1 if trickle_s else len(payload)):  # bounded by the payload
+                self.wfile.write(payload[at : at + (1 if trickle_s else len(payload))])
+                time.sleep(trickle_s)
 
         def log_message(self, *args: Any) -> None:
             """Keep the test output clean."""
@@ -185,7 +190,7 @@ def test_missing_usage_falls_back_to_estimates(serve) -> None:
     assert with_lp.completion_tokens == 3  # one per returned logprob entry
 
 
-@pytest.mark.parametrize("failure", ["500", "429", "malformed", "null-content"])
+@pytest.mark.parametrize("failure", ["500", "429", "malformed", "null-content", "empty-content"])
 def test_transient_failure_is_retried(serve, failure: str) -> None:
     server = serve([failure])
     out = backend(server).generate([req()])
@@ -326,12 +331,25 @@ def test_total_timeout_bounds_a_request_before_its_retries_run_out(serve) -> Non
     assert len(server.bodies) <= 4  # attempts that fit in 1 s of 0.4 s each, not 51
 
 
+@pytest.mark.timeout(60)
+def test_total_timeout_bounds_a_server_that_trickles_its_answer(serve) -> None:
+    """One byte every 0.2 s never trips httpx's per-read timeout of 1 s: unbounded, the first attempt alone
+    would take ~50 s (and an endless trickle forever); the deadline ends each attempt after timeout_s."""
+    server = serve([], default="trickle", sleep_s=0.2)
+    began = time.perf_counter()
+    with pytest.raises(DelibError, match="total_timeout_s=N") as err:
+        backend(server, timeout_s=1.0, max_retries=50, total_timeout_s=2.5).generate([req()])
+    assert time.perf_counter() - began < 15 and "APITimeoutError" in str(err.value)
+    assert len(server.bodies) <= 4  # attempts that fit in 2.5 s of 1 s each, not 51
+
+
 @pytest.mark.timeout(30)
-def test_null_content_is_never_cached_as_an_empty_answer(serve, tmp_path: Path) -> None:
-    server = serve(["null-content", "null-content"])
+@pytest.mark.parametrize("content", ["null", "empty"])
+def test_null_or_empty_content_is_never_cached_as_an_empty_answer(serve, tmp_path: Path, content: str) -> None:
+    server = serve([f"{content}-content"] * 2)
     cached = make_backend("openai", cache=str(tmp_path / "responses.sqlite"), model="fake-model",
                           base_url=server.base_url, max_retries=1, backoff_s=0.01)  # fmt: skip
-    with pytest.raises(DelibError, match="content is null"):
+    with pytest.raises(DelibError, match=f"content is {content}"):
         cached.generate([req()])
     assert cached.generate([req()])[0].text == "echo: hi"  # asked again: nothing was cached
     assert len(server.bodies) == 3

@@ -13,6 +13,14 @@ process's short transaction instead of failing; one short transaction per ``gene
 ``INSERT OR IGNORE`` so two processes computing the same key both succeed (the first row wins; with
 the same seed both rows are the same anyway). ``synchronous=NORMAL`` in WAL mode keeps every committed
 transaction across a killed process (only an OS crash or power loss can drop the last commits).
+
+Integrity: SQLite checks its pages, not the values in them, so a flipped bit in a stored completion used to
+change an episode silently or fail in decoding. Each row's text therefore has its SHA-256 in the table
+``checksums`` (a table of its own rather than a column, so a process of an older version can keep reading
+and writing the same file: its rows just have none). A row whose checksum does not match, or that does not
+decode, is damaged: it is never served but deleted and treated as a miss (generated again and stored anew),
+with one warning per ``CachedBackend`` naming the file. A row without a checksum (written before they
+existed, or by an older version) is served as before.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -32,16 +41,29 @@ from deliberation.backends.base import Backend, interrupt
 from deliberation.errors import DelibError
 from deliberation.types import Completion, GenerationRequest, from_json, to_json
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS completions (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS completions (
     key TEXT PRIMARY KEY,
     backend TEXT NOT NULL,
     model TEXT NOT NULL,
     completion TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS checksums (
+    key TEXT PRIMARY KEY,
+    sha256 TEXT NOT NULL
+)""",
 )
-"""
+_LOOKUP = ("SELECT c.key, CAST(c.completion AS BLOB), s.sha256 FROM completions AS c "
+           "LEFT JOIN checksums AS s ON s.key = c.key WHERE c.key IN ({marks})")
+"""Rows as raw bytes (a damaged row need not be valid UTF-8) with their checksum, None for a legacy row."""
+_INSERT = "INSERT OR IGNORE INTO completions (key, backend, model, completion) VALUES (?, ?, ?, ?)"
+_INSERT_CHECKSUM = ("INSERT OR REPLACE INTO checksums (key, sha256) "
+                    "SELECT key, ? FROM completions WHERE key = ? AND completion = ?")
+"""A checksum is written only for a stored row holding exactly the text it was computed from (another
+process may have stored other text under the key first), so it always describes the row."""
 _BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another process's transaction
 _MAX_PARAMS = 500  # stay below SQLite's bound on host parameters per statement
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -83,7 +105,8 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         with conn:
-            conn.execute(_SCHEMA)
+            for statement in _SCHEMA:
+                conn.execute(statement)
     except sqlite3.DatabaseError as err:
         raise unusable(path, err) from err
     return conn
@@ -119,6 +142,7 @@ class CachedBackend:
         self._conn = connect(self.path)
         self.hits = 0
         self.misses = 0
+        self._warned = False  # about damaged rows, once
 
     @property
     def stats(self) -> CacheStats:
@@ -164,25 +188,45 @@ class CachedBackend:
         return fresh
 
     def _lookup(self, keys: list[str]) -> dict[str, Completion]:
-        """Stored completions for those of ``keys`` that are in the cache, marked ``cached=True``."""
+        """Stored intact completions for those of ``keys`` that are in the cache, marked ``cached=True``;
+        damaged rows are discarded (module docstring), so their keys are misses."""
         unique = list(dict.fromkeys(keys))
-        rows: list[tuple[str, str]] = []
+        rows: list[tuple[str, object, object]] = []
         with self._lock, self._guard():
             conn = self._connection()
             for start in range(0, len(unique), _MAX_PARAMS):
                 chunk = unique[start : start + _MAX_PARAMS]
-                marks = ",".join("?" * len(chunk))
-                query = f"SELECT key, completion FROM completions WHERE key IN ({marks})"
-                rows.extend(conn.execute(query, chunk).fetchall())
-        return {key: _decode(text) for key, text in rows}
+                rows.extend(conn.execute(_LOOKUP.format(marks=",".join("?" * len(chunk))), chunk).fetchall())
+        found = {key: _verified(stored, digest) for key, stored, digest in rows}
+        damaged = [row for row in rows if found[row[0]] is None]
+        if damaged:
+            self._discard(damaged)
+        return {key: completion for key, completion in found.items() if completion is not None}
 
-    def _store(self, fresh: dict[str, Completion]) -> None:
-        """Insert the new completions in one short transaction (committed on return)."""
-        rows = [(k, self.name, self.model, json.dumps(to_json(c))) for k, c in fresh.items()]
+    def _discard(self, damaged: list[tuple[str, object, object]]) -> None:
+        """Delete the damaged rows exactly as read (a row another process rewrote meanwhile stays), warning
+        once per instance."""
         with self._lock, self._guard():
             conn = self._connection()
             with conn:
-                conn.executemany("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?)", rows)
+                conn.executemany("DELETE FROM completions WHERE key = ? AND CAST(completion AS BLOB) IS ?",
+                                 [(key, stored) for key, stored, _ in damaged])
+                conn.executemany("DELETE FROM checksums WHERE key = ? AND sha256 IS ?",
+                                 [(key, digest) for key, _, digest in damaged])
+        if not self._warned:
+            self._warned = True
+            log.warning(f"the response cache {self.path} holds damaged rows (failing their checksum or not "
+                        "decoding); they are not served but generated again. If this repeats, check the disk")
+
+    def _store(self, fresh: dict[str, Completion]) -> None:
+        """Insert the new completions and their checksums in one short transaction (committed on return)."""
+        rows = [(k, self.name, self.model, json.dumps(to_json(c))) for k, c in fresh.items()]
+        sums = [(_checksum(text.encode("utf-8")), key, text) for key, _, _, text in rows]
+        with self._lock, self._guard():
+            conn = self._connection()
+            with conn:
+                conn.executemany(_INSERT, rows)
+                conn.executemany(_INSERT_CHECKSUM, sums)
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -201,6 +245,18 @@ class CachedBackend:
         return self._conn
 
 
-def _decode(text: str) -> Completion:
-    completion: Completion = from_json(Completion, json.loads(text))
+def _checksum(stored: bytes) -> str:
+    """The SHA-256 (hex) of a row's stored text, as its UTF-8 bytes."""
+    return hashlib.sha256(stored).hexdigest()
+
+
+def _verified(stored: object, digest: object) -> Completion | None:
+    """The completion a row holds (``cached=True``), or None when the row is damaged: its checksum does not
+    match (no checksum: a legacy row, trusted) or its text is no Completion's JSON."""
+    if not isinstance(stored, bytes) or (digest is not None and digest != _checksum(stored)):
+        return None
+    try:
+        completion: Completion = from_json(Completion, json.loads(stored.decode("utf-8")))
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError):  # UnicodeDecodeError is a ValueError
+        return None
     return dataclasses.replace(completion, cached=True)

@@ -2,16 +2,18 @@
 
 Requests of a batch run concurrently (at most ``max_in_flight`` at a time) on the async ``openai`` client.
 The client's own retries are disabled so that one policy, ours, applies everywhere: timeouts, connection
-errors, HTTP 408/429/5xx and malformed responses (a 200 whose message content is null included: it is
-never returned, so never cached as an empty answer) are retried. The wait before a retry is the server's
-``Retry-After`` (seconds or an HTTP date, at most ``MAX_RETRY_AFTER_S``) when it sends one, else
-exponential backoff (``backoff_s * 2**attempt``). Each failed attempt that is retried logs a one-line
+errors, HTTP 408/429/5xx and malformed responses (a 200 whose message content is null or the empty string
+included: it is never returned, so never cached as an empty answer) are retried. The wait before a retry is
+the server's ``Retry-After`` (seconds or an HTTP date, at most ``MAX_RETRY_AFTER_S``) when it sends one,
+else exponential backoff (``backoff_s * 2**attempt``). Each failed attempt that is retried logs a one-line
 warning naming the server, the error and what to do. Time per request: each attempt may take
 ``timeout_s`` (connecting at most ``CONNECT_TIMEOUT_S``), and one request with all its retries and waits at
 most ``total_timeout_s`` from when it is first sent (time waiting for an in-flight slot, before the first
-attempt or a retry, does not count), so
-a server that never answers fails after ``total_timeout_s`` (3 minutes by default) with warnings on the
-way. Other 4xx errors are the caller's mistake and fail at once. Either way the user gets a one-line
+attempt or a retry, does not count), so a server that never answers fails after ``total_timeout_s`` (3
+minutes by default) with warnings on the way. An attempt's time covers the whole exchange, body included:
+httpx's timeouts bound each read, so a server trickling its answer a byte at a time never trips them; a
+deadline around the call cancels it (closing the connection) and the attempt fails as a timeout. Other 4xx
+errors are the caller's mistake and fail at once. Either way the user gets a one-line
 ``DelibError`` naming the server, the last error and the fix.
 
 Token counts come from the response's ``usage``. Some servers omit it; then the completion is counted as
@@ -137,8 +139,7 @@ class OpenAIBackend:
                 async with slots:
                     got = time.perf_counter()
                     origin = got if origin is None else origin + (got - asked)
-                    timeout = self._timeout(origin)
-                    response = await client.chat.completions.create(**self._body(request), timeout=timeout)
+                    response = await self._attempt(client, request, self._time_left(origin))
                 return completion_from_response(response, request, time.perf_counter() - origin)
             except (self._openai.APIError, json.JSONDecodeError, MalformedResponse) as err:
                 self._raise_if_final(err)
@@ -151,10 +152,22 @@ class OpenAIBackend:
                 await asyncio.sleep(wait)
                 attempt += 1
 
-    def _timeout(self, start: float) -> Any:
-        """This attempt's timeout: ``timeout_s``, cut to what is left of ``total_timeout_s``."""
-        left = max(0.001, min(self.timeout_s, self.total_timeout_s - (time.perf_counter() - start)))
-        return self._openai.Timeout(left, connect=min(CONNECT_TIMEOUT_S, left))
+    def _time_left(self, start: float) -> float:
+        """Seconds this attempt may take: ``timeout_s``, cut to what is left of ``total_timeout_s``."""
+        return max(0.001, min(self.timeout_s, self.total_timeout_s - (time.perf_counter() - start)))
+
+    async def _attempt(self, client: Any, request: GenerationRequest, seconds: float) -> Any:
+        """One call that ends within ``seconds``, body included (module docstring); past the deadline it
+        raises the ``APITimeoutError`` httpx's own timeouts give, so both read the same to the retry loop."""
+        timeout = self._openai.Timeout(seconds, connect=min(CONNECT_TIMEOUT_S, seconds))
+        try:
+            async with asyncio.timeout(seconds):
+                return await client.chat.completions.create(**self._body(request), timeout=timeout)
+        except TimeoutError as err:
+            import httpx  # installed with openai (the openai extra)
+
+            sent = httpx.Request("POST", f"{self.base_url}/chat/completions")
+            raise self._openai.APITimeoutError(request=sent) from err
 
     def _wait_before_retry(self, err: Exception, attempt: int, elapsed: float) -> float | None:
         """Seconds to wait before the next attempt, or None when no attempt or time is left."""
@@ -177,8 +190,8 @@ class OpenAIBackend:
     def _advice(self, err: Exception) -> str:
         """What the user can do about a failed attempt, in a few words."""
         if isinstance(err, self._openai.APITimeoutError):
-            return (f"no answer within timeout_s={self.timeout_s:g}: the server is stuck or busy; check it, or "
-                    "raise --backend-opt timeout_s=N or lower max_in_flight")  # fmt: skip
+            return (f"no complete answer within timeout_s={self.timeout_s:g}: the server is stuck, busy or slow to "
+                    "send it; check it, or raise --backend-opt timeout_s=N or lower max_in_flight")  # fmt: skip
         if isinstance(err, self._openai.APIConnectionError):
             return "nothing answers there: start the server or fix --base-url"
         if getattr(err, "status_code", None) == 429:
@@ -222,10 +235,11 @@ def completion_from_response(response: Any, request: GenerationRequest, latency_
     choice = choices[0]
     text = getattr(getattr(choice, "message", None), "content", None)
     reason = getattr(choice, "finish_reason", None)
-    if text is None and reason == "length":  # the limit hit before any content (a reasoning model): retrying repeats it
+    if not text and reason == "length":  # the limit hit before any content (a reasoning model): retrying repeats it
         raise DelibError("the server cut the answer off before any content (finish_reason length); raise --max-tokens")
-    if text is None:  # e.g. a server that failed mid-answer: an error to retry, not an empty answer
-        raise MalformedResponse(f"the message content is null (finish_reason {reason})")
+    if not text:  # null or "": e.g. a server that failed mid-answer: an error to retry, not an answer to cache
+        content = "null" if text is None else "empty"
+        raise MalformedResponse(f"the message content is {content} (finish_reason {reason})")
     logprobs = _logprobs(getattr(choice, "logprobs", None))
     prompt_tokens, completion_tokens = _token_counts(getattr(response, "usage", None), request, text, logprobs)
     return Completion(

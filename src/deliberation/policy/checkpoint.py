@@ -1,7 +1,13 @@
-"""Policy checkpoints: save atomically, load refusing other feature sets, load a named policy once.
+"""Policy checkpoints: save atomically, load verified (refusing other feature sets), load a named one once.
 
 A checkpoint is a ``torch.save`` of plain values (state dict, architecture, feature contract, meta), so
 ``weights_only`` loading accepts it. Names of shipped checkpoints resolve through ``policy/shipped.py``.
+
+Loading verifies what it reads, because ``torch.load`` does not: it ignores the CRC-32 the zip archive
+keeps of every member, so a flipped bit in the weights loaded silently (values up to 1e24). Checked in
+order: every member's CRC (``zipfile.testzip``), the fields and their types, the state dict's keys and
+shapes against the module its ``arch`` builds, finite weights. Any failure is one DelibError naming the file
+and what is wrong.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-import pickle
+import zipfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -23,6 +29,10 @@ from deliberation.policy.shipped import checkpoint_path
 
 CHECKPOINT_FORMAT = "deliberation-policy"
 CHECKPOINT_FORMAT_VERSION = 1
+_FIELDS = {"arch": dict, "state_dict": dict, "feature_names": list, "feature_version": int, "meta": dict}
+"""The fields ``save_policy`` writes besides the format marks, and their types."""
+
+
 @functools.lru_cache(maxsize=8)
 def load_learned(policy: str) -> TrainedPolicy:
     """The policy ``policy`` names (a path or a shipped name), loaded once per process, refusing one
@@ -55,7 +65,7 @@ def load_policy(path: str | os.PathLike, feature_names: Sequence[str], feature_v
     """Load a checkpoint written by ``save_policy``; refuse one trained on other features (DelibError)."""
     payload = _read_checkpoint(Path(path))
     _check_features(payload, tuple(feature_names), int(feature_version))
-    net = net_from_arch(payload["arch"])
+    net = _net_for(Path(path), payload)
     net.load_state_dict(payload["state_dict"])
     net.eval()
     return TrainedPolicy(net=net, feature_names=tuple(feature_names), feature_version=int(feature_version))
@@ -67,18 +77,65 @@ def load_meta(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
+    """The payload of the checkpoint at ``path``, its archive intact and its fields of the right types."""
     if not path.is_file():
         raise DelibError(f"policy checkpoint {path} not found; train one with `delib train` or pass the path "
                          "of an existing policy.pt")
+    _check_archive(path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, EOFError, KeyError, RuntimeError, ValueError, pickle.UnpicklingError) as err:
-        raise DelibError(f"{path} is not a deliberation policy checkpoint ({type(err).__name__}); pass a "
-                         "policy.pt written by `delib train`") from err
+    except Exception as err:  # an odd pickle can fail anywhere in the unpickler (IndexError, struct.error, ...)
+        raise DelibError(f"{path} is not a deliberation policy checkpoint (torch.load: {type(err).__name__}); "
+                         "pass a policy.pt written by `delib train`") from err
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise DelibError(f"{path} is not a deliberation policy checkpoint; pass a policy.pt written by "
                          "`delib train`")
+    for field, kind in _FIELDS.items():
+        if not isinstance(payload.get(field), kind):
+            wrong = "missing" if field not in payload else f"not a {kind.__name__}"
+            raise _damaged(path, f"its {field!r} is {wrong}")
     return payload
+
+
+def _check_archive(path: Path) -> None:
+    """Refuse a file that is no zip archive (truncated, foreign) or whose members fail their CRC-32."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except Exception as err:  # a damaged directory can fail anywhere in zipfile (BadZipFile, UnicodeDecodeError)
+        raise DelibError(f"{path} is not a deliberation policy checkpoint (no intact zip archive: "
+                         f"{type(err).__name__}); pass a policy.pt written by `delib train`") from err
+    if bad is not None:
+        raise _damaged(path, f"member {bad} fails its checksum")
+
+
+def _net_for(path: Path, payload: Mapping[str, Any]) -> MetaPolicyNet:
+    """The module the payload's ``arch`` describes, once its state dict fits it: the same keys, the same
+    shapes, floating-point tensors, finite values. The shapes come from a module on the ``meta`` device
+    (no memory), so a hand-made arch asking for a huge network is refused before anything is allocated."""
+    try:
+        with torch.device("meta"):
+            expected = net_from_arch(payload["arch"]).state_dict()
+    except (DelibError, KeyError, TypeError, ValueError) as err:
+        raise _damaged(path, f"its arch describes no policy network ({err})") from err
+    stored = payload["state_dict"]
+    if set(stored) != set(expected):
+        odd = ", ".join(sorted(map(str, set(stored) ^ set(expected))))
+        raise _damaged(path, f"its weights do not fit its arch (keys missing or extra: {odd})")
+    for key, want in expected.items():
+        have = stored[key]
+        if not isinstance(have, torch.Tensor) or not have.is_floating_point() or have.shape != want.shape:
+            got = tuple(have.shape) if isinstance(have, torch.Tensor) else type(have).__name__
+            raise _damaged(path, f"weight {key} is {got}, its arch needs a float tensor of {tuple(want.shape)}")
+        if not bool(torch.isfinite(have).all()):
+            raise _damaged(path, f"weight {key} holds NaN or infinite values")
+    return net_from_arch(payload["arch"])
+
+
+def _damaged(path: Path, what: str) -> DelibError:
+    """The one line for a checkpoint that cannot be trusted, and the ways out."""
+    return DelibError(f"policy checkpoint {path} cannot be used: {what}; copy it again from where it came from "
+                      "or retrain with `delib train`")
 
 
 def _check_features(payload: Mapping[str, Any], names: tuple[str, ...], version: int) -> None:
