@@ -14,6 +14,7 @@ the agent's identity) above a hash of (run seed, example, round, and agent // 16
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
@@ -26,6 +27,7 @@ from deliberation.config import EngineConfig
 from deliberation.engine import confidence as conf_mod
 from deliberation.engine import prompts
 from deliberation.engine.consensus import Ballot, support, vote
+from deliberation.engine.signals import SIGNALS
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.state import AgentView, Observation, observe
 from deliberation.types import (Action, Completion, Episode, Example, GenerationRequest, LogprobSummary, Message,
@@ -144,7 +146,7 @@ def initial_round(ctx: Context) -> tuple[list[AgentRecord], list[Turn]]:
     outs = generate(ctx, [asked] * n, range(n), 0)
     records = [record_of(ctx, c, True, asked) for c in outs]
     records, critics = score_confidence(ctx, records)
-    turns = [_turn(ctx, i, 0, None, records[i], [outs[i], critics[i]]) for i in range(n)]
+    turns = [turn_of(ctx, i, 0, None, records[i], [outs[i], critics[i]]) for i in range(n)]
     return records, turns
 
 
@@ -230,7 +232,7 @@ def deliberation_round(ctx: Context, records: list[AgentRecord], round_: int,
     """The online step: observe, let the method's policy decide, act."""
     actions, _ = ctx.spec.policy.decide(observation(ctx, records, round_), rng)
     acted = act(ctx, records, actions, round_)
-    return acted.records, [_turn(ctx, i, round_, actions[i], r, acted.calls[i]) for i, r in enumerate(acted.records)]
+    return acted.records, [turn_of(ctx, i, round_, actions[i], r, acted.calls[i]) for i, r in enumerate(acted.records)]
 
 
 def stops(ctx: Context, records: Sequence[AgentRecord]) -> bool:
@@ -253,10 +255,24 @@ def run_rounds(ctx: Context, records: list[AgentRecord], step: Step) -> tuple[li
 
 def final_vote(ctx: Context, records: Sequence[AgentRecord]) -> tuple[str | None, str]:
     """The team's answer key and the text of the first agent holding it (what gets scored)."""
-    ballots = [Ballot(r.key, r.confidence) for r in records]
+    ballots = [Ballot(r.key, r.confidence, w) for r, w in zip(records, ballot_weights(ctx.spec, records))]
     winner = vote(ballots, weighted=ctx.spec.weighted_vote)
     holder = next((r for r in records if winner is not None and r.key == winner), records[0])
     return winner, holder.text
+
+
+def ballot_weights(spec: MethodSpec, records: Sequence[AgentRecord]) -> list[float]:
+    """Each record's vote weight: 1, or under the spec's ``vote_weights`` exp((signal - best) / temperature)
+    (a softmax's numerators, CISC), where a record whose signal is undefined weighs as the least confident."""
+    if spec.vote_weights is None:
+        return [1.0] * len(records)
+    views = [r.view() for r in records]
+    signal, temperature = SIGNALS[spec.vote_weights.signal], spec.vote_weights.temperature
+    values = [signal(views, i) for i in range(len(views))]
+    known = [v for v in values if v is not None]
+    if not known:
+        return [1.0] * len(records)
+    return [math.exp(((min(known) if v is None else v) - max(known)) / temperature) for v in values]
 
 
 def run_episode(ctx: Context, rng: np.random.Generator) -> Episode:
@@ -270,7 +286,7 @@ def run_episode(ctx: Context, rng: np.random.Generator) -> Episode:
                    time.perf_counter() - start, sum(ctx.batch_seconds))
 
 
-def _turn(ctx: Context, agent: int, round_: int, action: Action | None, rec: AgentRecord,
+def turn_of(ctx: Context, agent: int, round_: int, action: Action | None, rec: AgentRecord,
           spent: Sequence[Completion | None]) -> Turn:
     """The episode record of one agent's round, with every call it spent."""
     calls = [c for c in spent if c is not None]

@@ -23,6 +23,16 @@ class MetaPolicy(Protocol):
 
 
 @dataclass(frozen=True)
+class VoteWeights:
+    """A confidence-weighted vote (CISC, Taubenfeld et al. 2025): each ballot weighs softmax(signal /
+    temperature) over the team, the signal one of ``engine/signals.SIGNALS`` (``engine.loop.ballot_weights``).
+    Low temperatures let the most confident answer win; high ones tend to the plain majority."""
+
+    signal: str
+    temperature: float
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """What makes a method: its policy, update prompt, confidence use, stop rule and vote weighting."""
 
@@ -33,3 +43,5 @@ class MethodSpec:
     confidence: bool = False
     stop: Callable[[Sequence[str | None]], bool] = unanimous
     weighted_vote: bool = False
+    vote_weights: VoteWeights | None = None
+    """Weigh each ballot by its confidence signal (CISC); None: one vote each (``weighted_vote`` aside)."""

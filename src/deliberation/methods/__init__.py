@@ -13,6 +13,9 @@ from deliberation.types import Episode, Example
 METHODS: dict[str, str] = {
     "cot": "deliberation.methods.cot:METHOD",
     "self-consistency": "deliberation.methods.self_consistency:METHOD",
+    "adaptive-consistency": "deliberation.methods.adaptive_consistency:METHOD",
+    "cisc": "deliberation.methods.cisc:CRITIC",
+    "cisc-logprob": "deliberation.methods.cisc:LOGPROB",
     "debate": "deliberation.methods.debate:METHOD",
     "reconcile": "deliberation.methods.reconcile:METHOD",
     "dylan": "deliberation.methods.dylan:METHOD",

@@ -16,8 +16,9 @@ import numpy as np
 from deliberation.backends.base import Backend
 from deliberation.benchmarks import get as get_benchmark
 from deliberation.config import EngineConfig
-from deliberation.engine.loop import make_context, run_episode
+from deliberation.engine.loop import Context, make_context, run_episode
 from deliberation.engine.spec import MethodSpec
+from deliberation.errors import require_number
 from deliberation.types import Episode, Example
 
 
@@ -32,6 +33,10 @@ class MethodConfig:
     confidence_threshold: float = 0.7
     """confidence-threshold and agreement-then-confidence (and mpdf's fallback): persist at or above this critic
     P(Yes)."""
+
+    def __post_init__(self) -> None:
+        require_number("--confidence-threshold", self.confidence_threshold, 0, 1,
+                       "like the critic's P(Yes) it is compared with")
 
 
 def _same(engine: EngineConfig) -> EngineConfig:
@@ -57,11 +62,13 @@ class Method:
     """A fixed meta-policy (methods/rules.py): what a learned policy is compared against by default."""
     record: Callable[[MethodConfig], dict[str, Any]] = _nothing
     """Entries the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
+    episode: Callable[[Context, np.random.Generator], Episode] = run_episode
+    """How an episode runs: the round loop, or another protocol over the engine's parts (adaptive sampling)."""
 
     def run(self, example: Example, backend: Backend, cfg: MethodConfig, rng: np.random.Generator) -> Episode:
         """One episode of this method on ``example``."""
         bench = get_benchmark(cfg.benchmark)
-        return run_episode(make_context(example, backend, bench, self.engine(cfg.engine), self.spec(cfg)), rng)
+        return self.episode(make_context(example, backend, bench, self.engine(cfg.engine), self.spec(cfg)), rng)
 
 
 def fixed(spec: MethodSpec, **options: Any) -> Method:
