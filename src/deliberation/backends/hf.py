@@ -136,10 +136,12 @@ class HFBackend:
             yield
 
     def _prompt_ids(self, request: GenerationRequest) -> list[int]:
-        """Token ids of the prompt: the chat template if the tokenizer has one, else plain lines."""
+        """Token ids of the prompt: the chat template if the tokenizer has one, else plain lines. The template's
+        output is asked for as a dict: transformers 5 returns one by default, 4.x a bare list."""
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         if self._tokenizer.chat_template:
-            return list(self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
+            encoded = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)
+            return list(encoded["input_ids"])
         return list(self._tokenizer(plain_prompt(request))["input_ids"])
 
     def _completion(

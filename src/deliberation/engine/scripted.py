@@ -3,8 +3,11 @@
 agents: it reads the engine's prompts, which no real backend may know about.
 
 It reads the engine's prompts (``deliberation.engine.prompts``), looks the problem up in the
-benchmark (built without one: in every registered benchmark, after the own-data files this process opened),
-and answers in the benchmark's format so extraction and scoring run for real. A question no benchmark holds
+benchmark (built without one: in the own-data files and benchmarks this process opened, which the run opened
+before its first request, then in every registered one), and answers in the benchmark's format so extraction
+and scoring run for real. Splits are read one at a time (``test`` first) and only until the question is found,
+so a run reads the data it uses and no more: a split that cannot be loaded (data that is not there) is passed
+over, and named only when no question matches. A question no benchmark holds
 (``delib ask``, benchmark ``ask:<type>``) gets a hidden gold drawn from its hash: a number, or a letter for
 ``choice``. Then:
 - round 0: agent k (the low 4 bits of the request seed) is right with probability skill_k + d_q, d_q a
@@ -50,15 +53,14 @@ class ScriptedBackend:
     def __init__(self, benchmark: str | None = None, skills: Sequence[float] = (0.45, 0.55, 0.65),
                  p_break: float = 0.1, p_fix: float = 0.25, conf_right: float = 0.72, conf_wrong: float = 0.5,
                  data_dir: str | None = None, model: str = "scripted-v1") -> None:
-        names = [benchmark] if benchmark else sorted(BENCHMARKS)
-        self.benches = [get_benchmark(n) for n in names]
-        self._any = benchmark is None  # also the own-data files opened in this process
+        self._given = [get_benchmark(benchmark)] if benchmark else None  # None: any (opened first, see above)
         self.model = model
         self.skills = tuple(skills)
         self.p_break, self.p_fix = p_break, p_fix
         self.conf_right, self.conf_wrong = conf_right, conf_wrong
         self._data_dir = data_dir
-        self._indexes: dict[str, dict[str, Example]] = {}
+        self._indexes: dict[tuple[str, str], dict[str, Example]] = {}  # (benchmark, split) -> question -> example
+        self._unloadable: dict[tuple[str, str], str] = {}  # (benchmark, split) -> why it could not be loaded
         self.calls = 0  # requests answered, for tests of "no LLM call"
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
@@ -67,6 +69,7 @@ class ScriptedBackend:
 
     def close(self) -> None:
         self._indexes.clear()
+        self._unloadable.clear()
 
     # --- request handling --------------------------------------------------------------------------
 
@@ -82,19 +85,23 @@ class ScriptedBackend:
         return self._completion(request, text)
 
     def _lookup(self, question: str | None) -> tuple[Benchmark, Example]:
-        """The (benchmark, example) a request is about; benchmarks are indexed lazily, in turn."""
+        """The (benchmark, example) a request is about; splits are indexed lazily, in turn, until it is found."""
         benches = self._candidates()
         for bench in benches:
-            index = self._indexes.get(bench.name)
-            if index is None:
-                index = self._indexes[bench.name] = self._build_index(bench)
-            if question in index:
-                return bench, index[question]
+            for split in sorted(bench.splits, key=lambda s: s != "test"):
+                index = self._index(bench, split)
+                if question in index:
+                    return bench, index[question]
         return self._free(question or "", benches)
 
     def _candidates(self) -> list[Benchmark]:
-        own = [b for b in opened() if isinstance(b, OwnData) and b not in self.benches] if self._any else []
-        return [*own, *self.benches]
+        """The benchmark given; else the own-data files and benchmarks opened in this process, then every
+        registered one (opened here, not loaded: loading waits for ``_index``)."""
+        if self._given is not None:
+            return self._given
+        now = opened()
+        own = [b for b in now if isinstance(b, OwnData)]
+        return list(dict.fromkeys([*own, *now, *(get_benchmark(n) for n in sorted(BENCHMARKS))]))
 
     def _free(self, question: str, benches: list[Benchmark]) -> tuple[Benchmark, Example]:
         """An asked question (``ask:<type>``, no gold): its scorer, and an example whose gold is drawn from the
@@ -103,22 +110,25 @@ class ScriptedBackend:
                  and question.endswith(b.answer_instruction)]
         if not asked:
             names = ", ".join(b.name for b in benches)
-            raise DelibError(f"scripted backend: the request is not about a question of {names}")
+            unread = next(iter(self._unloadable.values()), None)
+            why = f" (some data could not be loaded: {unread})" if unread else ""
+            raise DelibError(f"scripted backend: the request is not about a question of {names}{why}")
         pick = _hash("free", question)
         choice = asked[0].answer_type == "choice"
         gold = "ABCD"[pick % 4] if choice else str(10 + pick % 90)
         return asked[0].scorer, Example(f"free/{pick}", question, gold, tuple("ABCD") if choice else ())
 
-    def _build_index(self, bench: Benchmark) -> dict[str, Example]:
-        """Formatted question -> example, over every split of one benchmark. An own-data file this process
-        opened but cannot read (one a command refused) holds no question a request can be about."""
-        try:
-            examples = [ex for split in bench.splits for ex in bench.load(split, data_dir=self._data_dir)]
-        except DelibError:
-            if bench in self.benches:
-                raise
-            return {}
-        return {bench.format_question(ex): ex for ex in examples}
+    def _index(self, bench: Benchmark, split: str) -> dict[str, Example]:
+        """Formatted question -> example of one split, built on first use. A split that cannot be loaded (data
+        not there, an own-data file a command refused) holds no question; why is kept for the error above."""
+        key = (bench.name, split)
+        if key not in self._indexes:
+            try:
+                examples = bench.load(split, data_dir=self._data_dir)
+            except DelibError as err:
+                self._unloadable[key], examples = str(err), []
+            self._indexes[key] = {bench.format_question(ex): ex for ex in examples}
+        return self._indexes[key]
 
     def _p_initial(self, example: Example, agent: int) -> float:
         difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3

