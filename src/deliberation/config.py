@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from deliberation.errors import DelibError, require_at_least
+from deliberation.errors import DelibError, require_at_least, require_number
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,7 @@ class EngineConfig:
         require_at_least("--agents", self.agents)
         if self.rounds < 0:
             raise DelibError(f"--rounds must be 0 or more (got {self.rounds})")
-        if self.temperature < 0:
-            raise DelibError(f"--temperature must be >= 0 (got {self.temperature})")
+        require_number("--temperature", self.temperature, 0)
         require_at_least("--max-tokens", self.max_tokens)
 
 

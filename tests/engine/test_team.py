@@ -25,10 +25,10 @@ def test_the_estimate_is_the_question_plus_every_answer_at_max_tokens():
 def test_the_longest_question_decides_and_an_unknown_window_is_not_checked():
     engine = EngineConfig(agents=2, max_tokens=100)
     fits = TEMPLATE_TOKENS + 200 + 10  # a window one token above a 9-token question's estimate
-    check_context("debate", engine, ["x" * 9 * CHARS_PER_TOKEN], fits)
+    check_context("debate", engine, {"q1": "x" * 9 * CHARS_PER_TOKEN}, fits)
     with pytest.raises(DelibError, match=f"about {fits} tokens .* context window of {fits}; lower --agents"):
-        check_context("debate", engine, ["short", "x" * 10 * CHARS_PER_TOKEN], fits)
-    check_context("debate", EngineConfig(agents=100), ["q"], None)
+        check_context("debate", engine, {"q1": "short", "q2": "x" * 10 * CHARS_PER_TOKEN}, fits)
+    check_context("debate", EngineConfig(agents=100), {"q1": "q"}, None)
 
 
 def test_the_window_comes_from_the_backend_options_without_building_it():

@@ -127,3 +127,24 @@ def test_collect_refuses_garbage_between_questions_instead_of_cutting_off_the_re
     with pytest.raises(DelibError, match=f"is corrupt after byte {first_end} "):
         collect(spec, str(tmp_path), progress=False)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("row", [
+    "a text",  # not an object: row["example_id"] raised TypeError
+    {"decisions": []},  # no example id: KeyError
+    {"example_id": "q", "decisions": [{"sample": 0}]},  # a decision without its fields: ValueError
+    {"example_id": "q", "decisions": [None]},
+])
+def test_a_rollout_line_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, row):
+    """Training reads it and a resumed collection reads it: both name the file and the line."""
+    from deliberation.types import append_gzip_line
+
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=2, backend="scripted",
+                       backend_options={"benchmark": "gsm8k"}, samples=2)
+    collect(spec, str(tmp_path), progress=False)
+    append_gzip_line(tmp_path / files.ROLLOUTS, row)
+    message = rf"{files.ROLLOUTS} line 3 is not a record `delib collect` writes \("
+    with pytest.raises(DelibError, match=message):
+        files.load_decisions([tmp_path])
+    with pytest.raises(DelibError, match=message):
+        collect(dataclasses.replace(spec, limit=3), str(tmp_path), progress=False)

@@ -15,10 +15,16 @@ def episode(i, correct=True):
     return Episode(f"ex{i}", "m", "1", correct, (turn, Turn(0, 1, Action.PERSIST, "1", "text", 0.5)), 1, 0.1)
 
 
+def write(path, config, *episodes):
+    """Append ``episodes`` to the run directory ``path`` as a run of ``config`` does, then stop writing it."""
+    with RunDir.open(path, config) as run:
+        for ep in episodes:
+            run.append(ep)
+
+
 def test_append_and_read_back(tmp_path):
-    run = RunDir.open(tmp_path, {"method": "m"})
-    for i in range(3):
-        run.append(episode(i, correct=i != 1))
+    write(tmp_path, {"method": "m"}, *(episode(i, correct=i != 1) for i in range(3)))
+    run = RunDir(tmp_path)
     assert run.episodes() == [episode(0), episode(1, False), episode(2)]
     assert run.finished_ids() == {"ex0", "ex1", "ex2"}
 
@@ -31,27 +37,24 @@ def test_unicode_line_separators_inside_a_response_do_not_split_the_episode(tmp_
 
     ep = episode(0)
     ep = replace(ep, turns=(replace(ep.turns[0], text="a\u2028b\x85c\u2029d"), *ep.turns[1:]))
-    run = RunDir.open(tmp_path, {"method": "m"})
-    run.append(ep)
-    run.append(episode(1))
+    write(tmp_path, {"method": "m"}, ep, episode(1))
+    run = RunDir(tmp_path)
     assert run.episodes() == [ep, episode(1)] and read_episodes(tmp_path / "episodes.jsonl") == [ep, episode(1)]
     assert "\u2028" in (tmp_path / "episodes.jsonl").read_text()  # written raw, read back whole
 
 
 def test_torn_last_line_is_dropped(tmp_path):
-    run = RunDir.open(tmp_path, {"method": "m"})
-    run.append(episode(0))
+    write(tmp_path, {"method": "m"}, episode(0))
     with open(tmp_path / "episodes.jsonl", "a") as f:
         f.write('{"example_id": "ex1", "meth')
-    assert run.finished_ids() == {"ex0"}
-    resumed = RunDir.open(tmp_path, {"method": "m"})  # the next run cuts the torn line before appending
-    resumed.append(episode(2))
-    assert [e.example_id for e in resumed.episodes()] == ["ex0", "ex2"]
+    assert RunDir(tmp_path).finished_ids() == {"ex0"}
+    write(tmp_path, {"method": "m"}, episode(2))  # the next run cuts the torn line before appending
+    assert [e.example_id for e in RunDir(tmp_path).episodes()] == ["ex0", "ex2"]
 
 
 def test_checking_a_directory_writes_nothing(tmp_path):
     """``prepare`` and reading only read: a line being written by a live run is not cut from under it."""
-    RunDir.open(tmp_path, {"method": "m"}).append(episode(0))
+    write(tmp_path, {"method": "m"}, episode(0))
     with open(tmp_path / "episodes.jsonl", "a") as f:
         f.write('{"example_id": "ex1", "meth')
     before = (tmp_path / "episodes.jsonl").read_bytes()
@@ -73,23 +76,22 @@ def test_wilson_ci_contains_the_rate(k, n):
 
 def test_resume_accepts_other_thread_count_and_cache_path(tmp_path):
     first = {"method": "m", "cache": "a.sqlite", "backend_options": {"model": "x", "n_threads": 1}}
-    RunDir.open(tmp_path, first).append(episode(0))
-    RunDir.open(tmp_path, {"method": "m", "cache": "b.sqlite", "backend_options": {"model": "x"}}).append(episode(1))
+    write(tmp_path, first, episode(0))
+    write(tmp_path, {"method": "m", "cache": "b.sqlite", "backend_options": {"model": "x"}}, episode(1))
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["cache"] == "a.sqlite" and config["resumes"] == [{"cache": "b.sqlite"}]
 
 
 def test_a_run_recorded_before_confidence_threshold_existed_resumes_at_its_default(tmp_path):
     old = {"method": "confidence-threshold", "backend_options": {}}
-    RunDir.open(tmp_path, old).append(episode(0))
-    RunDir.open(tmp_path, {**old, "confidence_threshold": 0.7})
+    write(tmp_path, old, episode(0))
+    write(tmp_path, {**old, "confidence_threshold": 0.7})
     with pytest.raises(DelibError, match=r"other settings \(confidence_threshold\)"):
         RunDir.open(tmp_path, {**old, "confidence_threshold": 0.9})
 
 
 def test_resume_refuses_another_model_or_temperature(tmp_path):
-    RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "x"}, "engine": {"temperature": 0.7}}).append(
-        episode(0))
+    write(tmp_path, {"method": "m", "backend_options": {"model": "x"}, "engine": {"temperature": 0.7}}, episode(0))
     with pytest.raises(DelibError, match="backend_options"):
         RunDir.open(tmp_path, {"method": "m", "backend_options": {"model": "y"}, "engine": {"temperature": 0.7}})
     with pytest.raises(DelibError, match="engine"):
@@ -120,7 +122,8 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
     assert not (out / "summary.json").exists() and loaded.partial and loaded.summary.n == 3
     monkeypatch.undo()
     monkeypatch.setenv("DELIB_DATA_DIR", os.environ.get("DELIB_DATA_DIR") or str(data))
-    RunDir(out).append(RunDir(out).episodes()[0])  # a second writer's duplicate
+    with open(out / "episodes.jsonl", "a") as f:  # a duplicate, as two runs writing at once left them
+        f.write((out / "episodes.jsonl").read_text().splitlines()[0] + "\n")
     assert runner.execute(replace(spec, limit=4), str(out), progress=False).n == 4
 
 
@@ -160,10 +163,58 @@ def test_resuming_with_other_resumable_settings_records_them(tmp_path):
 def test_a_directory_without_episodes_takes_new_settings_and_prepare_writes_nothing(tmp_path):
     """A run that failed before its first episode (a server on the wrong port) never blocks the corrected
     command; ``prepare`` only checks, so a backend that fails to build after it leaves nothing behind."""
-    RunDir.open(tmp_path / "run", {"method": "m", "backend": "openai"})
-    RunDir.open(tmp_path / "run", {"method": "m", "backend": "scripted"}).append(episode(0))
+    write(tmp_path / "run", {"method": "m", "backend": "openai"})
+    write(tmp_path / "run", {"method": "m", "backend": "scripted"}, episode(0))
     assert json.loads((tmp_path / "run" / "config.json").read_text())["backend"] == "scripted"
     with pytest.raises(DelibError, match="other settings"):
         RunDir.prepare(tmp_path / "run", {"method": "m", "backend": "openai"})
     RunDir.prepare(tmp_path / "new", {"method": "m"})
     assert not (tmp_path / "new").exists()
+
+
+def test_a_duplicated_episode_line_counts_once_with_one_warning_naming_the_file(tmp_path, caplog):
+    """Two runs that wrote one directory at once (before writers locked it) left questions twice: each counts
+    once everywhere episodes are read, and the file is named in one warning however often it is read."""
+    from deliberation.report.loading import load_run, read_episodes
+
+    write(tmp_path, {"method": "m"}, episode(0), episode(1, correct=False))
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(path.read_text() * 2)
+    loaded = load_run(tmp_path)
+    assert loaded.summary.n == 2 and loaded.summary.accuracy == 0.5 and loaded.actions_by_round == ((2, 0, 0),)
+    assert read_episodes(path) == RunDir(tmp_path).episodes() == [episode(0), episode(1, False)]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and str(path) in warned[0] and "2 duplicate" in warned[0]
+
+
+@pytest.mark.parametrize("damage", [
+    {"correct": "yes"},  # summing it raised TypeError in the report
+    {"turns": [{"agent": 0, "round": 0, "action": None, "answer": "1", "text": "t", "confidence": None,
+                "prompt_tokens": "10"}]},
+])
+def test_an_episode_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, capsys, damage):
+    from deliberation.cli.main import main
+    from deliberation.types import to_json
+
+    write(tmp_path / "run", {"method": "m"}, episode(0))
+    with open(tmp_path / "run" / "episodes.jsonl", "a") as f:
+        f.write(json.dumps({**to_json(episode(1)), **damage}) + "\n")
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{tmp_path / 'run' / 'episodes.jsonl'} line 2 is not an episode" in err
+
+
+def test_a_rerun_with_a_smaller_limit_keeps_summarizing_every_episode(tmp_path):
+    """summary.json describes the episodes on disk: a rerun with --limit 1 after --limit 4 used to rewrite it
+    to n = 1 beside 4 episodes. A summary.json written that way is summarized afresh by reports."""
+    from deliberation.report.loading import load_run
+    from deliberation.runs.runner import RunSpec, execute
+    from deliberation.types import to_json
+
+    spec = RunSpec(method="cot", benchmark="gsm8k", limit=4, backend="scripted")
+    assert execute(spec, str(tmp_path), progress=False).n == 4
+    assert execute(replace(spec, limit=1), str(tmp_path), progress=False).n == 4
+    assert json.loads((tmp_path / "summary.json").read_text())["n"] == 4
+    stale = summarize(RunDir(tmp_path).episodes()[:1], "cot", "gsm8k", "test")
+    (tmp_path / "summary.json").write_text(json.dumps(to_json(stale)))
+    assert load_run(tmp_path).summary.n == 4

@@ -56,7 +56,7 @@ def test_grid_runs_shares_the_cache_and_resumes(tmp_path):
     out = tmp_path / "out"
     for label in ("self-consistency", "debate"):
         assert {p.name for p in (out / "gsm8k" / f"{label}-s0").iterdir()} == {
-            "config.json", "episodes.jsonl", "summary.json", "cell.json"}
+            "config.json", "episodes.jsonl", "summary.json", "cell.json", ".writer.lock"}
     assert "| self-consistency |" in (out / "report" / "report.md").read_text()
     assert (out / "report" / "report.csv").exists() and (out / "responses.sqlite").exists()
     # debate's round-0 answers are self-consistency's samples: served from the cache, not generated again
@@ -223,16 +223,17 @@ def test_only_methods_runs_the_same_cells_of_those_rows_in_the_order_given(tmp_p
 
 
 def test_a_variant_sets_the_confidence_threshold_of_its_cells(tmp_path):
-    """threshold 0: every parseable answer persists (no REFINE); 1.01: none does, so agents refine or concede."""
+    """threshold 0: every parseable answer persists (no REFINE); 1 (the highest a P(Yes) threshold can be): none
+    does, the scripted critic's P(Yes) staying below 1, so agents refine or concede."""
     variants = ''.join(f'[[variants]]\nlabel = "ct-{x}"\nmethod = "confidence-threshold"\nconfidence_threshold = {x}\n'
-                       for x in ("0.0", "1.01"))
+                       for x in ("0.0", "1.0"))
     cfg = load_experiment(write_config(tmp_path, GRID.replace('["self-consistency", "debate"]', "[]") + variants))
     run_experiment(cfg, progress=False)
     cells = {c.label: c for c in plan(cfg)}
-    assert [cells[label].spec.confidence_threshold for label in ("ct-0.0", "ct-1.01")] == [0.0, 1.01]
+    assert [cells[label].spec.confidence_threshold for label in ("ct-0.0", "ct-1.0")] == [0.0, 1.0]
     actions = {label: {t.action for e in RunDir(cells[label].out).episodes() for t in e.turns if t.round > 0}
                for label in cells}
-    assert Action.REFINE not in actions["ct-0.0"] and Action.PERSIST not in actions["ct-1.01"]
+    assert Action.REFINE not in actions["ct-0.0"] and Action.PERSIST not in actions["ct-1.0"]
 
 
 def test_a_file_of_ones_own_is_a_benchmark_of_the_grid_with_a_folder_of_its_own(tmp_path):

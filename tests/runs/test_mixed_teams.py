@@ -105,7 +105,7 @@ def test_an_unknown_or_missing_model_is_refused_before_any_model_loads(tmp_path:
 def test_an_empty_team_is_a_usage_error(tmp_path: Path, capsys):
     with pytest.raises(SystemExit) as done:
         main(["run", *RUN, "--method", "debate", "--out", str(tmp_path / "run"), "--team", ","])
-    assert done.value.code == 2 and "--team: names no model" in capsys.readouterr().err
+    assert done.value.code == 2 and "--team: names nothing" in capsys.readouterr().err
 
 
 AGENTS = """

@@ -157,3 +157,22 @@ def test_the_tree_file_is_gzip_jsonl_with_round_0_and_round_1(store):
     kinds = {n["kind"] for r in rows for n in r["nodes"]}
     assert kinds == {"answer", "critic", "update"}
     assert {r["example_id"] for r in rows if r.get("built")} == {f"gsm8k/test/{i}" for i in range(QUESTIONS)}
+
+
+@pytest.mark.parametrize("row", [
+    [1, 2],  # not an object: row["nodes"] raised TypeError
+    {"nodes": []},  # no example id: KeyError
+    {"example_id": "q", "nodes": [{"key": "k", "kind": "answer"}]},  # a node without its outcome: ValueError
+    {"example_id": "q", "nodes": "abc"},
+    {"example_id": "q", "nodes": [], "built": "yes"},
+])
+def test_a_tree_record_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, row):
+    from deliberation.trees.store import FORMAT, MANIFEST
+    from deliberation.types import append_gzip_line
+
+    (tmp_path / MANIFEST).write_text(json.dumps({"format": FORMAT}))
+    append_gzip_line(tmp_path / TREES, {"example_id": "q", "nodes": []})
+    append_gzip_line(tmp_path / TREES, row)
+    with pytest.raises(DelibError, match=rf"{TREES} line 2 is not a record `delib tree` writes \(") as err:
+        TreeStore.open(tmp_path)
+    assert "\n" not in str(err.value)

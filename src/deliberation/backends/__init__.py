@@ -7,10 +7,12 @@ backend, so importing this package is cheap.
 from __future__ import annotations
 
 import inspect
+import math
+import typing
 from typing import Any
 
 from deliberation.backends.base import Backend
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, writable_file
 from deliberation.registry import lookup
 
 # name -> "module:Class"; resolved on use so no heavy import happens at registry time.
@@ -32,6 +34,8 @@ def backend_class(name: str) -> type:
 def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
     """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache`` (a
     backend that ``caches_itself``, a team, gets the path instead: each of its members has its own scope)."""
+    if cache is not None:
+        writable_file(cache, "--cache", "responses.sqlite")
     check_options(name, options)
     cls = backend_class(name)
     if getattr(cls, "caches_itself", False):
@@ -58,9 +62,47 @@ def check_options(name: str, options: dict[str, Any]) -> None:
     unknown = sorted(set(options) - set(params))
     if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         raise DelibError(f"backend {name!r} takes no option {', '.join(unknown)}; its options: {', '.join(params)}")
+    _check_types(name, options)
     validate = getattr(cls, "validate_options", None)
     if validate is not None:
         validate(**options)
+
+
+KIND_WORDS = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
+
+
+def option_kinds(name: str) -> dict[str, tuple[type, bool]]:
+    """The backend ``name``'s options of a plain declared type: option -> (int, float, bool or str, whether
+    None is allowed). Options of other types (a scripted backend's skills, vllm's engine keywords) are left
+    out: they are the backend's to check."""
+    hints = typing.get_type_hints(backend_class(name).__init__)
+    kinds = {}
+    for option, hint in hints.items():
+        args = typing.get_args(hint)
+        plain = [a for a in args if a is not type(None)] if type(None) in args else [hint]
+        if len(plain) == 1 and plain[0] in KIND_WORDS:
+            kinds[option] = (plain[0], type(None) in args)
+    return kinds
+
+
+def _check_types(name: str, options: dict[str, Any]) -> None:
+    """Refuse an option whose value is not of the type the constructor declares (``timeout_s=abc``), naming
+    the type and the default; a float option also refuses NaN and infinity."""
+    params = inspect.signature(backend_class(name)).parameters
+    for option, (kind, optional) in option_kinds(name).items():
+        if option in options and not _fits(options[option], kind, optional):
+            default = params[option].default
+            shown = "" if default is inspect.Parameter.empty else f" (default {default})"
+            raise DelibError(f"backend {name!r} option {option} takes {KIND_WORDS[kind]}{' or none' * optional}"
+                             f"{shown}, got {options[option]!r}")
+
+
+def _fits(value: Any, kind: type, optional: bool) -> bool:
+    if value is None or isinstance(value, bool):  # bool is an int in Python, but n_ctx=true is a mistake
+        return (value is None and optional) or (value is not None and kind is bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, kind)
 
 
 def _flag(option: str) -> str:
@@ -84,4 +126,5 @@ def team_size(name: str, options: dict[str, Any]) -> int | None:
     return size(**options) if size is not None else None
 
 
-__all__ = ["BACKENDS", "Backend", "backend_class", "check_options", "context_window", "make_backend", "team_size"]
+__all__ = ["BACKENDS", "Backend", "backend_class", "check_options", "context_window", "make_backend", "option_kinds",
+           "team_size"]

@@ -50,6 +50,8 @@ NEEDS = {"numeric": ("answer",), "math": ("answer",), "choice": ("choices", "ans
          "text": ("answer",)}
 """The fields each answer type needs besides id and question."""
 _DEF = re.compile(r"^\s*def\s+([A-Za-z_]\w*)\s*\(", re.M)
+_OPTION = re.compile(r"(?:^|\s)\(?([A-D])[.):]\s*\S", re.M)
+"""An option labelled in a choice question's text: ``A) Mars``, ``(B) Venus``, ``C. Earth``, ``D: Jupiter``."""
 _NO_CHECK = "\n\ndef check(candidate):\n    pass  # the asserts above are the tests\n"
 
 
@@ -99,10 +101,17 @@ def entry_point(code: str) -> str | None:
 
 
 def asked_example(question: str, answer_type: str, choices: Sequence[str] = ()) -> Example:
-    """A question posed with no gold answer; its id is a hash of it, so reruns share the response cache."""
+    """A question posed with no gold answer; its id is a hash of it, so reruns share the response cache. An
+    empty question, and a choice question with no options (none given, none labelled in it), are refused:
+    the agents would answer something nobody asked."""
+    if not question.strip():
+        raise DelibError('the question is empty; pass it in quotes, e.g. delib ask "What is 17 * 24?"')
     if choices and not (answer_type == "choice" and 2 <= len(choices) <= len(LETTERS)):
         raise DelibError(f"choices go with --answer-type choice, 2 to 4 of them (got {len(choices)} for "
                          f"{answer_type}); or list the options in the question")
+    if answer_type == "choice" and not choices and len(set(_OPTION.findall(question))) < 2:
+        raise DelibError("a choice question needs its options: pass --choice TEXT 2 to 4 times, or label them "
+                         "in the question (A) ... B) ...)")
     meta = {"entry_point": entry_point(question) or "", "test": ""} if answer_type == "code" else {}
     digest = hashlib.sha256(question.encode()).hexdigest()[:12]
     return Example(id=f"ask/{digest}", question=question, answer="", choices=tuple(choices), meta=meta)

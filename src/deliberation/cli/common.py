@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from deliberation.cli import flags
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, read_user_text, writable_file, writable_folder
 
 if TYPE_CHECKING:
     from deliberation.config import EngineConfig
@@ -68,6 +68,19 @@ def option_defaults(backend: str) -> str:
     params = inspect.signature(backend_class(backend)).parameters.values()
     return ", ".join(f"{p.name}={p.default}" for p in params
                      if p.default is not inspect.Parameter.empty and p.name not in ("model", "base_url"))
+
+
+def out_folder(text: str) -> str:
+    """The type of every --out that names a folder: refused before anything runs when it cannot be one
+    (empty, a file, below a file, not writable; ``errors.writable_folder``)."""
+    writable_folder(text, "--out")
+    return text
+
+
+def out_file(text: str) -> str:
+    """The type of an --out that names one file (``delib bench``): the same checks for a file."""
+    writable_file(text, "--out", "bench.json")
+    return text
 
 
 def positive(text: str) -> int:
@@ -134,18 +147,10 @@ def _pinned_hint(method: str, given: str) -> str:
 
 def add_team_arg(p: argparse.ArgumentParser) -> None:
     """--team: one model per agent; it sets --agents when --agents is not given (``engine_config``)."""
-    p.add_argument("--team", type=model_list, metavar="MODEL,MODEL",
+    p.add_argument("--team", type=flags.names, metavar="MODEL,MODEL",
                    help="one model per agent, on --backend with its --backend-opt, e.g. qwen2.5-coder-1.5b,"
                    "qwen2.5-coder-0.5b,qwen2.5-coder-1.5b (a model named twice is loaded once); sets --agents to "
                    "the number of models (README 'Mixed teams'; per-agent backends: an experiment's [[agents]])")
-
-
-def model_list(text: str) -> tuple[str, ...]:
-    """--team: comma-separated model names, at least one."""
-    models = flags.names(text)
-    if not models:
-        raise argparse.ArgumentTypeError(f"names no model: {text!r}")
-    return models
 
 
 def run_backend(args: argparse.Namespace) -> tuple[str, dict]:
@@ -162,7 +167,8 @@ def run_backend(args: argparse.Namespace) -> tuple[str, dict]:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (the problem and where help is), like every other delib error, and no
+    """argparse with one-line errors (the problem and where help is) that start like every other delib error
+    (``delib: error:``, whichever subcommand's flag it is), and no
     abbreviated long options: ``delib tree`` has both --sample and --samples, so a prefix or a typo would
     silently set another flag. ``add_parser`` builds every subcommand's parser with this class."""
 
@@ -170,7 +176,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, allow_abbrev=False, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+        self.exit(2, f"{self.prog.split()[0]}: error: {message}; see `{self.prog} --help`\n")
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
@@ -198,13 +204,15 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
 
 
 def id_list(text: str) -> tuple[str, ...]:
-    """--ids: comma-separated ids, or @FILE holding ids separated by newlines, commas or spaces."""
+    """--ids: comma-separated ids, or @FILE holding ids separated by newlines, commas or spaces; at least one
+    (no ids is not "all questions": leave --ids out for that)."""
     if not text.startswith("@"):
         return flags.names(text)
-    try:
-        return tuple(Path(text[1:]).read_text().replace(",", " ").split())
-    except OSError as err:
-        raise argparse.ArgumentTypeError(f"cannot read the id file {text[1:]} ({err.strerror or err})") from err
+    ids = tuple(read_user_text(Path(text[1:]), "the id file").replace(",", " ").split())
+    if not ids:
+        raise DelibError(f"the id file {text[1:]} holds no question id; write one id a line (or leave --ids out "
+                         "for all questions)")
+    return ids
 
 
 def benchmark_name(args: argparse.Namespace) -> str:
@@ -235,23 +243,33 @@ def add_ray_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1)")
 
 
-def _option_value(text: str) -> object:
-    """A --backend-opt value: int, float, true/false, or the string as given."""
-    for convert in (int, float):
+def _option_value(text: str, kind: tuple[type, bool] | None) -> object:
+    """A --backend-opt value as the type the backend declares for the option (``kind``: the type and whether
+    it takes none); text that is not one stays text, for ``check_options`` to refuse naming the type. An
+    option of no plain declared type is read as int, float, true/false, or the text."""
+    if kind is not None and kind[1] and text.lower() == "none":
+        return None
+    converters = [int, float] if kind is None else [kind[0]] if kind[0] in (int, float) else []
+    for convert in converters:
         try:
             return convert(text)
         except ValueError:
             pass
+    if kind is not None and kind[0] is str:
+        return text
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
 def backend_options(args: argparse.Namespace) -> dict:
+    from deliberation.backends import option_kinds
+
+    kinds = option_kinds(args.backend)
     opts = {}
     for item in args.backend_opt:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise DelibError(f"--backend-opt takes KEY=VALUE, got {item!r}")
-        opts[key.strip()] = _option_value(value.strip())
+        opts[key.strip()] = _option_value(value.strip(), kinds.get(key.strip()))
     if args.model:
         opts["model"] = args.model
     if args.base_url:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from deliberation.cli import flags
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, add_team_arg,
-                                     benchmark_name, cache_path, note_pinned, command_line, engine_config, positive,
-                                     registry_names, run_backend, selection, set_data_dir)
+                                     benchmark_name, cache_path, note_pinned, command_line, engine_config, out_folder,
+                                     positive, registry_names, run_backend, selection, set_data_dir)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +35,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
                        description="Run a method on a benchmark; writes config.json, episodes.jsonl, summary.json.")
     p.add_argument("--method", required=True, help="one of: " + ", ".join(method_names))
     add_data_args(p)
-    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--out", required=True, type=out_folder, help="run directory")
     _method_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_args(p)
@@ -73,7 +73,7 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
                        description="Finds run directories (summary.json / episodes.jsonl) and training "
                        "directories (metrics.jsonl) under the paths given.")
     p.add_argument("dirs", nargs="+", help="run, experiment or training directories")
-    p.add_argument("--out", required=True, help="where report.md, report.csv and the PNGs go")
+    p.add_argument("--out", required=True, type=out_folder, help="where report.md, report.csv and the PNGs go")
     p.add_argument("--reference", metavar="LABEL", help="row every other row is compared with question by "
                    "question (default: the best fixed rule present)")
     p.add_argument("--trees", help="tree store the runs were replayed from: also pair each row with "

@@ -45,8 +45,12 @@ def _is_doc(node: ast.stmt) -> bool:
 
 
 def names(text: str) -> tuple[str, ...]:
-    """A comma-separated list of names (``a,b`` or ``a, b``)."""
-    return tuple(name.strip() for name in text.split(",") if name.strip())
+    """A comma-separated list of names (``a,b`` or ``a, b``), at least one: a list naming nothing (``--ids ""``)
+    would otherwise mean what leaving the flag out means (all questions, every method)."""
+    found = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not found:
+        raise argparse.ArgumentTypeError(f"names nothing ({text!r}); give at least one name")
+    return found
 
 
 def _optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:

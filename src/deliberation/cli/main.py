@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)  # flag types may refuse a value (an --out that is a file)
         return args.func(args)
     except DelibError as err:
         print(f"delib: error: {err}", file=sys.stderr)

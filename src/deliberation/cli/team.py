@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from deliberation.cli import flags
-from deliberation.cli.common import command_line, set_data_dir
+from deliberation.cli.common import command_line, out_folder, set_data_dir
 
 EPILOG = """examples:
   delib tune-rules --trees trees/gsm8k-train,trees/math-train --out runs/tuning   # -> runs/tuning/best_rule.json
@@ -23,7 +23,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def _common(p: argparse.ArgumentParser, cls: type) -> None:
     p.add_argument("--trees", required=True, type=flags.names, metavar="STORE[,STORE]",
                    help="tree stores from `delib tree`, pooled")
-    p.add_argument("--out", required=True, help="folder of the run directories (one per store and row)")
+    p.add_argument("--out", required=True, type=out_folder,
+                   help="folder of the run directories (one per store and row)")
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     flags.add_flags(p, cls, only=("rounds", "offline"))

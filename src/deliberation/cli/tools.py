@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from deliberation.cli.common import out_file
 from deliberation.errors import DelibError
 
 
@@ -29,7 +30,7 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
                        "shared cores distort every timing (the JSON records the load average).")
     p.add_argument("--quick", action="store_true", help="smollm2-135m and small sizes: a few minutes")
     p.add_argument("--model", help="model for the llama.cpp measurements (default: qwen2.5-coder-1.5b)")
-    p.add_argument("--out", required=True, help="JSON file to write")
+    p.add_argument("--out", required=True, type=out_file, help="JSON file to write")
     p.set_defaults(func=cmd_bench)
 
 
@@ -50,13 +51,12 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    import json
-
     from deliberation.perf import run_bench
+    from deliberation.types import strict_json
 
     result = run_bench(args.quick, args.model, progress=True).to_json()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    Path(args.out).write_text(strict_json(result, indent=2) + "\n")
     keys = ("overhead_ms_per_call", "episodes_per_s", "llamacpp_batch_speedup", "cache_rerun_speedup",
             "prefix_reuse_speedup", "prefill_tokens_saved", "softrankpo_updates_per_s")
     print("\n".join(f"{k}: {result[k]:.3f}" for k in keys) + f"\n-> {args.out}")

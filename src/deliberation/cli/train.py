@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from deliberation.cli import flags
 from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, add_selection_args,
-                                     backend_options, cache_path, command_line, engine_config, positive,
+                                     backend_options, cache_path, command_line, engine_config, out_folder, positive,
                                      registry_names, selection, set_data_dir)
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " (default gsm8k)")
     p.add_argument("--policy", help="behaviour policy checkpoint (default: the agreement-threshold rule)")
-    p.add_argument("--out", required=True, help="rollout directory")
+    p.add_argument("--out", required=True, type=out_folder, help="rollout directory")
     _collection_args(p)
     add_selection_args(p)
     p.set_defaults(func=cmd_collect)
@@ -89,7 +89,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    "later-round nodes it lacks, recorded in the store (LLM calls; default: offline)")
     p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage: a policy.pt or the "
                    "training directory holding it")
-    p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
+    p.add_argument("--out", required=True, type=out_folder, help="output directory (must not exist or be empty)")
     _training_args(p)
     p.set_defaults(func=cmd_train)
 
@@ -108,7 +108,7 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--iterations", type=positive, required=True, help="collect-train rounds")
     p.add_argument("--policy", help="behaviour policy of the first iteration (default: agreement-threshold)")
     p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, help="default softrankpo")
-    p.add_argument("--out", required=True, help="iterations directory (rerun to resume)")
+    p.add_argument("--out", required=True, type=out_folder, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
     _training_args(p, seed_flag="--train-seed", skip=("reward_components",))  # iterate's rollouts hold the sum
     p.set_defaults(func=cmd_iterate)

@@ -6,8 +6,8 @@ import argparse
 
 from deliberation.cli import flags
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, backend_options,
-                                     benchmark_name, cache_path, command_line, engine_config, registry_names,
-                                     selection, set_data_dir)
+                                     benchmark_name, cache_path, command_line, engine_config, out_folder,
+                                     registry_names, selection, set_data_dir)
 
 TREE_EPILOG = """examples:
   delib tree --benchmark gsm8k --limit 100 --samples 9 --concurrency 3 --out trees/gsm8k   # resumable
@@ -30,7 +30,7 @@ def _tree_parser(sub: argparse._SubParsersAction) -> None:
                        "round 1 exactly with `delib evaluate`. Resumable: rerun to continue.",
                        epilog=TREE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_args(p)
-    p.add_argument("--out", required=True, help="tree store directory")
+    p.add_argument("--out", required=True, type=out_folder, help="tree store directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     flags.add_flags(p, TreeSpec, only=("samples", "methods"))
     add_backend_args(p)
@@ -50,7 +50,8 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trees", required=True, help="tree store from `delib tree`")
     p.add_argument("--method", required=True, type=flags.names, metavar="NAME[,NAME]",
                    help="one or more of: " + ", ".join(method_names))
-    p.add_argument("--out", required=True, help="run directory (several methods: one per method inside it)")
+    p.add_argument("--out", required=True, type=out_folder,
+                   help="run directory (several methods: one per method inside it)")
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     flags.add_flags(p, Replay, skip=("trees", "methods", "command"))

@@ -17,7 +17,7 @@ least a run needs, not a guarantee.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping
 
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
@@ -50,12 +50,20 @@ def prompt_estimate(question_chars: int, engine: EngineConfig) -> int:
     return math.ceil(question_chars / CHARS_PER_TOKEN) + answers + TEMPLATE_TOKENS
 
 
-def check_context(method: str, engine: EngineConfig, questions: Sequence[str], window: int | None) -> None:
+def check_context(method: str, engine: EngineConfig, questions: Mapping[str, str], window: int | None) -> None:
     """Refuse settings whose estimated largest prompt does not fit ``window`` tokens (None: unknown, no
-    check), naming the estimate and the three ways out."""
+    check), naming the estimate and the three ways out; a question (``questions``: its name in messages ->
+    the prompt text) too long to fit with no answer at all is named with its size, for no team setting helps."""
     if window is None or not questions:
         return
-    need = prompt_estimate(max(len(q) for q in questions), engine)
+    name, longest = max(((n, len(q)) for n, q in questions.items()), key=lambda item: item[1])
+    question_tokens = math.ceil(longest / CHARS_PER_TOKEN)
+    if question_tokens + TEMPLATE_TOKENS >= window:
+        raise DelibError(f"{name} is {longest} characters with its answer instruction, about {question_tokens} "
+                         f"tokens: more than the model's context window of {window} tokens holds; shorten it to "
+                         f"well under {(window - TEMPLATE_TOKENS) * CHARS_PER_TOKEN} characters, or use a larger "
+                         "window (llamacpp: --backend-opt n_ctx=N, up to the model's training context)")
+    need = prompt_estimate(longest, engine)
     if need >= window:
         raise DelibError(f"{method} with --agents {engine.agents} and --max-tokens {engine.max_tokens} can send "
                          f"prompts of about {need} tokens (the longest question and, when the team deliberates, an "

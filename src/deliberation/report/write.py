@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -13,7 +12,7 @@ from deliberation.report.paired import Paired, paired_markdown, paired_table
 from deliberation.report.plots import write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
-from deliberation.types import to_json
+from deliberation.types import strict_json, to_json
 
 
 def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
@@ -46,7 +45,7 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     if tab is not None:
         texts["report.csv"] = to_csv(tab)
     if paired:
-        texts["paired.json"] = json.dumps([to_json(p) for p in paired], indent=2) + "\n"
+        texts["paired.json"] = strict_json([to_json(p) for p in paired], indent=2) + "\n"
     for name, text in texts.items():
         (out / name).write_text(text)
     return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]

@@ -1,7 +1,8 @@
 """``delib collect``: run the rollout collector over a benchmark split into a rollout directory.
 
-Resumable: questions already in the file are skipped. The behaviour policy is an epsilon-mixed policy
-checkpoint (``--policy``) or, before any policy exists, the epsilon-mixed agreement-threshold rule.
+Resumable: questions already in the file are skipped; a second collection into a directory while one writes
+it is refused. The behaviour policy is an epsilon-mixed policy checkpoint (``--policy``) or, before any
+policy exists, the epsilon-mixed agreement-threshold rule.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
-from deliberation.types import Example, append_gzip_line, read_gzip_lines, to_json
+from deliberation.trees.lock import refuse_if_locked
+from deliberation.types import Example, append_gzip_line, to_json
 
 
 @dataclass(frozen=True)
@@ -71,17 +73,29 @@ def manifest(spec: CollectSpec, model: str) -> dict[str, Any]:
 
 
 def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
-    """Collect rollouts into ``out``; returns the number of questions in the file."""
+    """Collect rollouts into ``out`` as its one writer (another collection into it is refused before the model
+    loads); returns the number of questions in the file."""
+    examples = load_selected(benchmarks.get(spec.benchmark), spec.split, spec.limit, spec.selection, spec.data_dir)
+    behaviour = behaviour_policy(spec)
+    directory = Path(out)
+    refuse_if_locked(directory)
+    backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
+    try:
+        with files.open_collection(directory, manifest(spec, backend.model)):
+            _collect_missing(spec, examples, behaviour, backend, directory / files.ROLLOUTS, progress)
+            return len(files.read_rows(directory / files.ROLLOUTS))
+    finally:
+        benchmarks.close_all()
+        backend.close()
+
+
+def _collect_missing(spec: CollectSpec, examples: list[Example], behaviour: MetaPolicy, backend: Backend,
+                     path: Path, progress: bool) -> None:
+    """Collect the questions not in the rollout file yet, appending each as it finishes."""
     from tqdm import tqdm
 
     bench = benchmarks.get(spec.benchmark)
-    examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
-    behaviour = behaviour_policy(spec)
-    directory = Path(out)
-    backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
-    files.open_manifest(directory, manifest(spec, backend.model))
-    path = directory / files.ROLLOUTS
-    done = {row["example_id"] for row in read_gzip_lines(path, "delib collect", repair=True)}
+    done = {row.example_id for row in files.read_rows(path, repair=True)}
     method = collecting(behaviour)
 
     def one(ex: Example, shared: Backend) -> tuple[str, list]:
@@ -89,14 +103,9 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
         return ex.id, collect_question(ctx, spec.samples, example_rng(spec.engine.seed, ex.id))
 
     todo = [e for e in examples if e.id not in done]
-    try:
-        questions = stopping(in_flight(one, todo, backend, spec.concurrency), backend)  # before backend.close
-        with tqdm(total=len(todo), disable=not progress, unit="q") as bar, questions as answered:
-            for example_id, decisions in answered:
-                row = files.question_row(backend.model, spec.benchmark, spec.split, example_id, decisions)
-                append_gzip_line(path, row)
-                bar.update()
-    finally:
-        benchmarks.close_all()
-        backend.close()
-    return len(read_gzip_lines(path, "delib collect"))
+    questions = stopping(in_flight(one, todo, backend, spec.concurrency), backend)  # before backend.close
+    with tqdm(total=len(todo), disable=not progress, unit="q") as bar, questions as answered:
+        for example_id, decisions in answered:
+            append_gzip_line(path, files.question_row(backend.model, spec.benchmark, spec.split, example_id,
+                                                      decisions))
+            bar.update()

@@ -3,18 +3,21 @@
 Line: ``{"model", "benchmark", "split", "example_id", "decisions": [...]}``. Each question is appended as its
 own gzip member and fsynced, so a killed collection loses at most the question in flight; a torn last
 member is cut off on reopen. The manifest names the model, seeds, feature version and the exact command;
-reading refuses rollouts whose feature version differs from this build's.
+reading refuses rollouts whose feature version differs from this build's. One collection writes a directory
+at a time (``open_collection``: ``.writer.lock``, see ``deliberation.trees.lock``).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
+from deliberation.trees.lock import DirectoryLock, lock_directory
 from deliberation.types import Decision, from_json, read_gzip_lines, to_json, write_json_atomic
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
@@ -23,9 +26,35 @@ ENGINE_KEYS = ("temperature", "max_tokens", "early_stop")
 """Engine settings a resumed collection must share with the file: they change what an episode is."""
 
 
-def open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
-    """Create the manifest, or check an existing one describes the same collection."""
+@dataclass(frozen=True)
+class RolloutRow:
+    """What readers take from a line of a rollout file (``question_row`` writes it, with the model,
+    benchmark and split besides)."""
+
+    example_id: str
+    decisions: tuple[Decision, ...]
+
+
+def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
+    """Every question of a rollout file (``read_gzip_lines``: a torn last line cut off with ``repair``, else
+    refused; a line of the wrong shape refused by its number)."""
+    return read_gzip_lines(path, "delib collect", repair, lambda row: from_json(RolloutRow, row))
+
+
+def open_collection(directory: Path, manifest: dict[str, Any]) -> DirectoryLock:
+    """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
+    then create its manifest, or check an existing one describes the same collection."""
     directory.mkdir(parents=True, exist_ok=True)
+    writer = lock_directory(directory)
+    try:
+        _open_manifest(directory, manifest)
+    except BaseException:
+        writer.release()
+        raise
+    return writer
+
+
+def _open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     path = directory / MANIFEST
     if not path.exists():
         write_json_atomic(path, manifest)
@@ -82,9 +111,9 @@ def load_decisions(paths: list[Path]) -> list[Decision]:
         if directories.count(directory) > 1:
             raise DelibError(f"rollout directory {directory} is given more than once; name each collection once")
         check_manifest(directory)
-        for row in read_gzip_lines(directory / ROLLOUTS, "delib collect"):
-            _claim(source, row["example_id"], directory)
-            decisions += [from_json(Decision, d) for d in row["decisions"]]
+        for row in read_rows(directory / ROLLOUTS):
+            _claim(source, row.example_id, directory)
+            decisions += row.decisions
     if not decisions:
         files = ", ".join(map(str, paths))
         raise DelibError(f"no decisions in {files}: the rollout files are empty; run `delib collect`")

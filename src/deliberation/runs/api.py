@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 from deliberation.backends.team import TEAM, team_options
 from deliberation.benchmarks.own import file_name
 from deliberation.config import EngineConfig, Selection
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, writable_folder
 from deliberation.runs import experiment, experiment_file
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
@@ -28,6 +28,7 @@ def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k",
     SQLite response cache (none unless given; the CLI's default is ``<out>/../responses.sqlite``).
     ``team``: one model per agent (``delib run --team``): a name runs on ``backend`` with ``backend_options``,
     a mapping is an agent's own ``backend`` and options; ``engine`` then defaults to that many agents."""
+    writable_folder(out, "out")  # as delib run --out is checked: an empty path would write into the current folder
     options = {**(backend_options or {}), **({"model": model} if model is not None else {})}
     if team is not None:
         if model is not None:

@@ -11,8 +11,8 @@ episodes.jsonl: it appends each episode as it arrives, behind the same progress 
 
 Guaranteed:
 - Bad input (method, benchmark, split, policy, ``workers``, ``max_retries``, Ray missing, more workers
-  than the cluster has CPUs, another run's directory) fails before anything is written; a rerun with
-  nothing left to do does not start Ray at all.
+  than the cluster has CPUs, another run's directory, one another process is writing) fails before anything
+  is written; a rerun with nothing left to do does not start Ray at all.
 - The run directory has the format of a local run and is resumable by either kind of run. Lines of
   episodes.jsonl are in completion order; summary.json is computed in dataset order, as locally.
 - An example's episode is appended at most once (the driver drops a second result for the same id).
@@ -56,7 +56,7 @@ from typing import Any, Iterator
 from deliberation import methods
 from deliberation.backends import make_backend
 from deliberation.errors import DelibError, install_hint, require_at_least
-from deliberation.runs.runner import RunSpec, config_record, drive, finish, run_examples, validate
+from deliberation.runs.runner import RunSpec, config_record, drive, finish, remaining, run_examples, validate
 from deliberation.runs.directory import RunDir, Summary
 from deliberation.types import Episode, Example
 
@@ -99,14 +99,15 @@ def execute_distributed(spec: RunSpec, out: str, workers: int, ray_address: str 
     _check_counts(workers, max_retries)
     _, examples = validate(spec)
     ray = _import_ray()
-    done = RunDir(Path(out)).finished_ids()  # read only: a refusal below (too few CPUs) leaves nothing
-    todo = [ex for ex in examples if ex.id not in done]
-    with _ray_session(ray, ray_address, workers) if todo else nullcontext():
-        run_dir = RunDir.open(out, config_record(spec))
+    run_dir = RunDir.prepare(out, config_record(spec))  # writes nothing: a refusal below (CPUs) leaves nothing
+    todo = remaining(run_dir, examples)
+    with _ray_session(ray, ray_address, workers) if todo else nullcontext(), run_dir.create():
+        todo = remaining(run_dir, examples)  # again, locked: a run that ended meanwhile may have added some
         if todo:
             run_dir.clear_summary()
-            _run_all(run_dir, _Pool(ray, worker_cls, spec, min(workers, len(todo)), max_retries), todo, done, progress)
-    return finish(run_dir, spec, [ex.id for ex in examples])
+            _run_all(run_dir, _Pool(ray, worker_cls, spec, min(workers, len(todo)), max_retries), todo,
+                     run_dir.finished_ids(), progress)
+        return finish(run_dir, spec, [ex.id for ex in examples])
 
 
 def _run_all(run_dir: RunDir, pool: _Pool, todo: list[Example], done: set[str], progress: bool) -> None:

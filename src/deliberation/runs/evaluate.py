@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation import methods
-from deliberation.backends import make_backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
+from deliberation.methods.base import MethodConfig
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
-from deliberation.trees.store import (TreeBackend, TreeStore, built_examples, open_store, store_engine,
-                                      store_selection)
+from deliberation.trees.store import (TreeBackend, TreeStore, built_examples, open_store, recording_backend,
+                                      store_engine, store_selection)
 from deliberation.types import Example
 
 
@@ -46,6 +46,9 @@ class Replay:
     cache: str | None = None
     """Response cache for nodes a replay adds (default: the cache the store was built with)."""
     command: str = ""
+
+    def __post_init__(self) -> None:
+        MethodConfig(confidence_threshold=self.confidence_threshold)  # checks its range before anything loads
 
 
 def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
@@ -81,10 +84,10 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
 
 
 def tree_backend(replay: Replay, store: TreeStore, examples: Sequence[Example]) -> TreeBackend:
-    m = store.manifest
-    inner = None if replay.offline else make_backend(m["backend"], cache=replay.cache or m.get("cache"),
-                                                     **m["backend_options"])
-    return TreeBackend(store, inner, examples)
+    """The replay's backend: reading the store only (offline), or adding what it lacks as the store's writer."""
+    if replay.offline:
+        return TreeBackend(store, None, examples)
+    return recording_backend(store, examples, replay.cache or store.manifest.get("cache"))
 
 
 def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, n: int,

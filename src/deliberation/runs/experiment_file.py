@@ -25,7 +25,7 @@ from deliberation import benchmarks
 from deliberation.benchmarks import own
 from deliberation.backends import BACKENDS, backend_class, team_size
 from deliberation.config import EngineConfig, Selection
-from deliberation.errors import DelibError, require_at_least
+from deliberation.errors import DelibError, read_user_text, require_at_least, writable_folder
 from deliberation import methods
 from deliberation.methods import METHODS
 from deliberation.runs import experiment_agents as agents
@@ -84,9 +84,7 @@ def load_experiment(path: str | os.PathLike) -> ExperimentConfig:
     """Read and validate an experiment TOML file; nothing is written."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as err:
-        raise DelibError(f"cannot read experiment file {path}: {err.strerror or err}") from err
+        raw = tomllib.loads(read_user_text(path, "experiment file"))
     except tomllib.TOMLDecodeError as err:
         raise DelibError(f"{path} is not valid TOML: {err}") from err
     return parse_experiment(raw, str(path))
@@ -106,11 +104,21 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     _check_arms(arms, source)
     for arm in arms:
         agents.check_arm(arm.label, arm.method, arm.engine, models, source)
-    return ExperimentConfig(name, _get(raw, "out", str, source, f"runs/{name}"), arms, names, _seeds(raw, source),
+    return ExperimentConfig(name, _out(raw, name, source), arms, names, _seeds(raw, source),
                             _splits(raw.get("split", "test"), names, source),
                             _limits(raw.get("limit"), names, source), backend, options,
                             _get(raw, "data_dir", str, source, None), source, _concurrency(raw, source),
                             selections=_selections(raw.get("selection"), names, source))
+
+
+def _out(raw: Mapping[str, Any], name: str, source: str) -> str:
+    """``out``, checked as ``delib run --out`` is (a folder that can be written), before any cell runs."""
+    out = _get(raw, "out", str, source, f"runs/{name}")
+    try:
+        writable_folder(out, "out")
+    except DelibError as err:
+        _fail(source, str(err))
+    return out
 
 
 def cap_limits(cfg: ExperimentConfig, cap: int) -> ExperimentConfig:
@@ -328,8 +336,9 @@ def _selections(value: Any, names: Sequence[str], source: str) -> dict[str, Sele
 def _selection(table: Mapping[str, Any], where: str, source: str) -> Selection:
     _known(table, tuple(SELECTION_TYPES), f"key in {where}", source)
     values = {k: _get(table, k, SELECTION_TYPES[k], source, where=f"{where} ") for k in table}
-    if not all(isinstance(i, str) for i in values.get("ids", [])):
-        _fail(source, f"{where} ids must be a list of strings, got {values['ids']!r}")
+    if "ids" in values and not (values["ids"] and all(isinstance(i, str) and i.strip() for i in values["ids"])):
+        _fail(source, f"{where} ids must be a non-empty list of question ids, got {values['ids']!r} (leave ids out "
+                      "for all questions)")
     try:
         return Selection(**{**values, "ids": tuple(values.get("ids", ()))})
     except DelibError as err:

@@ -37,6 +37,10 @@ class RunSpec(Workload):
     trees: str | None = None
     """The tree store a replay read its outcomes from (``delib evaluate``); None for a live run."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.method_config()  # MethodConfig checks the method settings (the confidence threshold's range)
+
     def method_config(self) -> MethodConfig:
         return MethodConfig(benchmark=self.benchmark, engine=self.engine, policy=self.policy,
                             confidence_threshold=self.confidence_threshold)
@@ -51,7 +55,7 @@ def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
     engine = method.engine(spec.engine)
     check_team(spec.method, engine)
     check_models(spec.method, engine, team_size(spec.backend, spec.backend_options))
-    check_context(spec.method, engine, [bench.format_question(ex) for ex in examples],
+    check_context(spec.method, engine, {f"question {ex.id}": bench.format_question(ex) for ex in examples},
                   context_window(spec.backend, spec.backend_options))
     method.spec(spec.method_config())  # e.g. a missing or mismatched mpdf checkpoint fails here
     return method, examples
@@ -86,25 +90,34 @@ def run_examples(method: Method, examples: Iterable[Example], backend: Backend,
 
 
 def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | None = None) -> Summary:
-    """Run ``spec`` into ``out``, skipping examples already finished there; return the summary. Nothing is
-    written before the backend is built: a model that fails to load leaves no config.json behind."""
+    """Run ``spec`` into ``out`` as its one writer, skipping examples already finished there; return the
+    summary. Nothing is written before the backend is built: a model that fails to load leaves no config.json
+    behind."""
     method, examples = validate(spec)
     run_dir = RunDir.prepare(out, config_record(spec))
-    done = run_dir.finished_ids()
-    todo = [ex for ex in examples if ex.id not in done]
-    if not todo:  # finished: no model to load, no empty progress bar
-        return finish(run_dir.create(), spec, [ex.id for ex in examples])
+    order = [ex.id for ex in examples]
+    if not remaining(run_dir, examples):  # finished: no model to load, no empty progress bar
+        with run_dir.create():
+            return finish(run_dir, spec, order)
     own_backend = backend is None
     backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
     try:
-        run_dir.create().clear_summary()  # an extension killed midway must not keep reporting the old summary
-        with stopping(run_examples(method, todo, backend, spec), backend) as episodes:
-            drive(run_dir, episodes, len(todo), progress)
+        with run_dir.create():
+            todo = remaining(run_dir, examples)  # again, locked: a run that ended meanwhile may have added some
+            run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
+            with stopping(run_examples(method, todo, backend, spec), backend) as episodes:
+                drive(run_dir, episodes, len(todo), progress)
+            return finish(run_dir, spec, order)
     finally:
         benchmarks.close_all()
         if own_backend:
             backend.close()
-    return finish(run_dir, spec, [ex.id for ex in examples])
+
+
+def remaining(run_dir: RunDir, examples: list[Example]) -> list[Example]:
+    """The examples with no episode in ``run_dir`` yet, in their order."""
+    done = run_dir.finished_ids()
+    return [ex for ex in examples if ex.id not in done]
 
 
 def drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bool) -> None:
@@ -121,10 +134,11 @@ def drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bo
 
 
 def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
-    """Write summary.json over the run's episodes of the requested examples, in dataset order."""
-    wanted = {eid: i for i, eid in enumerate(order)}
-    first = {e.example_id: e for e in reversed(run_dir.episodes())}  # an id twice (two writers): its first
-    episodes = sorted((e for eid, e in first.items() if eid in wanted), key=lambda e: wanted[e.example_id])
+    """Write summary.json over every episode in the directory, so that it always describes episodes.jsonl (a
+    rerun with a smaller --limit counts the episodes it did not ask for too), in dataset order: ``order``,
+    then episodes of examples it does not name."""
+    rank = {eid: i for i, eid in enumerate(order)}
+    episodes = sorted(run_dir.episodes(), key=lambda e: rank.get(e.example_id, len(rank)))
     summary = summarize(episodes, spec.method, spec.benchmark, spec.split,
                         agent_models(spec.backend, spec.backend_options))
     run_dir.write_summary(summary)

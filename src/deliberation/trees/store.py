@@ -15,7 +15,8 @@ Directory layout:
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
   finish; ``{"example_id", "built": true}`` marks a question whose round 0 and round 1 are complete
   (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node:
-  ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic.
+  ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic;
+- ``.writer.lock``: locked by the one process appending to the store (``trees.lock``); readers ignore it.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from deliberation import benchmarks, methods
+from deliberation.backends import make_backend
 from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.cache import request_key
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, Selection
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
+from deliberation.trees.lock import DirectoryLock, lock_directory
 from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json,
                                 read_gzip_lines, to_json)
 from deliberation.types import write_json_atomic
@@ -42,6 +45,8 @@ FORMAT = "deliberation-trees"
 MATCHED = ("format", "backend", "model", "benchmark", "split", "temperature", "max_tokens", "seed",
            "verbal_confidence", "prompt_version")
 """Manifest entries a store and a request for it must share: they change what a node's outcome is."""
+BUSY_FIX = "wait for it to finish, or use another store (replays with --offline only read it)"
+"""What to do about a store another process writes (a build, or a replay adding nodes)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,15 @@ class Node:
     kind: str
     agent: int
     completion: Completion
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One line of ``trees.jsonl.gz`` as read back (the writers write it as a plain dict, see ``TreeStore.add``)."""
+
+    example_id: str
+    nodes: tuple[Node, ...]
+    built: bool = False
 
 
 def node_of(backend: str, scope: str, request: GenerationRequest, completion: Completion) -> Node:
@@ -65,19 +79,36 @@ def kind_of(request: GenerationRequest) -> str:
 
 
 class TreeStore:
-    """A store directory opened for reading and appending (thread-safe appends)."""
+    """A store directory opened for reading and appending (thread-safe appends). Only the store's one writer
+    appends (``lock``, ``trees.lock``): a build (``create``), or a replay whose ``TreeBackend`` may add nodes."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any], nodes: dict[str, Node], built: set[str]) -> None:
+    def __init__(self, path: Path, manifest: dict[str, Any], nodes: dict[str, Node], built: set[str],
+                 size: int = 0) -> None:
         self.path, self.manifest, self.nodes = path, manifest, nodes
         self.built = built  # questions whose round 0 and round 1 are complete
         self._lock = threading.Lock()
+        self._size = size  # of trees.jsonl.gz before it was read: ``lock`` rereads a file that has grown since
+        self._writer: DirectoryLock | None = None
 
     @classmethod
     def create(cls, path: str | Path, manifest: dict[str, Any]) -> "TreeStore":
-        """Open ``path`` for building: a new store, or an existing one with the same settings."""
+        """Open ``path`` for building, as its one writer until ``unlock``: a new store, or an existing one with
+        the same settings."""
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise DelibError(f"--out {path} is a file; pass a directory for the tree store")
+        path.mkdir(parents=True, exist_ok=True)
+        writer = lock_directory(path, BUSY_FIX)  # before reading: a repair cuts the file's end
+        try:
+            store = cls._create(path, manifest)
+        except BaseException:
+            writer.release()
+            raise
+        store._writer = writer
+        return store
+
+    @classmethod
+    def _create(cls, path: Path, manifest: dict[str, Any]) -> "TreeStore":
         if (path / MANIFEST).exists():
             store = cls.open(path, repair=True)
             if store.nodes:  # a store that holds no node yet never blocks new settings
@@ -85,7 +116,6 @@ class TreeStore:
                 check_selection(store.manifest, manifest, path)
                 store.narrow(manifest)
                 return store
-        path.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path / MANIFEST, {**manifest, "format": FORMAT})
         return cls(path, {**manifest, "format": FORMAT}, {}, set())
 
@@ -96,14 +126,31 @@ class TreeStore:
         it held only outcomes the build records again."""
         path = Path(path)
         manifest = _read_manifest(path)
+        size = _size(path / TREES)
         nodes: dict[str, Node] = {}
         built: set[str] = set()
-        for row in read_gzip_lines(path / TREES, "delib tree", repair):
-            for node in (from_json(Node, n) for n in row["nodes"]):
+        for row in read_gzip_lines(path / TREES, "delib tree", repair, lambda row: from_json(TreeRow, row)):
+            for node in row.nodes:
                 nodes.setdefault(node.key, node)
-            if row.get("built"):
-                built.add(row["example_id"])
-        return cls(path, manifest, nodes, built)
+            if row.built:
+                built.add(row.example_id)
+        return cls(path, manifest, nodes, built, size)
+
+    def lock(self) -> None:
+        """Become the store's one writer until ``unlock`` (a DelibError names the process that is), taking in
+        what a writer that ended meanwhile added since the store was read; nothing when already held."""
+        if self._writer is not None:
+            return
+        self._writer = lock_directory(self.path, BUSY_FIX)
+        if _size(self.path / TREES) != self._size:
+            fresh = TreeStore.open(self.path, repair=True)
+            self.manifest, self.nodes, self.built, self._size = fresh.manifest, fresh.nodes, fresh.built, fresh._size
+
+    def unlock(self) -> None:
+        """Stop being the store's writer (others may then build into it or add nodes)."""
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None
 
     def narrow(self, wanted: Mapping[str, Any]) -> None:
         """A build resuming with fewer round-0 samples or methods than before: the manifest then promises
@@ -158,6 +205,10 @@ def check_selection(stored: Mapping[str, Any], wanted: Mapping[str, Any], path: 
                          f"there, {wanted.get('selection', 'none')} here); use another store or its selection")
 
 
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
 def _read_manifest(path: Path) -> dict[str, Any]:
     if not (path / MANIFEST).is_file():
         raise DelibError(f"{path} is not a tree store (no {MANIFEST}); build one with `delib tree`")
@@ -172,11 +223,14 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 class TreeBackend:
-    """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded), or,
-    with no ``inner`` (offline), fails with one line naming the first missing node."""
+    """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded: the store's
+    writer lock is held from here to ``close``), or, with no ``inner`` (offline, reading only), fails with one
+    line naming the first missing node."""
 
     def __init__(self, store: TreeStore, inner: Backend | None, examples: Sequence[Example],
                  missing_hint: str = "rerun without --offline to add it") -> None:
+        if inner is not None:
+            store.lock()
         self.store, self.inner = store, inner
         self.missing_hint = missing_hint  # how the command at hand adds a missing node (offline)
         self.name: str = store.manifest["backend"]
@@ -223,6 +277,22 @@ class TreeBackend:
     def close(self) -> None:
         if self.inner is not None:
             self.inner.close()
+            self.store.unlock()
+
+
+def recording_backend(store: TreeStore, examples: Sequence[Example], cache: str | None,
+                      missing_hint: str = "rerun without --offline to add it") -> TreeBackend:
+    """A TreeBackend whose misses go to the store's own backend (through ``cache``) and are recorded; the
+    store's writer lock is taken before that backend loads, so a store another process writes is refused
+    at once."""
+    m = store.manifest
+    store.lock()
+    try:
+        inner = make_backend(m["backend"], cache=cache, **m["backend_options"])
+    except BaseException:
+        store.unlock()
+        raise
+    return TreeBackend(store, inner, examples, missing_hint)
 
 
 def built_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
