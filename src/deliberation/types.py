@@ -16,7 +16,7 @@ import typing
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from deliberation.errors import DelibError
 
@@ -27,9 +27,36 @@ class Action(str, enum.Enum):
     PERSIST = "persist"  # keep the answer, no LLM call
     REFINE = "refine"  # one LLM call: improve the own solution in the light of the peers'
     CONCEDE = "concede"  # adopt the answer of a peer chosen by a fixed rule, no LLM call
+    RESAMPLE = "resample"  # one LLM call: discard the answer, draw a fresh independent one (issue 37's extension)
 
 
 ACTIONS: tuple[Action, ...] = (Action.PERSIST, Action.REFINE, Action.CONCEDE)
+"""The paper's three actions, in the order every policy's logits and every reward tuple use."""
+ACTION_ORDER: tuple[Action, ...] = (*ACTIONS, Action.RESAMPLE)
+"""Every action; each action set is a prefix of it, so an action's index is the same in every set."""
+ACTION_SETS: dict[str, tuple[Action, ...]] = {"paper": ACTIONS, "resample": ACTION_ORDER}
+COST_ORDER: tuple[Action, ...] = (Action.PERSIST, Action.CONCEDE, Action.RESAMPLE, Action.REFINE)
+"""Cheapest first: no call, no call, a call on the short round-0 prompt, a call on the long update prompt.
+Ties between equally rewarded actions go to the cheaper one (oracle labels, the oracle method)."""
+
+
+def by_cost(actions: tuple[Action, ...]) -> tuple[Action, ...]:
+    """``actions`` cheapest first (``COST_ORDER``)."""
+    return tuple(a for a in COST_ORDER if a in actions)
+"""The action sets a policy may choose from (``--actions``): the paper's three (the default), or with RESAMPLE."""
+
+
+def action_set(n: int) -> tuple[Action, ...]:
+    """The registered action set of ``n`` actions (a reward tuple's or a network head's length)."""
+    found = [s for s in ACTION_SETS.values() if len(s) == n]
+    if not found:
+        raise DelibError(f"no action set has {n} actions; the sets are "
+                         f"{', '.join(f'{k} ({len(v)})' for k, v in ACTION_SETS.items())}")
+    return found[0]
+
+
+ADDED_LATER = {"added_later": True}
+"""Field metadata of an optional field added after files of its record were written (see ``to_json``)."""
 
 
 @dataclass(frozen=True)
@@ -177,20 +204,26 @@ class Decision:
     peers: tuple[tuple[float, ...], ...]
     action: Action
     logprob: float
-    rewards: tuple[float, float, float]
+    rewards: tuple[float, ...]
+    """Counterfactual reward of each action of the decision's action set (``action_set(len(rewards))``)."""
     r_local: float
     r_global: float
     token_cost: float = 0.0
     refine_tokens: float | None = None
+    resample_tokens: float | None = field(default=None, metadata=ADDED_LATER)
+    """What RESAMPLE costs here (its call and its critic call); None (and not written) outside the
+    four-action set, so three-action rollout files keep their format."""
 
 
 # --- JSON round trip -------------------------------------------------------------------------------
 
 
 def to_json(obj: Any) -> Any:
-    """Convert a record (or nested records, tuples, enums) into plain JSON-able values."""
+    """Convert a record (or nested records, tuples, enums) into plain JSON-able values; a field marked
+    ``ADDED_LATER`` is left out while None, so files without it keep their exact format."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not (f.metadata.get("added_later") and getattr(obj, f.name) is None)}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, (list, tuple)):
@@ -201,28 +234,56 @@ def to_json(obj: Any) -> Any:
 
 
 def from_json(cls: type, data: Any) -> Any:
-    """Rebuild ``cls`` from ``to_json`` output, following the type hints (tuples, enums, nested records)."""
+    """Rebuild ``cls`` from ``to_json`` output, following the type hints (tuples, enums, nested records). JSON of
+    another shape (not an object, a field missing, a text where a number belongs) is a TypeError or ValueError
+    naming the field, so readers of files refuse it at once instead of failing later, far from the file."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{cls.__name__} record is a JSON {_json_type(data)}, not an object")
     hints = typing.get_type_hints(cls)
     missing = [f.name for f in dataclasses.fields(cls) if f.name not in data and _required(f)]
     if missing:
         raise ValueError(f"{cls.__name__} record is missing field(s) {', '.join(missing)}")
-    kwargs = {f.name: _coerce(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data}
-    return cls(**kwargs)
+    return cls(**{f.name: _field(cls, f.name, hints[f.name], data[f.name]) for f in dataclasses.fields(cls)
+                  if f.name in data})
+
+
+def _field(cls: type, name: str, tp: Any, value: Any) -> Any:
+    try:
+        return _coerce(tp, value)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{cls.__name__}.{name}: {err}") from err
 
 
 def _required(f: dataclasses.Field) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
+_SCALARS: dict[Any, tuple[type, ...]] = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
+"""The JSON values a field of each scalar type takes (an int is a float: JSON writes 1.0 as 1 in places)."""
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "list", str: "text", bool: "boolean", type(None): "null"}.get(
+        type(value), "number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
 def _coerce(tp: Any, value: Any) -> Any:
     """Turn a JSON value into the annotated type ``tp``."""
-    if value is None:
+    if value is None:  # passes for a scalar, as it always did (files already written may hold it); never a record
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            raise TypeError(f"a JSON null where a {tp.__name__} record belongs")
         return None
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in typing.get_args(tp) if a is not type(None)]
         return _coerce(inner[0], value) if len(inner) == 1 else value
+    if tp in _SCALARS:
+        if not isinstance(value, _SCALARS[tp]):
+            raise TypeError(f"a JSON {_json_type(value)} where a {tp.__name__} belongs")
+        return value
     if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"a JSON {_json_type(value)} where a list belongs")
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_coerce(args[0], v) for v in value)
@@ -234,9 +295,15 @@ def _coerce(tp: Any, value: Any) -> Any:
     return value
 
 
+def strict_json(data: Any, **options: Any) -> str:
+    """``json.dumps`` as every file the project writes uses it: NaN and infinity raise ValueError instead of
+    being written as the bare ``NaN`` that strict JSON readers (jq, JavaScript, Go) reject."""
+    return json.dumps(data, allow_nan=False, **options)
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON through a temporary file and a rename, so readers never see half a file."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(path, strict_json(data, indent=2, sort_keys=True) + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -270,18 +337,22 @@ def gzip_members(path: Path) -> Iterator[tuple[int, bytes]]:
         return
 
 
-def read_gzip_lines(path: Path, command: str, repair: bool = False) -> list[dict[str, Any]]:
-    """Every line of every gzip member of an append-only file that ``command`` writes. A torn last member (a
-    killed writer's) is cut off with ``repair``, else refused; bytes that are not gzip JSON lines are always
-    refused. Each refusal is a DelibError naming the file, the byte and the fix: nothing is read partially."""
+def read_gzip_lines(path: Path, command: str, repair: bool = False,
+                    parse: Callable[[dict[str, Any]], Any] | None = None) -> list[Any]:
+    """Every line of every gzip member of an append-only file that ``command`` writes, each a JSON object, as
+    ``parse`` (a record's reader) makes it. A torn last member (a killed writer's) is cut off with ``repair``,
+    else refused; bytes that are not gzip JSON lines are always refused, and so is JSON of another shape (not
+    an object, or ``parse`` raising KeyError, TypeError or ValueError), by line number. Each refusal is a
+    DelibError naming the file, where in it and the fix: nothing is read partially."""
     if not path.exists():
         return []
-    rows: list[dict[str, Any]] = []
-    good = 0  # end of the last member read whole
+    rows: list[tuple[int, Any]] = []  # (line number, its JSON)
+    good = seen = 0  # end of the last member read whole, lines read
     try:
         for end, chunk in _members(path.read_bytes()):
-            rows += [json.loads(line) for line in chunk.decode().splitlines() if line.strip()]
-            good = end
+            lines = chunk.decode().splitlines()
+            rows += [(seen + n, json.loads(line)) for n, line in enumerate(lines, start=1) if line.strip()]
+            good, seen = end, seen + len(lines)
     except (zlib.error, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise DelibError(f"{path} is corrupt after byte {good} ({type(err).__name__}: not what `{command}` "
                          f"writes); restore it from a copy or rerun `{command}` into a new --out") from err
@@ -292,12 +363,24 @@ def read_gzip_lines(path: Path, command: str, repair: bool = False) -> list[dict
     if good < size:
         with open(path, "r+b") as f:
             f.truncate(good)
-    return rows
+    return [_gzip_record(path, command, number, row, parse) for number, row in rows]
+
+
+def _gzip_record(path: Path, command: str, number: int, row: Any,
+                 parse: Callable[[dict[str, Any]], Any] | None) -> Any:
+    try:
+        if not isinstance(row, dict):
+            raise TypeError(f"a JSON {_json_type(row)}, not an object")
+        return row if parse is None else parse(row)
+    except (KeyError, TypeError, ValueError) as err:
+        why = f"no field {err.args[0]!r}" if isinstance(err, KeyError) else " ".join(str(err).split())
+        raise DelibError(f"{path} line {number} is not a record `{command}` writes ({why}); restore the file "
+                         f"from a copy or rerun `{command}` into a new --out") from err
 
 
 def append_gzip_line(path: Path, row: dict[str, Any]) -> None:
     """Append one JSON line as its own gzip member, durably (a killed writer tears at most that member)."""
-    blob = gzip.compress((json.dumps(row, separators=(",", ":")) + "\n").encode())
+    blob = gzip.compress((strict_json(row, separators=(",", ":")) + "\n").encode())
     with open(path, "ab") as f:
         f.write(blob)
         f.flush()

@@ -26,7 +26,7 @@ def delib(*argv: str) -> int:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("trees") / "store"
-    assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--samples", "5", "--out", str(out)) == 0
+    assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--samples", "6", "--out", str(out)) == 0
     return out
 
 
@@ -96,7 +96,7 @@ def test_bad_stores_and_requests_are_refused(store, tmp_path, capsys):
                                                "--out", out)
     assert "built for 3 agents" in bad(capsys, "evaluate", "--trees", str(store), "--method", "debate", "--agents",
                                        "4", "--out", out)
-    assert "holds 5" in bad(capsys, "evaluate", "--trees", str(store), "--method", "self-consistency", "--agents",
+    assert "holds 6" in bad(capsys, "evaluate", "--trees", str(store), "--method", "self-consistency", "--agents",
                             "9", "--out", out)
     assert "--policy means nothing" in bad(capsys, "evaluate", "--trees", str(store), "--method", "debate",
                                            "--policy", "default", "--out", out)
@@ -139,7 +139,7 @@ def test_a_build_killed_while_appending_resumes_and_cuts_the_torn_record(store, 
     (copy / TREES).write_bytes(data + gzip.compress(b'{"example_id": "x", "nodes": []}\n')[:20])
     with pytest.raises(DelibError, match="incomplete record"):
         TreeStore.open(copy)
-    assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--samples", "5", "--out", str(copy)) == 0
+    assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--samples", "6", "--out", str(copy)) == 0
     assert TreeStore.open(copy).built == TreeStore.open(store).built
 
 

@@ -50,6 +50,8 @@ class AgentRecord:
     summary: LogprobSummary | None = None
     """The log-probability summary of the completion that produced ``text`` (None where the backend or an
     older store gives none)."""
+    resamples: int = 0
+    """RESAMPLE actions this agent has taken: its k-th draws round-0 sample k * N + agent (``resample_agent``)."""
 
     def view(self) -> AgentView:
         return AgentView(self.key, self.text, self.confidence, self.completion_tokens, self.changed, self.truncated,
@@ -130,11 +132,18 @@ def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequ
              round_: int) -> list[Completion]:
     """One batch of answer requests, one per agent listed, each marked with its agent (a mixed team sends
     it to that agent's model)."""
+    return generate_as(ctx, messages, agents, agents, [round_] * len(agents))
+
+
+def generate_as(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequence[int],
+                seeded_as: Sequence[int], rounds: Sequence[int]) -> list[Completion]:
+    """``generate`` where request k is seeded as agent ``seeded_as[k]`` of round ``rounds[k]`` (a RESAMPLE
+    is seeded as a further round-0 sample) while still marked as sent by ``agents[k]``."""
     seed = ctx.cfg.seed
     requests = [
-        GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(seed, ctx.example.id, a, round_),
+        GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(seed, ctx.example.id, s, t),
                           agent=a)
-        for m, a in zip(messages, agents)
+        for m, a, s, t in zip(messages, agents, seeded_as, rounds)
     ]
     return call_backend(ctx, requests)
 
@@ -180,7 +189,9 @@ def without_call(records: Sequence[AgentRecord], i: int, action: Action) -> Agen
     """Agent i's record after an action that needs no LLM call: CONCEDE adopts the rule's peer (when
     there is one), PERSIST (or a CONCEDE with no peer to adopt) keeps the own record."""
     target = concede_target(records, i) if action is Action.CONCEDE else None
-    return replace(records[target], changed=True) if target is not None else replace(records[i], changed=False)
+    if target is None:
+        return replace(records[i], changed=False)
+    return replace(records[target], changed=True, resamples=records[i].resamples)
 
 
 def refine_messages(ctx: Context, records: Sequence[AgentRecord], i: int) -> tuple[Message, ...]:
@@ -199,20 +210,32 @@ class Acted:
     calls: list[list[Completion]]
 
 
+def resample_agent(agents: int, agent: int, resamples: int) -> int:
+    """The round-0 sample an agent's RESAMPLE draws: its (resamples + 1)-th fresh answer is sample
+    (resamples + 1) * N + agent, so with K recorded round-0 samples a tree store serves every agent's first
+    RESAMPLE when K >= 2N (agent i's first takes sample N + i); later ones are grown like deeper rounds."""
+    return (resamples + 1) * agents + agent
+
+
 def act(ctx: Context, records: list[AgentRecord], actions: Sequence[Action], round_: int) -> Acted:
-    """Execute one round's actions: REFINE calls as one batch, then one critic batch for the refined
-    responses (their text is new even when their answer is not); conceded records keep the adopted peer's
-    confidence."""
-    refiners = [i for i, a in enumerate(actions) if a is Action.REFINE]
-    asked = [refine_messages(ctx, records, i) for i in refiners]
-    outs = generate(ctx, asked, refiners, round_)
+    """Execute one round's actions: REFINE and RESAMPLE calls as one batch, then one critic batch for the
+    new responses (a refined text is new even when its answer is not); conceded records keep the adopted
+    peer's confidence. A RESAMPLE is the round-0 request of a further sample (``resample_agent``): a fresh
+    independent answer, whose record starts a new history."""
+    callers = [i for i, a in enumerate(actions) if a in (Action.REFINE, Action.RESAMPLE)]
+    asked = [refine_messages(ctx, records, i) if actions[i] is Action.REFINE else prompts.initial_messages(
+        ctx.question) for i in callers]
+    seeds = [i if actions[i] is Action.REFINE else resample_agent(len(records), i, records[i].resamples)
+             for i in callers]
+    outs = generate_as(ctx, asked, callers, seeds, [round_ if actions[i] is Action.REFINE else 0 for i in callers])
     new = [without_call(records, i, a) for i, a in enumerate(actions)]
     calls: list[list[Completion]] = [[] for _ in records]
-    for i, out, messages in zip(refiners, outs, asked):
-        new[i] = record_of(ctx, out, answer_key(ctx, out.text) != records[i].key, messages)
+    for i, out, messages in zip(callers, outs, asked):
+        drawn = records[i].resamples + (actions[i] is Action.RESAMPLE)
+        new[i] = replace(record_of(ctx, out, answer_key(ctx, out.text) != records[i].key, messages), resamples=drawn)
         calls[i].append(out)
-    needs = [replace(r, changed=a is Action.REFINE) for r, a in zip(new, actions)]
-    scored, critics = score_confidence(ctx, needs)
+    spent = [replace(r, changed=a in (Action.REFINE, Action.RESAMPLE)) for r, a in zip(new, actions)]
+    scored, critics = score_confidence(ctx, spent)
     for i, critic in enumerate(critics):
         calls[i] += [critic] if critic is not None else []
     return Acted([replace(s, changed=n.changed) for s, n in zip(scored, new)], calls)

@@ -25,6 +25,8 @@ METHODS: dict[str, str] = {
     "always-concede": "deliberation.methods.rules:ALWAYS_CONCEDE",
     "confidence-threshold": "deliberation.methods.rules:CONFIDENCE_THRESHOLD",
     "agreement-threshold": "deliberation.methods.rules:AGREEMENT_THRESHOLD",
+    "always-resample": "deliberation.methods.rules:ALWAYS_RESAMPLE",
+    "agreement-resample": "deliberation.methods.rules:AGREEMENT_RESAMPLE",
     "agreement-then-confidence": "deliberation.methods.rules:AGREEMENT_THEN_CONFIDENCE",
     "oracle": "deliberation.methods.oracle:METHOD",
 }

@@ -28,9 +28,8 @@ from deliberation.engine.loop import make_context, run_episode
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.policy.rules import ConstantPolicy, JointActions
-from deliberation.types import Action, Completion, Episode, Example, GenerationRequest
+from deliberation.types import ACTIONS, Action, Completion, Episode, Example, GenerationRequest, by_cost
 
-COST_ORDER = (Action.PERSIST, Action.CONCEDE, Action.REFINE)
 SPEC = MethodSpec(name="oracle", policy=ConstantPolicy(Action.REFINE), confidence=True)
 """The candidates' spec (the refine prompt, the critic on); each candidate runs with its own joint action."""
 
@@ -60,7 +59,7 @@ def one_round(engine: EngineConfig) -> EngineConfig:
 
 def candidates(agents: int) -> list[tuple[Action, ...]]:
     """Every joint action, cheapest first (agent 0 the most significant)."""
-    return list(itertools.product(COST_ORDER, repeat=agents))
+    return list(itertools.product(by_cost(ACTIONS), repeat=agents))
 
 
 def tokens(episode: Episode) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
+from deliberation.engine.features import PAPER, contract
 from deliberation.errors import DelibError
 from deliberation.policy.learned import TrainedPolicy
 from deliberation.policy.network import MetaPolicyNet, net_from_arch
@@ -36,8 +36,11 @@ _FIELDS = {"arch": dict, "state_dict": dict, "feature_names": list, "feature_ver
 @functools.lru_cache(maxsize=8)
 def load_learned(policy: str) -> TrainedPolicy:
     """The policy ``policy`` names (a path or a shipped name), loaded once per process, refusing one
-    built for other features than this build's."""
-    return load_policy(checkpoint_path(policy), FEATURE_NAMES, FEATURE_VERSION)
+    built for a feature set this build does not register (engine/features.py)."""
+    path = checkpoint_path(policy)
+    payload = _read_checkpoint(Path(path))
+    found = contract(payload["feature_names"], payload["feature_version"]) or PAPER
+    return load_policy(path, found.names, found.version)
 
 
 def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequence[str],

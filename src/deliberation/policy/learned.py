@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from deliberation.engine.features import PAPER, arrays, contract
 from deliberation.engine.state import Observation
-from deliberation.policy.network import N_ACTIONS, MetaPolicyNet
-from deliberation.types import ACTIONS, Action
+from deliberation.policy.network import MetaPolicyNet
+from deliberation.types import Action, action_set
 
 
 @dataclass(frozen=True)
@@ -28,28 +29,32 @@ class TrainedPolicy:
     """Draw actions from the policy's distribution instead of taking its argmax."""
 
     def probs(self, own: np.ndarray, peers: np.ndarray) -> np.ndarray:
-        """Action probabilities (A, 3) in ACTIONS order for own (A, F) and peers (A, P, F)."""
+        """Action probabilities (A, K) in the order of the net's action set (K actions) for own (A, F) and
+        peers (A, P, F)."""
         own_t = torch.as_tensor(np.asarray(own, dtype=np.float32))  # (A, F)
         peers_t = torch.as_tensor(np.asarray(peers, dtype=np.float32))  # (A, P, F)
         if own_t.dim() != 2 or peers_t.dim() != 3 or peers_t.shape[::2] != own_t.shape:
             raise ValueError(f"expected own (A, F) and peers (A, P, F), got {tuple(own_t.shape)} and "
                              f"{tuple(peers_t.shape)}")
         with torch.inference_mode():
-            return torch.softmax(self.net(own_t, peers_t).double(), dim=-1).numpy()  # (A, 3)
+            return torch.softmax(self.net(own_t, peers_t).double(), dim=-1).numpy()  # (A, K)
 
     def act(self, own: np.ndarray, peers: np.ndarray, rng: np.random.Generator) -> tuple[list[Action], np.ndarray]:
         """One action per agent and its log-probability (A,) under the distribution sampled from (the
         greedy one-hot unless ``sample``). One uniform draw per agent either way, so a run's random stream
         does not depend on the mode."""
-        probs = self.probs(own, peers)  # (A, 3)
-        behaviour = probs if self.sample else np.eye(N_ACTIONS)[probs.argmax(-1)]  # (A, 3)
-        cdf = np.cumsum(behaviour, axis=-1)  # (A, 3)
+        probs = self.probs(own, peers)  # (A, K)
+        k = probs.shape[-1]
+        behaviour = probs if self.sample else np.eye(k)[probs.argmax(-1)]  # (A, K)
+        cdf = np.cumsum(behaviour, axis=-1)  # (A, K)
         draws = rng.random(len(behaviour))[:, None]  # (A, 1)
-        index = np.minimum((draws >= cdf).sum(-1), N_ACTIONS - 1)  # (A,)
+        index = np.minimum((draws >= cdf).sum(-1), k - 1)  # (A,)
         chosen = behaviour[np.arange(len(index)), index]  # (A,)
-        return [ACTIONS[i] for i in index], np.log(chosen)
+        return [action_set(k)[i] for i in index], np.log(chosen)
 
     def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
-        """The engine's ``MetaPolicy`` interface."""
-        actions, logprobs = self.act(obs.own, obs.peers, rng)
+        """The engine's ``MetaPolicy`` interface: the observation under the policy's own feature set (a
+        policy saved before feature sets existed, or built without a contract, reads the paper's)."""
+        feature_set = contract(self.feature_names, self.feature_version) or PAPER
+        actions, logprobs = self.act(*arrays(obs, feature_set), rng)
         return tuple(actions), tuple(float(x) for x in logprobs)

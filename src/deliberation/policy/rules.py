@@ -1,8 +1,9 @@
 """Fixed meta-policies: the baselines a learned policy must beat (DESIGN.md section 1).
 
 Each is a ``MetaPolicy`` (``decide(obs, rng) -> (actions, logprobs)``; deterministic, so every log-prob
-is 0): a constant action (always-persist, always-refine, always-concede; debate, ReConcile and DyLAN are
-always-refine with their own prompts), confidence-threshold, agreement-threshold and agreement-then-confidence.
+is 0): a constant action (always-persist, always-refine, always-concede, always-resample; debate, ReConcile
+and DyLAN are always-refine with their own prompts), confidence-threshold, agreement-threshold (and its
+RESAMPLE form, agreement-resample) and agreement-then-confidence.
 Agreement-threshold is the bar to clear: on GSM8K with qwen2.5-coder-1.5b it beat debate at two thirds of its
 tokens (DESIGN.md section 4). ``JointActions`` fixes each agent's action (the oracle's candidates).
 """
@@ -50,10 +51,14 @@ class ConfidenceThreshold:
 
 @dataclass(frozen=True)
 class AgreementThreshold:
-    """Persist when a peer shares the answer; else concede to an answer two peers share; else refine."""
+    """Persist when a peer shares the answer; else concede to an answer two peers share; else ``fallback``:
+    REFINE (the agreement rule), or RESAMPLE (agreement-resample: a lone answer is replaced by a fresh
+    sample, adaptive sampling's move within the team; issue 37)."""
+
+    fallback: Action = Action.REFINE
 
     def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
-        return tuple(agreement_action(obs, i) for i in range(len(obs.views))), (0.0,) * len(obs.views)
+        return tuple(agreement_action(obs, i, self.fallback) for i in range(len(obs.views))), (0.0,) * len(obs.views)
 
 
 @dataclass(frozen=True)
@@ -73,16 +78,16 @@ class AgreementThenConfidence:
         return Action.PERSIST if confident else agreement_action(obs, i)
 
 
-def agreement_action(obs: Observation, i: int) -> Action:
+def agreement_action(obs: Observation, i: int, fallback: Action = Action.REFINE) -> Action:
     """Agent i under the agreement rule: persist when a peer shares its answer, else concede to an answer two
-    peers share, else refine."""
+    peers share, else ``fallback``."""
     keys = [v.key for v in obs.views]
     if keys[i] is not None and support(keys, keys[i]) >= 2:
         return Action.PERSIST
     peer_keys = [k for j, k in enumerate(keys) if j != i and k is not None]
     if any(support(peer_keys, k) >= 2 for k in peer_keys):
         return Action.CONCEDE
-    return Action.REFINE
+    return fallback
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from deliberation.backends.team import agent_models
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, decode_text
 from deliberation.runs.directory import (CELL, CONFIG, EPISODES, SUMMARY, Summary, comparable, jsonl_lines,
                                          parse_episodes, summarize)
-from deliberation.types import ACTIONS, Episode, from_json
+from deliberation.types import ACTION_ORDER, ACTIONS, Episode, from_json
 
 METRICS = "metrics.jsonl"  # marks a training directory
 
@@ -41,7 +41,8 @@ class RunResult:
     seed: int
     summary: Summary
     actions_by_round: tuple[tuple[int, ...], ...]
-    """Meta-action counts per deliberation round (index 0 = round 1), in ``ACTIONS`` order."""
+    """Meta-action counts per deliberation round (index 0 = round 1), in ``ACTION_ORDER`` (the paper's three,
+    and RESAMPLE where a run took it)."""
     partial: bool
     """True when the directory has no summary.json (the run was killed or is still running)."""
     policy_used: str = ""
@@ -155,13 +156,13 @@ def _digest(policy_used: str) -> str:
 
 
 def load_run(path: Path) -> RunResult:
-    """One run directory; summarized from its episodes when summary.json is absent."""
+    """One run directory; summarized from its episodes when summary.json is absent or counts other episodes
+    than episodes.jsonl holds (written before summaries always described the whole file)."""
     config = read_object(path / CONFIG) if (path / CONFIG).exists() else {}
     lines = complete_lines(path / EPISODES)
     episodes = parse_episodes(path / EPISODES, lines)
-    if (path / SUMMARY).exists():
-        summary = _summary(path / SUMMARY)
-    else:
+    summary = _summary(path / SUMMARY) if (path / SUMMARY).exists() else None
+    if summary is None or (episodes and summary.n != len(episodes)):  # stale: a rerun's --limit counted, not the file
         summary = summarize(episodes, config.get("method", "?"), config.get("benchmark", "?"),
                             config.get("split", "?"), _agent_models(config))
     cell = read_object(path / CELL) if (path / CELL).exists() else {}
@@ -215,9 +216,10 @@ def _summary(path: Path) -> Summary:
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file, or a DelibError naming it."""
+    """A JSON file (UTF-8, a byte order mark allowed: --rule files may be edited by hand), or a DelibError
+    naming it."""
     try:
-        return json.loads(path.read_text())
+        return json.loads(decode_text(path.read_bytes(), str(path)))
     except (OSError, ValueError) as err:
         raise DelibError(f"cannot read {path}: {err}; restore it, or delete it and rerun the command that wrote "
                          "it") from err
@@ -246,10 +248,12 @@ def read_episodes(path: Path) -> list[Episode]:
 
 def actions_by_round(episodes: Sequence[Episode]) -> tuple[tuple[int, ...], ...]:
     """Counts of each meta-action per round 1..R over ``episodes`` (round-0 turns carry no action)."""
-    rounds = max((t.round for e in episodes for t in e.turns if t.action is not None), default=0)
-    counts = [[0] * len(ACTIONS) for _ in range(rounds)]
-    for turn in (t for e in episodes for t in e.turns if t.action is not None):
-        counts[turn.round - 1][ACTIONS.index(turn.action)] += 1
+    acted = [t for e in episodes for t in e.turns if t.action is not None]
+    rounds = max((t.round for t in acted), default=0)
+    width = len(ACTION_ORDER) if any(t.action not in ACTIONS for t in acted) else len(ACTIONS)
+    counts = [[0] * width for _ in range(rounds)]
+    for turn in acted:
+        counts[turn.round - 1][ACTION_ORDER.index(turn.action)] += 1
     return tuple(tuple(c) for c in counts)
 
 

@@ -8,6 +8,7 @@ directories are read by ``report/loading.py``.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from deliberation.errors import DelibError, install_hint
 from deliberation.rl.algorithms import is_supervised
-from deliberation.types import ACTIONS
+from deliberation.types import ACTION_ORDER
 
 from deliberation.report.loading import RunResult, TrainingPoint, TrainingRun
 
 if TYPE_CHECKING:
     from deliberation.report.tables import Table
 
-ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868")  # persist, refine, concede (ACTIONS order)
+ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3")  # persist, refine, concede, resample
 MARKERS = "osD^vPX"  # 7 markers against 10 colours: 70 methods before a (marker, colour) pair repeats
 CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy earns the best reward)"),
           ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
@@ -84,7 +85,7 @@ def action_distribution(results: Sequence[RunResult], path: Path) -> PlotOutcome
         totals = [max(1, sum(c)) for c in per_round]
         bottom = [0.0] * len(per_round)
         rounds = list(range(1, len(per_round) + 1))
-        for k, action in enumerate(ACTIONS):
+        for k, action in enumerate(ACTION_ORDER[: len(per_round[0])]):
             shares = [c[k] / t for c, t in zip(per_round, totals)]
             ax.bar(rounds, shares, bottom=bottom, color=ACTION_COLOURS[k], label=action.value)
             bottom = [b + s for b, s in zip(bottom, shares)]
@@ -99,9 +100,11 @@ def _actions_by_label(results: Sequence[RunResult]) -> dict[str, list[list[int]]
     out: dict[str, list[list[int]]] = {}
     for r in (r for r in results if r.actions_by_round):
         rows = out.setdefault(r.label, [])
-        rows += [[0] * len(ACTIONS) for _ in range(len(r.actions_by_round) - len(rows))]
+        width = max(len(r.actions_by_round[0]), len(rows[0]) if rows else 0)
+        rows[:] = [row + [0] * (width - len(row)) for row in rows]
+        rows += [[0] * width for _ in range(len(r.actions_by_round) - len(rows))]
         for i, counts in enumerate(r.actions_by_round):
-            rows[i] = [a + b for a, b in zip(rows[i], counts)]
+            rows[i] = [a + b for a, b in itertools.zip_longest(rows[i], counts, fillvalue=0)]
     return {label: rows for label, rows in out.items() if any(map(sum, rows))}
 
 
@@ -128,7 +131,8 @@ def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
         return PlotOutcome(name, None, "no training run recorded held-out action shares (val_actions)")
     fig, axes = new_figure(len(runs))
     for ax, run in zip(axes, runs):
-        for k, action in enumerate(ACTIONS):
+        width = max(len(p.val_actions) for p in run.points if p.val_actions)
+        for k, action in enumerate(ACTION_ORDER[:width]):
             for j, (stage, xs, ys) in enumerate(_series(run, _held_out_share(k))):
                 ax.plot(xs, ys, color=ACTION_COLOURS[k], label=None if j else action.value, **_line_style(stage, xs))
         ax.set(title=run.name, xlabel="optimizer step (dashed: sft)", ylabel="share of held-out decisions",

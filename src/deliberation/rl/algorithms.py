@@ -58,11 +58,11 @@ class Algorithm:
 
     def decision_advantages(self, batch: Any, cfg: Any) -> Any:
         """Advantages of a DecisionBatch under this algorithm's objective: (N,) for the action each decision
-        took, or (N, 3) for every action (ACTIONS order)."""
+        took, or (N, A) for every action (ACTION_ORDER)."""
         return lookup(OBJECTIVES, self.objective, "objective").advantages(self, batch, cfg)
 
     def policy_gradient(self, logp: Any, actions: Any, advantages: Any, behaviour_logp: Any, cfg: Any) -> Any:
-        """The objective's policy-gradient loss () of log-probs (N, 3) and ``decision_advantages`` rows."""
+        """The objective's policy-gradient loss () of log-probs (N, A) and ``decision_advantages`` rows."""
         objective = lookup(OBJECTIVES, self.objective, "objective")
         return objective.loss(logp, actions, advantages, behaviour_logp, self.clip_eps(cfg))
 

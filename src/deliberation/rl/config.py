@@ -7,9 +7,12 @@ bad field and a valid value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 
+from deliberation.engine.features import FEATURE_SETS, FeatureSet
 from deliberation.errors import DelibError
+from deliberation.types import ACTION_SETS
 
 SPLIT_FILE = "split.json"
 """Beside a training run's checkpoint: the question ids it trained on and held out, so a run started from
@@ -83,8 +86,17 @@ class TrainConfig:
     heads: int = 4
     """Attention heads of the policy network; must divide ``hidden``."""
 
+    features: str = "paper"
+    """The feature set the policy observes (``deliberation.engine.features.FEATURE_SETS``): ``paper``, the
+    paper's meta-cognitive state, or ``signals``, with checked arithmetic and log-probability confidence
+    (issue 37; decisions derived from tree stores only: rollout files hold the paper's)."""
+
+    actions: str = "paper"
+    """The actions the policy chooses among (``deliberation.types.ACTION_SETS``): ``paper``, PERSIST / REFINE
+    / CONCEDE, or ``resample``, with RESAMPLE (a fresh independent answer; issue 37; tree stores only)."""
+
     ignore_features: tuple[str, ...] = ()
-    """Feature names (``deliberation.engine.state.FEATURE_NAMES``) the policy never sees: zeroed at its
+    """Feature names (of the ``features`` set) the policy never sees: zeroed at its
     input in training and at inference, recorded in the checkpoint. ``agreement-structure``,
     ``reasoning-profile`` and ``confidence-signals`` name a group of features each (``FEATURE_GROUPS``,
     the state-fidelity ablation). E.g. ``confidence``, the critic's P(Yes),
@@ -114,13 +126,24 @@ class TrainConfig:
         _check(self.hidden >= 1 and self.heads >= 1 and self.hidden % self.heads == 0,
                f"hidden ({self.hidden}) must be a positive multiple of heads ({self.heads}); try 64 and 4")
         _check(0 <= self.val_fraction < 1, f"val_fraction must be in [0, 1), got {self.val_fraction}; try 0.2")
-        _check_feature_names(self.ignore_features)
+        _check(self.features in FEATURE_SETS, f"unknown features {self.features!r}; choose one of "
+               f"{', '.join(FEATURE_SETS)}")
+        _check_feature_names(self.feature_set(), self.ignore_features)
+        _check(self.actions in ACTION_SETS, f"unknown actions {self.actions!r}; choose one of {', '.join(ACTION_SETS)}")
+        for f in fields(self):  # infinity passes the range checks above (lr > 0), and JSON cannot hold it
+            value = getattr(self, f.name)
+            _check(not isinstance(value, float) or math.isfinite(value),
+                   f"{f.name} must be a finite number, got {value}")
+
+    def feature_set(self) -> FeatureSet:
+        """The registered feature set ``features`` names."""
+        return FEATURE_SETS[self.features]
 
     def ignored_columns(self) -> tuple[int, ...]:
         """Column indices of ``ignore_features`` in the feature vector (groups expanded), sorted, each once."""
-        from deliberation.engine.state import FEATURE_NAMES
-
-        return tuple(sorted({FEATURE_NAMES.index(name) for name in expand_features(self.ignore_features)}))
+        names = self.feature_set().names
+        return tuple(sorted({names.index(name) for name in expand_features(self.feature_set(),
+                                                                           self.ignore_features)}))
 
 
 def _check(ok: bool, message: str) -> None:
@@ -142,16 +165,12 @@ def _check_reward(reward: str, components: str) -> None:
            f"unknown reward_components {components!r}; choose one of {', '.join(REWARD_COMPONENTS)}")
 
 
-def expand_features(names: tuple[str, ...]) -> tuple[str, ...]:
-    """Feature names with each group name (``FEATURE_GROUPS``) replaced by its features."""
-    from deliberation.engine.state import FEATURE_GROUPS
-
-    return tuple(f for name in names for f in FEATURE_GROUPS.get(name, (name,)))
+def expand_features(feature_set: FeatureSet, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Feature names with each group name (the set's ``groups``) replaced by its features."""
+    return tuple(f for name in names for f in feature_set.groups.get(name, (name,)))
 
 
-def _check_feature_names(names: tuple[str, ...]) -> None:
-    from deliberation.engine.state import FEATURE_GROUPS, FEATURE_NAMES
-
-    unknown = [n for n in names if n not in FEATURE_NAMES and n not in FEATURE_GROUPS]
-    _check(not unknown, f"ignore_features names unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)} "
-           f"or the groups {', '.join(FEATURE_GROUPS)}")
+def _check_feature_names(feature_set: FeatureSet, names: tuple[str, ...]) -> None:
+    unknown = [n for n in names if n not in feature_set.names and n not in feature_set.groups]
+    _check(not unknown, f"ignore_features names unknown features {unknown}; choose from "
+           f"{', '.join(feature_set.names)} or the groups {', '.join(feature_set.groups)}")

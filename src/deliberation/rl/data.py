@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from deliberation.errors import DelibError
-from deliberation.types import ACTIONS, Action, Decision
+from deliberation.types import ACTION_ORDER, Action, Decision, action_set
 
 
 @dataclass(frozen=True)
@@ -27,11 +27,11 @@ class DecisionBatch:
     own: Tensor  # (N, F) float32: the deciding agent's features z_i
     peers: Tensor  # (N, P, F) float32: peer features z_j, zero-padded to the largest peer count P
     peer_mask: Tensor  # (N, P) bool: True where the peer slot is real
-    actions: Tensor  # (N,) long: index into ACTIONS of the action taken
+    actions: Tensor  # (N,) long: index into the action set (ACTION_ORDER's first A) of the action taken
     logprobs: Tensor  # (N,) float32: behaviour log-probability of the action taken
-    rewards: Tensor  # (N, 3) float64: counterfactual reward of each action, ACTIONS order, unscaled
+    rewards: Tensor  # (N, A) float64: counterfactual reward of each action of the set, ACTION_ORDER, unscaled
     token_costs: Tensor  # (N,) float64: tokens spent by the action taken
-    action_costs: Tensor  # (N, 3) float64: tokens each action would spend, ACTIONS order; NaN where unknown
+    action_costs: Tensor  # (N, A) float64: tokens each action would spend, ACTION_ORDER; NaN where unknown
     groups: Tensor  # (N,) long: ranking group id of (example_id, round, agent)
     examples: tuple[str, ...]  # (N,) example_id of each decision
 
@@ -41,6 +41,10 @@ class DecisionBatch:
     @property
     def n_features(self) -> int:
         return int(self.own.shape[-1])
+
+    @property
+    def n_actions(self) -> int:
+        return int(self.rewards.shape[-1])
 
     def subset(self, index: Tensor) -> DecisionBatch:
         """Rows ``index`` (N',) long, in that order."""
@@ -68,7 +72,7 @@ def tensorize(decisions: Sequence[Decision]) -> DecisionBatch:
     return DecisionBatch(
         own=torch.tensor([d.own for d in decisions], dtype=torch.float32),
         peers=torch.from_numpy(peers), peer_mask=torch.from_numpy(mask),
-        actions=torch.tensor([ACTIONS.index(Action(d.action)) for d in decisions], dtype=torch.long),
+        actions=torch.tensor([ACTION_ORDER.index(Action(d.action)) for d in decisions], dtype=torch.long),
         logprobs=torch.tensor([d.logprob for d in decisions], dtype=torch.float32),
         rewards=torch.tensor([d.rewards for d in decisions], dtype=torch.float64),
         token_costs=torch.tensor([d.token_cost for d in decisions], dtype=torch.float64),
@@ -78,7 +82,8 @@ def tensorize(decisions: Sequence[Decision]) -> DecisionBatch:
 
 
 def _action_costs(decisions: Sequence[Decision]) -> Tensor:
-    """(N, 3) tokens of each action: PERSIST and CONCEDE call nothing, REFINE costs ``refine_tokens``. Older
+    """(N, A) tokens of each action: PERSIST and CONCEDE call nothing, REFINE costs ``refine_tokens``,
+    RESAMPLE (in the four-action set) ``resample_tokens``. Older
     rollouts record only the taken action's cost; at round 1 all K samples of a (question, agent) share one
     REFINE outcome (the same round 0), so a sample that refined tells its group's cost; later rounds follow
     other histories. NaN where neither is known."""
@@ -87,8 +92,11 @@ def _action_costs(decisions: Sequence[Decision]) -> Tensor:
         if Action(d.action) is Action.REFINE and d.round == 1:
             shared.setdefault((d.example_id, d.round, d.agent), d.token_cost)
     refine = [d.refine_tokens if d.refine_tokens is not None else _refine_cost(d, shared) for d in decisions]
-    costs = torch.zeros(len(decisions), len(ACTIONS), dtype=torch.float64)  # (N, 3)
-    costs[:, ACTIONS.index(Action.REFINE)] = torch.tensor(refine, dtype=torch.float64)
+    costs = torch.zeros(len(decisions), len(decisions[0].rewards), dtype=torch.float64)  # (N, A)
+    costs[:, ACTION_ORDER.index(Action.REFINE)] = torch.tensor(refine, dtype=torch.float64)
+    if costs.shape[1] > ACTION_ORDER.index(Action.RESAMPLE):
+        resample = [math.nan if d.resample_tokens is None else d.resample_tokens for d in decisions]
+        costs[:, ACTION_ORDER.index(Action.RESAMPLE)] = torch.tensor(resample, dtype=torch.float64)
     return costs
 
 
@@ -116,7 +124,8 @@ def first_samples(decisions: Sequence[Decision], k: int | None) -> list[Decision
 
 def _check_decisions(decisions: Sequence[Decision]) -> int:
     """Return the feature width F; raise DelibError on ragged widths or non-finite numbers."""
-    width = len(decisions[0].own)
+    width, n_actions = len(decisions[0].own), len(decisions[0].rewards)
+    action_set(n_actions)  # rewards of a registered action set (DelibError otherwise)
     for d in decisions:
         where = f"decision (example {d.example_id!r}, sample {d.sample}, round {d.round}, agent {d.agent})"
         if len(d.own) != width or any(len(p) != width for p in d.peers):
@@ -125,7 +134,8 @@ def _check_decisions(decisions: Sequence[Decision]) -> int:
                              "with one feature version")
         refine = () if d.refine_tokens is None else (d.refine_tokens,)
         numbers = (*d.rewards, d.logprob, d.token_cost, *refine, *d.own, *(x for p in d.peers for x in p))
-        if len(d.rewards) != len(ACTIONS) or not all(math.isfinite(x) for x in numbers):
+        taken = Action(d.action) in ACTION_ORDER[:n_actions]
+        if len(d.rewards) != n_actions or not taken or not all(math.isfinite(x) for x in numbers):
             raise DelibError(f"{where} has a NaN/inf or malformed reward, log-prob or feature; fix or drop "
                              "it in the rollout file")
     return width

@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from deliberation.engine.state import FEATURE_NAMES
+from deliberation.engine.features import FEATURE_SETS
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.data import DecisionBatch
 from deliberation.rl.rule_actions import RULES
 from deliberation.rl.sft import oracle_labels
-from deliberation.types import ACTIONS
 
 
 @dataclass(frozen=True)
@@ -41,12 +40,12 @@ class HeldOut:
     decision_accuracy: float  # greedy action earns the best reward of the three (ties count as right)
     label_accuracy: float  # greedy action == tie-broken oracle label (the SFT target)
     tied_share: float  # decisions where all three actions earn the same reward
-    policy_actions: tuple[float, float, float]  # greedy action shares, ACTIONS order
-    fixed_rewards: tuple[float, float, float]  # always-PERSIST, always-REFINE, always-CONCEDE
-    fixed_accuracies: tuple[float, float, float]  # their tie-aware accuracy
+    policy_actions: tuple[float, ...]  # greedy action shares, the action set's order
+    fixed_rewards: tuple[float, ...]  # always-PERSIST, always-REFINE, always-CONCEDE (, always-RESAMPLE)
+    fixed_accuracies: tuple[float, ...]  # their tie-aware accuracy
     gain_ci95: tuple[float, float, float]  # policy reward minus the best fixed policy's: (mean, lo, hi)
     oracle_reward: float
-    oracle_actions: tuple[float, float, float]
+    oracle_actions: tuple[float, ...]
     rule_rewards: dict[str, float] = field(default_factory=dict)  # the fixed rules (rl/rule_actions.py)
     rule_accuracies: dict[str, float] = field(default_factory=dict)  # their tie-aware accuracy
     best_rule: str = ""  # the fixed rule of highest reward: the bar a learned policy must clear
@@ -60,8 +59,9 @@ def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:
     with torch.no_grad():
         greedy = net(val.own, val.peers, val.peer_mask).argmax(-1)  # (N,)
     oracle = oracle_labels(val.rewards)  # (N,)
-    best = val.rewards == val.rewards.max(-1, keepdim=True).values  # (N, 3) bool: reward-maximizing actions
-    fixed = tuple(float(val.rewards[:, a].mean()) for a in range(len(ACTIONS)))
+    best = val.rewards == val.rewards.max(-1, keepdim=True).values  # (N, A) bool: reward-maximizing actions
+    n_actions = val.rewards.shape[-1]
+    fixed = tuple(float(val.rewards[:, a].mean()) for a in range(n_actions))
     rules = rule_actions(val)
     rule_rewards = {name: _reward_of(val, actions) for name, actions in rules.items()}
     best_rule = max(sorted(rule_rewards), key=rule_rewards.__getitem__) if rules else ""
@@ -73,12 +73,12 @@ def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:
         decision_accuracy=float(best.gather(-1, greedy.unsqueeze(-1)).double().mean()),
         label_accuracy=float((greedy == oracle).double().mean()),
         tied_share=float(best.all(-1).double().mean()),
-        policy_actions=_shares(greedy),
+        policy_actions=_shares(greedy, n_actions),
         fixed_rewards=fixed,
-        fixed_accuracies=tuple(float(best[:, a].double().mean()) for a in range(len(ACTIONS))),
-        gain_ci95=_gain_ci95(val, greedy, _constant(val, max(range(len(ACTIONS)), key=fixed.__getitem__))),
+        fixed_accuracies=tuple(float(best[:, a].double().mean()) for a in range(n_actions)),
+        gain_ci95=_gain_ci95(val, greedy, _constant(val, max(range(n_actions), key=fixed.__getitem__))),
         oracle_reward=_reward_of(val, oracle),
-        oracle_actions=_shares(oracle),
+        oracle_actions=_shares(oracle, n_actions),
         rule_rewards=rule_rewards,
         rule_accuracies={name: float(best.gather(-1, a.unsqueeze(-1)).double().mean()) for name, a in rules.items()},
         best_rule=best_rule,
@@ -88,7 +88,7 @@ def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:
 
 def rule_actions(val: DecisionBatch) -> dict[str, torch.Tensor]:
     """Each fixed rule's actions (N,) on ``val``; none for features other than the engine's (synthetic data)."""
-    if val.n_features != len(FEATURE_NAMES):
+    if val.n_features not in {len(s.names) for s in FEATURE_SETS.values()}:
         return {}
     return {name: rule(val) for name, rule in RULES.items()}
 
@@ -116,7 +116,7 @@ def _reward_of(val: DecisionBatch, actions: torch.Tensor) -> float:
     return float(val.rewards.gather(-1, actions.unsqueeze(-1)).mean())
 
 
-def _shares(actions: torch.Tensor) -> tuple[float, float, float]:
-    """(3,) share of each action in ``actions`` (N,), ACTIONS order."""
-    counts = torch.bincount(actions, minlength=len(ACTIONS)).double() / len(actions)
-    return float(counts[0]), float(counts[1]), float(counts[2])
+def _shares(actions: torch.Tensor, n_actions: int) -> tuple[float, ...]:
+    """(A,) share of each of the set's ``n_actions`` actions in ``actions`` (N,), ACTION_ORDER."""
+    counts = torch.bincount(actions, minlength=n_actions).double() / len(actions)
+    return tuple(float(c) for c in counts)

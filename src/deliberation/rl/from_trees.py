@@ -18,15 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from deliberation import benchmarks
-from deliberation.backends import make_backend
-from deliberation.backends.base import Backend
+from deliberation.engine.features import FEATURE_SETS
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl.rewards import reward_function
 from deliberation.rl.rollouts import collect_question, collecting
-from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
-from deliberation.types import Decision
+from deliberation.trees.store import TreeBackend, built_examples, open_store, recording_backend, store_engine
+from deliberation.types import ACTION_SETS, Decision
 
 GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) need nodes `delib tree` does not "
              "build: add --grow-trees to the `delib train` command to generate them once with the store's "
@@ -34,28 +33,28 @@ GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) nee
 
 
 def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1,
-                         reward: str = "round", grow: bool = False, components: str = "both") -> list[Decision]:
+                         reward: str = "round", grow: bool = False, components: str = "both",
+                         features: str = "paper", actions: str = "paper") -> list[Decision]:
     """Every decision of the behaviour policy over the store's built questions, episodes of ``rounds`` rounds,
     rewards by ``reward`` (a key of ``rl/rewards.REWARDS``) weighted by ``components`` (of
-    ``REWARD_COMPONENTS``); see the module docstring for ``grow``."""
+    ``REWARD_COMPONENTS``), observations under the feature set ``features`` (engine/features.py), every
+    action of the set ``actions`` (``types.ACTION_SETS``) scored and explored; see the module docstring for
+    ``grow``."""
     store = open_store(str(path))
     engine = store_engine(store, rounds)
     bench = benchmarks.get(store.manifest["benchmark"])
     examples = built_examples(store, None)
-    backend = TreeBackend(store, _store_backend(store) if grow else None, examples, GROW_HINT)
-    behaviour = EpsilonMixed(AgreementThreshold(), epsilon)
+    behaviour = EpsilonMixed(AgreementThreshold(), epsilon, ACTION_SETS[actions])
     scorer = reward_function(reward, components)
     decisions: list[Decision] = []
+    backend = (recording_backend(store, examples, store.manifest.get("cache"), GROW_HINT) if grow
+               else TreeBackend(store, None, examples, GROW_HINT))  # growing writes the store: its writer lock
     try:
         for ex in examples:
             ctx = make_context(ex, backend, bench, engine, collecting(behaviour))
-            decisions += collect_question(ctx, samples, example_rng(engine.seed, ex.id), scorer)
+            decisions += collect_question(ctx, samples, example_rng(engine.seed, ex.id), scorer,
+                                          FEATURE_SETS[features], ACTION_SETS[actions])
     finally:
         backend.close()
     return decisions
 
-
-def _store_backend(store: TreeStore) -> Backend:
-    """The backend the store was built with, through its response cache."""
-    m = store.manifest
-    return make_backend(m["backend"], cache=m.get("cache"), **m["backend_options"])

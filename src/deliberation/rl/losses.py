@@ -4,7 +4,7 @@ loss = policy-gradient term + kl_coef * KL(pi || pi_ref) - entropy_coef * H(pi),
 term is either plain, -mean(A * log pi(a|o)), or PPO-clipped against the behaviour log-prob
 (Schulman et al. 2017), -mean(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)) with rho = pi(a|o) / mu(a|o),
 for off-policy rollouts; or, for the full-information objectives, the expected advantage
--mean(sum_a pi(a|o) A(a|o)) over all three actions (rl/objectives.py says why this form). The KL and
+-mean(sum_a pi(a|o) A(a|o)) over all A actions of the set (rl/objectives.py says why this form). The KL and
 entropy are exact sums over the 3 actions, not sample estimates.
 
 An algorithm is an entry of ``rl/algorithms.py`` (advantage function + objective), never a string switched
@@ -37,7 +37,7 @@ class LossTerms:
 
 def policy_gradient(logp: Tensor, actions: Tensor, advantages: Tensor, behaviour_logp: Tensor,
                     clip_eps: float | None) -> Tensor:
-    """logp (N, 3) log pi, actions (N,), advantages (N,), behaviour_logp (N,) -> () surrogate loss."""
+    """logp (N, A) log pi, actions (N,), advantages (N,), behaviour_logp (N,) -> () surrogate loss."""
     taken = logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (N,) log pi(a|o)
     adv = advantages.to(logp.dtype)  # (N,)
     if clip_eps is None:
@@ -49,7 +49,7 @@ def policy_gradient(logp: Tensor, actions: Tensor, advantages: Tensor, behaviour
 
 def expected_advantage(logp: Tensor, actions: Tensor, advantages: Tensor, behaviour_logp: Tensor,
                        clip_eps: float | None) -> Tensor:
-    """logp (N, 3), advantages (N, 3) -> () the negated expected advantage -mean(sum_a pi(a|o) A(a|o)).
+    """logp (N, A), advantages (N, A) -> () the negated expected advantage -mean(sum_a pi(a|o) A(a|o)).
 
     ``policy_gradient``'s signature; ``actions``, ``behaviour_logp`` and ``clip_eps`` are unused: every action
     is scored, so nothing is sampled and no importance ratio corrects for the behaviour policy."""
@@ -60,20 +60,20 @@ def expected_advantage(logp: Tensor, actions: Tensor, advantages: Tensor, behavi
 
 
 def kl_divergence(logp: Tensor, ref_logp: Tensor) -> Tensor:
-    """Exact mean KL(pi || pi_ref) over the batch from log-probs (N, 3) and (N, 3) -> ()."""
+    """Exact mean KL(pi || pi_ref) over the batch from log-probs (N, A) and (N, A) -> ()."""
     return (logp.exp() * (logp - ref_logp)).sum(-1).mean()
 
 
 def entropy(logp: Tensor) -> Tensor:
-    """Mean entropy H(pi) over the batch from log-probs (N, 3) -> ()."""
+    """Mean entropy H(pi) over the batch from log-probs (N, A) -> ()."""
     return -(logp.exp() * logp).sum(-1).mean()
 
 
 def policy_loss(logits: Tensor, ref_logits: Tensor | None, actions: Tensor, advantages: Tensor,
                 behaviour_logp: Tensor, cfg: TrainConfig) -> LossTerms:
-    """The full policy loss of ``cfg.algo`` for logits (N, 3); ``ref_logits`` (N, 3) or None (no KL term);
-    ``advantages`` (N,) of the taken actions or (N, 3) of every action, as the algorithm's objective gives."""
-    logp = torch.log_softmax(logits, dim=-1)  # (N, 3)
+    """The full policy loss of ``cfg.algo`` for logits (N, A); ``ref_logits`` (N, A) or None (no KL term);
+    ``advantages`` (N,) of the taken actions or (N, A) of every action, as the algorithm's objective gives."""
+    logp = torch.log_softmax(logits, dim=-1)  # (N, A)
     pg = ALGORITHMS[cfg.algo].policy_gradient(logp, actions, advantages, behaviour_logp, cfg)
     kl = kl_divergence(logp, torch.log_softmax(ref_logits, -1)) if ref_logits is not None else logp.new_zeros(())
     ent = entropy(logp)

@@ -1,6 +1,7 @@
 """Objectives: which rewards an advantage function compares, and the policy-gradient loss that uses them.
 
-Every decision stores the counterfactual reward of all three actions (``DecisionBatch.rewards`` (N, 3)).
+Every decision stores the counterfactual reward of every action of its set (``DecisionBatch.rewards`` (N, A):
+the paper's three, or four with RESAMPLE).
 The objectives differ in how much of that they use (project issue 27):
 
 - ``sampled`` (DESIGN.md section 1, the comparators' and the shipped policy's objective): only the reward
@@ -9,14 +10,14 @@ The objectives differ in how much of that they use (project issue 27):
   epsilon-mixed near-deterministic behaviour rule (mu = 0.867 on its action, 0.067 on each other) the clip
   stops lowering the rule's action once pi < (1 - eps) * 0.867 = 0.69 and stops raising a rarely taken
   better action once pi > (1 + eps) * 0.067, so the policy stays on the rule's action.
-- ``full``: the group is the three actions of one decision (K = 3), their counterfactual rewards ranked
+- ``full``: the group is the A actions of one decision (K = A), their counterfactual rewards ranked
   or baselined by the advantage function (SoftRankPO: ties share their normal score, so a decision where
-  all three earn the same gets A = 0); the loss is the expected-advantage loss -mean_n sum_a pi(a|o_n)
+  all actions earn the same gets A = 0); the loss is the expected-advantage loss -mean_n sum_a pi(a|o_n)
   A(n, a). Every action is scored, so there is no sampled action, no importance ratio and no clip.
   ``reinforce_baseline-full`` is this loss with A = r(a) - mean_a r(a), ``softrankpo-full`` with the rank
   normal scores; ``reinforce-full`` (A = r(a)) has the same gradient as the former, since sum_a pi(a) = 1.
 - ``pooled``: as ``full``, but the group is every (sample, action) pair of one (question, round, agent):
-  the 3 K counterfactual rewards of its K behaviour samples ranked together (the samples differ in the
+  the A K counterfactual rewards of its K behaviour samples ranked together (the samples differ in the
   other agents' actions), each decision's actions scored by their rank among all of them.
 
 Why -sum_a pi(a|o) A(a|o) and not the log-prob-weighted -sum_a A(a|o) log pi(a|o): the first is exactly the
@@ -37,7 +38,6 @@ from torch import Tensor
 from deliberation.errors import DelibError
 from deliberation.rl.data import DecisionBatch
 from deliberation.rl.losses import expected_advantage, policy_gradient
-from deliberation.types import ACTIONS
 
 if TYPE_CHECKING:
     from deliberation.rl.algorithms import Algorithm
@@ -52,14 +52,14 @@ class Objective:
     """The rewards an advantage function compares and the loss form: one entry of ``algorithms.OBJECTIVES``."""
 
     inputs: Inputs
-    per_action: bool  # inputs are the 3 rewards of every decision (M = 3 N), advantages come back (N, 3)
+    per_action: bool  # inputs are the A rewards of every decision (M = A N), advantages come back (N, A)
     loss: Callable[[Tensor, Tensor, Tensor, Tensor, "float | None"], Tensor]  # policy_gradient's signature
 
     def advantages(self, algo: Algorithm, batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
-        """(N,) advantages of the taken actions, or (N, 3) of every action when ``per_action``."""
+        """(N,) advantages of the taken actions, or (N, A) of every action when ``per_action``."""
         rewards, groups = self.inputs(batch, cfg)  # (M,), (M,)
         adv = algo.advantages(rewards, groups, cfg)  # (M,)
-        return adv.reshape(len(batch), len(ACTIONS)) if self.per_action else adv
+        return adv.reshape(len(batch), batch.rewards.shape[-1]) if self.per_action else adv
 
 
 def taken_rewards(batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
@@ -69,8 +69,8 @@ def taken_rewards(batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
 
 
 def action_rewards(batch: DecisionBatch, cfg: TrainConfig) -> Tensor:
-    """(N, 3) reward of every action: reward_scale * rewards - token_cost_coef * action_costs."""
-    scaled = cfg.reward_scale * batch.rewards  # (N, 3)
+    """(N, A) reward of every action: reward_scale * rewards - token_cost_coef * action_costs."""
+    scaled = cfg.reward_scale * batch.rewards  # (N, A)
     if cfg.token_cost_coef == 0:
         return scaled
     unknown = int(torch.isnan(batch.action_costs).any(-1).sum())
@@ -91,14 +91,14 @@ def _sampled_inputs(batch: DecisionBatch, cfg: TrainConfig) -> tuple[Tensor, Ten
 
 
 def _full_inputs(batch: DecisionBatch, cfg: TrainConfig) -> tuple[Tensor, Tensor]:
-    """Every action's reward (3 N,), grouped by decision: the three actions of decision n form group n."""
-    groups = torch.arange(len(batch)).repeat_interleave(len(ACTIONS))  # (3N,)
+    """Every action's reward (A N,), grouped by decision: the A actions of decision n form group n."""
+    groups = torch.arange(len(batch)).repeat_interleave(batch.rewards.shape[-1])  # (AN,)
     return action_rewards(batch, cfg).reshape(-1), groups
 
 
 def _pooled_inputs(batch: DecisionBatch, cfg: TrainConfig) -> tuple[Tensor, Tensor]:
-    """Every action's reward (3 N,), grouped by (question, round, agent): 3 K rewards per group."""
-    return action_rewards(batch, cfg).reshape(-1), batch.groups.repeat_interleave(len(ACTIONS))
+    """Every action's reward (A N,), grouped by (question, round, agent): A K rewards per group."""
+    return action_rewards(batch, cfg).reshape(-1), batch.groups.repeat_interleave(batch.rewards.shape[-1])
 
 
 SAMPLED = Objective(_sampled_inputs, per_action=False, loss=policy_gradient)

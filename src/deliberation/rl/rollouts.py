@@ -20,28 +20,33 @@ from typing import Callable, Sequence
 import numpy as np
 
 from deliberation.engine.consensus import Ballot, leave_one_out, vote
+from deliberation.engine.features import PAPER, FeatureSet, arrays
 from deliberation.engine.loop import (AgentRecord, Context, act, initial_round, observation, run_rounds, score,
                                       without_call)
 from deliberation.engine.spec import MetaPolicy, MethodSpec
-from deliberation.types import ACTIONS, Action, Decision, Turn
+from deliberation.types import ACTION_ORDER, ACTIONS, Action, Decision, Turn
 
 
 @dataclass(frozen=True)
 class Outcomes:
-    """Agent i's record after each action (ACTIONS order) and what REFINE cost in tokens."""
+    """Agent i's record after each action of the set (ACTION_ORDER) and what the calling actions cost."""
 
-    after: tuple[AgentRecord, AgentRecord, AgentRecord]
+    after: tuple[AgentRecord, ...]
     refine_tokens: int
+    resample_tokens: int | None = None  # None outside the four-action set
 
 
-def counterfactuals(ctx: Context, records: list[AgentRecord], round_: int) -> list[Outcomes]:
-    """Every agent's outcome under each action: the engine's ``act`` with REFINE for all (one REFINE batch,
-    one critic batch); PERSIST and CONCEDE need no call."""
-    refined = act(ctx, records, [Action.REFINE] * len(records), round_)
-    return [Outcomes((without_call(records, i, Action.PERSIST), refined.records[i],
-                      without_call(records, i, Action.CONCEDE)),
-                     sum(c.prompt_tokens + c.completion_tokens for c in refined.calls[i]))
-            for i in range(len(records))]
+def counterfactuals(ctx: Context, records: list[AgentRecord], round_: int,
+                    actions: tuple[Action, ...] = ACTIONS) -> list[Outcomes]:
+    """Every agent's outcome under each action of ``actions``: the engine's ``act`` with REFINE for all (one
+    REFINE batch, one critic batch), and with RESAMPLE for all when the set has it; PERSIST and CONCEDE
+    need no call."""
+    n = len(records)
+    called = {a: act(ctx, records, [a] * n, round_) for a in (Action.REFINE, Action.RESAMPLE) if a in actions}
+    cost = lambda a, i: sum(c.prompt_tokens + c.completion_tokens for c in called[a].calls[i])  # noqa: E731
+    return [Outcomes(tuple(called[a].records[i] if a in called else without_call(records, i, a) for a in actions),
+                     cost(Action.REFINE, i), cost(Action.RESAMPLE, i) if Action.RESAMPLE in called else None)
+            for i in range(n)]
 
 
 def _vote_correct(ctx: Context, recs: Sequence[AgentRecord], key: str | None) -> bool:
@@ -51,7 +56,7 @@ def _vote_correct(ctx: Context, recs: Sequence[AgentRecord], key: str | None) ->
 
 Reward = Callable[[Context, AgentRecord, Outcomes, list[AgentRecord], int, int], list[tuple[float, float]]]
 """(ctx, agent i's record before the round, its outcomes, the team's post-round records, i, round) ->
-(r_local, r_global) of each action, ACTIONS order: an entry of ``rl/rewards.REWARDS``."""
+(r_local, r_global) of each action of its set, ACTION_ORDER: an entry of ``rl/rewards.REWARDS``."""
 
 
 def with_record(team: Sequence[AgentRecord], i: int, rec: AgentRecord) -> list[AgentRecord]:
@@ -77,23 +82,27 @@ def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: l
 
 def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list[Outcomes], round_: int,
                         behaviour: MetaPolicy, samples: int, rng: np.random.Generator,
-                        reward: Reward = rewards_for) -> tuple[list[Decision], tuple[Action, ...]]:
-    """K joint actions from the behaviour policy, each scored counterfactually per agent by ``reward``."""
+                        reward: Reward = rewards_for,
+                        features: FeatureSet = PAPER) -> tuple[list[Decision], tuple[Action, ...]]:
+    """K joint actions from the behaviour policy, each scored counterfactually per agent by ``reward``; the
+    decisions record the observation under ``features``."""
     obs = observation(ctx, records, round_)
+    own, peers = arrays(obs, features)
     decisions, first = [], None
     for k in range(samples):
         actions, logps = behaviour.decide(obs, rng)
         first = first or actions
-        team = [outcomes[i].after[ACTIONS.index(a)] for i, a in enumerate(actions)]
+        team = [outcomes[i].after[ACTION_ORDER.index(a)] for i, a in enumerate(actions)]
         for i, a in enumerate(actions):
             pairs = reward(ctx, records[i], outcomes[i], team, i, round_)
-            taken = ACTIONS.index(a)
-            refine = float(outcomes[i].refine_tokens)
+            taken = ACTION_ORDER.index(a)
+            refine, resample = float(outcomes[i].refine_tokens), outcomes[i].resample_tokens
+            spent = {Action.REFINE: refine, Action.RESAMPLE: resample}.get(a) or 0.0
             decisions.append(Decision(
-                ctx.example.id, k, round_, i, tuple(map(float, obs.own[i])),
-                tuple(tuple(map(float, p)) for p in obs.peers[i]),
+                ctx.example.id, k, round_, i, tuple(map(float, own[i])),
+                tuple(tuple(map(float, p)) for p in peers[i]),
                 a, logps[i], tuple(lo + gl for lo, gl in pairs), pairs[taken][0], pairs[taken][1],
-                refine if a is Action.REFINE else 0.0, refine))
+                float(spent), refine, None if resample is None else float(resample)))
     return decisions, first
 
 
@@ -102,8 +111,8 @@ def collecting(behaviour: MetaPolicy) -> MethodSpec:
     return MethodSpec(name="collect", policy=behaviour, confidence=True)
 
 
-def collect_question(ctx: Context, samples: int, rng: np.random.Generator,
-                     reward: Reward = rewards_for) -> list[Decision]:
+def collect_question(ctx: Context, samples: int, rng: np.random.Generator, reward: Reward = rewards_for,
+                     features: FeatureSet = PAPER, actions: tuple[Action, ...] = ACTIONS) -> list[Decision]:
     """All decisions of one question: the engine's round 0 and round loop, with a step that scores every
     action counterfactually (by ``reward``) and then follows the first sample's joint action. The behaviour
     policy is ``ctx.spec.policy`` (a ``collecting`` spec; its stop rule ends the loop as it ends an episode)."""
@@ -111,10 +120,10 @@ def collect_question(ctx: Context, samples: int, rng: np.random.Generator,
     decisions: list[Decision] = []
 
     def step(c: Context, records: list[AgentRecord], t: int) -> tuple[list[AgentRecord], list[Turn]]:
-        outcomes = counterfactuals(c, records, t)
-        new, actions = decisions_for_round(c, records, outcomes, t, behaviour, samples, rng, reward)
+        outcomes = counterfactuals(c, records, t, actions)
+        new, joint = decisions_for_round(c, records, outcomes, t, behaviour, samples, rng, reward, features)
         decisions.extend(new)
-        return [outcomes[i].after[ACTIONS.index(a)] for i, a in enumerate(actions)], []
+        return [outcomes[i].after[ACTION_ORDER.index(a)] for i, a in enumerate(joint)], []
 
     records, _ = initial_round(ctx)
     run_rounds(ctx, records, step)

@@ -1,7 +1,7 @@
 """Stage 2 of training (DESIGN.md section 1): oracle labels and the supervised (SFT) reference policy.
 
 The oracle label of a decision is the action with the highest counterfactual reward, ties broken towards
-the cheaper action (PERSIST < CONCEDE < REFINE: CONCEDE and PERSIST need no LLM call, REFINE needs one).
+the cheaper action (``types.COST_ORDER``: PERSIST < CONCEDE < RESAMPLE < REFINE).
 The SFT policy minimizes cross-entropy to these labels; it initializes SoftRankPO and is its KL reference.
 """
 
@@ -10,19 +10,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from deliberation.types import ACTIONS, Action
-
-COST_ORDER: tuple[Action, ...] = (Action.PERSIST, Action.CONCEDE, Action.REFINE)  # cheapest first
+from deliberation.types import ACTION_ORDER, action_set, by_cost
 
 
 def oracle_labels(rewards: Tensor) -> Tensor:
-    """(N, 3) counterfactual rewards in ACTIONS order -> (N,) long index into ACTIONS of the best action,
-    ties broken towards the cheaper action."""
-    by_cost = torch.tensor([ACTIONS.index(a) for a in COST_ORDER], dtype=torch.long)  # (3,)
-    best = rewards[:, by_cost].argmax(-1)  # (N,); argmax returns the first maximum = the cheapest
-    return by_cost[best]
+    """(N, A) counterfactual rewards of an action set (ACTION_ORDER's first A) -> (N,) long index of the
+    best action, ties broken towards the cheaper action (``COST_ORDER``)."""
+    order = torch.tensor([ACTION_ORDER.index(a) for a in by_cost(action_set(rewards.shape[-1]))],
+                         dtype=torch.long)  # (A,)
+    best = rewards[:, order].argmax(-1)  # (N,); argmax returns the first maximum = the cheapest
+    return order[best]
 
 
 def sft_loss(logits: Tensor, labels: Tensor) -> Tensor:
-    """Mean cross-entropy of logits (N, 3) against oracle labels (N,) -> ()."""
+    """Mean cross-entropy of logits (N, A) against oracle labels (N,) -> ()."""
     return torch.nn.functional.cross_entropy(logits, labels)

@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import SPLIT_FILE, TrainConfig
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
-from deliberation.types import ACTIONS, Decision, to_json
+from deliberation.types import ACTION_ORDER, Decision, to_json
 
 HELD_OUT_FILE = "held_out.json"
 
@@ -50,6 +49,7 @@ def run_training(req: TrainRequest) -> str:
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
     cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
+    features = cfg.feature_set()
     supervised = ALGORITHMS[cfg.algo].supervised
     if req.init and supervised:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
@@ -63,7 +63,7 @@ def run_training(req: TrainRequest) -> str:
     if supervised:
         net, metrics = train_sft(decisions, cfg)
     else:
-        init = load_policy(init_file, FEATURE_NAMES, FEATURE_VERSION).net if init_file else None
+        init = load_policy(init_file, features.names, features.version).net if init_file else None
         sft_metrics = []
         if init is None:
             init, sft_metrics = train_sft(decisions, cfg)
@@ -71,7 +71,7 @@ def run_training(req: TrainRequest) -> str:
         metrics = [*sft_metrics, *pg_metrics]
     start = None if supervised else init
     comparison = _comparison(val, net, start)
-    out = write_training_outputs(req.out, net, cfg, metrics, FEATURE_NAMES, FEATURE_VERSION,
+    out = write_training_outputs(req.out, net, cfg, metrics, features.names, features.version,
                                  extra={HELD_OUT_FILE: comparison, SPLIT_FILE: split})
     return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
 
@@ -89,6 +89,12 @@ def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
     if req.rollouts and not reward.in_rollouts:
         raise DelibError(f"--reward {cfg.reward} is not in rollout files (they hold the round reward); derive it "
                          "from tree stores with --trees instead of --rollouts, or train with --reward round")
+    if req.rollouts and cfg.actions != "paper":
+        raise DelibError(f"--actions {cfg.actions} is not in rollout files (they score the paper's three actions); "
+                         "derive the decisions from tree stores with --trees, or train with --actions paper")
+    if req.rollouts and cfg.features != "paper":
+        raise DelibError(f"--features {cfg.features} is not in rollout files (they hold the paper's features); "
+                         "derive the decisions from tree stores with --trees, or train with --features paper")
     if req.rollouts and cfg.reward_components != "both":
         raise DelibError(f"--reward-components {cfg.reward_components} needs each term apart, and rollout files hold "
                          "r_local + r_global: derive the decisions from tree stores with --trees")
@@ -97,7 +103,7 @@ def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
     rounds = req.tree_rounds or reward.tree_rounds
     for path in req.trees:
         new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees,
-                                   components=cfg.reward_components)
+                                   components=cfg.reward_components, features=cfg.features, actions=cfg.actions)
         twice = sorted(seen & {d.example_id for d in new})
         if twice:
             raise DelibError(f"question {twice[0]} is in {path} and in another source; train on one of them")
@@ -156,7 +162,7 @@ def _summary_line(algo: str, n: int, comparison: dict[str, Any], out: Path) -> s
     policy = comparison["policy"]
     if policy is None:
         return f"{algo}: {n} decisions, nothing held out (val_fraction 0) -> {out}"
-    fixed = ", ".join(f"{a.value} {r:.3f}" for a, r in zip(ACTIONS, policy["fixed_rewards"]))
+    fixed = ", ".join(f"{a.value} {r:.3f}" for a, r in zip(ACTION_ORDER, policy["fixed_rewards"]))
     accuracy = "/".join(f"{x:.3f}" for x in policy["fixed_accuracies"])
     gain, lo, hi = policy["gain_ci95"]
     rule = policy["best_rule"]

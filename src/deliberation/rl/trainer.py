@@ -10,7 +10,6 @@ Nothing here writes files except ``write_training_outputs``, which the CLI calls
 from __future__ import annotations
 
 import copy
-import json
 import math
 import os
 import shutil
@@ -31,7 +30,7 @@ from deliberation.rl.evaluate import held_out
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.losses import entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss
-from deliberation.types import Decision, to_json
+from deliberation.types import Decision, strict_json, to_json
 
 CHECKPOINT_NAME = "policy.pt"
 
@@ -49,7 +48,7 @@ class StepMetrics:
     mean_advantage: float | None  # mean advantage of the mini-batch (None for SFT)
     val_accuracy: float | None  # share of held-out decisions whose greedy action earns the best reward
     val_reward: float | None  # mean counterfactual (unscaled) reward of the greedy action, held out
-    val_actions: tuple[float, float, float] | None  # greedy action shares on held out, ACTIONS order
+    val_actions: tuple[float, ...] | None  # greedy action shares on held out, the action set's order
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ class Validation:
 def train_sft(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[MetaPolicyNet, list[StepMetrics]]:
     """Fit a fresh policy to the oracle labels by cross-entropy -> (reference network, per-step metrics)."""
     train, val = prepare(decisions, cfg)
-    net = _new_net(train.n_features, cfg)
+    net = _new_net(train, cfg)
     labels = oracle_labels(train.rewards)  # (N,)
 
     def step(index: Tensor) -> _StepLoss:
@@ -97,9 +96,9 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
         raise DelibError(f"train_pg needs a policy-gradient algo, got {cfg.algo!r}; use train_sft for sft")
     train, val = prepare(decisions, cfg)
     for given in (init, reference):
-        _check_width(given, train.n_features)
+        _check_width(given, train)
     check_ignored(init, cfg)
-    net = copy.deepcopy(init) if init is not None else _new_net(train.n_features, cfg)
+    net = copy.deepcopy(init) if init is not None else _new_net(train, cfg)
     ref_logits = _reference_logits(reference if reference is not None else init, train)  # (N, 3) or None
     advantages = ALGORITHMS[cfg.algo].decision_advantages(train, cfg).float()  # (N,) or (N, 3): rl/objectives.py
 
@@ -119,10 +118,14 @@ def prepare(decisions: Sequence[Decision], cfg: TrainConfig) -> tuple[DecisionBa
     return split_by_example(tensorize(first_samples(decisions, cfg.group_size)), cfg.val_fraction, cfg.seed)
 
 
-def _check_width(net: MetaPolicyNet | None, width: int) -> None:
-    if net is not None and net.n_features != width:
-        raise DelibError(f"the policy takes {net.n_features} features but the decisions have {width}; "
+def _check_width(net: MetaPolicyNet | None, data: DecisionBatch) -> None:
+    """A start policy must read the decisions' features and choose among their actions."""
+    if net is not None and net.n_features != data.n_features:
+        raise DelibError(f"the policy takes {net.n_features} features but the decisions have {data.n_features}; "
                          "recollect the rollouts or retrain the SFT policy with the current features")
+    if net is not None and net.n_actions != data.n_actions:
+        raise DelibError(f"the policy chooses among {net.n_actions} actions but the decisions score "
+                         f"{data.n_actions}; start from a policy trained with the same --actions")
 
 
 def check_ignored(init: MetaPolicyNet | None, cfg: TrainConfig) -> None:
@@ -133,20 +136,22 @@ def check_ignored(init: MetaPolicyNet | None, cfg: TrainConfig) -> None:
                          "the same --ignore-features")
 
 
-def _new_net(n_features: int, cfg: TrainConfig) -> MetaPolicyNet:
-    """A freshly initialized network, seeded without disturbing the global torch RNG."""
+def _new_net(data: DecisionBatch, cfg: TrainConfig) -> MetaPolicyNet:
+    """A freshly initialized network for ``data``'s features and actions, seeded without disturbing the
+    global torch RNG."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
-        return MetaPolicyNet(n_features, hidden=cfg.hidden, heads=cfg.heads, ignored=cfg.ignored_columns())
+        return MetaPolicyNet(data.n_features, hidden=cfg.hidden, heads=cfg.heads, ignored=cfg.ignored_columns(),
+                             n_actions=data.n_actions)
 
 
 def _forward(net: MetaPolicyNet, batch: DecisionBatch, index: Tensor) -> Tensor:
-    """Logits (B, 3) of rows ``index`` of ``batch``."""
+    """Logits (B, A) of rows ``index`` of ``batch``."""
     return net(batch.own[index], batch.peers[index], batch.peer_mask[index])
 
 
 def _reference_logits(reference: MetaPolicyNet | None, batch: DecisionBatch) -> Tensor | None:
-    """Reference logits (N, 3) for every training decision, computed once (the reference is frozen)."""
+    """Reference logits (N, A) for every training decision, computed once (the reference is frozen)."""
     if reference is None:
         return None
     with torch.no_grad():
@@ -200,7 +205,7 @@ def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: 
     try:
         _write_files(staging, net, cfg, metrics, tuple(feature_names), feature_version)
         for name, value in (extra or {}).items():
-            (staging / name).write_text(json.dumps(value, indent=2) + "\n")
+            (staging / name).write_text(strict_json(value, indent=2) + "\n")
         if target.exists():
             target.rmdir()
         os.rename(staging, target)
@@ -215,6 +220,6 @@ def _write_files(folder: Path, net: MetaPolicyNet, cfg: TrainConfig, metrics: Se
     record = {**to_json(cfg), "hidden": net.hidden, "heads": net.heads}  # an --init net keeps its own sizes
     meta = {"config": record, "final": to_json(metrics[-1]) if metrics else None}
     save_policy(folder / CHECKPOINT_NAME, net, feature_names, feature_version, meta)
-    (folder / "config.json").write_text(json.dumps(record, indent=2) + "\n")
-    lines = "".join(json.dumps(to_json(m)) + "\n" for m in metrics)
+    (folder / "config.json").write_text(strict_json(record, indent=2) + "\n")
+    lines = "".join(strict_json(to_json(m)) + "\n" for m in metrics)
     (folder / "metrics.jsonl").write_text(lines)

@@ -13,15 +13,17 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from deliberation import benchmarks
-from deliberation.backends import make_backend
+from deliberation.backends import check_options, context_window, make_backend
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.own import ask_name, asked_example
 from deliberation.config import EngineConfig
+from deliberation.engine.team import check_context
 from deliberation.methods import run_method
 from deliberation.runs.runner import RunSpec, method_entry
 from deliberation.types import Action, Episode, Turn
 
-VERBS = {None: "answered", Action.PERSIST: "persisted", Action.REFINE: "refined", Action.CONCEDE: "conceded"}
+VERBS = {None: "answered", Action.PERSIST: "persisted", Action.REFINE: "refined", Action.CONCEDE: "conceded",
+         Action.RESAMPLE: "resampled"}
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,8 @@ def deliberate(question: str, method: str = "mpdf", *, model: str | None = None,
     config = _engine(engine, agents, rounds, seed)
     spec = RunSpec(method=method, benchmark=bench, engine=config, policy=policy,
                    confidence_threshold=confidence_threshold)
-    method_entry(spec)
-    built, owned = _backend(backend, model, cache, backend_options, bench)
+    prompt = benchmarks.get(bench).format_question(example)
+    built, owned = _backend(backend, model, cache, backend_options, spec, prompt)
     try:
         episode = run_method(method, example, built, bench, config, policy, confidence_threshold)
     finally:
@@ -87,13 +89,18 @@ def _engine(engine: EngineConfig | None, agents: int | None, rounds: int | None,
 
 
 def _backend(backend: str | Backend, model: str | None, cache: str | None, options: Mapping[str, Any] | None,
-             bench: str) -> tuple[Backend, bool]:
-    """The backend to use and whether this call built it (and so closes it)."""
+             spec: RunSpec, prompt: str) -> tuple[Backend, bool]:
+    """The backend to use and whether this call built it (and so closes it). One to build is checked first,
+    before any model loads: the method and its options, the backend's options, and that ``prompt`` (the
+    question as the agents read it) fits its context window."""
+    method = method_entry(spec)
     if not isinstance(backend, str):
         return backend, False
     opts = {**(options or {}), **({"model": model} if model is not None else {})}
     if backend == "scripted":  # the simulator answers the questions of the one benchmark it is given
-        opts.setdefault("benchmark", bench)
+        opts.setdefault("benchmark", spec.benchmark)
+    check_options(backend, opts)  # before the window, which reads n_ctx
+    check_context(spec.method, method.engine(spec.engine), {"the question": prompt}, context_window(backend, opts))
     return make_backend(backend, cache=cache, **opts), True
 
 

@@ -2,12 +2,14 @@
 
 Appends are flushed and fsynced per episode, so a killed run loses at most the episode in flight; a torn
 last line is dropped on reopen. Reopening a directory with a different configuration is refused rather
-than mixing two runs' episodes.
+than mixing two runs' episodes, and so is a second writer while one runs (``.writer.lock``, see
+``deliberation.trees.lock``): readers take no lock.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass, field
@@ -16,10 +18,13 @@ from typing import Any, Sequence
 
 from deliberation.config import Selection
 from deliberation.errors import DelibError
-from deliberation.types import ACTIONS, Episode, Turn, from_json, to_json, write_json_atomic
+from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
+from deliberation.types import ACTION_ORDER, ACTIONS, Episode, Turn, from_json, strict_json, to_json, write_json_atomic
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
 CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)
+LOG = logging.getLogger("deliberation")
+_WARNED: set[Path] = set()  # episodes files whose duplicates were reported: one warning a file and process
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,8 @@ def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: s
     completion = sum(e.completion_tokens for e in episodes)
     calls = sum(e.llm_calls for e in episodes)
     turns = [t for e in episodes for t in e.turns]
-    actions = {a.value: sum(t.action is a for t in turns) for a in ACTIONS}
+    actions = {a.value: sum(t.action is a for t in turns) for a in ACTION_ORDER
+               if a in ACTIONS or any(t.action is a for t in turns)}  # RESAMPLE where a run took it
     return Summary(
         method, benchmark, split, n, right / n if n else 0.0, wilson_ci(right, n), prompt, completion,
         (prompt + completion) / n if n else 0.0, completion / n if n else 0.0, calls, calls / n if n else 0.0,
@@ -99,9 +105,20 @@ def jsonl_lines(text: str) -> list[str]:
 
 
 def parse_episodes(path: Path, lines: Sequence[str]) -> list[Episode]:
-    """The episodes of ``lines`` (the complete lines of ``path``), or a DelibError naming the first line that
-    is not one by its number, so the user can delete just that line."""
-    return [_episode(path, number, line) for number, line in enumerate(lines, start=1) if line.strip()]
+    """The episodes of ``lines`` (the complete lines of ``path``), each question once, or a DelibError naming
+    the first line that is not one by its number, so the user can delete just that line. A later episode of
+    a question and method already read (two runs that wrote into one directory at once, before writers
+    locked it; a line copied twice) is dropped with one warning naming the file: counted twice, it would
+    inflate n and weigh that question double."""
+    first: dict[tuple[str, str], Episode] = {}
+    for episode in (_episode(path, number, line) for number, line in enumerate(lines, start=1) if line.strip()):
+        first.setdefault((episode.example_id, episode.method), episode)
+    dropped = sum(1 for line in lines if line.strip()) - len(first)
+    if dropped and path not in _WARNED:
+        _WARNED.add(path)
+        LOG.warning("delib: warning: %s holds %d duplicate episode(s) of questions it already has; each question "
+                    "counts once (its first episode)", path, dropped)
+    return list(first.values())
 
 
 def _episode(path: Path, number: int, line: str) -> Episode:
@@ -146,43 +163,72 @@ def _without_speed(options: dict[str, Any]) -> dict[str, Any]:
 
 
 class RunDir:
-    """An open run directory; ``open`` creates it or checks it holds the same configuration."""
+    """A run directory: ``prepare`` checks it can take a run, ``create`` makes this process its one writer
+    until ``close`` (or the end of a ``with`` block); ``RunDir(path)`` alone only reads."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, config: dict[str, Any] | None = None) -> None:
         self.path = path
+        self._settings = config or {}  # config.json of the run to write (``prepare``)
         self._resume: dict[str, Any] | None = None  # config.json to write with the first appended episode
         self._fresh: dict[str, Any] | None = None  # config.json ``create`` writes (a run with no episode yet)
+        self._writer: DirectoryLock | None = None
 
     @classmethod
     def prepare(cls, path: str | Path, config: dict[str, Any]) -> "RunDir":
         """Check that ``path`` can take a run of ``config``, writing nothing (the runner builds its backend
         between this and ``create``, so a failure there leaves no config.json). A directory holding episodes
-        must hold the same settings; one with no episode yet takes any."""
-        run = cls(Path(path))
+        must hold the same settings; one with no episode yet takes any; one another process writes (a run
+        into the same --out still going) is refused, before a model loads."""
+        run = cls(Path(path), config)
         if run.path.exists() and not run.path.is_dir():
             raise DelibError(f"--out {run.path} is a file; pass a directory (a new one, or a run to resume)")
-        old = run._config() if run.finished_ids() else None
-        if old is None:
-            run._fresh = config
-        else:
-            run._check_same(old, config)
-            run._record_resume(old, config)
+        refuse_if_locked(run.path)
+        run._plan()
         return run
 
+    def _plan(self) -> None:
+        """Check the episodes' settings against the run's and note what config.json needs (see ``prepare``)."""
+        old = self._config() if self.finished_ids() else None
+        self._fresh = self._resume = None
+        if old is None:
+            self._fresh = self._settings
+        else:
+            self._check_same(old, self._settings)
+            self._record_resume(old, self._settings)
+
     def create(self) -> "RunDir":
-        """Make the directory and write a new run's config.json (a resumed run records its resume with its
-        first episode)."""
+        """Make the directory and become its one writer (a DelibError names the process that is), check it
+        again now that no other run can add to it, and write a new run's config.json (a resumed run records
+        its resume with its first episode)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        self._cut_torn_tail()
-        if self._fresh is not None:
-            write_json_atomic(self.path / CONFIG, self._fresh)
-            self._fresh = None
+        self._writer = lock_directory(self.path)
+        try:
+            self._plan()
+            self._cut_torn_tail()
+            if self._fresh is not None:
+                write_json_atomic(self.path / CONFIG, self._fresh)
+                self._fresh = None
+        except BaseException:
+            self.close()
+            raise
         return self
 
     @classmethod
     def open(cls, path: str | Path, config: dict[str, Any]) -> "RunDir":
         """``prepare`` and ``create`` in one step."""
         return cls.prepare(path, config).create()
+
+    def close(self) -> None:
+        """Stop being the directory's writer (another run may then resume it)."""
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None
+
+    def __enter__(self) -> "RunDir":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _config(self) -> dict[str, Any] | None:
         """The config.json beside the episodes (None when it was deleted: the next run writes its own)."""
@@ -249,7 +295,7 @@ class RunDir:
             write_json_atomic(self.path / CONFIG, self._resume)
             self._resume = None
         with open(self.path / EPISODES, "a") as f:
-            f.write(json.dumps(to_json(episode), ensure_ascii=False) + "\n")
+            f.write(strict_json(to_json(episode), ensure_ascii=False) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
