@@ -1,0 +1,41 @@
+"""How well each zero-cost signal tells right answers from wrong ones on the training tree stores (issue 37).
+
+Every recorded response of each store (round-0 answers and every agent's REFINE, each in its team) with
+its verdict and signals (``deliberation.trees.responses``), and per store and pooled the AUROC of each
+signal with a 95% interval over resampled questions (``deliberation.report.signals``). Training stores
+only: no test question is read. Offline: nothing is generated.
+
+    DELIB_DATA_DIR=../shared/data python experiments/signals_auroc.py docs/results/signals STORE [STORE ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from deliberation.report.signals import markdown, signal_rows
+from deliberation.trees.responses import responses
+from deliberation.trees.store import TreeStore
+from deliberation.types import to_json
+
+
+def main(out: str, stores: list[str]) -> None:
+    pooled, tables, sections = [], {}, []
+    for path in stores:
+        store = TreeStore.open(path)
+        rows = responses(store)
+        pooled += rows
+        name = f"{store.manifest['model']} {Path(path).name}"
+        tables[name] = signal_rows(rows)
+        sections.append(markdown(f"{name}: {len(rows) // 6} questions, {len(rows)} responses", tables[name]))
+    tables["pooled"] = signal_rows(pooled)
+    sections.append(markdown(f"pooled: {len(pooled)} responses", tables["pooled"]))
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "signals.json").write_text(json.dumps({k: to_json(v) for k, v in tables.items()}, indent=2) + "\n")
+    (Path(out) / "tables.md").write_text("\n".join(sections))
+    print("\n".join(sections))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
