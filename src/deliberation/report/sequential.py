@@ -1,0 +1,59 @@
+"""The paired experiment's stopping rule: sequential looks with O'Brien-Fleming boundaries and futility.
+
+docs/results/paired/PREREGISTRATION.md (amendment 1) registers four equally spaced looks (n = 150 k
+questions at look k) at overall two-sided alpha 0.05. Efficacy: the McNemar statistic of the primary
+comparison, z = (b - c) / sqrt(b + c) (b = only the learned policy right, c = only the best rule right),
+passes the look's O'Brien-Fleming boundary (Lan & DeMets 1983's spending approximates the same values;
+O'Brien & Fleming 1979). Futility: the upper end of the paired 95% interval of (oracle minus best rule),
+or of (learned minus best rule), is below +2 points: no policy over these actions can gain 2 points, or
+this one does not. The decision is a pure function of the paired comparisons, so a look's record says
+exactly which rule stopped it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from deliberation.errors import DelibError
+from deliberation.report.paired import Paired
+
+BOUNDARIES = (4.05, 2.86, 2.34, 2.02)
+"""|z| boundaries at looks 1-4 (O'Brien-Fleming, four equally spaced looks, two-sided alpha 0.05)."""
+FUTILITY_POINTS = 0.02
+"""The smallest gain worth having: 2 points of accuracy."""
+
+
+@dataclass(frozen=True)
+class LookDecision:
+    """What look ``look`` decides, and why."""
+
+    look: int
+    z: float
+    boundary: float
+    stop: bool
+    reason: str  # "efficacy: learned better", "efficacy: rule better", "futility: oracle", "futility: learned",
+    # "final look", or "continue"
+
+
+def mcnemar_z(only_row: int, only_reference: int) -> float:
+    """(b - c) / sqrt(b + c); 0 without discordant questions."""
+    n = only_row + only_reference
+    return 0.0 if n == 0 else (only_row - only_reference) / math.sqrt(n)
+
+
+def decide(look: int, primary: Paired, oracle: Paired) -> LookDecision:
+    """The registered decision at ``look`` (1-based) from the pooled primary comparison (learned vs best rule)
+    and the oracle's (oracle vs best rule)."""
+    if not 1 <= look <= len(BOUNDARIES):
+        raise DelibError(f"look {look} is not registered; the design has looks 1-{len(BOUNDARIES)}")
+    z, boundary = mcnemar_z(primary.only_row, primary.only_reference), BOUNDARIES[look - 1]
+    if abs(z) >= boundary:
+        reason = "efficacy: learned better" if z > 0 else "efficacy: rule better"
+    elif oracle.accuracy_diff_ci95[1] < FUTILITY_POINTS:
+        reason = "futility: oracle"
+    elif primary.accuracy_diff_ci95[1] < FUTILITY_POINTS:
+        reason = "futility: learned"
+    else:
+        reason = "final look" if look == len(BOUNDARIES) else "continue"
+    return LookDecision(look, z, boundary, reason != "continue", reason)

@@ -1,0 +1,43 @@
+"""The paired experiment's stopping rule (report/sequential.py): O'Brien-Fleming efficacy boundaries at
+four looks and the two futility rules, as PREREGISTRATION.md amendment 1 registers them."""
+
+from __future__ import annotations
+
+import pytest
+
+from deliberation.errors import DelibError
+from deliberation.report.paired import Paired
+from deliberation.report.sequential import BOUNDARIES, decide, mcnemar_z
+
+
+def paired(b: int, c: int, hi: float, n: int = 150) -> Paired:
+    return Paired("row", "best rule", "pooled", n, 50, b, c, n - 50 - b - c, 1.0, (b - c) / n, (-0.1, hi), 1.0,
+                  (1.0, 1.0))
+
+
+def test_the_boundaries_are_the_registered_ones_and_z_is_mcnemars():
+    assert BOUNDARIES == (4.05, 2.86, 2.34, 2.02)
+    assert mcnemar_z(30, 10) == pytest.approx(20 / 40**0.5) and mcnemar_z(0, 0) == 0.0
+
+
+@pytest.mark.parametrize("look, b, c, reason", [
+    (1, 30, 10, "continue"),  # z = 3.16 < 4.05
+    (2, 30, 10, "efficacy: learned better"),  # 3.16 >= 2.86
+    (3, 10, 30, "efficacy: rule better"),
+    (4, 15, 10, "final look"),
+])
+def test_efficacy_and_the_final_look(look, b, c, reason):
+    decision = decide(look, paired(b, c, hi=0.1), paired(40, 0, hi=0.3))
+    assert decision.reason == reason and decision.stop == (reason != "continue")
+    assert decision.boundary == BOUNDARIES[look - 1]
+
+
+def test_futility_when_even_the_oracle_cannot_gain_two_points():
+    assert decide(1, paired(3, 2, hi=0.05), paired(4, 0, hi=0.019)).reason == "futility: oracle"
+    assert decide(1, paired(3, 2, hi=0.019), paired(40, 0, hi=0.3)).reason == "futility: learned"
+    assert decide(1, paired(3, 2, hi=0.021), paired(40, 0, hi=0.3)).reason == "continue"
+
+
+def test_an_unregistered_look_is_refused():
+    with pytest.raises(DelibError, match="looks 1-4"):
+        decide(5, paired(1, 1, 0.1), paired(1, 1, 0.1))
