@@ -57,10 +57,7 @@ test: setup-test
 	HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: setup-demo
-	@echo "demo: every answer generated now by qwen2.5-coder-1.5b (no replayed trees): 3 GSM8K questions, experiments/quick.toml"
-	$(WITH_DATA) $(DELIB) experiment experiments/quick.toml
-	cat runs/quick/report/report.md
-	@for plot in runs/quick/report/*.png; do echo "plot: $$plot"; done
+	$(WITH_DATA) $(PY) experiments/demo.py --out runs/demo
 
 llama-native: | $(VENV)/bin/python
 	CMAKE_ARGS="$(NATIVE_ARGS)" $(LLAMA_REBUILD)
@@ -69,4 +66,4 @@ llama-portable: | $(VENV)/bin/python
 	CMAKE_ARGS="$(PORTABLE_ARGS)" $(LLAMA_REBUILD)
 
 clean:
-	rm -rf $(VENV) runs/quick
+	rm -rf $(VENV) runs/demo

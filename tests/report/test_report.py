@@ -269,3 +269,18 @@ def test_a_copied_run_directory_is_refused_not_counted_twice(runs, tmp_path, cap
         spec = RunSpec(method="debate", benchmark="gsm8k", limit=LIMIT, backend="scripted")
         execute(spec, str(tmp_path / "again"), progress=False, backend=make_backend("scripted", benchmark="gsm8k"))
     assert len(run_results.load_runs([runs / "debate", tmp_path / "again"])) == 2
+
+
+def test_the_accuracy_legend_sits_inside_the_panel_above_every_point_and_interval():
+    """15 methods whose intervals reach 100%: the raised y axis leaves the legend room no data reaches."""
+    pytest.importorskip("matplotlib")
+    fig, (ax,) = plots.new_figure(1, size=(6.4, 4.8))
+    handles = {f"method-{i}": ax.errorbar(300 * (i + 1), 60, yerr=[[40], [40]], **plots.method_style(i))
+               for i in range(15)}
+    plots.legend_above_points(ax, handles)
+    fig.draw_without_rendering()
+    legend, panel = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    top_of_data = ax.transData.transform((0, 100))[1]
+    assert panel.x0 <= legend.x0 and legend.x1 <= panel.x1 and legend.y1 <= panel.y1
+    assert legend.y0 > top_of_data
+    assert max(ax.get_yticks()) <= 100 < ax.get_ylim()[1]

@@ -59,7 +59,7 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
     name = "accuracy vs tokens per question"
     if tab is None or not tab.rows:
         return PlotOutcome(name, None, "no evaluation run")
-    fig, axes = new_figure(len(tab.columns))
+    fig, axes = new_figure(len(tab.columns), size=(6.4, 4.8))
     handles = {}
     for j, (ax, column) in enumerate(zip(axes, tab.columns)):
         for i, row in enumerate(tab.rows):
@@ -67,9 +67,9 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
             if cell is not None:
                 acc, lo, hi = (100 * x for x in (cell.accuracy, *cell.ci95))
                 handles[row.label] = ax.errorbar(cell.tokens_per_question, acc, yerr=[[acc - lo], [hi - acc]],
-                                                 **method_style(i), capsize=3)
+                                                 **method_style(i), capsize=3, elinewidth=0.8)
         ax.set(title=column, xlabel="tokens per question", ylabel="accuracy % (95% CI)")
-    fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8)
+    legend_above_points(axes[0], handles)
     return save_figure(fig, path, name)
 
 
@@ -178,6 +178,20 @@ def _series(run: TrainingRun,
             xs.append(x)
             ys.append(float(y))
     return [(stage, xs, ys) for stage, (xs, ys) in series.items()]
+
+
+def legend_above_points(ax: Any, handles: dict[str, Any], rows: int = 6) -> None:
+    """The legend inside ``ax``, in its upper left corner, with the y axis raised just enough that it covers
+    no point or interval: the data keep the lower part of the panel, the legend the upper. At most ``rows``
+    rows (more labels, more columns), so the legend stays short. Ticks above 100% are dropped: accuracy
+    never reaches them, the room is only the legend's."""
+    legend = ax.legend(list(handles.values()), list(handles), loc="upper left", fontsize=7, framealpha=0.9,
+                       ncols=math.ceil(len(handles) / rows))
+    ax.get_figure().draw_without_rendering()  # lays the figure out, so both heights are the saved ones
+    share = min(0.6, legend.get_window_extent().height / ax.get_window_extent().height)
+    lo, hi = ax.get_ylim()
+    ax.set_yticks([t for t in ax.get_yticks() if lo <= t <= min(hi, 100)])
+    ax.set_ylim(lo, hi + (hi - lo) * share / (1 - share))
 
 
 def method_style(i: int) -> dict[str, str]:

@@ -1,0 +1,109 @@
+"""`make demo`: what only this project does, in a few minutes once set up (README 'Two commands').
+
+1. live: one short question answered now by the tree store's model with mpdf (`delib ask`): each agent's
+   round-0 answer and confidence, then the meta-action the shipped policy chose for it in round 1 (persist,
+   refine, concede). --no-early-stop shows round 1 even when the agents agree; --max-tokens keeps it short.
+2. replay: every method the committed tree store replays offline, at one round (`delib evaluate --offline`):
+   no model runs, and each episode is the one `delib run` would generate (same requests, recorded answers).
+3. report (`delib report --trees`): each method paired question by question with the best fixed rule and
+   with self-consistency at its own token budget, and the accuracy-against-tokens plot.
+4. the `delib run` line that generates the mpdf row live, on the same questions with the same settings.
+
+    python experiments/demo.py [--out runs/demo] [--trees STORE] [--ask-backend scripted]
+
+Outputs go to OUT: ask.sqlite (the live question's responses), replay/ (a run directory per method) and
+report/. Rerunning resumes: the replays skip finished questions and extend to those the store built since
+(a build may be growing it: a replay reads its built questions), and the live answer comes from ask.sqlite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from deliberation.cli.main import main as delib
+
+TREES = "data/trees/qwen2.5-coder-1.5b/gsm8k-train"
+QUESTION = "A shop sells pens at 3 for 2 dollars. What do 12 pens cost?"
+ASK_MAX_TOKENS = 192  # room for a short worked answer; 3 agents x 192 at ~27 tok/s (docs/results/bench) ~ 20 s
+ROUNDS = 1  # every round-1 node is in the store, so every replay is exact and offline
+METHODS = ("mpdf", "agreement-threshold", "agreement-then-confidence", "agreement-resample", "confidence-threshold",
+           "always-persist", "always-refine", "always-concede", "always-resample", "oracle", "cot",
+           "self-consistency", "adaptive-consistency", "cisc", "cisc-logprob")
+"""Every method the 1.5B store replays offline for every built question (tried one by one). Left out:
+debate, reconcile and dylan, whose update prompts the store does not record (built with --methods mpdf)."""
+REPORT_END = "## Plots"  # report.md from here on lists the figures and the run directories
+
+
+def ask(out: Path, trees: str, backend: str | None) -> None:
+    """The live question, with the store's model and backend (``backend`` replaces the backend: tests)."""
+    manifest = json.loads((Path(trees) / "manifest.json").read_text())
+    _step(f"1. one question answered now by {manifest['model']} with mpdf: round 0, then each agent's "
+          "meta-action in round 1")
+    _run(["ask", QUESTION, "--method", "mpdf", "--backend", backend or manifest["backend"], "--model",
+          manifest["model"], "--max-tokens", str(ASK_MAX_TOKENS), "--rounds", str(ROUNDS), "--no-early-stop",
+          "--cache", str(out / "ask.sqlite")])
+
+
+def replay(out: Path, trees: str) -> None:
+    """Every method of METHODS replayed offline from ``trees`` into ``out/replay/<method>``."""
+    _step(f"2. {len(METHODS)} methods replayed offline from {trees} (no model runs)")
+    _run(["evaluate", "--trees", trees, "--offline", "--quiet", "--rounds", str(ROUNDS), "--method",
+          ",".join(METHODS), "--out", str(out / "replay")])
+
+
+def report(out: Path, trees: str) -> Path:
+    """The report of the replays into ``out/report``; prints its tables and returns the plot's path."""
+    _step("3. paired with the best fixed rule and with self-consistency at equal tokens")
+    _run(["report", str(out / "replay"), "--trees", trees, "--out", str(out / "report")])
+    text = (out / "report" / "report.md").read_text()
+    print(text[: text.index(REPORT_END)].rstrip())
+    plot = out / "report" / "accuracy_vs_tokens.png"
+    print(f"\nplot: {plot}")
+    return plot
+
+
+def live_command(run: Path, out: Path) -> str:
+    """The `delib run` line that generates the replayed run ``run`` live: its method, questions and settings."""
+    config = json.loads((run / "config.json").read_text())
+    engine, options = config["engine"], dict(config["backend_options"])
+    model = options.pop("model", None)  # a backend option, but with a flag of its own
+    words = ["delib", "run", "--method", config["method"], "--benchmark", config["benchmark"], "--split",
+             config["split"], "--limit", str(config["limit"]), "--backend", config["backend"]]
+    words += ["--model", model] * (model is not None)
+    words += [w for key, value in sorted(options.items()) for w in ("--backend-opt", f"{key}={value}")]
+    words += [w for key in ("agents", "rounds", "max_tokens", "temperature", "seed", "prompts")
+              for w in (f"--{key.replace('_', '-')}", str(engine[key]))]
+    words += ["--no-early-stop"] * (not engine["early_stop"]) + ["--verbal-confidence"] * engine["verbal_confidence"]
+    return " ".join(words + ["--out", str(out)])
+
+
+def demo(out: Path, trees: str, ask_backend: str | None = None) -> None:
+    """The four steps, in order (see the module's docstring)."""
+    ask(out, trees, ask_backend)
+    replay(out, trees)
+    report(out, trees)
+    _step("4. to generate the mpdf row live (same questions and settings; runs the model on each question):")
+    print(live_command(out / "replay" / "mpdf", out / "live-mpdf"))
+
+
+def _step(title: str) -> None:
+    print(f"\n=== {title}", flush=True)
+
+
+def _run(argv: list[str]) -> None:
+    """One delib command; a failure ends the demo with its exit status (delib printed why)."""
+    status = delib(argv)
+    if status:
+        sys.exit(status)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="runs/demo", help="where the outputs go (default runs/demo)")
+    parser.add_argument("--trees", default=TREES, help=f"tree store to replay (default {TREES})")
+    parser.add_argument("--ask-backend", help="backend of the live question (default: the store's)")
+    args = parser.parse_args()
+    demo(Path(args.out), args.trees, args.ask_backend)
