@@ -12,9 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deliberation.registry import lookup
-from deliberation.rl.advantages import grpo, reinforce, reinforce_baseline, rloo, softrankpo
-from deliberation.rl.algorithms import ADVANTAGES, ALGORITHMS
+from deliberation.rl.advantages import ADVANTAGES, grpo, reinforce, reinforce_baseline, rloo, softrankpo
+from deliberation.rl.algorithms import ALGORITHMS
 
 PHI_INV = NormalDist().inv_cdf
 CENTRED = {
@@ -205,7 +204,7 @@ def test_groups_of_one_get_zero(name):
 
 
 def advantage(name):
-    return lookup(ADVANTAGES, name, "advantage function")
+    return ADVANTAGES[name].fn
 
 
 def test_every_advantage_is_trained_by_the_algorithm_of_its_name():

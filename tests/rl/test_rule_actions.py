@@ -1,18 +1,27 @@
-"""The rules read off decision features agree with the rules themselves (policy/rules.py)."""
+"""The tensor twins of the fixed rules (rl/rule_actions.py) agree with the rules' policies (policy/rules.py),
+and a new rule is one entry of ``FIXED_RULES`` (and, for the held-out comparison, one decorated twin)."""
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
+import subprocess
+import sys
+from dataclasses import dataclass
 
 import numpy as np
+import pytest
 import torch
 
-from deliberation.engine.state import AgentView, observe
-from deliberation.policy.rules import AgreementThreshold, ConfidenceThreshold
+from deliberation.engine.state import AgentView, Observation, observe
+from deliberation.policy.rules import FIXED_RULES, FixedRule
 from deliberation.rl.data import tensorize
-from deliberation.rl.rule_actions import agreement_threshold, confidence_threshold
-from deliberation.types import ACTIONS, Action, Decision
+from deliberation.rl.evaluate import rule_actions
+from deliberation.rl.rule_actions import CONFIDENCE, PARSEABLE, RULES, agreement_threshold, twin_of
+from deliberation.types import ACTION_ORDER, ACTIONS, Action, Decision
 
+THRESHOLD = 0.7  # the twins' default threshold, as MethodConfig's
 TEAMS = [  # (key, confidence) per agent: agreement splits, unparseable answers, confidence orders
     [("1", 0.9), ("1", 0.2), ("2", 0.5)], [("1", 0.6), ("2", 0.8), ("3", 0.75)], [(None, 0.5), ("2", 0.6), ("2", 0.4)],
     [("1", 0.3), ("2", 0.3), ("2", 0.9)], [(None, 0.9), (None, 0.5), ("4", 0.1)], [("5", 0.7), ("5", 0.7), ("5", 0.1)],
@@ -20,33 +29,34 @@ TEAMS = [  # (key, confidence) per agent: agreement splits, unparseable answers,
 ]
 
 
-def decisions_and_rule_actions():
-    decisions, agreement, confidence = [], [], []
-    for t, team in enumerate(TEAMS):
-        obs = observe([AgentView(k, f"answer {k}", c, 20, False, False) for k, c in team], 1, 2)
-        rng = np.random.default_rng(0)
-        agreement += AgreementThreshold().decide(obs, rng)[0]
-        confidence += ConfidenceThreshold(0.7).decide(obs, rng)[0]
-        decisions += [Decision(f"q{t}", 0, 1, i, tuple(map(float, obs.own[i])),
-                               tuple(tuple(map(float, p)) for p in obs.peers[i]), Action.PERSIST, math.log(1 / 3),
-                               (0.0, 0.0, 0.0), 0.0, 0.0) for i in range(len(team))]
-    return decisions, agreement, confidence
+def team(t: int) -> tuple[Observation, list[Decision]]:
+    """Team ``t`` of TEAMS: its observation and its agents' decisions as a rollout records them."""
+    obs = observe([AgentView(k, f"answer {k}", c, 20, False, False) for k, c in TEAMS[t]], 1, 2)
+    peers = [tuple(tuple(map(float, p)) for p in obs.peers[i]) for i in range(len(TEAMS[t]))]
+    return obs, [Decision(f"q{t}", 0, 1, i, tuple(map(float, obs.own[i])), peers[i], Action.PERSIST,
+                          math.log(1 / 3), (0.0, 0.0, 0.0), 0.0, 0.0) for i in range(len(TEAMS[t]))]
 
 
-def test_feature_rules_take_the_rules_actions_on_hand_built_teams():
-    decisions, agreement, confidence = decisions_and_rule_actions()
-    by_team = {}
-    for d in decisions:  # teams of different sizes are tensorized separately (peer padding differs)
-        by_team.setdefault(len(d.peers), []).append(d)
-    got_agreement, got_confidence = {}, {}
-    for group in by_team.values():
-        batch = tensorize(group)
-        for d, a, c in zip(group, agreement_threshold(batch).tolist(), confidence_threshold(batch).tolist()):
-            got_agreement[(d.example_id, d.agent)], got_confidence[(d.example_id, d.agent)] = ACTIONS[a], ACTIONS[c]
-    keys = [(d.example_id, d.agent) for d in decisions]
-    assert [got_agreement[k] for k in keys] == list(agreement)
-    assert [got_confidence[k] for k in keys] == list(confidence)
-    assert {Action.PERSIST, Action.REFINE, Action.CONCEDE} <= set(agreement) | set(confidence)
+def policy_and_twin_actions(name: str) -> tuple[list[Action], list[Action]]:
+    """Every agent of every team: (the action of rule ``name``'s policy, that of its twin on the decisions)."""
+    policy, twin = FIXED_RULES[name].policy(THRESHOLD), RULES[name]
+    expected, got = [], []
+    for t in range(len(TEAMS)):  # one team per batch: teams differ in size, so in peer padding
+        obs, decisions = team(t)
+        expected += policy.decide(obs, np.random.default_rng(0))[0]
+        got += [ACTION_ORDER[a] for a in twin(tensorize(decisions)).tolist()]
+    return expected, got
+
+
+@pytest.mark.parametrize("name", list(RULES))
+def test_every_twin_takes_its_rules_actions_on_hand_built_teams(name):
+    expected, got = policy_and_twin_actions(name)
+    assert got == expected
+
+
+def test_the_teams_reach_every_branch_of_the_twinned_rules():
+    taken = {a for name in RULES for a in policy_and_twin_actions(name)[0]}
+    assert taken == set(ACTIONS)
 
 
 def test_the_agreement_rule_reproduces_the_collectors_unexplored_actions(tmp_path):
@@ -61,3 +71,73 @@ def test_the_agreement_rule_reproduces_the_collectors_unexplored_actions(tmp_pat
     kept = torch.isclose(batch.logprobs, torch.tensor(math.log(0.8 + 0.2 / 3)))
     assert bool((rule[kept] == batch.actions[kept]).all()) and bool((rule[~kept] != batch.actions[~kept]).all())
     assert int(kept.sum()) > 20 and int((~kept).sum()) > 0
+
+
+@dataclass(frozen=True)
+class ConfidentPersist:
+    """Persist at the critic's P(Yes) >= threshold, else refine: a confidence rule that never concedes."""
+
+    threshold: float = 0.7
+
+    def decide(self, obs, rng):
+        sure = [v.key is not None and (0.5 if v.confidence is None else v.confidence) >= self.threshold
+                for v in obs.views]
+        return tuple(Action.PERSIST if s else Action.REFINE for s in sure), (0.0,) * len(sure)
+
+
+NEW = "confident-persist"
+ONE_EDIT = f"""
+from dataclasses import dataclass
+import json, sys
+from deliberation.policy.rules import FIXED_RULES, FixedRule
+from deliberation.types import Action
+{inspect.getsource(ConfidentPersist)}
+FIXED_RULES[{NEW!r}] = FixedRule(ConfidentPersist, simplicity=55, confidence=True)  # the one edit
+
+from deliberation import methods
+from deliberation.cli.main import main
+from deliberation.runs.tune_rules import grid
+print(json.dumps({{"methods": [m for m in methods.METHODS if methods.get(m).fixed_rule],
+                  "options": sorted(methods.get({NEW!r}).options),
+                  "grid": [r.label for r in grid() if r.method == {NEW!r}],
+                  "run": main(["run", "--method", {NEW!r}, "--confidence-threshold", "0.9", "--backend", "scripted",
+                               "--limit", "2", "--quiet", "--out", sys.argv[1]])}}))
+"""
+
+
+def test_a_new_rule_is_one_entry_then_a_method_and_on_the_tune_grid(tmp_path):
+    """A fresh interpreter registers the rule before anything reads the registry, as an edit of the source
+    would: it is then a method (with the critic and its threshold option) and on the grid at every threshold."""
+    done = subprocess.run([sys.executable, "-c", ONE_EDIT, str(tmp_path / "run")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["methods"][-1] == NEW and found["methods"][:-1] == list(FIXED_RULES)
+    assert found["options"] == ["confidence_threshold"] and len(found["grid"]) == 8 and found["run"] == 0
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["confidence_threshold"] == 0.9
+
+
+@pytest.fixture
+def twins():
+    """RULES as it was before the test, restored after it."""
+    saved = dict(RULES)
+    yield RULES
+    RULES.clear()
+    RULES.update(saved)
+
+
+def test_a_new_rules_twin_is_one_decorated_function_checked_against_its_policy(monkeypatch, twins):
+    monkeypatch.setitem(FIXED_RULES, NEW, FixedRule(ConfidentPersist, simplicity=55, confidence=True))
+
+    @twin_of(NEW)
+    def confident_persist(batch):
+        sure = (batch.own[:, PARSEABLE] > 0.5) & (batch.own[:, CONFIDENCE] >= THRESHOLD)  # (N,)
+        return torch.where(sure, ACTIONS.index(Action.PERSIST), ACTIONS.index(Action.REFINE))
+
+    expected, got = policy_and_twin_actions(NEW)
+    assert got == expected and {Action.PERSIST, Action.REFINE} <= set(expected)
+    assert NEW in rule_actions(tensorize(team(0)[1]))  # the held-out comparison scores it
+    with pytest.raises(ValueError, match="has a twin already"):
+        twin_of(NEW)(confident_persist)
+    with pytest.raises(ValueError, match="no fixed rule"):
+        twin_of("never-registered")(confident_persist)
+

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
-from deliberation.runs.tune_rules import SIMPLICITY, GridRow, best, grid
+from deliberation.errors import DelibError
+from deliberation.policy.rules import FIXED_RULES
+from deliberation.runs.tune_rules import GridRow, Tuning, best, grid, simplest_first
 
 IGNORED = ("wall_seconds", "generation_seconds")
 
@@ -38,6 +40,17 @@ def test_the_grid_is_the_preregistered_one():
     for method in ("confidence-threshold", "agreement-then-confidence"):
         assert [r.threshold for r in grid() if r.method == method] == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
     assert len(labels) == len(set(labels)) == 20
+    assert simplest_first() == ["always-persist", "always-refine", "always-concede", "agreement-threshold",
+                                "confidence-threshold", "agreement-then-confidence"]  # PREREGISTRATION.md
+
+
+def test_the_resample_rules_join_the_grid_only_on_request():
+    paper, resample = [r.label for r in grid()], [r.label for r in grid("resample")]
+    assert [label for label in resample if label not in paper] == ["always-resample", "agreement-resample"]
+    assert [label for label in resample if label in paper] == paper
+    assert resample.index("always-resample") < resample.index("agreement-threshold")  # a constant is simpler
+    with pytest.raises(DelibError, match="unknown actions 'all'"):
+        Tuning(trees=("t",), actions="all")
 
 
 def test_selection_accuracy_then_tokens_then_the_simpler_rule():
@@ -74,7 +87,7 @@ def independent_best(out: Path, names: list[str]) -> tuple[str, int, int, int]:
         eps = [json.loads(x) for s in names
                for x in (out / s / rule.variant().directory / "episodes.jsonl").read_text().splitlines()]
         spent = sum(t["prompt_tokens"] + t["completion_tokens"] for e in eps for t in e["turns"])
-        found.append((-sum(e["correct"] for e in eps), spent, SIMPLICITY.index(rule.method), rule.threshold or 0,
+        found.append((-sum(e["correct"] for e in eps), spent, FIXED_RULES[rule.method].simplicity, rule.threshold or 0,
                       rule.label, len(eps)))
     top = min(found)
     return top[4], top[5], -top[0], top[1]
@@ -93,6 +106,8 @@ def test_delib_tune_rules_replays_the_grid_and_writes_the_best(stores, tmp_path,
     assert record["label"] == label and record["n"] == n == 10 and record["rounds"] == 2
     assert record["accuracy"] == correct / n and record["tokens_per_question"] == tokens / n
     assert {"method", "threshold", "grid"} <= set(record) and len(record["grid"]) == 20
+    assert record["chosen_by"].endswith("(always-persist < always-refine < always-concede < agreement-threshold "
+                                        "< confidence-threshold < agreement-then-confidence; lower threshold first)")
     assert f"| {label} (best) |" in printed and "best: " + label in printed
 
 
@@ -123,3 +138,16 @@ def test_a_rerun_with_other_settings_is_refused_before_any_replay(stores, tmp_pa
     assert delib("tune-rules", "--trees", f"{stores[0]},{stores[1]}", "--rounds", "2", "--out", str(out)) == 2
     assert "other settings" in capsys.readouterr().err
     assert not (out / stores[0].name).exists()
+
+
+def test_tune_rules_with_resample_actions_replays_the_resample_rules(tmp_path):
+    """A store of 2N round-0 samples serves RESAMPLE offline: ``--actions resample`` tunes the wider grid."""
+    store = tmp_path / "wide"
+    assert delib("tree", "--backend", "scripted", "--limit", "3", "--samples", "6", "--out", str(store)) == 0
+    out = tmp_path / "tuning"
+    assert delib("tune-rules", "--trees", str(store), "--rounds", "1", "--offline", "--actions", "resample",
+                 "--out", str(out)) == 0
+    record = json.loads((out / "best_rule.json").read_text())
+    assert [row["label"] for row in record["grid"]] == [r.label for r in grid("resample")]
+    assert {"always-resample", "agreement-resample"} <= {row["method"] for row in record["grid"]}
+    assert "always-concede < always-resample < agreement-threshold < agreement-resample" in record["chosen_by"]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from deliberation.cli import flags
 from deliberation.cli.common import (add_backend_args, add_engine_args, backend_options, note_pinned, engine_config,
                                      registry_names)
-from deliberation.cli.evaluate import METHOD_OPTIONS
+from deliberation.cli.evaluate import add_method_options, method_options
 
 EPILOG = """examples:
   delib ask "A shop sells pens at 3 for 2 dollars. What do 12 pens cost?"
@@ -19,7 +18,6 @@ normalized final line, so paraphrases ("Canberra" vs "the capital is Canberra") 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     from deliberation.benchmarks.own import ANSWER_TYPES
-    from deliberation.runs.runner import RunSpec
 
     method_names, _, _ = registry_names()
     p = sub.add_parser("ask", help="deliberate on one question of yours (no gold answer)", epilog=EPILOG,
@@ -33,7 +31,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="an option of a choice question (repeat, 2 to 4, labelled A-D; or list them in the question)")
     p.add_argument("--method", default="mpdf", help="one of: " + ", ".join(method_names) + " (default mpdf)")
     p.add_argument("--show-response", action="store_true", help="also print the winning agent's whole response")
-    flags.add_flags(p, RunSpec, only=METHOD_OPTIONS)
+    add_method_options(p)
     add_backend_args(p, "SQLite response cache (default: none)", questions=False)
     add_engine_args(p)
     p.set_defaults(func=cmd_ask)
@@ -41,14 +39,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from deliberation.runs.ask import deliberate, trace
-    from deliberation.runs.runner import RunSpec
 
     engine = engine_config(args)
     note_pinned(args, args.method, engine)
     result = deliberate(args.question, args.method, backend=args.backend, answer_type=args.answer_type,
                         choices=args.choice, engine=engine, backend_options=backend_options(args),
                         cache=None if args.cache in (None, "none") else args.cache,
-                        **flags.values(args, RunSpec, only=METHOD_OPTIONS))
+                        **method_options(args))
     answer = _shown(result.answer, args.choice)
     print(f"answer: {answer}" if "\n" not in answer else f"answer:\n{answer}")
     print("\n".join(trace(result.episode)))

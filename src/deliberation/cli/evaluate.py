@@ -36,7 +36,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", required=True, help="one of: " + ", ".join(method_names))
     add_data_args(p)
     p.add_argument("--out", required=True, type=out_folder, help="run directory")
-    _method_options(p)
+    add_method_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_args(p)
     add_engine_args(p)
@@ -81,14 +81,18 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_report)
 
 
-METHOD_OPTIONS = ("policy", "confidence_threshold")
+def add_method_options(p: argparse.ArgumentParser) -> None:
+    """A flag per method option, from ``MethodOptions`` (refused for methods that do not read it)."""
+    from deliberation.methods.options import MethodOptions
+
+    flags.add_flags(p, MethodOptions)
 
 
-def _method_options(p: argparse.ArgumentParser) -> None:
-    """--policy and --confidence-threshold, from RunSpec's fields (refused for methods that read neither)."""
-    from deliberation.runs.runner import RunSpec
+def method_options(args: argparse.Namespace) -> dict[str, object]:
+    """The method options the parsed ``args`` hold, by name."""
+    from deliberation.methods.options import MethodOptions
 
-    flags.add_flags(p, RunSpec, only=METHOD_OPTIONS)
+    return flags.values(args, MethodOptions)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -101,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = RunSpec(method=args.method, benchmark=benchmark_name(args), split=args.split, limit=args.limit,
                    backend=backend, backend_options=options, cache=cache_path(args, args.out), engine=engine,
                    data_dir=args.data_dir, command=command_line(), concurrency=args.concurrency,
-                   selection=selection(args), **flags.values(args, RunSpec, only=METHOD_OPTIONS))
+                   selection=selection(args), **method_options(args))
     if args.workers > 1 or args.ray_address:
         from deliberation.runs.distributed import execute_distributed
 

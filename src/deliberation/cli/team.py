@@ -34,11 +34,12 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.runs.tune_rules import Tuning
 
     p = sub.add_parser("tune-rules", help="pick the best fixed rule on training trees (best_rule.json)",
-                       description="Replays the pre-registered grid of fixed rules (constants, agreement-threshold, "
-                       "confidence-threshold and agreement-then-confidence at t in 0.3..0.95) over the stores and "
-                       "picks the best by pooled accuracy, then fewer tokens, then the simpler rule.", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Replays the grid of fixed rules (every registered rule of the action set; those "
+                       "reading the critic at t in 0.3..0.95; by default the pre-registered grid) over the stores "
+                       "and picks the best by pooled accuracy, then fewer tokens, then the simpler rule.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, Tuning)
+    flags.add_flags(p, Tuning, only=("actions",))
     p.set_defaults(func=cmd_tune_rules)
 
 
@@ -62,7 +63,8 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
     from deliberation.runs.tune_rules import Tuning, grid_table, tune
 
     set_data_dir(args)
-    tuning = Tuning(trees=args.trees, rounds=args.rounds, offline=args.offline, command=command_line())
+    tuning = Tuning(trees=args.trees, rounds=args.rounds, offline=args.offline, actions=args.actions,
+                    command=command_line())
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 COLLECT_OPTIONS = ("samples", "epsilon", "allow_test")
 TRAIN_SKIP = ("algo", "seed")  # --algo is its own flag; the seed is --seed (train) or --train-seed (iterate)
+ALGO_HELP = "one of %(choices)s (default %(default)s)"  # registry views, read (loading torch) when shown or checked
 
 ITERATE_EPILOG = """example (two iterations on 100 GSM8K and 100 MATH train questions):
   delib iterate --benchmark gsm8k math --limit 100 --iterations 2 --model qwen2.5-coder-0.5b \\
@@ -79,7 +80,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  delib train --algo sft --rollouts data/rollouts/gsm8k data/rollouts/math --out ckpt/sft\n"
         "  delib train --algo softrankpo --rollouts data/rollouts/* --init ckpt/sft/policy.pt --out ckpt/srpo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--algo", default="softrankpo", choices=list(ALGORITHMS), help="default softrankpo")
+    p.add_argument("--algo", default="softrankpo", choices=ALGORITHMS, metavar="ALGO", help=ALGO_HELP)
     p.add_argument("--rollouts", nargs="+", default=[], help="rollout directories from `delib collect`")
     p.add_argument("--trees", nargs="+", default=[], help="tree stores from `delib tree`: their decisions under the "
                    "collector's default behaviour policy, derived without LLM calls")
@@ -107,7 +108,7 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmark", nargs="+", default=["gsm8k"], help=", ".join(bench_names) + " (default gsm8k)")
     p.add_argument("--iterations", type=positive, required=True, help="collect-train rounds")
     p.add_argument("--policy", help="behaviour policy of the first iteration (default: agreement-threshold)")
-    p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, help="default softrankpo")
+    p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, metavar="ALGO", help=ALGO_HELP)
     p.add_argument("--out", required=True, type=out_folder, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
     _training_args(p, seed_flag="--train-seed", skip=("reward_components",))  # iterate's rollouts hold the sum

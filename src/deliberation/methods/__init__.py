@@ -3,10 +3,14 @@ so answers, checking and token accounting are comparable. Registry ``METHODS``: 
 
 from __future__ import annotations
 
+from typing import Any, Iterable, Sequence
+
 from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import example_rng
 from deliberation.methods.base import Method, MethodConfig
+from deliberation.policy.rules import FIXED_RULES
+from deliberation.methods.options import MethodOptions
 from deliberation.registry import lookup
 from deliberation.types import Episode, Example
 
@@ -20,14 +24,7 @@ METHODS: dict[str, str] = {
     "reconcile": "deliberation.methods.reconcile:METHOD",
     "dylan": "deliberation.methods.dylan:METHOD",
     "mpdf": "deliberation.methods.mpdf:METHOD",
-    "always-persist": "deliberation.methods.rules:ALWAYS_PERSIST",
-    "always-refine": "deliberation.methods.rules:ALWAYS_REFINE",
-    "always-concede": "deliberation.methods.rules:ALWAYS_CONCEDE",
-    "confidence-threshold": "deliberation.methods.rules:CONFIDENCE_THRESHOLD",
-    "agreement-threshold": "deliberation.methods.rules:AGREEMENT_THRESHOLD",
-    "always-resample": "deliberation.methods.rules:ALWAYS_RESAMPLE",
-    "agreement-resample": "deliberation.methods.rules:AGREEMENT_RESAMPLE",
-    "agreement-then-confidence": "deliberation.methods.rules:AGREEMENT_THEN_CONFIDENCE",
+    **{name: f"deliberation.methods.rules:METHODS[{name}]" for name in FIXED_RULES},  # the fixed rules
     "oracle": "deliberation.methods.oracle:METHOD",
 }
 
@@ -37,13 +34,24 @@ def get(name: str) -> Method:
     return lookup(METHODS, name, "method")
 
 
+def unread(given: Iterable[str], names: Sequence[str]) -> str | None:
+    """The first of the ``given`` options that none of the methods ``names`` reads, else None: such an
+    option is refused, never silently ignored."""
+    return next((option for option in given if not any(option in get(n).options for n in names)), None)
+
+
+def taking(option: str) -> list[str]:
+    """The methods that read ``option``, for the message that refuses it elsewhere."""
+    return [name for name in METHODS if option in get(name).options]
+
+
 def run_method(method: str, example: Example, backend: Backend, benchmark: str = "gsm8k",
-               engine: EngineConfig | None = None, policy: str | None = None,
-               confidence_threshold: float = 0.7) -> Episode:
+               engine: EngineConfig | None = None, **method_options: Any) -> Episode:
     """One episode of ``method`` on ``example`` (a question of ``benchmark``, whose scorer and answer format
-    apply), exactly as ``delib run`` computes it for that example and ``engine.seed``."""
-    cfg = MethodConfig(benchmark, engine or EngineConfig(), policy, confidence_threshold)
+    apply), exactly as ``delib run`` computes it for that example and ``engine.seed``. ``method_options``:
+    method options by name (the fields of ``MethodOptions``, methods/options.py: ``policy=``, ...)."""
+    cfg = MethodConfig(benchmark, engine or EngineConfig(), **method_options)
     return get(method).run(example, backend, cfg, example_rng(cfg.engine.seed, example.id))
 
 
-__all__ = ["METHODS", "Method", "MethodConfig", "get", "run_method"]
+__all__ = ["METHODS", "Method", "MethodConfig", "MethodOptions", "get", "run_method", "taking", "unread"]

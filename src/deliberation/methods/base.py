@@ -1,9 +1,9 @@
 """What every method shares: its configuration and the one way an episode is run.
 
 A method module defines ``METHOD``, a ``Method``: how its ``MethodSpec`` (engine/spec.py) is built from the
-method config, what it changes in the engine config (cot: one agent; self-consistency: no rounds), whether
-it takes a ``--policy``, and what it adds to a run's config.json. The runner asks the entry, never the
-method's name.
+method config, what it changes in the engine config (cot: one agent; self-consistency: no rounds), which
+method options (methods/options.py) it reads, and what it adds to a run's config.json. The runner asks the
+entry, never the method's name.
 """
 
 from __future__ import annotations
@@ -18,25 +18,17 @@ from deliberation.benchmarks import get as get_benchmark
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import Context, make_context, run_episode
 from deliberation.engine.spec import MethodSpec
-from deliberation.errors import require_number
+from deliberation.methods.options import OPTION_NAMES, MethodOptions
 from deliberation.types import Episode, Example
 
 
 @dataclass(frozen=True)
-class MethodConfig:
-    """The settings a method needs besides the example, backend and rng."""
+class MethodConfig(MethodOptions):
+    """The settings a method needs besides the example, backend and rng: the benchmark, the engine settings
+    and the method options (keywords: ``MethodConfig("math", engine, policy="default")``)."""
 
     benchmark: str = "gsm8k"
     engine: EngineConfig = field(default_factory=EngineConfig)
-    policy: str | None = None
-    """mpdf: a policy checkpoint, a path or a shipped name (default: the checkpoint shipped in the package)."""
-    confidence_threshold: float = 0.7
-    """confidence-threshold and agreement-then-confidence (and mpdf's fallback): persist at or above this critic
-    P(Yes)."""
-
-    def __post_init__(self) -> None:
-        require_number("--confidence-threshold", self.confidence_threshold, 0, 1,
-                       "like the critic's P(Yes) it is compared with")
 
 
 def _same(engine: EngineConfig) -> EngineConfig:
@@ -56,14 +48,19 @@ class Method:
     so the runner calls it once before writing anything."""
     engine: Callable[[EngineConfig], EngineConfig] = _same
     options: frozenset[str] = frozenset()
-    """The ``MethodConfig`` settings it reads besides benchmark and engine (``policy``,
-    ``confidence_threshold``): others given to it are refused, not silently ignored."""
+    """The method options (``MethodOptions`` fields) it reads: others given to it are refused, not silently
+    ignored."""
     fixed_rule: bool = False
     """A fixed meta-policy (methods/rules.py): what a learned policy is compared against by default."""
     record: Callable[[MethodConfig], dict[str, Any]] = _nothing
     """Entries the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
     episode: Callable[[Context, np.random.Generator], Episode] = run_episode
     """How an episode runs: the round loop, or another protocol over the engine's parts (adaptive sampling)."""
+
+    def __post_init__(self) -> None:
+        undeclared = sorted(self.options - set(OPTION_NAMES))
+        if undeclared:  # a typo here would refuse the option it means for this method
+            raise ValueError(f"Method.options names {undeclared}, which are not fields of MethodOptions")
 
     def run(self, example: Example, backend: Backend, cfg: MethodConfig, rng: np.random.Generator) -> Episode:
         """One episode of this method on ``example``."""

@@ -1,25 +1,20 @@
-"""The fixed meta-policies (``deliberation.policy.rules``) as methods of their own: always-persist,
-always-refine, always-concede, agreement-threshold, and, with the critic and the ``--confidence-threshold``
-they read, confidence-threshold and agreement-then-confidence; with the RESAMPLE action (issue 37),
-always-resample and agreement-resample."""
+"""The fixed meta-policies as methods of their own: one per rule of ``deliberation.policy.rules.FIXED_RULES``,
+under the rule's name; a rule that reads the critic calls it and takes ``--confidence-threshold``.
+``methods.METHODS`` names each as ``deliberation.methods.rules:METHODS[name]``."""
 
 from __future__ import annotations
 
 from deliberation.engine.spec import MethodSpec
-from deliberation.methods.base import Method, fixed
-from deliberation.policy.rules import AgreementThenConfidence, AgreementThreshold, ConfidenceThreshold, ConstantPolicy
-from deliberation.types import Action
+from deliberation.methods.base import Method
+from deliberation.policy.rules import FIXED_RULES, FixedRule
 
-ALWAYS_PERSIST = fixed(MethodSpec(name="always-persist", policy=ConstantPolicy(Action.PERSIST)), fixed_rule=True)
-ALWAYS_REFINE = fixed(MethodSpec(name="always-refine", policy=ConstantPolicy(Action.REFINE)), fixed_rule=True)
-ALWAYS_CONCEDE = fixed(MethodSpec(name="always-concede", policy=ConstantPolicy(Action.CONCEDE)), fixed_rule=True)
-AGREEMENT_THRESHOLD = fixed(MethodSpec(name="agreement-threshold", policy=AgreementThreshold()), fixed_rule=True)
-ALWAYS_RESAMPLE = fixed(MethodSpec(name="always-resample", policy=ConstantPolicy(Action.RESAMPLE)), fixed_rule=True)
-AGREEMENT_RESAMPLE = fixed(MethodSpec(name="agreement-resample", policy=AgreementThreshold(Action.RESAMPLE)),
-                           fixed_rule=True)
-CONFIDENCE_THRESHOLD = Method(spec=lambda cfg: MethodSpec(
-    name="confidence-threshold", policy=ConfidenceThreshold(cfg.confidence_threshold), confidence=True),
-    options=frozenset({"confidence_threshold"}), fixed_rule=True)
-AGREEMENT_THEN_CONFIDENCE = Method(spec=lambda cfg: MethodSpec(
-    name="agreement-then-confidence", policy=AgreementThenConfidence(cfg.confidence_threshold), confidence=True),
-    options=frozenset({"confidence_threshold"}), fixed_rule=True)
+
+def rule_method(name: str, rule: FixedRule) -> Method:
+    """The method that runs ``rule`` under ``name``: its policy at the config's threshold, the critic when the
+    rule reads it."""
+    options = frozenset({"confidence_threshold"}) if rule.confidence else frozenset()
+    return Method(spec=lambda cfg: MethodSpec(name=name, policy=rule.policy(cfg.confidence_threshold),
+                                              confidence=rule.confidence), options=options, fixed_rule=True)
+
+
+METHODS: dict[str, Method] = {name: rule_method(name, rule) for name, rule in FIXED_RULES.items()}

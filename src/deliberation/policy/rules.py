@@ -1,4 +1,4 @@
-"""Fixed meta-policies: the baselines a learned policy must beat (DESIGN.md section 1).
+"""Fixed meta-policies: the baselines a learned policy must beat (DESIGN.md section 1), and their registry.
 
 Each is a ``MetaPolicy`` (``decide(obs, rng) -> (actions, logprobs)``; deterministic, so every log-prob
 is 0): a constant action (always-persist, always-refine, always-concede, always-resample; debate, ReConcile
@@ -6,17 +6,24 @@ and DyLAN are always-refine with their own prompts), confidence-threshold, agree
 RESAMPLE form, agreement-resample) and agreement-then-confidence.
 Agreement-threshold is the bar to clear: on GSM8K with qwen2.5-coder-1.5b it beat debate at two thirds of its
 tokens (DESIGN.md section 4). ``JointActions`` fixes each agent's action (the oracle's candidates).
+
+``FIXED_RULES`` registers the rules by name; adding a rule is its entry there: ``methods/rules.py`` makes
+each a method, ``delib tune-rules`` puts each on its grid (``runs/tune_rules.py``), and a rule may have a
+tensor twin over recorded decision features (``rl/rule_actions.py``, checked against the policy by
+tests/rl/test_rule_actions.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from deliberation.engine.consensus import support
+from deliberation.engine.spec import MetaPolicy
 from deliberation.engine.state import Observation
-from deliberation.types import Action
+from deliberation.types import ACTION_SETS, Action
 
 Decided = tuple[tuple[Action, ...], tuple[float, ...]]
 
@@ -98,3 +105,37 @@ class JointActions:
 
     def decide(self, obs: Observation, rng: np.random.Generator) -> Decided:
         return self.actions, (0.0,) * len(self.actions)
+
+
+@dataclass(frozen=True)
+class FixedRule:
+    """A registered fixed rule (an entry of ``FIXED_RULES``)."""
+
+    policy: Callable[[float], MetaPolicy]
+    """The policy at a ``--confidence-threshold`` (a rule that reads none ignores it)."""
+    simplicity: int
+    """Its rank in ``delib tune-rules``' last tie-break, lower = simpler (docs/results/paired/PREREGISTRATION.md
+    orders the paper's six; the ranks leave room for a rule between two)."""
+    confidence: bool = False
+    """Reads the critic's P(Yes) against the threshold: its method calls the critic and takes
+    ``--confidence-threshold``, and the tune grid tries it at every threshold."""
+    actions: str = "paper"
+    """The smallest action set (``types.ACTION_SETS``) holding every action it takes: ``delib tune-rules``
+    tries it under that set or a larger one (RESAMPLE needs stores with 2N round-0 samples)."""
+
+    def within(self, actions: str) -> bool:
+        """Whether every action this rule takes is in the action set ``actions``."""
+        return set(ACTION_SETS[self.actions]) <= set(ACTION_SETS[actions])
+
+
+FIXED_RULES: dict[str, FixedRule] = {
+    "always-persist": FixedRule(lambda _: ConstantPolicy(Action.PERSIST), 10),
+    "always-refine": FixedRule(lambda _: ConstantPolicy(Action.REFINE), 20),
+    "always-concede": FixedRule(lambda _: ConstantPolicy(Action.CONCEDE), 30),
+    "confidence-threshold": FixedRule(ConfidenceThreshold, 50, confidence=True),
+    "agreement-threshold": FixedRule(lambda _: AgreementThreshold(), 40),
+    "always-resample": FixedRule(lambda _: ConstantPolicy(Action.RESAMPLE), 35, actions="resample"),
+    "agreement-resample": FixedRule(lambda _: AgreementThreshold(Action.RESAMPLE), 45, actions="resample"),
+    "agreement-then-confidence": FixedRule(AgreementThenConfidence, 60, confidence=True),
+}
+"""name -> rule, in the order ``methods.METHODS`` lists them (a tree store's manifest records that order)."""

@@ -13,17 +13,18 @@ of every arm against the best rule, computed from the same run directories as ``
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
+from deliberation.policy.rules import FIXED_RULES
 from deliberation.report.loading import RunResult, load_results, read_object
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
 from deliberation.report.team_plot import TEAM_PNG, paired_plot
 from deliberation.rl.config import SPLIT_FILE
-from deliberation.runs.tune_rules import CONSTANTS, SIMPLICITY, THRESHOLDED, Rule
+from deliberation.runs.tune_rules import Rule, constants
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants, store_names
 from deliberation.types import to_json, write_json_atomic, write_text_atomic
 
@@ -59,7 +60,7 @@ def read_rule(path: str) -> Rule:
     """The rule best_rule.json names, or a DelibError saying what is wrong with the file."""
     record = read_object(Path(path))
     method, threshold = record.get("method"), record.get("threshold")
-    if method not in SIMPLICITY or (threshold is None) == (method in THRESHOLDED) or not (
+    if method not in FIXED_RULES or (threshold is None) == FIXED_RULES[method].confidence or not (
             threshold is None or isinstance(threshold, (int, float))):
         raise DelibError(f"{path} names no tuned rule (method {method!r}, threshold {threshold!r}); pass the "
                          "best_rule.json `delib tune-rules` wrote")
@@ -75,9 +76,9 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
                          "no learned policy given; pass --policy CKPT[,CKPT]")
     learned = [Variant(f"mpdf [{p}]", "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
     sft = [Variant(f"sft [{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []
-    best = Variant(BEST + rule.label, rule.method, "best-rule", confidence_threshold=rule.threshold or 0.7)
-    constants = [Variant(c, c, c) for c in CONSTANTS if c != rule.method]
-    return [*learned, *sft, best, *constants, Variant("oracle", "oracle", "oracle")]
+    best = replace(rule.variant(), label=BEST + rule.label, directory="best-rule")
+    others = [Variant(c, c, c) for c in constants() if c != rule.method]
+    return [*learned, *sft, best, *others, Variant("oracle", "oracle", "oracle")]
 
 
 def check_held_out(cmp: Comparison) -> None:

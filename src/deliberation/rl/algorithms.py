@@ -1,36 +1,30 @@
 """The algorithm registry, the one place an algorithm's name is read (DESIGN.md section 1, "Training").
 
-An algorithm is an advantage function (a key of ``ADVANTAGES``, the registry of ``rl/advantages.py``) plus
-the objective it is trained with (a key of ``OBJECTIVES``, ``rl/objectives.py``: which rewards the function
-compares and the loss form); ``sft`` is the entry with no advantage: cross-entropy on oracle labels. The
-table is built from ``ADVANTAGES``: each function trains under the sampled objective by its own name (the
-comparators of DESIGN.md) and under the full-information objective as ``NAME-full`` (project issue 27).
-Nothing here imports torch (the CLI and ``TrainConfig`` validate names with it); functions load on first use.
+An algorithm is an advantage function (an entry of ``ADVANTAGES``, which ``rl/advantages.py`` fills with
+``@register_advantage``) plus the objective it is trained with (a key of ``OBJECTIVES``, ``rl/objectives.py``:
+which rewards the function compares and the loss form); ``sft`` is the entry with no advantage: cross-entropy
+on oracle labels. The table is built from the registry: each function trains under the sampled objective by
+its own name (the comparators of DESIGN.md) and under each other objective it registers for as
+``NAME-OBJECTIVE`` (``NAME-full``, ``softrankpo-pooled``: project issue 27); ``ppo`` is GRPO, always clipped.
+Importing this module loads no torch (the CLI lists ``ALGORITHMS`` as ``--algo``'s choices, and reports ask
+``is_supervised``): the table is read from the registry, whose functions are torch code, on first use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 from deliberation.registry import lookup
 
-ADVANTAGES: dict[str, str] = {
-    "softrankpo": "deliberation.rl.advantages:softrankpo",
-    "grpo": "deliberation.rl.advantages:grpo",
-    "reinforce": "deliberation.rl.advantages:reinforce",
-    "reinforce_baseline": "deliberation.rl.advantages:reinforce_baseline",
-    "rloo": "deliberation.rl.advantages:rloo",
-}
-"""name -> "module:function" with signature (rewards (N,), groups (N,), **params) -> advantages (N,)."""
-ADVANTAGE_PARAMS: dict[str, tuple[str, ...]] = {"softrankpo": ("tau",)}
-"""TrainConfig fields passed to an advantage function by keyword."""
 OBJECTIVES: dict[str, str] = {
     "sampled": "deliberation.rl.objectives:SAMPLED",
     "full": "deliberation.rl.objectives:FULL",
     "pooled": "deliberation.rl.objectives:POOLED",
 }
 """name -> "module:attribute" of an ``Objective``: the rewards ranked together and the loss that uses them."""
+PLAIN = "sampled"  # the objective an advantage trains under by its own name
+SFT = "sft"  # the one supervised algorithm
 PPO_CLIP_EPS = 0.2  # Schulman et al. 2017, section 6.1
 
 
@@ -40,7 +34,7 @@ class Algorithm:
 
     advantage: str | None
     default_clip_eps: float | None = None  # clip used when TrainConfig.clip_eps is None (None = plain PG)
-    objective: str = "sampled"  # a key of OBJECTIVES
+    objective: str = PLAIN  # a key of OBJECTIVES
 
     @property
     def supervised(self) -> bool:
@@ -49,8 +43,9 @@ class Algorithm:
 
     def advantages(self, rewards: Any, groups: Any, cfg: Any) -> Any:
         """(N,) rewards and groups -> (N,) advantages, the function's params read from ``cfg`` (TrainConfig)."""
-        fn = lookup(ADVANTAGES, self.advantage, "advantage function")
-        return fn(rewards, groups, **{name: getattr(cfg, name) for name in ADVANTAGE_PARAMS.get(self.advantage, ())})
+        from deliberation.rl.advantages import ADVANTAGES
+
+        return ADVANTAGES[self.advantage](rewards, groups, cfg)
 
     def clip_eps(self, cfg: Any) -> float | None:
         """The PPO clip epsilon in force under ``cfg`` (TrainConfig), or None for the plain policy gradient."""
@@ -67,16 +62,46 @@ class Algorithm:
         return objective.loss(logp, actions, advantages, behaviour_logp, self.clip_eps(cfg))
 
 
-ALGORITHMS: dict[str, Algorithm] = {
-    "sft": Algorithm(None),
-    **{name: Algorithm(name) for name in ADVANTAGES},
-    "ppo": Algorithm("grpo", default_clip_eps=PPO_CLIP_EPS),  # PPO-clip with GRPO advantages
-    **{f"{name}-full": Algorithm(name, objective="full") for name in ADVANTAGES},
-    "softrankpo-pooled": Algorithm("softrankpo", objective="pooled"),
-}
-POLICY_GRADIENT = tuple(name for name, algo in ALGORITHMS.items() if not algo.supervised)
+def algorithm_table() -> dict[str, Algorithm]:
+    """name -> Algorithm, read from the advantage registry now: sft, every advantage by its name, ppo, then
+    the other objectives' (NAME-full, ..., NAME-pooled)."""
+    from deliberation.rl.advantages import ADVANTAGES
+
+    unknown = {(n, o) for n, adv in ADVANTAGES.items() for o in adv.objectives if o not in OBJECTIVES}
+    if unknown:
+        raise ValueError(f"advantages register for unknown objectives {sorted(unknown)}; objectives: "
+                         f"{', '.join(OBJECTIVES)}")
+    by_objective = [(o, n) for o in OBJECTIVES for n, adv in ADVANTAGES.items() if o in adv.objectives]
+    plain = {n: Algorithm(n) for o, n in by_objective if o == PLAIN}
+    others = {f"{n}-{o}": Algorithm(n, objective=o) for o, n in by_objective if o != PLAIN}
+    return {SFT: Algorithm(None), **plain, "ppo": Algorithm("grpo", default_clip_eps=PPO_CLIP_EPS), **others}
+
+
+class _Table(Mapping[str, Algorithm]):
+    """A read-only view of ``algorithm_table()``, read again at every use: listing no names loads no torch,
+    and an advantage registered later (a test's) is an algorithm at once."""
+
+    def __init__(self, policy_gradient_only: bool) -> None:
+        self._policy_gradient_only = policy_gradient_only
+
+    def _read(self) -> dict[str, Algorithm]:
+        table = algorithm_table()
+        return {n: a for n, a in table.items() if not a.supervised} if self._policy_gradient_only else table
+
+    def __getitem__(self, name: str) -> Algorithm:
+        return self._read()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
+ALGORITHMS: Mapping[str, Algorithm] = _Table(policy_gradient_only=False)
+POLICY_GRADIENT: Mapping[str, Algorithm] = _Table(policy_gradient_only=True)
 
 
 def is_supervised(stage: str) -> bool:
-    """Whether a training stage name (metrics.jsonl's ``stage``) is a supervised one."""
-    return stage in ALGORITHMS and ALGORITHMS[stage].supervised
+    """Whether a training stage name (metrics.jsonl's ``stage``) is a supervised one (without loading torch)."""
+    return stage == SFT

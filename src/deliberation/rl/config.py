@@ -25,9 +25,10 @@ class TrainConfig:
 
     algo: str = "softrankpo"
     """Algorithm, a key of ``deliberation.rl.algorithms.ALGORITHMS``: ``sft`` (supervised only) or a
-    policy gradient (softrankpo, grpo, reinforce, reinforce_baseline, rloo, ppo on the sampled action's
-    reward; NAME-full on all three counterfactual rewards of each decision, softrankpo-pooled on those of
-    all K samples; ``train_pg`` refuses sft). All share everything but the advantage and the objective."""
+    policy gradient: each advantage function ``rl/advantages.py`` registers, by its name on the sampled
+    action's reward (and ``ppo``, clipped GRPO), as NAME-full on every counterfactual reward of each
+    decision, as NAME-pooled (where registered) on those of all K samples; ``train_pg`` refuses sft. All
+    share everything but the advantage and the objective."""
 
     lr: float = 3e-3
     """Adam learning rate (Kingma & Ba 2015)."""

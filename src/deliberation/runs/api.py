@@ -19,15 +19,17 @@ def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k",
                   split: str = "test", limit: int | None = None, selection: Selection | None = None,
                   backend: str = "llamacpp", model: str | None = None,
                   backend_options: Mapping[str, Any] | None = None, cache: str | None = None,
-                  engine: EngineConfig | None = None, policy: str | None = None, confidence_threshold: float = 0.7,
-                  data_dir: str | None = None, concurrency: int = 1, progress: bool = False,
-                  team: Sequence[str | Mapping[str, Any]] | None = None) -> Summary:
+                  engine: EngineConfig | None = None, data_dir: str | None = None, concurrency: int = 1,
+                  progress: bool = False, team: Sequence[str | Mapping[str, Any]] | None = None,
+                  **method_options: Any) -> Summary:
     """Run ``method`` over a benchmark into the run directory ``out`` (resumable, as ``delib run``) and
     return its summary. ``benchmark`` is a registered name, or with ``answer_type`` a JSONL file of your
     own; ``selection`` picks questions (ids, offset, seeded sample) before ``limit``. ``cache`` is the
     SQLite response cache (none unless given; the CLI's default is ``<out>/../responses.sqlite``).
     ``team``: one model per agent (``delib run --team``): a name runs on ``backend`` with ``backend_options``,
-    a mapping is an agent's own ``backend`` and options; ``engine`` then defaults to that many agents."""
+    a mapping is an agent's own ``backend`` and options; ``engine`` then defaults to that many agents.
+    ``method_options``: method options by name, as ``delib run``'s flags (the fields of ``MethodOptions``,
+    methods/options.py: ``policy=``, ...)."""
     writable_folder(out, "out")  # as delib run --out is checked: an empty path would write into the current folder
     options = {**(backend_options or {}), **({"model": model} if model is not None else {})}
     if team is not None:
@@ -38,8 +40,7 @@ def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k",
     spec = RunSpec(method=method, benchmark=file_name(answer_type, benchmark) if answer_type else benchmark,
                    split=split, limit=limit, backend=backend, backend_options=options, cache=cache,
                    engine=engine or EngineConfig(), data_dir=data_dir, command=f"run_benchmark({method!r})",
-                   concurrency=concurrency, selection=selection or Selection(), policy=policy,
-                   confidence_threshold=confidence_threshold)
+                   concurrency=concurrency, selection=selection or Selection(), **method_options)
     return execute(spec, str(out), progress=progress)
 
 

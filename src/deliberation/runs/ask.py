@@ -57,24 +57,24 @@ class DeliberationResult:
 def deliberate(question: str, method: str = "mpdf", *, model: str | None = None, backend: str | Backend = "llamacpp",
                answer_type: str = "numeric", choices: Sequence[str] = (), agents: int | None = None,
                rounds: int | None = None, seed: int | None = None, engine: EngineConfig | None = None,
-               policy: str | None = None, confidence_threshold: float = 0.7, cache: str | None = None,
-               backend_options: Mapping[str, Any] | None = None) -> DeliberationResult:
+               cache: str | None = None, backend_options: Mapping[str, Any] | None = None,
+               **method_options: Any) -> DeliberationResult:
     """Let a team of ``agents`` deliberate on ``question`` with ``method`` for up to ``rounds`` rounds.
 
     ``backend`` is a backend name (built with ``model``, ``backend_options`` and the response ``cache``, and
     closed afterwards) or a backend object the caller owns. ``agents``, ``rounds`` and ``seed`` override
     ``engine`` (default ``EngineConfig()``). ``choices`` lists the options of a ``choice`` question (or write
-    them in the question). ``policy`` and ``confidence_threshold`` as in ``delib run``.
+    them in the question). ``method_options``: method options by name, as in ``delib run`` (the fields of
+    ``MethodOptions``, methods/options.py: ``policy=``, ...).
     """
     bench = ask_name(answer_type)
     example = asked_example(question, answer_type, choices)
     config = _engine(engine, agents, rounds, seed)
-    spec = RunSpec(method=method, benchmark=bench, engine=config, policy=policy,
-                   confidence_threshold=confidence_threshold)
+    spec = RunSpec(method=method, benchmark=bench, engine=config, **method_options)
     prompt = benchmarks.get(bench).format_question(example)
     built, owned = _backend(backend, model, cache, backend_options, spec, prompt)
     try:
-        episode = run_method(method, example, built, bench, config, policy, confidence_threshold)
+        episode = run_method(method, example, built, bench, config, **method_options)
     finally:
         if owned:
             built.close()

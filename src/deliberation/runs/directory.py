@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from deliberation.config import Selection
 from deliberation.errors import DelibError
+from deliberation.methods.options import DEFAULTS
 from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.types import ACTION_ORDER, ACTIONS, Episode, Turn, from_json, strict_json, to_json, write_json_atomic
 
@@ -136,9 +137,10 @@ RESUMES = "resumes"
 """config.json key: the resumable settings of each later run that changed them and added episodes
 ({"limit": 6, "command": ...}), so a run extended past its first limit still records how it got them."""
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
-_ADDED_LATER = {"confidence_threshold": 0.7, "trees": None, "selection": to_json(Selection())}
+_ADDED_LATER = {**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())}
 """config.json keys a later version added, with the value every run made before them had: a run directory
-written without the key compares equal to one that holds this value."""
+written without the key compares equal to one that holds this value. Every method option is one: a run made
+before an option existed ran with its default."""
 _ENGINE_ADDED_LATER = {"prompts": "standalone"}
 """The same for the engine settings: runs made before prompt version 2 used the standalone prompts."""
 

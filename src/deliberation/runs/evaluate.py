@@ -16,17 +16,18 @@ from typing import Sequence
 from deliberation import methods
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
-from deliberation.methods.base import MethodConfig
+from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import Summary
-from deliberation.runs.runner import RunSpec, execute
+from deliberation.runs.runner import RunSpec, execute, refuse_unread
 from deliberation.trees.store import (TreeBackend, TreeStore, built_examples, open_store, recording_backend,
                                       store_engine, store_selection)
 from deliberation.types import Example
 
 
 @dataclass(frozen=True)
-class Replay:
-    """What to replay: methods over a store, with the settings a replay may choose."""
+class Replay(MethodOptions):
+    """What to replay: methods over a store, with the settings a replay may choose (the method options
+    among them, each passed to the methods that read it)."""
 
     trees: str
     methods: tuple[str, ...]
@@ -36,19 +37,11 @@ class Replay:
     """Stop deliberating once the method's consensus rule holds (as ``delib run``)."""
     agents: int | None = None
     """Agents (self-consistency: samples) when not the store's; deliberating methods need the store's."""
-    policy: str | None = None
-    """mpdf: a policy checkpoint, a path or a shipped name."""
-    confidence_threshold: float = 0.7
-    """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this critic
-    P(Yes)."""
     offline: bool = False
     """Never call a backend: a node the store lacks is an error naming it."""
     cache: str | None = None
     """Response cache for nodes a replay adds (default: the cache the store was built with)."""
     command: str = ""
-
-    def __post_init__(self) -> None:
-        MethodConfig(confidence_threshold=self.confidence_threshold)  # checks its range before anything loads
 
 
 def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
@@ -70,10 +63,7 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
     engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
     for name in replay.methods:
         check_method(name, engine, store)
-    given = {"policy": replay.policy is not None, "confidence_threshold": replay.confidence_threshold != 0.7}
-    for option in (k for k, v in given.items() if v):
-        if not any(option in methods.get(n).options for n in replay.methods):
-            raise DelibError(f"--{option.replace('_', '-')} means nothing to {', '.join(replay.methods)}; drop it")
+    refuse_unread(replay.given(), replay.methods)
     examples = built_examples(store, data_dir)
     backend = tree_backend(replay, store, examples)
     try:
@@ -94,8 +84,7 @@ def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, n
             data_dir: str | None) -> RunSpec:
     m = store.manifest
     method = methods.get(name)
-    options = {"policy": replay.policy, "confidence_threshold": replay.confidence_threshold}
-    chosen = {k: v for k, v in options.items() if k in method.options}
+    chosen = {k: v for k, v in replay.method_options().items() if k in method.options}
     return RunSpec(method=name, benchmark=m["benchmark"], split=m["split"], limit=n, backend=m["backend"],
                    backend_options=dict(m["backend_options"]), cache=None, engine=engine, data_dir=data_dir,
                    command=replay.command, trees=str(Path(replay.trees)), selection=store_selection(m), **chosen)

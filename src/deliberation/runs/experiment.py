@@ -54,10 +54,9 @@ def plan(cfg: ExperimentConfig) -> list[Cell]:
 def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
     spec = RunSpec(method=arm.method, benchmark=bench, split=cfg.splits[bench], limit=cfg.limits[bench],
                    backend=cfg.backend, backend_options=dict(cfg.backend_options), cache=str(cfg.cache),
-                   engine=replace(arm.engine, seed=seed), policy=arm.policy,
-                   confidence_threshold=arm.confidence_threshold, data_dir=cfg.data_dir,
+                   engine=replace(arm.engine, seed=seed), data_dir=cfg.data_dir,
                    command=cfg.command or f"delib experiment {cfg.source}", concurrency=cfg.concurrency,
-                   selection=cfg.selections.get(bench, Selection()))
+                   selection=cfg.selections.get(bench, Selection()), **arm.method_options())
     return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / folder_name(bench) / f"{arm.label}-s{seed}")
 
 

@@ -28,27 +28,28 @@ from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, read_user_text, require_at_least, writable_folder
 from deliberation import methods
 from deliberation.methods import METHODS
+from deliberation.methods.options import MethodOptions
 from deliberation.runs import experiment_agents as agents
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
             "variants", "concurrency", "selection", "agents")
 SELECTION_TYPES: dict[str, type] = {"ids": list, "offset": int, "sample": int, "sample_seed": int}
 ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
-METHOD_OPTIONS = ("policy", "confidence_threshold")  # RunSpec fields a variant may set
-VARIANT_KEYS = ("label", "method", *METHOD_OPTIONS, *ENGINE_TYPES)
+OPTION_TYPES: dict[str, type] = {k: typing.get_args(v)[0] if type(None) in typing.get_args(v) else v
+                                  for k, v in typing.get_type_hints(MethodOptions).items()}
+"""The method options a variant may set, with the TOML type each takes (TOML has no null: ``X | None`` takes X)."""
+VARIANT_KEYS = ("label", "method", *OPTION_TYPES, *ENGINE_TYPES)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # labels name directories
 CACHE_FILE = "responses.sqlite"
 
 
 @dataclass(frozen=True)
-class Arm:
-    """A row of the experiment's table: a method under a label, with its policy and engine settings."""
+class Arm(MethodOptions):
+    """A row of the experiment's table: a method under a label, with its options and engine settings."""
 
     label: str
     method: str
-    policy: str | None
     engine: EngineConfig
-    confidence_threshold: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     backend, options = agents.team_backend(raw.get("agents"), backend, options, source)
     models = team_size(backend, options)
     engine = _engine(_get(raw, "engine", dict, source, {}), agents.base_engine(models), "[engine]", source)
-    arms = tuple(Arm(m, m, None, engine) for m in _names(raw, "methods", list(METHODS), source))
+    arms = tuple(Arm(m, m, engine) for m in _names(raw, "methods", list(METHODS), source))
     arms += tuple(_variant(v, engine, i, source) for i, v in enumerate(_get(raw, "variants", list, source, [])))
     _check_arms(arms, source)
     for arm in arms:
@@ -261,13 +262,15 @@ def _variant(table: Any, base: EngineConfig, index: int, source: str) -> Arm:
     method = _get(table, "method", str, source, where=f"{where} ")
     if method not in METHODS:
         _fail(source, f"unknown method {method!r} in {where}; choose from: {', '.join(METHODS)}")
-    policy = _get(table, "policy", str, source, None, where=f"{where} ")
-    threshold = _get(table, "confidence_threshold", float, source, 0.7, where=f"{where} ")
-    unused = [k for k in METHOD_OPTIONS if k in table and k not in methods.get(method).options]
+    options = {k: _get(table, k, OPTION_TYPES[k], source, where=f"{where} ") for k in OPTION_TYPES if k in table}
+    unused = methods.unread(options, (method,))  # a key written in the file is given, even at its default
     if unused:
-        _fail(source, f"{where} ({label}): {unused[0]} means nothing to method {method!r}; drop it")
+        _fail(source, f"{where} ({label}): {unused} means nothing to method {method!r}; drop it")
     engine = _engine({k: v for k, v in table.items() if k in ENGINE_TYPES}, base, where, source)
-    return Arm(label, method, policy, engine, threshold)
+    try:
+        return Arm(label, method, engine, **options)
+    except DelibError as err:
+        _fail(source, f"{where}: {err}")
 
 
 def _check_arms(arms: Sequence[Arm], source: str) -> None:

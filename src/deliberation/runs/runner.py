@@ -7,7 +7,7 @@ is checked before the directory is created, so bad input leaves nothing behind.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generator, Iterable
+from typing import Any, Generator, Iterable, Sequence
 
 from deliberation import benchmarks, methods
 from deliberation.backends import check_options, context_window, make_backend, team_size
@@ -20,30 +20,26 @@ from deliberation.engine.loop import example_rng
 from deliberation.engine.team import check_context, check_models, check_team
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
+from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import RunDir, Summary, summarize
 from deliberation.types import Episode, Example, to_json
 
 
 @dataclass(frozen=True)
-class RunSpec(Workload):
-    """One cell of an evaluation: a method on a workload; saved as config.json."""
+class RunSpec(MethodOptions, Workload):
+    """One cell of an evaluation: a method with its options on a workload; saved as config.json (the method
+    options under their names, methods/options.py)."""
 
     method: str = field(kw_only=True)
-    policy: str | None = None
-    """mpdf: a policy checkpoint, a path or a shipped name (refused for methods that take none)."""
-    confidence_threshold: float = 0.7
-    """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this
-    critic P(Yes)."""
     trees: str | None = None
     """The tree store a replay read its outcomes from (``delib evaluate``); None for a live run."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        self.method_config()  # MethodConfig checks the method settings (the confidence threshold's range)
+        Workload.__post_init__(self)
+        MethodOptions.__post_init__(self)
 
     def method_config(self) -> MethodConfig:
-        return MethodConfig(benchmark=self.benchmark, engine=self.engine, policy=self.policy,
-                            confidence_threshold=self.confidence_threshold)
+        return MethodConfig(benchmark=self.benchmark, engine=self.engine, **self.method_options())
 
 
 def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
@@ -63,16 +59,16 @@ def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
 
 def method_entry(spec: RunSpec) -> Method:
     """The method ``spec`` names, refusing an option it does not read (not ignoring it)."""
-    method = methods.get(spec.method)
-    for option, default in (("policy", None), ("confidence_threshold", 0.7)):
-        if getattr(spec, option) != default and option not in method.options:
-            raise DelibError(f"--{option.replace('_', '-')} means nothing to method {spec.method}; drop it (it "
-                             f"applies to: {', '.join(_methods_taking(option))})")
-    return method
+    refuse_unread(spec.given(), (spec.method,))
+    return methods.get(spec.method)
 
 
-def _methods_taking(option: str) -> list[str]:
-    return [name for name in methods.METHODS if option in methods.get(name).options]
+def refuse_unread(given: Iterable[str], names: Sequence[str]) -> None:
+    """A DelibError for the first ``given`` option that none of the methods ``names`` reads."""
+    option = methods.unread(given, names)
+    if option is not None:
+        raise DelibError(f"--{option.replace('_', '-')} means nothing to method{'s' * (len(names) > 1)} "
+                         f"{', '.join(names)}; drop it (it applies to: {', '.join(methods.taking(option))})")
 
 
 def config_record(spec: RunSpec) -> dict[str, Any]:

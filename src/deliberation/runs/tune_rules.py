@@ -1,12 +1,14 @@
 """``delib tune-rules``: the best fixed rule on training trees, the reference a learned policy must beat.
 
-The grid is the one docs/results/paired/PREREGISTRATION.md fixes: always-persist, always-refine,
-always-concede, agreement-threshold, and confidence-threshold and agreement-then-confidence at each
-threshold of ``THRESHOLDS``. Every rule is replayed over every store (``runs/variants.py``: as ``delib
-evaluate`` replays it, one run directory per rule and store), its questions pooled over the stores, and the
-best is chosen by whole-episode accuracy, ties by fewer tokens per question, then by the simpler rule
-(``SIMPLICITY`` order, the lower threshold first). Numbers are compared as exact fractions, so equal counts
-tie whatever the float rounding.
+The grid holds every registered rule (``policy/rules.py`` ``FIXED_RULES``) whose actions are in the tuning's
+action set, simplest first, a rule that reads the critic at each threshold of ``THRESHOLDS``. Under the
+default set, ``paper``, that is the grid docs/results/paired/PREREGISTRATION.md fixes: always-persist,
+always-refine, always-concede, agreement-threshold, and confidence-threshold and agreement-then-confidence at
+each threshold; ``resample`` adds the RESAMPLE rules. Every rule is replayed over every store
+(``runs/variants.py``: as ``delib evaluate`` replays it, one run directory per rule and store), its questions
+pooled over the stores, and the best is chosen by whole-episode accuracy, ties by fewer tokens per question,
+then by the simpler rule (``FixedRule.simplicity``, the lower threshold first). Numbers are compared as exact
+fractions, so equal counts tie whatever the float rounding.
 """
 
 from __future__ import annotations
@@ -16,20 +18,39 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
+from deliberation.errors import DelibError
+from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants
-from deliberation.types import to_json, write_json_atomic
+from deliberation.types import ACTION_SETS, to_json, write_json_atomic
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
-CONSTANTS = ("always-persist", "always-refine", "always-concede")
-THRESHOLDED = ("confidence-threshold", "agreement-then-confidence")
-SIMPLICITY = (*CONSTANTS, "agreement-threshold", *THRESHOLDED)
-"""Simplest first: the tie-break after accuracy and tokens."""
 BEST_RULE = "best_rule.json"
 
 
-Tuning = StoreSettings
-"""What to tune on: training stores and the replay settings every rule shares."""
+@dataclass(frozen=True, kw_only=True)
+class Tuning(StoreSettings):
+    """What to tune on: training stores, the replay settings every rule shares, the rules' action set."""
+
+    actions: str = "paper"
+    """The actions the tuned rules may take (``types.ACTION_SETS``): ``paper``, PERSIST / REFINE / CONCEDE
+    (the pre-registered grid), or ``resample``, adding the RESAMPLE rules (stores with 2N round-0 samples:
+    ``delib tree --samples``)."""
+
+    def __post_init__(self) -> None:
+        if self.actions not in ACTION_SETS:
+            raise DelibError(f"unknown actions {self.actions!r}; choose one of {', '.join(ACTION_SETS)}")
+
+
+def simplest_first(actions: str = "paper") -> list[str]:
+    """The registered rules that take only ``actions``, simplest first."""
+    names = [name for name, rule in FIXED_RULES.items() if rule.within(actions)]
+    return sorted(names, key=lambda name: FIXED_RULES[name].simplicity)
+
+
+def constants(actions: str = "paper") -> list[str]:
+    """The rules among them that take one action whatever they observe, simplest first."""
+    return [name for name in simplest_first(actions) if isinstance(FIXED_RULES[name].policy(0.5), ConstantPolicy)]
 
 
 @dataclass(frozen=True)
@@ -64,10 +85,11 @@ class GridRow:
     by_store: dict[str, float] = field(default_factory=dict)
 
 
-def grid() -> list[Rule]:
-    """The pre-registered grid, simplest first."""
-    return ([Rule(m) for m in (*CONSTANTS, "agreement-threshold")] +
-            [Rule(m, t) for m in THRESHOLDED for t in THRESHOLDS])
+def grid(actions: str = "paper") -> list[Rule]:
+    """The grid under ``actions`` (module docstring): rules reading no threshold, then the others at each."""
+    names = simplest_first(actions)
+    return ([Rule(m) for m in names if not FIXED_RULES[m].confidence] +
+            [Rule(m, t) for m in names if FIXED_RULES[m].confidence for t in THRESHOLDS])
 
 
 def pooled(rule: Rule, summaries: dict[str, Summary]) -> GridRow:
@@ -82,7 +104,8 @@ def pooled(rule: Rule, summaries: dict[str, Summary]) -> GridRow:
 def preference(row: GridRow) -> tuple[Fraction, Fraction, int, float]:
     """Smaller is better: higher accuracy, fewer tokens per question, simpler rule, lower threshold."""
     n = max(row.n, 1)
-    return (-Fraction(row.correct, n), Fraction(row.tokens, n), SIMPLICITY.index(row.method), row.threshold or 0.0)
+    return (-Fraction(row.correct, n), Fraction(row.tokens, n), FIXED_RULES[row.method].simplicity,
+            row.threshold or 0.0)
 
 
 def best(rows: Sequence[GridRow]) -> GridRow:
@@ -93,7 +116,7 @@ def best(rows: Sequence[GridRow]) -> GridRow:
 def tune(tuning: Tuning, out: str | Path, data_dir: str | None = None,
          progress: bool = False) -> tuple[GridRow, list[GridRow]]:
     """Replay the grid over ``tuning.trees`` into ``out``, write ``out/best_rule.json``: (best, grid rows)."""
-    rules = grid()
+    rules = grid(tuning.actions)
     runs = replay_variants(tuning.trees, [r.variant() for r in rules], out, tuning.replay(), data_dir, progress)
     rows = [pooled(rule, {name: summaries[k] for name, summaries in runs.items()}) for k, rule in enumerate(rules)]
     chosen = best(rows)
@@ -107,7 +130,7 @@ def best_rule_record(chosen: GridRow, rows: Sequence[GridRow], tuning: Tuning) -
             "accuracy": chosen.accuracy, "tokens_per_question": chosen.tokens_per_question, "n": chosen.n,
             "rounds": tuning.rounds, "trees": list(tuning.trees),
             "chosen_by": "whole-episode accuracy pooled over the stores, then fewer tokens per question, then "
-                         f"the simpler rule ({' < '.join(SIMPLICITY)}; lower threshold first)",
+                         f"the simpler rule ({' < '.join(simplest_first(tuning.actions))}; lower threshold first)",
             "grid": [to_json(r) for r in rows]}
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation.errors import DelibError
+from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.evaluate import Replay, check_method, spec_of, tree_backend
 from deliberation.runs.runner import RunSpec, config_record, execute, validate
@@ -41,14 +42,12 @@ class StoreSettings:
 
 
 @dataclass(frozen=True)
-class Variant:
+class Variant(MethodOptions):
     """A method with its options, under a label (the report's row) and a directory name."""
 
     label: str
     method: str
     directory: str
-    policy: str | None = None
-    confidence_threshold: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: 
     specs = []
     for v in variants:
         check_method(v.method, engine, store)
-        options = replace(replay, policy=v.policy, confidence_threshold=v.confidence_threshold)
+        options = replace(replay, **v.method_options())
         specs.append(spec_of(options, store, engine, v.method, len(examples), data_dir))
         validate(specs[-1])  # e.g. a checkpoint for other features fails before any directory exists
     outs = tuple(out / name / v.directory for v in variants)

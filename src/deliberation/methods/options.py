@@ -1,0 +1,45 @@
+"""The method options: what a user may set for a method besides its benchmark and engine, declared once.
+
+Each option is a field of ``MethodOptions``: its type, its default, its docstring (the help of its flag) and
+its check in ``__post_init__``. Everything that carries options inherits these fields: ``MethodConfig``
+(what a method reads), ``RunSpec`` (so config.json holds them under their names), ``Replay``, ``Variant``
+and the experiment file's ``Arm``. From them come the ``delib run``/``ask``/``evaluate`` flags, the keys of
+an experiment file's ``[[variants]]``, the Python calls' ``**options`` and, for a config.json written
+before an option existed, its value (the default, ``runs/directory.py``). A method entry lists the
+options it reads (``Method.options``); one that is given to a method reading none of them is refused,
+never silently ignored. Adding an option is adding a field here (and reading it in the methods that use it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from deliberation.errors import require_number
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodOptions:
+    """The method options (see the module docstring); keyword-only, so any record can inherit them."""
+
+    policy: str | None = None
+    """mpdf: a policy checkpoint, a path or a shipped name (default: the checkpoint shipped in the package)."""
+    confidence_threshold: float = 0.7
+    """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this
+    critic P(Yes)."""
+
+    def __post_init__(self) -> None:
+        require_number("--confidence-threshold", self.confidence_threshold, 0, 1,
+                       "like the critic's P(Yes) it is compared with")
+
+    def method_options(self) -> dict[str, Any]:
+        """The options this record holds, by name (the fields of a record that inherits them left out)."""
+        return {name: getattr(self, name) for name in OPTION_NAMES}
+
+    def given(self) -> tuple[str, ...]:
+        """The options set to other than their default: the one test of "was it given?"."""
+        return tuple(name for name, value in self.method_options().items() if value != DEFAULTS[name])
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(MethodOptions))
+DEFAULTS: dict[str, Any] = MethodOptions().method_options()
