@@ -27,7 +27,7 @@ from deliberation.cli.main import main as delib
 
 TREES = "data/trees/qwen2.5-coder-1.5b/gsm8k-train"
 QUESTION = "A shop sells pens at 3 for 2 dollars. What do 12 pens cost?"
-ASK_MAX_TOKENS = 192  # room for a short worked answer; 3 agents x 192 at ~27 tok/s (docs/results/bench) ~ 20 s
+ASK_MAX_TOKENS = 512  # room for a worked answer (192 cut answers short: wrong extractions); ~40 s on 2 cores
 ROUNDS = 1  # every round-1 node is in the store, so every replay is exact and offline
 METHODS = ("mpdf", "agreement-threshold", "agreement-then-confidence", "agreement-resample", "confidence-threshold",
            "always-persist", "always-refine", "always-concede", "always-resample", "oracle", "cot",

@@ -83,3 +83,14 @@ def test_resuming_with_fewer_samples_and_methods_narrows_the_manifest(tmp_path):
     build(out, "--samples", "4", "--methods", "mpdf")
     store = TreeStore.open(out)
     assert store.manifest["samples"] == 4 and store.manifest["methods"] == ["mpdf"] and len(store.built) == QUESTIONS
+
+
+def test_a_replay_may_read_the_first_questions_of_a_store_only(stores, tmp_path, capsys):
+    """A look at a block replays the store's first N questions while the build adds later ones."""
+    _, mpdf = stores
+    assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--questions",
+                 "2", "--out", str(tmp_path / "two")) == 0
+    assert [e["example_id"] for e in episodes(tmp_path / "two")] == ["gsm8k/test/0", "gsm8k/test/1"]
+    assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--questions",
+                 "9", "--out", str(tmp_path / "nine")) == 2
+    assert "has not built its first 9 questions yet (3 built)" in capsys.readouterr().err

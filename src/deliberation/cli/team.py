@@ -27,7 +27,7 @@ def _common(p: argparse.ArgumentParser, cls: type) -> None:
                    help="folder of the run directories (one per store and row)")
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    flags.add_flags(p, cls, only=("rounds", "offline"))
+    flags.add_flags(p, cls, only=("rounds", "offline", "questions"))
 
 
 def _tune_parser(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +64,7 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     tuning = Tuning(trees=args.trees, rounds=args.rounds, offline=args.offline, actions=args.actions,
-                    command=command_line())
+                    questions=args.questions, command=command_line())
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "
@@ -77,7 +77,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     cmp = Comparison(trees=args.trees, rule=args.rule, policies=args.policy, sft=args.sft, rounds=args.rounds,
-                     offline=args.offline, command=command_line())
+                     offline=args.offline, questions=args.questions, command=command_line())
     compare_team(cmp, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(f"-> {args.out}/{TEAM_MD}")
     return 0

@@ -41,6 +41,9 @@ class Replay(MethodOptions):
     """Never call a backend: a node the store lacks is an error naming it."""
     cache: str | None = None
     """Response cache for nodes a replay adds (default: the cache the store was built with)."""
+    questions: int | None = None
+    """Replay the store's first N questions only (default: every built one), e.g. one block of a sequential
+    experiment while the build adds the next."""
     command: str = ""
 
 
@@ -64,7 +67,7 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
     for name in replay.methods:
         check_method(name, engine, store)
     refuse_unread(replay.given(), replay.methods)
-    examples = built_examples(store, data_dir)
+    examples = built_examples(store, data_dir, replay.questions)
     backend = tree_backend(replay, store, examples)
     try:
         return [execute(spec_of(replay, store, engine, name, len(examples), data_dir), _out(out, name, replay),

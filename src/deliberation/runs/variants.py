@@ -34,11 +34,14 @@ class StoreSettings:
     """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
     offline: bool = False
     """Never call a backend: a node a store lacks is an error naming it."""
+    questions: int | None = None
+    """Replay each store's first N questions only (default: every built one)."""
     command: str = ""
 
     def replay(self) -> Replay:
         """The ``delib evaluate`` options every variant starts from."""
-        return Replay(trees="", methods=(), rounds=self.rounds, offline=self.offline, command=self.command)
+        return Replay(trees="", methods=(), rounds=self.rounds, offline=self.offline, questions=self.questions,
+                      command=self.command)
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: 
     """Check ``variants`` against the store ``trees`` and build their run specs (nothing is written)."""
     store = open_store(trees)
     engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
-    examples = tuple(built_examples(store, data_dir))
+    examples = tuple(built_examples(store, data_dir, replay.questions))
     replay = replace(replay, trees=trees)
     specs = []
     for v in variants:

@@ -295,12 +295,17 @@ def recording_backend(store: TreeStore, examples: Sequence[Example], cache: str 
     return TreeBackend(store, inner, examples, missing_hint)
 
 
-def built_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
-    """The store's questions: the first N of its split, every one built (a partial build is refused)."""
+def built_examples(store: TreeStore, data_dir: str | None, questions: int | None = None) -> list[Example]:
+    """The store's questions: the first N of its split (N = ``questions``, or every built one), every one
+    built. A partial build is refused, but the first ``questions`` may be read while later ones are built
+    (a look at a block while the next block grows)."""
     m = store.manifest
     examples = load_selected(benchmarks.get(m["benchmark"]), m["split"], None, store_selection(m), data_dir)
-    first = examples[: len(store.built)]
-    if not store.built or {e.id for e in first} != store.built:
+    first = examples[: len(store.built) if questions is None else questions]
+    if questions is not None and not {e.id for e in first} <= store.built or len(first) < (questions or 0):
+        raise DelibError(f"{store.path} has not built its first {questions} questions yet ({len(store.built)} "
+                         "built); wait for the build or ask for fewer")
+    if questions is None and (not store.built or {e.id for e in first} != store.built):
         raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "
                          f"{m['benchmark']}/{m['split']}; finish the build by rerunning its `delib tree` command")
     return first
