@@ -114,8 +114,8 @@ def test_a_replay_and_a_replayed_variant_pass_every_option_to_the_method(probe, 
                  "--out", str(store)]) == 0
     evaluate(Replay(str(store), ("probe",), offline=True, **GIVEN), str(tmp_path / "replay"), progress=False)
     _recorded(tmp_path / "replay")
-    replay_variants([str(store)], [Variant("p", "probe", "p", **GIVEN)], tmp_path / "variants",
-                    StoreSettings(trees=(str(store),), offline=True).replay())
+    replay_variants(StoreSettings(trees=(str(store),), offline=True).replays(), [Variant("p", "probe", "p", **GIVEN)],
+                    tmp_path / "variants")
     _recorded(tmp_path / "variants" / "store" / "p")
     _reached(probe)
 

@@ -94,3 +94,15 @@ def test_a_replay_may_read_the_first_questions_of_a_store_only(stores, tmp_path,
     assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--questions",
                  "9", "--out", str(tmp_path / "nine")) == 2
     assert "has not built its first 9 questions yet (3 built)" in capsys.readouterr().err
+
+
+def test_compare_and_tune_take_one_question_count_per_store(stores, tmp_path, capsys):
+    """A look's block: each store's own first N (GSM8K 100k and MATH-500 50k in the paired experiment)."""
+    full, mpdf = stores
+    assert delib("tune-rules", "--trees", f"{full},{mpdf}", "--questions", "2,1", "--rounds", "1", "--offline",
+                 "--out", str(tmp_path / "t")) == 0
+    runs = {p.parent.parent.name: len(episodes(p.parent)) for p in (tmp_path / "t").glob("*/always-persist/config.json")}
+    assert runs == {"all": 2, "mpdf": 1}
+    assert delib("tune-rules", "--trees", str(full), "--questions", "2,1", "--offline", "--out",
+                 str(tmp_path / "u")) == 2
+    assert "one per store (1 stores)" in capsys.readouterr().err

@@ -140,7 +140,7 @@ def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
     rule = read_rule(cmp.rule)
     check_held_out(cmp)
     variants = arms(cmp, rule)
-    replay_variants(cmp.trees, variants, out, cmp.replay(), data_dir, progress)
+    replay_variants(cmp.replays(), variants, out, data_dir, progress)
     out = Path(out)
     results = load_results([out / name / v.directory for name in store_names(cmp.trees) for v in variants])
     rows = team_rows(results, [v.label for v in variants])

@@ -38,6 +38,7 @@ class Tuning(StoreSettings):
     ``delib tree --samples``)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.actions not in ACTION_SETS:
             raise DelibError(f"unknown actions {self.actions!r}; choose one of {', '.join(ACTION_SETS)}")
 
@@ -117,7 +118,7 @@ def tune(tuning: Tuning, out: str | Path, data_dir: str | None = None,
          progress: bool = False) -> tuple[GridRow, list[GridRow]]:
     """Replay the grid over ``tuning.trees`` into ``out``, write ``out/best_rule.json``: (best, grid rows)."""
     rules = grid(tuning.actions)
-    runs = replay_variants(tuning.trees, [r.variant() for r in rules], out, tuning.replay(), data_dir, progress)
+    runs = replay_variants(tuning.replays(), [r.variant() for r in rules], out, data_dir, progress)
     rows = [pooled(rule, {name: summaries[k] for name, summaries in runs.items()}) for k, rule in enumerate(rules)]
     chosen = best(rows)
     write_json_atomic(Path(out) / BEST_RULE, best_rule_record(chosen, rows, tuning))

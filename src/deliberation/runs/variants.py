@@ -11,6 +11,7 @@ checkpoint, before the first directory is written.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -34,14 +35,21 @@ class StoreSettings:
     """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
     offline: bool = False
     """Never call a backend: a node a store lacks is an error naming it."""
-    questions: int | None = None
-    """Replay each store's first N questions only (default: every built one)."""
+    questions: tuple[int, ...] = ()
+    """Replay only the first N questions of each store (default: every built one): one N for every store, or
+    one per store in ``trees`` order (a sequential look: each benchmark's block)."""
     command: str = ""
 
-    def replay(self) -> Replay:
-        """The ``delib evaluate`` options every variant starts from."""
-        return Replay(trees="", methods=(), rounds=self.rounds, offline=self.offline, questions=self.questions,
-                      command=self.command)
+    def __post_init__(self) -> None:
+        if len(self.questions) not in (0, 1, len(self.trees)) or any(n < 1 for n in self.questions):
+            raise DelibError(f"questions {list(self.questions)} must be one positive count for every store or one "
+                             f"per store ({len(self.trees)} stores)")
+
+    def replays(self) -> list[Replay]:
+        """The ``delib evaluate`` options every variant over each store starts from, one per store."""
+        counts = self.questions * len(self.trees) if len(self.questions) == 1 else self.questions
+        return [Replay(trees=t, methods=(), rounds=self.rounds, offline=self.offline, questions=n,
+                       command=self.command) for t, n in itertools.zip_longest(self.trees, counts)]
 
 
 @dataclass(frozen=True)
@@ -109,12 +117,13 @@ def _run_one(spec: RunSpec, out: Path, label: str, backend: TreeBackend, progres
     return execute(spec, str(out), progress=progress, backend=backend)
 
 
-def replay_variants(trees: Sequence[str], variants: Sequence[Variant], out: str | Path, replay: Replay,
+def replay_variants(replays: Sequence[Replay], variants: Sequence[Variant], out: str | Path,
                     data_dir: str | None = None, progress: bool = False) -> dict[str, list[Summary]]:
-    """Every variant over every store -> store name -> summaries in ``variants`` order (module docstring)."""
+    """Every variant over every store (one ``Replay`` each) -> store name -> summaries in ``variants``
+    order (module docstring)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise DelibError(f"--out {out} is a file; pass a directory (it is created if missing)")
-    names = store_names(trees)
-    plans = [plan(t, name, variants, out, replay, data_dir) for t, name in zip(trees, names)]
+    names = store_names([r.trees for r in replays])
+    plans = [plan(r.trees, name, variants, out, r, data_dir) for r, name in zip(replays, names)]
     return {name: run_store(p, variants, progress) for name, p in zip(names, plans)}
