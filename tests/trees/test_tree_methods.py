@@ -101,7 +101,8 @@ def test_compare_and_tune_take_one_question_count_per_store(stores, tmp_path, ca
     full, mpdf = stores
     assert delib("tune-rules", "--trees", f"{full},{mpdf}", "--questions", "2,1", "--rounds", "1", "--offline",
                  "--out", str(tmp_path / "t")) == 0
-    runs = {p.parent.parent.name: len(episodes(p.parent)) for p in (tmp_path / "t").glob("*/always-persist/config.json")}
+    configs = (tmp_path / "t").glob("*/always-persist/config.json")
+    runs = {p.parent.parent.name: len(episodes(p.parent)) for p in configs}
     assert runs == {"all": 2, "mpdf": 1}
     assert delib("tune-rules", "--trees", str(full), "--questions", "2,1", "--offline", "--out",
                  str(tmp_path / "u")) == 2
