@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Look K of the paired experiment (docs/results/paired/PREREGISTRATION.md, amendment 1): every arm replayed
+# offline at one round over the first 100K GSM8K test and 50K MATH-500 questions of the test stores, paired
+# with the best fixed rule tuned on training trees, the registered stopping rule applied.
+#
+#   POLICY=CKPT SFT=CKPT experiments/paired_look.sh K
+#
+# POLICY: the primary arm's checkpoint (its sha256 committed in PREREGISTRATION.md before the first look);
+# SFT: the SFT checkpoint; RULE (default docs/results/paired/best_rule.json, from `delib tune-rules` on the
+# training stores); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
+# BLOCK (default "100 50": GSM8K test and MATH-500 questions a block adds; tests use smaller ones).
+# Writes OUT/look-K/{compare,sampling,report,summary.json} and merges the look into OUT/summary.json.
+# A look is taken only when its block is complete (`--questions` refuses an unbuilt block).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: POLICY=CKPT SFT=CKPT $0 K" >&2; exit 2; }
+K=$1
+D=${STORES:-data/trees/qwen2.5-coder-1.5b}; OUT=${OUT:-docs/results/paired}; L=$OUT/look-$K
+RULE=${RULE:-$OUT/best_rule.json}; DELIB=${DELIB:-delib}
+POLICY=${POLICY:?name the checkpoint of the primary arm}; SFT=${SFT:?name the SFT checkpoint}
+read -r GSM MATH <<< "${BLOCK:-100 50}"
+STORE_N=("gsm8k-test:$((GSM * K))" "math-test:$((MATH * K))")
+replay=(--rounds 1 --offline --quiet)
+
+"$DELIB" compare --trees "$D/gsm8k-test,$D/math-test" --questions "$((GSM * K)),$((MATH * K))" --policy "$POLICY" \
+  --sft "$SFT" --rule "$RULE" --out "$L/compare" "${replay[@]}"
+for pair in "${STORE_N[@]}"; do
+  store=${pair%%:*}; n=${pair##*:}
+  for k in 1 2 3 4 5 6; do  # self-consistency at every k <= 6 (equal tokens is read off these)
+    "$DELIB" evaluate --trees "$D/$store" --questions "$n" --method self-consistency --agents "$k" \
+      --out "$L/sampling/$store/self-consistency-$k" "${replay[@]}"
+  done
+  "$DELIB" evaluate --trees "$D/$store" --questions "$n" --method adaptive-consistency,cisc,cisc-logprob \
+    --agents 6 --out "$L/sampling/$store/adaptive" "${replay[@]}"
+  "$DELIB" evaluate --trees "$D/$store" --questions "$n" --method agreement-resample,always-resample \
+    --out "$L/sampling/$store/resample" "${replay[@]}"
+done
+reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['label'])" "$RULE")
+"$DELIB" report "$L/compare" "$L/sampling" --reference "best rule: $reference" --out "$L/report"
+python "$(dirname "$0")/paired_look.py" "$K" "$L" "mpdf [$POLICY]" "$OUT/summary.json"

@@ -1,0 +1,75 @@
+"""One look of the paired experiment: its decision and the record docs/results/paired/summary.json keeps.
+
+A look's replays (``experiments/paired_look.sh``) end in a ``delib report`` whose paired.json pairs every
+row with the best fixed rule, per benchmark and pooled, and whose report.csv holds each row's counts and
+tokens. This module reads both, applies the registered stopping rule (``report/sequential.py``) to the
+pooled rows of the learned policy and of the oracle, and returns the look's record: per benchmark and
+pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
+only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from deliberation.errors import DelibError
+from deliberation.report.paired import POOLED, Paired
+from deliberation.report.sequential import decide
+from deliberation.types import from_json, to_json
+
+
+def read_paired(path: Path) -> list[Paired]:
+    """The rows of a report's paired.json."""
+    try:
+        return [from_json(Paired, row) for row in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError) as err:
+        raise DelibError(f"{path} is not a report's paired.json ({err}); rerun `delib report`") from err
+
+
+def counts(path: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """label -> benchmark column -> {n, correct, tokens_per_question}, from a report's report.csv (the pooled
+    column summed over the benchmarks, tokens weighted by questions)."""
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            columns = sorted({key.split(":")[0] for key in row if key.endswith(":n") and row[key]})
+            table[row["method"]] = {c: {"n": int(row[f"{c}:n"]), "correct": int(row[f"{c}:correct"]),
+                                        "tokens_per_question": float(row[f"{c}:tokens_per_question"])}
+                                    for c in columns}
+            table[row["method"]][POOLED] = _pooled(table[row["method"]].values())
+    return table
+
+
+def _pooled(cells: Any) -> dict[str, float]:
+    cells = list(cells)
+    n = sum(c["n"] for c in cells)
+    tokens = sum(c["tokens_per_question"] * c["n"] for c in cells) / max(n, 1)
+    return {"n": n, "correct": sum(c["correct"] for c in cells), "tokens_per_question": tokens}
+
+
+def look_record(look: int, report: Path, learned: str, oracle: str = "oracle") -> dict[str, Any]:
+    """The look's record (module docstring) from the report folder ``report``; ``learned`` is the primary
+    arm's label there."""
+    paired = read_paired(report / "paired.json")
+    pooled = {p.label: p for p in paired if p.column == POOLED}
+    missing = [label for label in (learned, oracle) if label not in pooled]
+    if missing:
+        raise DelibError(f"{report / 'paired.json'} has no pooled row of {', '.join(missing)}; the look needs the "
+                         "learned policy and the oracle paired with the best rule")
+    decision = decide(look, pooled[learned], pooled[oracle])
+    table = counts(report / "report.csv")
+    methods = {label: {column: {**cells, **_against(paired, label, column)} for column, cells in by_column.items()}
+               for label, by_column in table.items()}
+    return {"look": look, "reference": pooled[learned].reference, "learned": learned,
+            "decision": to_json(decision), "methods": methods}
+
+
+def _against(paired: list[Paired], label: str, column: str) -> dict[str, Any]:
+    row = next((p for p in paired if p.label == label and p.column == column), None)
+    if row is None:
+        return {}
+    return {"only_method": row.only_row, "only_reference": row.only_reference, "mcnemar_p": row.mcnemar_p,
+            "diff_ci95": list(row.accuracy_diff_ci95)}

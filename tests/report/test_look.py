@@ -1,0 +1,62 @@
+"""A look of the paired experiment end to end on scripted stores (experiments/paired_look.sh): the registered
+arms replayed over each store's block, paired with the best rule, the stopping rule applied, the look
+merged into summary.json; and the refusal of a look whose block is not built."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "paired_look.sh"
+
+
+def tree(out: Path, benchmark: str, split: str, limit: int) -> None:
+    assert main(["tree", "--backend", "scripted", "--benchmark", benchmark, "--split", split, "--limit", str(limit),
+                 "--samples", "6", "--methods", "mpdf", "--out", str(out), "--quiet"]) == 0
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("look")
+    tree(root / "gsm8k-train", "gsm8k", "train", 6)
+    tree(root / "gsm8k-test", "gsm8k", "test", 4)
+    tree(root / "math-test", "math", "test", 2)
+    assert main(["tune-rules", "--trees", str(root / "gsm8k-train"), "--rounds", "1", "--offline", "--quiet",
+                 "--out", str(root / "tuning")]) == 0
+    assert main(["train", "--algo", "sft", "--trees", str(root / "gsm8k-train"), "--epochs", "1",
+                 "--out", str(root / "sft")]) == 0
+    return root
+
+
+def look(root: Path, k: int) -> subprocess.CompletedProcess:
+    env = {**os.environ, "STORES": str(root), "OUT": str(root / "out"), "BLOCK": "2 1", "POLICY": "default",
+           "SFT": str(root / "sft" / "policy.pt"), "RULE": str(root / "tuning" / "best_rule.json"),
+           "DELIB": str(Path(sys.executable).parent / "delib"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(["bash", str(SCRIPT), str(k)], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup):
+    done = look(setup, 2)  # look 2: the first 4 GSM8K and 2 MATH questions
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "look 2: z = " in done.stdout
+    summary = json.loads((setup / "out" / "summary.json").read_text())
+    assert [x["look"] for x in summary["looks"]] == [2]
+    record = summary["looks"][0]
+    assert record == json.loads((setup / "out" / "look-2" / "summary.json").read_text())
+    assert record["decision"]["boundary"] == 2.86 and record["reference"].startswith("best rule: ")
+    pooled = record["methods"]["mpdf [default]"]["pooled"]
+    assert pooled["n"] == 4 + 2 and {"only_method", "only_reference", "mcnemar_p", "diff_ci95"} <= set(pooled)
+    assert "self-consistency [agents=6]" in record["methods"] and "adaptive-consistency" in record["methods"]
+
+
+def test_a_look_at_an_unbuilt_block_is_refused(setup):
+    done = look(setup, 3)  # block 3 needs the first 6 GSM8K test questions; 4 are built
+    assert done.returncode == 2 and "has not built its first 6 questions yet" in done.stderr
