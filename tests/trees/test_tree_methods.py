@@ -107,3 +107,14 @@ def test_compare_and_tune_take_one_question_count_per_store(stores, tmp_path, ca
     assert delib("tune-rules", "--trees", str(full), "--questions", "2,1", "--offline", "--out",
                  str(tmp_path / "u")) == 2
     assert "one per store (1 stores)" in capsys.readouterr().err
+
+
+def test_a_replay_may_read_named_questions_only(stores, tmp_path, capsys):
+    """A validation fifth: the questions a training run held out, by id."""
+    _, mpdf = stores
+    assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--ids",
+                 "gsm8k/test/2,gsm8k/test/0", "--out", str(tmp_path / "two")) == 0
+    assert [e["example_id"] for e in episodes(tmp_path / "two")] == ["gsm8k/test/0", "gsm8k/test/2"]
+    assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--ids",
+                 "gsm8k/train/7", "--out", str(tmp_path / "none")) == 2
+    assert "holds none of the 1 questions asked for" in capsys.readouterr().err

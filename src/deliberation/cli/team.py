@@ -31,6 +31,8 @@ def _common(p: argparse.ArgumentParser, cls: type) -> None:
     p.add_argument("--questions", type=counts, default=(), metavar="N[,N]",
                    help="replay only the first N questions of each store (one N, or one per store in --trees "
                         "order; default: every built one)")
+    p.add_argument("--ids", type=flags.names, default=(), metavar="ID[,ID]",
+                   help="replay only these questions of the stores (e.g. a policy's validation fifth)")
 
 
 def counts(text: str) -> tuple[int, ...]:
@@ -75,7 +77,7 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     tuning = Tuning(trees=args.trees, rounds=args.rounds, offline=args.offline, actions=args.actions,
-                    questions=args.questions, command=command_line())
+                    questions=args.questions, ids=args.ids, command=command_line())
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "
@@ -88,7 +90,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     cmp = Comparison(trees=args.trees, rule=args.rule, policies=args.policy, sft=args.sft, rounds=args.rounds,
-                     offline=args.offline, questions=args.questions, command=command_line())
+                     offline=args.offline, questions=args.questions, ids=args.ids, command=command_line())
     compare_team(cmp, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(f"-> {args.out}/{TEAM_MD}")
     return 0

@@ -87,7 +87,7 @@ def check_held_out(cmp: Comparison) -> None:
     run's lists its own training questions, so pass its SFT start as ``--sft`` to check those too). What
     cannot be checked (a tuning store not found from here, a checkpoint without split.json, e.g. a shipped
     one) is passed over, the stores with a warning."""
-    held_out = {q: store for store in cmp.trees for q in _questions(store)}
+    held_out = {q: store for store in cmp.trees for q in _questions(store) if not cmp.ids or q in cmp.ids}
     for why, questions in _seen(cmp):
         leaked = sorted(questions & held_out.keys())
         if leaked:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation import methods
-from deliberation.config import EngineConfig
+from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import Summary
@@ -44,6 +44,8 @@ class Replay(MethodOptions):
     questions: int | None = None
     """Replay the store's first N questions only (default: every built one), e.g. one block of a sequential
     experiment while the build adds the next."""
+    ids: tuple[str, ...] = ()
+    """Replay only these of the store's questions (e.g. a policy's validation fifth, its split.json)."""
     command: str = ""
 
 
@@ -67,10 +69,10 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
     for name in replay.methods:
         check_method(name, engine, store)
     refuse_unread(replay.given(), replay.methods)
-    examples = built_examples(store, data_dir, replay.questions)
+    examples = built_examples(store, data_dir, replay.questions, replay.ids)
     backend = tree_backend(replay, store, examples)
     try:
-        return [execute(spec_of(replay, store, engine, name, len(examples), data_dir), _out(out, name, replay),
+        return [execute(spec_of(replay, store, engine, name, examples, data_dir), _out(out, name, replay),
                         progress=progress, backend=backend) for name in replay.methods]
     finally:
         backend.close()
@@ -83,14 +85,17 @@ def tree_backend(replay: Replay, store: TreeStore, examples: Sequence[Example]) 
     return recording_backend(store, examples, replay.cache or store.manifest.get("cache"))
 
 
-def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, n: int,
+def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, examples: Sequence[Example],
             data_dir: str | None) -> RunSpec:
+    """The run spec replaying ``name`` over ``examples`` of the store (its selection, or the ids asked for)."""
     m = store.manifest
     method = methods.get(name)
     chosen = {k: v for k, v in replay.method_options().items() if k in method.options}
-    return RunSpec(method=name, benchmark=m["benchmark"], split=m["split"], limit=n, backend=m["backend"],
-                   backend_options=dict(m["backend_options"]), cache=None, engine=engine, data_dir=data_dir,
-                   command=replay.command, trees=str(Path(replay.trees)), selection=store_selection(m), **chosen)
+    selection = Selection(ids=tuple(e.id for e in examples)) if replay.ids else store_selection(m)
+    return RunSpec(method=name, benchmark=m["benchmark"], split=m["split"], limit=len(examples),
+                   backend=m["backend"], backend_options=dict(m["backend_options"]), cache=None, engine=engine,
+                   data_dir=data_dir, command=replay.command, trees=str(Path(replay.trees)), selection=selection,
+                   **chosen)
 
 
 def _out(out: str, name: str, replay: Replay) -> str:

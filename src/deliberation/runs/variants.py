@@ -38,6 +38,8 @@ class StoreSettings:
     questions: tuple[int, ...] = ()
     """Replay only the first N questions of each store (default: every built one): one N for every store, or
     one per store in ``trees`` order (a sequential look: each benchmark's block)."""
+    ids: tuple[str, ...] = ()
+    """Replay only these questions of the stores (e.g. the validation fifth of a training run's split.json)."""
     command: str = ""
 
     def __post_init__(self) -> None:
@@ -48,7 +50,7 @@ class StoreSettings:
     def replays(self) -> list[Replay]:
         """The ``delib evaluate`` options every variant over each store starts from, one per store."""
         counts = self.questions * len(self.trees) if len(self.questions) == 1 else self.questions
-        return [Replay(trees=t, methods=(), rounds=self.rounds, offline=self.offline, questions=n,
+        return [Replay(trees=t, methods=(), rounds=self.rounds, offline=self.offline, questions=n, ids=self.ids,
                        command=self.command) for t, n in itertools.zip_longest(self.trees, counts)]
 
 
@@ -87,13 +89,13 @@ def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: 
     """Check ``variants`` against the store ``trees`` and build their run specs (nothing is written)."""
     store = open_store(trees)
     engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
-    examples = tuple(built_examples(store, data_dir, replay.questions))
+    examples = tuple(built_examples(store, data_dir, replay.questions, replay.ids))
     replay = replace(replay, trees=trees)
     specs = []
     for v in variants:
         check_method(v.method, engine, store)
         options = replace(replay, **v.method_options())
-        specs.append(spec_of(options, store, engine, v.method, len(examples), data_dir))
+        specs.append(spec_of(options, store, engine, v.method, examples, data_dir))
         validate(specs[-1])  # e.g. a checkpoint for other features fails before any directory exists
     outs = tuple(out / name / v.directory for v in variants)
     for spec, folder in zip(specs, outs):  # a folder holding a run of other settings fails before any replay

@@ -295,10 +295,12 @@ def recording_backend(store: TreeStore, examples: Sequence[Example], cache: str 
     return TreeBackend(store, inner, examples, missing_hint)
 
 
-def built_examples(store: TreeStore, data_dir: str | None, questions: int | None = None) -> list[Example]:
+def built_examples(store: TreeStore, data_dir: str | None, questions: int | None = None,
+                   ids: tuple[str, ...] = ()) -> list[Example]:
     """The store's questions: the first N of its split (N = ``questions``, or every built one), every one
-    built. A partial build is refused, but the first ``questions`` may be read while later ones are built
-    (a look at a block while the next block grows)."""
+    built, and of them those named in ``ids`` when given (a validation fifth). A partial build is refused,
+    but the first ``questions`` may be read while later ones are built (a look at a block while the next
+    block grows)."""
     m = store.manifest
     examples = load_selected(benchmarks.get(m["benchmark"]), m["split"], None, store_selection(m), data_dir)
     first = examples[: len(store.built) if questions is None else questions]
@@ -308,7 +310,11 @@ def built_examples(store: TreeStore, data_dir: str | None, questions: int | None
     if questions is None and (not store.built or {e.id for e in first} != store.built):
         raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "
                          f"{m['benchmark']}/{m['split']}; finish the build by rerunning its `delib tree` command")
-    return first
+    chosen = [e for e in first if not ids or e.id in ids]
+    if not chosen:
+        raise DelibError(f"{store.path} holds none of the {len(ids)} questions asked for (e.g. {ids[0]}); pass ids "
+                         "of its built questions")
+    return chosen
 
 
 def open_store(path: str) -> TreeStore:
