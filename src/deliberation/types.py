@@ -68,6 +68,22 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Purpose:
+    """What a request is for, as data beside its messages: set by the engine where it builds the request, read
+    by the tree store and the scripted simulator, so no reader parses prompt text and a new prompt style
+    changes no reader. ``kind``: answer (round 0, a further sample, a RESAMPLE), update (a REFINE turn of any
+    style) or critic; ``round``: the deliberation round it is made in; ``own`` (update, critic) and ``peers``
+    (update): the solutions it shows, as shown (a prompt set may clip them). Its agent is the request's."""
+
+    kind: str
+    example_id: str
+    question: str  # as the agents are shown it
+    round: int
+    own: str = ""
+    peers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """What a backend is asked to generate. ``seed`` makes sampling reproducible per request."""
 
@@ -83,6 +99,17 @@ class GenerationRequest:
     (backends/team.py) sends it to that agent's model. Not part of the response-cache key
     (``backends.cache.request_key``): the same request to the same model is the same answer, whichever
     agent asks, so caches written before the field existed stay valid."""
+    purpose: Purpose | None = None
+    """What the request is for (the engine fills it in; None: a request the engine did not build). Not part
+    of the response-cache key either: it describes the messages, it does not change them."""
+
+
+def purpose_of(request: GenerationRequest, reader: str) -> Purpose:
+    """``request.purpose``; a one-line DelibError naming ``reader`` for a request the engine did not build."""
+    if request.purpose is None:
+        raise DelibError(f"{reader}: the request says not what it is for (GenerationRequest.purpose); only "
+                         "requests the engine builds can be answered here")
+    return request.purpose
 
 
 @dataclass(frozen=True)

@@ -207,7 +207,7 @@ def test_a_damaged_cache_file_is_one_line_naming_it_and_the_way_out(tmp_path: Pa
         damaged.generate([req("x" * 2000, seed=1)])
     message = str(err.value)
     assert len(message.splitlines()) == 1 and str(path) in message
-    assert "malformed" in message and "delete it" in message and "--cache none" in message
+    assert "malformed" in message and "delete it" in message and "without a response cache" in message
 
 
 # --- damaged rows: a checksum per row (issue 38) ---------------------------------------------------------

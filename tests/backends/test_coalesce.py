@@ -1,5 +1,5 @@
 """Batching across questions: concurrent generate() calls merged into one call of the backend behind,
-and stopped together on an interrupt (runner.in_flight on Ctrl-C)."""
+and stopped together on an interrupt (concurrent.in_flight on Ctrl-C)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.errors import Interrupted
-from deliberation.runs.runner import in_flight, stopping
+from deliberation.backends.concurrent import in_flight, stopping
 from deliberation.types import Completion, GenerationRequest, Message
 
 

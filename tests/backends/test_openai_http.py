@@ -370,7 +370,7 @@ def test_null_content_cut_off_by_the_limit_is_an_error_naming_the_fix_not_a_retr
 
     choice = SimpleNamespace(message=SimpleNamespace(content=None), finish_reason="length", logprobs=None)
     request = GenerationRequest((Message("user", "hi"),), max_tokens=8)
-    with pytest.raises(DelibError, match="raise --max-tokens"):
+    with pytest.raises(DelibError, match="raise max_tokens"):
         openai_http.completion_from_response(SimpleNamespace(choices=[choice], usage=None), request, 0.1)
     choice.finish_reason = "stop"
     with pytest.raises(openai_http.MalformedResponse):  # a failed answer: retried

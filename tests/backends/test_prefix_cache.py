@@ -123,8 +123,8 @@ def test_a_critic_prompt_reuses_its_whole_conversation(pair) -> None:
     question = _questions(5)[4]
     first = GenerationRequest(prompts.initial_messages(question), max_tokens=32, temperature=0.0)
     [answer] = on.generate([first])
-    critic = critic_request(prompts.get("continuation").critic(question, prompts.answered(question,
-                                                                                         answer.text), False), False)
+    critic = critic_request(prompts.get("continuation").critic(question, prompts.answered(question, answer.text),
+                                                               False).messages, False)
     prompt = on.prompt_tokens(critic)
     before = on.prompt_tokens_reused
     on.generate([critic])

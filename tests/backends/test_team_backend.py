@@ -15,7 +15,7 @@ from deliberation.backends.team import TeamBackend, agent_models, team_options
 from deliberation.benchmarks import get as get_benchmark
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
-from deliberation.types import Completion, GenerationRequest, Message
+from deliberation.types import Completion, GenerationRequest, Message, Purpose
 
 SCRIPTED = {"benchmark": "gsm8k"}
 
@@ -30,7 +30,8 @@ def question() -> str:
 
 
 def request(agent: int | None, seed: int = 7) -> GenerationRequest:
-    return GenerationRequest(prompts.initial_messages(question()), max_tokens=64, seed=seed, agent=agent)
+    return GenerationRequest(prompts.initial_messages(question()), max_tokens=64, seed=seed, agent=agent,
+                             purpose=Purpose("answer", "gsm8k/test/0", question(), 0))
 
 
 class Recorder:
@@ -145,8 +146,8 @@ def test_bad_members_are_refused_before_anything_is_built(members, message):
         check_options("team", {"members": members})
 
 
-def test_a_team_without_members_names_the_flag():
-    with pytest.raises(DelibError, match="needs --team MODEL,MODEL"):
+def test_a_team_without_members_names_the_option():
+    with pytest.raises(DelibError, match="needs option members"):  # the CLI's words: tests/cli/test_input_errors.py
         check_options("team", {})
 
 

@@ -210,3 +210,21 @@ def test_a_cache_below_a_file_or_in_a_read_only_folder_is_refused(refused, here,
     deny_writing_in(monkeypatch, here / "afolder")
     err = refused(*CACHE_COMMANDS[command], "--cache", "afolder/c.sqlite")
     assert "afolder is not writable" in err
+
+
+def test_the_library_names_the_cache_as_its_parameter(here):
+    from deliberation.backends import make_backend
+
+    with pytest.raises(DelibError, match="^cache afolder is a folder"):  # the CLI's --cache: above
+        make_backend("scripted", cache="afolder")
+
+
+# --- 8. a backend option left out is named as the flag that passes it ---------------------------------------
+
+
+@pytest.mark.parametrize("backend, message", [
+    (["--backend", "openai"], "backend 'openai' needs --model and --base-url"),
+    (["--backend", "openai", "--team", "m1,m2"], "team agent 0: backend 'openai' needs --base-url"),
+])
+def test_a_backend_option_left_out_is_named_as_its_flag(refused, backend, message):
+    assert message in refused("run", "--method", "cot", *SCRIPTED[2:], "--out", "o", *backend)

@@ -35,5 +35,6 @@ def test_no_logprobs_falls_back_to_text():
 
 
 def test_critic_request_is_one_greedy_token_with_logprobs():
-    req = critic_request(prompts.get("continuation").critic("Q?", prompts.answered("Q?", "A."), False), verbal=False)
+    req = critic_request(prompts.get("continuation").critic("Q?", prompts.answered("Q?", "A."), False).messages,
+                         verbal=False)
     assert req.max_tokens == 1 and req.temperature == 0 and req.logprobs and req.top_logprobs > 1

@@ -75,7 +75,10 @@ def test_concurrent_questions_give_the_same_episodes(tmp_path, method):
 
 def test_concurrency_merges_the_questions_requests_into_shared_batches():
     from deliberation.engine.scripted import ScriptedBackend
-    from deliberation.runs.runner import RunSpec, run_examples
+    from functools import partial
+
+    from deliberation.backends.concurrent import in_flight
+    from deliberation.runs.runner import RunSpec, run_example
     from deliberation.methods import get
 
     inner = ScriptedBackend(benchmark="gsm8k")
@@ -83,7 +86,8 @@ def test_concurrency_merges_the_questions_requests_into_shared_batches():
     original = inner.generate
     inner.generate = lambda requests: sizes.append(len(requests)) or original(requests)
     spec = RunSpec(method="self-consistency", backend="scripted", concurrency=3)
-    episodes = list(run_examples(get("self-consistency"), list(GOLD.values())[:6], inner, spec))
+    one = partial(run_example, get("self-consistency"), spec)
+    episodes = list(in_flight(one, list(GOLD.values())[:6], inner, spec.concurrency))
     assert len(episodes) == 6 and sum(sizes) == 18 and max(sizes) > 3  # more than one question per batch
 
 

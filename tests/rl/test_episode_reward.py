@@ -57,7 +57,7 @@ def greedy_episodes(store) -> dict[str, Episode]:
     engine = store_engine(tree, 2)
     bench = benchmarks.get(tree.manifest["benchmark"])
     examples = built_examples(tree, None)
-    backend = TreeBackend(tree, ScriptedBackend(), examples)
+    backend = TreeBackend(tree, ScriptedBackend())
     spec = MethodSpec("greedy-rule", AgreementThreshold(), confidence=True)
     return {ex.id: run_episode(make_context(ex, backend, bench, engine, spec), np.random.default_rng(0))
             for ex in examples}

@@ -111,11 +111,13 @@ def test_an_extension_killed_midway_reports_its_episodes_not_the_old_summary(tmp
     spec, out = runner.RunSpec(method="cot", benchmark="gsm8k", limit=2, backend="scripted"), tmp_path / "run"
     assert runner.execute(spec, str(out), progress=False).n == 2
 
-    def killed_after_one(run_dir, episodes, total, progress):
-        run_dir.append(next(iter(episodes)))
+    append = RunDir.append
+
+    def killed_after_one(run_dir, episode):  # Ctrl-C right after the extension's first episode is kept
+        append(run_dir, episode)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "drive", killed_after_one)
+    monkeypatch.setattr(RunDir, "append", killed_after_one)
     with pytest.raises(KeyboardInterrupt):
         runner.execute(replace(spec, limit=4), str(out), progress=False)
     loaded = run_results.load_run(out)

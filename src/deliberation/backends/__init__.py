@@ -1,7 +1,9 @@
 """LLM backends behind one batch-first protocol, and the registry ``BACKENDS``.
 
-Adding a backend is one file plus one line here. Heavy libraries are imported lazily inside each
-backend, so importing this package is cheap.
+Adding a backend is one file plus one line here: a class with the members of ``base.Backend``, and any of
+its optional ones (``base.Capabilities``, ``base.cache_scope_of``, ``base.interrupt``). A class is checked
+when it is looked up, a backend when it is made (``base.check_class``, ``base.check_backend``). Heavy
+libraries are imported lazily inside each backend, so importing this package is cheap.
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 import inspect
 import math
 import typing
-from typing import Any
+from typing import Any, Callable, Sequence
 
-from deliberation.backends.base import Backend
+from deliberation.backends.base import Backend, Capabilities, capabilities, check_backend, check_class
 from deliberation.errors import DelibError, writable_file
 from deliberation.registry import lookup
 
@@ -27,20 +29,38 @@ BACKENDS: dict[str, str] = {
 
 
 def backend_class(name: str) -> type:
-    """The class registered under ``name``."""
-    return lookup(BACKENDS, name, "backend")
+    """The class registered under ``name``, checked to have a backend's members (``base.check_class``)."""
+    return check_class(lookup(BACKENDS, name, "backend"), name)
+
+
+def backend_capabilities(name: str) -> Capabilities:
+    """The optional class members of the backend ``name``, each its own or the default (``base.Capabilities``)."""
+    return capabilities(backend_class(name))
+
+
+class MissingOptions(DelibError):
+    """A backend asked for without options its constructor needs (``where``: what asked, e.g. ``team agent 0:
+    ``). ``str()`` names them as options; a front end may name them its own way (``worded``: the CLI's flags)."""
+
+    def __init__(self, backend: str, options: Sequence[str], where: str = "") -> None:
+        self.backend, self.options, self.where = backend, tuple(options), where
+        super().__init__(self.worded(lambda option: f"option {option}"))
+
+    def worded(self, word: Callable[[str], str]) -> str:
+        """The message with each missing option as ``word`` names it."""
+        return f"{self.where}backend {self.backend!r} needs {' and '.join(map(word, self.options))}"
 
 
 def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
     """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache`` (a
     backend that ``caches_itself``, a team, gets the path instead: each of its members has its own scope)."""
     if cache is not None:
-        writable_file(cache, "--cache", "responses.sqlite")
+        writable_file(cache, "cache", "responses.sqlite")
     check_options(name, options)
     cls = backend_class(name)
-    if getattr(cls, "caches_itself", False):
-        return cls(**options, cache=cache)
-    backend = cls(**options)
+    if capabilities(cls).caches_itself:
+        return check_backend(cls(**options, cache=cache), name)
+    backend = check_backend(cls(**options), name)
     if cache is None:
         return backend
     from deliberation.backends.cache import CachedBackend
@@ -51,21 +71,19 @@ def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend
 def check_options(name: str, options: dict[str, Any]) -> None:
     """Refuse options the backend ``name``'s constructor does not take, or lacks ones it needs (e.g. openai
     without a model or a base URL), before anything is built or written; then the class's own checks (a
-    ``validate_options(**options)`` static method: a team checks every member)."""
+    ``validate_options``: a team checks every member)."""
     cls = backend_class(name)
     params = inspect.signature(cls).parameters
     needed = [p for p, spec in params.items() if spec.default is inspect.Parameter.empty
               and spec.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
     missing = [p for p in needed if p not in options]
     if missing:
-        raise DelibError(f"backend {name!r} needs {' and '.join(map(_flag, missing))}")
+        raise MissingOptions(name, missing)
     unknown = sorted(set(options) - set(params))
     if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         raise DelibError(f"backend {name!r} takes no option {', '.join(unknown)}; its options: {', '.join(params)}")
     _check_types(name, options)
-    validate = getattr(cls, "validate_options", None)
-    if validate is not None:
-        validate(**options)
+    capabilities(cls).validate_options(**options)
 
 
 KIND_WORDS = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
@@ -105,26 +123,18 @@ def _fits(value: Any, kind: type, optional: bool) -> bool:
     return isinstance(value, kind)
 
 
-def _flag(option: str) -> str:
-    """How the command line passes a backend option."""
-    return {"model": "--model", "base_url": "--base-url", "members": "--team MODEL,MODEL"}.get(
-        option, f"--backend-opt {option}=VALUE")
-
-
 def context_window(name: str, options: dict[str, Any]) -> int | None:
     """The tokens one sequence may hold on the backend ``name`` built with ``options``, when the backend knows
-    it before loading anything (a ``context_window(**options)`` static method: llamacpp's ``n_ctx``); None
-    for backends whose window the server or the model decides."""
-    window = getattr(backend_class(name), "context_window", None)
-    return window(**options) if window is not None else None
+    it before loading anything (``Capabilities.context_window``: llamacpp's ``n_ctx``); None for backends whose
+    window the server or the model decides."""
+    return backend_capabilities(name).context_window(**options)
 
 
 def team_size(name: str, options: dict[str, Any]) -> int | None:
-    """The agents the backend ``name`` built with ``options`` has a model for (a ``team_size(**options)``
-    static method: a mixed team's one model per agent); None for a backend that serves any number of agents."""
-    size = getattr(backend_class(name), "team_size", None)
-    return size(**options) if size is not None else None
+    """The agents the backend ``name`` built with ``options`` has a model for (``Capabilities.team_size``: a
+    mixed team's one model per agent); None for a backend that serves any number of agents."""
+    return backend_capabilities(name).team_size(**options)
 
 
-__all__ = ["BACKENDS", "Backend", "backend_class", "check_options", "context_window", "make_backend", "option_kinds",
-           "team_size"]
+__all__ = ["BACKENDS", "Backend", "MissingOptions", "backend_capabilities", "backend_class", "check_options",
+           "context_window", "make_backend", "option_kinds", "team_size"]

@@ -1,19 +1,36 @@
-"""The Backend protocol every LLM backend implements (DESIGN.md section 2).
+"""The Backend protocol every LLM backend implements (DESIGN.md section 2): the members every backend has,
+and the optional ones, each with its default here and nowhere else.
 
 Batch-first: ``generate`` takes all requests of a round at once so backends that can decode several
 sequences together (llama.cpp batches, vLLM, concurrent HTTP) do so.
+
+Adding a backend is a class with the required members (``Backend``) and one line in ``backends.BACKENDS``.
+An optional member it defines replaces the default: a class's (``Capabilities``: answered from the options
+the backend would be built with, before anything loads) and an instance's (``cache_scope`` and
+``interrupt``, read through ``cache_scope_of`` and ``interrupt``). ``check_class`` and ``check_backend``
+name what a class or a built backend lacks.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from deliberation.types import Completion, GenerationRequest
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """An LLM that turns requests into completions, one completion per request, in order."""
+    """An LLM that turns requests into completions, one completion per request, in order.
+
+    Optional instance members (defaults in ``cache_scope_of`` and ``interrupt``):
+    - ``cache_scope: str``: what the response cache key names as the model; default ``model``. A backend
+      whose model name does not pin the weights or the output-changing settings names them here (an HTTP
+      server serves whatever it loaded under any name: ``model at base_url``; ``cache_scope()`` below);
+    - ``interrupt() -> None``: stop the running and later ``generate`` calls with ``errors.Interrupted``;
+      default: nothing, the calls run to their end.
+    """
 
     name: str  # registry name, e.g. "llamacpp"
     model: str  # model identity; part of the response-cache key
@@ -28,20 +45,96 @@ class Backend(Protocol):
         ...
 
 
+REQUIRED_ATTRIBUTES: dict[str, type] = {"name": str, "model": str, "supports_logprobs": bool}
+REQUIRED_METHODS = ("generate", "close")
+
+
+def _accepts(*_: Any, **__: Any) -> None:
+    """The default check: nothing to refuse."""
+
+
+def _unknown(**_: Any) -> None:
+    """The default answer of a class hook: not known before the backend loads."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """A backend class's optional members, each the class's own or the default below. Each is asked before
+    anything is built, so a bad run is refused before a model loads."""
+
+    caches_itself: bool = False
+    """True: ``make_backend`` passes the response cache path as the constructor's ``cache`` instead of
+    wrapping the backend in one (a team: each member keys its own scope)."""
+    validate_options: Callable[..., None] = _accepts
+    """``validate_options(**options)``: raise a DelibError for options the constructor's signature lets
+    through but the backend cannot take (a team checks every member); default: accept them."""
+    context_window: Callable[..., int | None] = _unknown
+    """``context_window(**options)``: the tokens one sequence may hold (llamacpp's ``n_ctx``); default None:
+    the server or the model decides."""
+    team_size: Callable[..., int | None] = _unknown
+    """``team_size(**options)``: the agents the backend has a model for (a team: one per agent); default
+    None: it serves any number of agents."""
+    check_model: Callable[[str], None] = _accepts
+    """``check_model(model)``: raise a DelibError for a model the backend cannot load, without loading it
+    (llamacpp: a catalogue name or an existing file); asked of a team's members; default: accept it."""
+
+
+def capabilities(cls: type) -> Capabilities:
+    """``cls``'s optional class members over their defaults; a TypeError names one of the wrong kind."""
+    found = {f.name: getattr(cls, f.name) for f in dataclasses.fields(Capabilities) if hasattr(cls, f.name)}
+    wrong = sorted(name for name, value in found.items()
+                   if not (isinstance(value, bool) if name == "caches_itself" else callable(value)))
+    if wrong:
+        raise TypeError(f"backend class {cls.__qualname__}: {', '.join(wrong)} is not what backends.base."
+                        "Capabilities documents (caches_itself: True or False; the others: static methods)")
+    return Capabilities(**found)
+
+
+def check_class(cls: type, name: str) -> type:
+    """``cls`` if it can be the backend ``name``: it has the required methods and its optional class
+    members are of their kinds (``capabilities``); else a TypeError naming what it lacks."""
+    lacking = [f"{method}()" for method in REQUIRED_METHODS if not callable(getattr(cls, method, None))]
+    if lacking:
+        raise TypeError(f"backend {name!r} ({cls.__module__}:{cls.__qualname__}) lacks {' and '.join(lacking)}; "
+                        "a backend has the members of backends.base.Backend")
+    capabilities(cls)
+    return cls
+
+
+def check_backend(backend: Any, name: str) -> Backend:
+    """``backend`` if it has the required attributes, of their types (and a ``cache_scope``, when it has one, is
+    text); else a TypeError naming what it lacks."""
+    members = {attribute: getattr(backend, attribute, None) for attribute in (*REQUIRED_ATTRIBUTES, "cache_scope")}
+    wrong = [f"{attribute} ({kind.__name__})" for attribute, kind in REQUIRED_ATTRIBUTES.items()
+             if not isinstance(members[attribute], kind)]
+    if members["cache_scope"] is not None and not isinstance(members["cache_scope"], str):
+        wrong.append("cache_scope (str, when it has one)")
+    if wrong:
+        raise TypeError(f"backend {name!r} ({type(backend).__qualname__}) lacks {', '.join(wrong)}; "
+                        "a backend has the members of backends.base.Backend")
+    return backend
+
+
+def cache_scope_of(backend: Backend) -> str:
+    """What the response cache key names as ``backend``'s model: its ``cache_scope``, by default its model."""
+    scope = getattr(backend, "cache_scope", None)
+    return backend.model if scope is None else scope
+
+
 def interrupt(backend: Backend) -> None:
     """Ask ``backend`` to stop its running and later ``generate`` calls with ``errors.Interrupted``, for
     backends that can (an optional ``interrupt()`` method: llamacpp stops at its next decode step; the
-    cache and the coalescer pass it on). The backend stays interrupted, as a closed one stays closed. Why: on
-    Ctrl-C with several questions in flight, the worker threads would otherwise finish their whole current
-    calls (minutes of decoding) before the process can exit."""
+    cache and the coalescer pass it on); by default nothing happens. The backend stays interrupted, as a closed
+    one stays closed. Why: on Ctrl-C with several questions in flight, the worker threads would otherwise
+    finish their whole current calls (minutes of decoding) before the process can exit."""
     stop = getattr(backend, "interrupt", None)
     if stop is not None:
         stop()
 
 
 def cache_scope(model: str, **changed: object) -> str:
-    """What the response cache names as the model: ``model`` plus every output-changing setting that is not
-    at its default (callers pass only those), e.g. ``qwen (n_ctx=2048)``. Defaults add nothing, so caches
-    written before a setting was keyed stay valid for runs at the default."""
+    """The ``cache_scope`` of a backend of ``model`` with its output-changing settings that are not at their
+    defaults (callers pass only those), e.g. ``qwen (n_ctx=2048)``. Defaults add nothing, so caches written
+    before a setting was keyed stay valid for runs at the default."""
     extra = ", ".join(f"{k}={v}" for k, v in sorted(changed.items()))
     return f"{model} ({extra})" if extra else model

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from deliberation.backends.base import Backend, interrupt
+from deliberation.backends.base import Backend, cache_scope_of, interrupt
 from deliberation.errors import DelibError
 from deliberation.types import Completion, GenerationRequest, from_json, to_json
 
@@ -117,7 +117,7 @@ def unusable(path: Path, err: sqlite3.DatabaseError) -> DelibError:
     its pages are damaged), with the ways out: the file only saves LLM calls, so deleting it loses nothing
     a rerun cannot regenerate."""
     return DelibError(f"the response cache {path} is unusable ({err}); delete it (its responses are generated "
-                      "again) or run with --cache none")
+                      "again) or run without a response cache")
 
 
 class CachedBackend:
@@ -133,9 +133,9 @@ class CachedBackend:
         self.name: str = inner.name
         self.model: str = inner.model
         self.supports_logprobs: bool = inner.supports_logprobs
-        self.scope: str = getattr(inner, "cache_scope", inner.model)
-        """What the key names as the model: a backend whose model name does not pin the weights (an HTTP
-        server serves whatever it loaded under any name) sets ``cache_scope`` to something that does."""
+        self.cache_scope: str = cache_scope_of(inner)
+        """What the key names as the model (``Backend``): a backend whose model name does not pin the weights
+        (an HTTP server serves whatever it loaded under any name) sets its ``cache_scope`` to something that does."""
         self.path = Path(path)
         self._lock = threading.Lock()
         self._pid = os.getpid()
@@ -150,7 +150,7 @@ class CachedBackend:
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One Completion per request, in order; only the misses reach the inner backend."""
-        keys = [request_key(self.name, self.scope, r) for r in requests]
+        keys = [request_key(self.name, self.cache_scope, r) for r in requests]
         found = self._lookup(keys)
         missing = list(dict.fromkeys(k for k in keys if k not in found))  # unique, in request order
         fresh = self._compute(missing, keys, requests)

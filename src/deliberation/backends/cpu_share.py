@@ -70,5 +70,5 @@ def free_threads(busy: float | None = None) -> int:
     threads = max(1, min(cores, round(cores - busy)))
     if threads < cores:
         LOG.warning("%.1f of %d cores are busy with other work: llama.cpp will use %d thread(s); "
-                    "pass --backend-opt n_threads=N to choose", busy, cores, threads)
+                    "pass option n_threads=N to choose", busy, cores, threads)
     return threads

@@ -183,7 +183,7 @@ class OpenAIBackend:
         return DelibError(
             f"no completion from {self.base_url} after {attempts} attempts in {elapsed:.0f} s "
             f"(last error: {_describe(err)}{waiting}); check that the server is running and serves model "
-            f"{self.model!r}, or raise --backend-opt timeout_s=N (now {self.timeout_s:g}), max_retries=N "
+            f"{self.model!r}, or raise option timeout_s=N (now {self.timeout_s:g}), max_retries=N "
             f"(now {self.max_retries}) or total_timeout_s=N (now {self.total_timeout_s:g})"
         )
 
@@ -191,11 +191,11 @@ class OpenAIBackend:
         """What the user can do about a failed attempt, in a few words."""
         if isinstance(err, self._openai.APITimeoutError):
             return (f"no complete answer within timeout_s={self.timeout_s:g}: the server is stuck, busy or slow to "
-                    "send it; check it, or raise --backend-opt timeout_s=N or lower max_in_flight")  # fmt: skip
+                    "send it; check it, or raise option timeout_s=N or lower max_in_flight")  # fmt: skip
         if isinstance(err, self._openai.APIConnectionError):
-            return "nothing answers there: start the server or fix --base-url"
+            return "nothing answers there: start the server or fix option base_url"
         if getattr(err, "status_code", None) == 429:
-            return "rate limited: lower --backend-opt max_in_flight"
+            return "rate limited: lower option max_in_flight"
         return "if this repeats, check the server's log"
 
     def _raise_if_final(self, err: Exception) -> None:
@@ -236,7 +236,7 @@ def completion_from_response(response: Any, request: GenerationRequest, latency_
     text = getattr(getattr(choice, "message", None), "content", None)
     reason = getattr(choice, "finish_reason", None)
     if not text and reason == "length":  # the limit hit before any content (a reasoning model): retrying repeats it
-        raise DelibError("the server cut the answer off before any content (finish_reason length); raise --max-tokens")
+        raise DelibError("the server cut the answer off before any content (finish_reason length); raise max_tokens")
     if not text:  # null or "": e.g. a server that failed mid-answer: an error to retry, not an answer to cache
         content = "null" if text is None else "empty"
         raise MalformedResponse(f"the message content is {content} (finish_reason {reason})")

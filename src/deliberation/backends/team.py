@@ -28,8 +28,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from deliberation.backends import backend_class, check_options, context_window, make_backend
-from deliberation.backends.base import Backend, cache_scope, interrupt
+from deliberation.backends import MissingOptions, backend_capabilities, check_options, context_window, make_backend
+from deliberation.backends.base import Backend, cache_scope, cache_scope_of, interrupt
 from deliberation.errors import DelibError
 from deliberation.types import Completion, GenerationRequest
 
@@ -69,11 +69,13 @@ def team_options(entries: Sequence[str | Mapping[str, Any]], backend: str,
 def members_of(table: Any) -> tuple[Member, ...]:
     """The ``members`` option as members, checked before anything loads: one table per agent, each naming a
     registered backend other than a team, with options that backend takes and a model it can load (the
-    backend class's ``check_model``, when it has one: llamacpp's needs no loading)."""
+    backend class's ``check_model``: llamacpp's needs no loading)."""
     team = _parse(table)
     for agent, member in enumerate(team):
         try:
             _check(member)
+        except MissingOptions as err:
+            raise MissingOptions(err.backend, err.options, f"team agent {agent}: ") from err
         except DelibError as err:
             raise DelibError(f"team agent {agent}: {err}") from err
     return team
@@ -82,7 +84,8 @@ def members_of(table: Any) -> tuple[Member, ...]:
 def _parse(table: Any) -> tuple[Member, ...]:
     """The members of ``table``, checked for shape only."""
     if not isinstance(table, (list, tuple)) or not table:
-        raise DelibError(f"a team needs one model per agent, e.g. --team qwen2.5-coder-1.5b,qwen2.5-coder-0.5b; "
+        raise DelibError("a team needs one model per agent: option members, one table of a backend and its "
+                         f"options per agent, e.g. [{{'backend': 'llamacpp', 'model': 'qwen2.5-coder-1.5b'}}]; "
                          f"got {table!r}")
     for agent, entry in enumerate(table):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("backend"), str):
@@ -95,9 +98,8 @@ def _check(member: Member) -> None:
     if member.backend == TEAM:
         raise DelibError("a team member cannot be a team; name a model")
     check_options(member.backend, dict(member.options))
-    check = getattr(backend_class(member.backend), "check_model", None)
-    if check is not None and "model" in member.options:
-        check(str(member.options["model"]))
+    if "model" in member.options:
+        backend_capabilities(member.backend).check_model(str(member.options["model"]))
 
 
 def labels(team: Sequence[Member]) -> list[str]:
@@ -134,7 +136,7 @@ class TeamBackend:
         self.members: list[Backend] = _build(distinct, cache)
         self.labels = labels(team)
         self.model = ",".join(self.labels)
-        self.scope = f"team({', '.join(_scope(self.members[i]) for i in self.assignment)})"
+        self.cache_scope = f"team({', '.join(cache_scope_of(self.members[i]) for i in self.assignment)})"
         self.supports_logprobs = all(m.supports_logprobs for m in self.members)
 
     @staticmethod
@@ -204,8 +206,3 @@ def _build(distinct: Sequence[Member], cache: str | None) -> list[Backend]:
             backend.close()
         raise
     return built
-
-
-def _scope(backend: Backend) -> str:
-    """What a member's cache key names as its model (``CachedBackend.scope``, else the backend's own)."""
-    return getattr(backend, "scope", getattr(backend, "cache_scope", backend.model))

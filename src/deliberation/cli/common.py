@@ -48,7 +48,7 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
                    f"tensor_parallel_size=2 (vllm); openai (defaults shown): {option_defaults('openai')}: "
                    "timeout_s bounds one attempt, total_timeout_s one request with its retries (README, "
                    "'OpenAI-compatible servers')")
-    p.add_argument("--cache", default=None, help=cache_help)
+    p.add_argument("--cache", type=cache_file, default=None, help=cache_help)
     if not questions:
         return
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
@@ -75,6 +75,27 @@ def out_folder(text: str) -> str:
     (empty, a file, below a file, not writable; ``errors.writable_folder``)."""
     writable_folder(text, "--out")
     return text
+
+
+def cache_file(text: str) -> str:
+    """The type of --cache: 'none', or a file that can be written (``errors.writable_file``), refused before
+    anything runs and in the flag's words (the library names its parameter ``cache``)."""
+    if text != "none":
+        writable_file(text, "--cache", "responses.sqlite")
+    return text
+
+
+def flag_words(err: DelibError) -> str:
+    """``err``'s message as the command line says it: backend options it names as the flags that pass them."""
+    from deliberation.backends import MissingOptions
+
+    return err.worded(backend_flag) if isinstance(err, MissingOptions) else str(err)
+
+
+def backend_flag(option: str) -> str:
+    """How the command line passes a backend option."""
+    return {"model": "--model", "base_url": "--base-url", "members": "--team MODEL,MODEL"}.get(
+        option, f"--backend-opt {option}=VALUE")
 
 
 def out_file(text: str) -> str:

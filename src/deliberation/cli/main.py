@@ -11,7 +11,7 @@ import sys
 from typing import Sequence
 
 from deliberation.cli import ask, evaluate, team, tools, train, trees
-from deliberation.cli.common import Parser
+from deliberation.cli.common import Parser, flag_words
 from deliberation.errors import DelibError
 
 
@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)  # flag types may refuse a value (an --out that is a file)
         return args.func(args)
     except DelibError as err:
-        print(f"delib: error: {err}", file=sys.stderr)
+        print(f"delib: error: {flag_words(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("delib: interrupted; finished work is saved, rerun the same command to resume", file=sys.stderr)

@@ -10,21 +10,24 @@ from __future__ import annotations
 import math
 import re
 
-from deliberation.types import Completion, GenerationRequest, Message
+from deliberation.types import Completion, GenerationRequest, Message, Purpose
 
 CRITIC_SEED = 0  # critic calls are greedy; a fixed seed keeps their cache keys stable
 TOP_LOGPROBS = 10
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def critic_request(messages: tuple[Message, ...], verbal: bool, agent: int | None = None) -> GenerationRequest:
+def critic_request(messages: tuple[Message, ...], verbal: bool, agent: int | None = None,
+                   purpose: Purpose | None = None) -> GenerationRequest:
     """One greedy critic call on the prompt set's critic ``messages``: a single token with logprobs, or a
-    few tokens for a verbal score. ``agent`` is the agent whose answer it judges: the critic is the same LLM,
-    so in a mixed team the call goes to that agent's model."""
+    few tokens for a verbal score (asked for without logprobs). ``agent`` is the agent whose answer it judges:
+    the critic is the same LLM, so in a mixed team the call goes to that agent's model. ``purpose``: what the
+    call is for (every critic call the engine makes carries one)."""
     if verbal:
-        return GenerationRequest(messages, max_tokens=8, temperature=0.0, seed=CRITIC_SEED, agent=agent)
+        return GenerationRequest(messages, max_tokens=8, temperature=0.0, seed=CRITIC_SEED, agent=agent,
+                                 purpose=purpose)
     return GenerationRequest(messages, max_tokens=1, temperature=0.0, seed=CRITIC_SEED, logprobs=True,
-                             top_logprobs=TOP_LOGPROBS, agent=agent)
+                             top_logprobs=TOP_LOGPROBS, agent=agent, purpose=purpose)
 
 
 def read_confidence(completion: Completion, verbal: bool) -> float:

@@ -8,7 +8,9 @@ with a step that acts REFINE for every agent and derives all three outcomes from
 rollouts``). The team's answer is the vote. Methods differ only in their ``MethodSpec`` (engine/spec.py).
 
 Request seeds: ``request_seed`` packs the agent index into the low 4 bits (the scripted backend reads it as
-the agent's identity) above a hash of (run seed, example, round, and agent // 16 from agent 16 on).
+the agent's identity) above a hash of (run seed, example, round, and agent // 16 from agent 16 on). Every
+request carries its ``types.Purpose`` (``purpose``): what it asks, about which question, in which round, on
+which solutions, so no reader parses the prompt text.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from deliberation.engine.signals import SIGNALS
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.state import AgentView, Observation, observe
 from deliberation.types import (Action, Completion, Episode, Example, GenerationRequest, LogprobSummary, Message,
-                                Turn)
+                                Purpose, Turn)
 
 
 @dataclass(frozen=True)
@@ -128,22 +130,29 @@ def history_of(ctx: Context, record: AgentRecord) -> tuple[Message, ...]:
     return record.history or prompts.answered(ctx.question, record.text)
 
 
+def purpose(ctx: Context, prompt: prompts.Prompt, round_: int) -> Purpose:
+    """What a request of this episode made in round ``round_`` is for: ``prompt``'s kind and what it shows."""
+    return Purpose(prompt.kind, ctx.example.id, ctx.question, round_, prompt.own, prompt.peers)
+
+
 def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequence[int],
              round_: int) -> list[Completion]:
     """One batch of answer requests, one per agent listed, each marked with its agent (a mixed team sends
     it to that agent's model)."""
-    return generate_as(ctx, messages, agents, agents, [round_] * len(agents))
+    asked = [prompts.Prompt("answer", m) for m in messages]
+    return generate_as(ctx, asked, agents, agents, [round_] * len(agents), round_)
 
 
-def generate_as(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequence[int],
-                seeded_as: Sequence[int], rounds: Sequence[int]) -> list[Completion]:
-    """``generate`` where request k is seeded as agent ``seeded_as[k]`` of round ``rounds[k]`` (a RESAMPLE
-    is seeded as a further round-0 sample) while still marked as sent by ``agents[k]``."""
+def generate_as(ctx: Context, asked: Sequence[prompts.Prompt], agents: Sequence[int], seeded_as: Sequence[int],
+                seed_rounds: Sequence[int], round_: int) -> list[Completion]:
+    """One batch of round ``round_``'s prompts ``asked``, where request k is seeded as agent ``seeded_as[k]`` of
+    round ``seed_rounds[k]`` (a RESAMPLE is seeded as a further round-0 sample) while still marked as sent
+    by ``agents[k]``."""
     seed = ctx.cfg.seed
     requests = [
-        GenerationRequest(m, ctx.cfg.max_tokens, ctx.cfg.temperature, request_seed(seed, ctx.example.id, s, t),
-                          agent=a)
-        for m, a, s, t in zip(messages, agents, seeded_as, rounds)
+        GenerationRequest(p.messages, ctx.cfg.max_tokens, ctx.cfg.temperature,
+                          request_seed(seed, ctx.example.id, s, t), agent=a, purpose=purpose(ctx, p, round_))
+        for p, a, s, t in zip(asked, agents, seeded_as, seed_rounds)
     ]
     return call_backend(ctx, requests)
 
@@ -154,17 +163,19 @@ def initial_round(ctx: Context) -> tuple[list[AgentRecord], list[Turn]]:
     asked = prompts.initial_messages(ctx.question)
     outs = generate(ctx, [asked] * n, range(n), 0)
     records = [record_of(ctx, c, True, asked) for c in outs]
-    records, critics = score_confidence(ctx, records)
+    records, critics = score_confidence(ctx, records, 0)
     turns = [turn_of(ctx, i, 0, None, records[i], [outs[i], critics[i]]) for i in range(n)]
     return records, turns
 
 
-def score_confidence(ctx: Context, records: list[AgentRecord]) -> tuple[list[AgentRecord], list[Completion | None]]:
-    """Critic calls, one batch, for the records that changed (if the method computes confidence)."""
+def score_confidence(ctx: Context, records: list[AgentRecord],
+                     round_: int = 0) -> tuple[list[AgentRecord], list[Completion | None]]:
+    """Critic calls, one batch, for the records that changed in round ``round_`` (if the method computes
+    confidence)."""
     todo = [i for i, r in enumerate(records) if r.changed] if ctx.spec.confidence else []
     verbal = ctx.cfg.verbal_confidence or not ctx.backend.supports_logprobs
-    reqs = [conf_mod.critic_request(ctx.prompts.critic(ctx.question, history_of(ctx, records[i]), verbal), verbal, i)
-            for i in todo]
+    asked = {i: ctx.prompts.critic(ctx.question, history_of(ctx, records[i]), verbal) for i in todo}
+    reqs = [conf_mod.critic_request(asked[i].messages, verbal, i, purpose(ctx, asked[i], round_)) for i in todo]
     outs = call_backend(ctx, reqs)
     critics: list[Completion | None] = [None] * len(records)
     records = list(records)
@@ -194,7 +205,7 @@ def without_call(records: Sequence[AgentRecord], i: int, action: Action) -> Agen
     return replace(records[target], changed=True, resamples=records[i].resamples)
 
 
-def refine_messages(ctx: Context, records: Sequence[AgentRecord], i: int) -> tuple[Message, ...]:
+def refine_prompt(ctx: Context, records: Sequence[AgentRecord], i: int) -> prompts.Prompt:
     """The update prompt of agent i, showing its peers' current solutions."""
     peers = [r for j, r in enumerate(records) if j != i]
     return ctx.prompts.update(ctx.spec.update, ctx.question, history_of(ctx, records[i]), [p.text for p in peers],
@@ -223,19 +234,21 @@ def act(ctx: Context, records: list[AgentRecord], actions: Sequence[Action], rou
     peer's confidence. A RESAMPLE is the round-0 request of a further sample (``resample_agent``): a fresh
     independent answer, whose record starts a new history."""
     callers = [i for i, a in enumerate(actions) if a in (Action.REFINE, Action.RESAMPLE)]
-    asked = [refine_messages(ctx, records, i) if actions[i] is Action.REFINE else prompts.initial_messages(
-        ctx.question) for i in callers]
+    asked = [refine_prompt(ctx, records, i) if actions[i] is Action.REFINE else prompts.Prompt(
+        "answer", prompts.initial_messages(ctx.question)) for i in callers]
     seeds = [i if actions[i] is Action.REFINE else resample_agent(len(records), i, records[i].resamples)
              for i in callers]
-    outs = generate_as(ctx, asked, callers, seeds, [round_ if actions[i] is Action.REFINE else 0 for i in callers])
+    outs = generate_as(ctx, asked, callers, seeds, [round_ if actions[i] is Action.REFINE else 0 for i in callers],
+                       round_)
     new = [without_call(records, i, a) for i, a in enumerate(actions)]
     calls: list[list[Completion]] = [[] for _ in records]
-    for i, out, messages in zip(callers, outs, asked):
+    for i, out, prompt in zip(callers, outs, asked):
         drawn = records[i].resamples + (actions[i] is Action.RESAMPLE)
-        new[i] = replace(record_of(ctx, out, answer_key(ctx, out.text) != records[i].key, messages), resamples=drawn)
+        changed = answer_key(ctx, out.text) != records[i].key
+        new[i] = replace(record_of(ctx, out, changed, prompt.messages), resamples=drawn)
         calls[i].append(out)
     spent = [replace(r, changed=a in (Action.REFINE, Action.RESAMPLE)) for r, a in zip(new, actions)]
-    scored, critics = score_confidence(ctx, spent)
+    scored, critics = score_confidence(ctx, spent, round_)
     for i, critic in enumerate(critics):
         calls[i] += [critic] if critic is not None else []
     return Acted([replace(s, changed=n.changed) for s, n in zip(scored, new)], calls)

@@ -1,22 +1,24 @@
 """A deterministic, seeded simulator of LLM agents, for tests and overhead benchmarks only: the
 ``scripted`` backend. It lives in the engine, not in ``backends/``, because it simulates the engine's
-agents: it reads the engine's prompts, which no real backend may know about.
+agents: it reads what each request is for (``GenerationRequest.purpose``, set by the engine), which no real
+backend needs.
 
-It reads the engine's prompts (``deliberation.engine.prompts``), looks the problem up in the
-benchmark (built without one: in the own-data files and benchmarks this process opened, which the run opened
-before its first request, then in every registered one), and answers in the benchmark's format so extraction
-and scoring run for real. Splits are read one at a time (``test`` first) and only until the question is found,
-so a run reads the data it uses and no more: a split that cannot be loaded (data that is not there) is passed
-over, and named only when no question matches. A question no benchmark holds
+It reads the request's purpose (never the prompt text: any prompt style or wording works), looks the problem
+up in the benchmark (built without one: in the own-data files and benchmarks this process opened, which the
+run opened before its first request, then in every registered one), and answers in the benchmark's format so
+extraction and scoring run for real. Splits are read one at a time (``test`` first) and only until the
+question is found, so a run reads the data it uses and no more: a split that cannot be loaded (data that is
+not there) is passed over, and named only when no question matches. A question no benchmark holds
 (``delib ask``, benchmark ``ask:<type>``) gets a hidden gold drawn from its hash: a number, or a letter for
 ``choice``. Then:
 - round 0: agent k (the low 4 bits of the request seed) is right with probability skill_k + d_q, d_q a
   per-question difficulty offset; wrong answers come from a few per-question distractors, so wrong agents
   sometimes agree, as real ones do;
-- update requests (refine / debate / reconcile): a right answer breaks with ``p_break``; a wrong one is
-  fixed with ``p_fix`` plus a bonus proportional to the share of peers that are right;
+- update requests (any update style): a right answer breaks with ``p_break``; a wrong one is fixed with
+  ``p_fix`` plus a bonus proportional to the share of peers that are right (solutions as the prompt shows
+  them);
 - critic requests: P(Yes) drawn around ``conf_right`` or ``conf_wrong`` (so confidence correlates with
-  correctness), returned as the first token's logprobs, or as a verbal 0-100.
+  correctness), returned as the first token's logprobs, or, asked without logprobs, as a verbal 0-100.
 Token counts are realistic (about 4 characters a token; answers of 150-400 tokens).
 
 Numbers from this backend are never results: it exists to exercise the machinery.
@@ -33,9 +35,8 @@ import numpy as np
 from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.own import OwnData
-from deliberation.engine import prompts
 from deliberation.errors import DelibError
-from deliberation.types import Completion, Example, GenerationRequest, TokenLogprob
+from deliberation.types import Completion, Example, GenerationRequest, Purpose, TokenLogprob, purpose_of
 
 _FILLER = ("we", "compute", "the", "value", "carefully", "then", "combine", "it", "with", "previous", "result")
 
@@ -74,17 +75,17 @@ class ScriptedBackend:
     # --- request handling --------------------------------------------------------------------------
 
     def _one(self, request: GenerationRequest) -> Completion:
-        parsed = prompts.parse(request.messages)
-        bench, example = self._lookup(parsed.question)
+        purpose = purpose_of(request, "scripted backend")
+        bench, example = self._lookup(purpose.question)
         rng = np.random.default_rng([request.seed, _hash(request.messages[-1].content)])
-        if parsed.kind == "critic":
-            return self._critic(request, bench, example, parsed, rng)
-        right = self._right_after_update(bench, example, parsed, rng) if parsed.kind == "update" else (
+        if purpose.kind == "critic":
+            return self._critic(request, bench, example, purpose, rng)
+        right = self._right_after_update(bench, example, purpose, rng) if purpose.kind == "update" else (
             rng.random() < self._p_initial(example, request.seed % 16))
         text = self._solution(bench, example, right, rng)
         return self._completion(request, text)
 
-    def _lookup(self, question: str | None) -> tuple[Benchmark, Example]:
+    def _lookup(self, question: str) -> tuple[Benchmark, Example]:
         """The (benchmark, example) a request is about; splits are indexed lazily, in turn, until it is found."""
         benches = self._candidates()
         for bench in benches:
@@ -92,7 +93,7 @@ class ScriptedBackend:
                 index = self._index(bench, split)
                 if question in index:
                     return bench, index[question]
-        return self._free(question or "", benches)
+        return self._free(question, benches)
 
     def _candidates(self) -> list[Benchmark]:
         """The benchmark given; else the own-data files and benchmarks opened in this process, then every
@@ -134,18 +135,18 @@ class ScriptedBackend:
         difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3
         return float(np.clip(self.skills[agent % len(self.skills)] + difficulty, 0.02, 0.98))
 
-    def _right_after_update(self, bench: Benchmark, example: Example, parsed: prompts.Parsed,
+    def _right_after_update(self, bench: Benchmark, example: Example, purpose: Purpose,
                             rng: np.random.Generator) -> bool:
-        share = float(np.mean([bench.score(example, p) for p in parsed.peers])) if parsed.peers else 0.0
-        if bench.score(example, parsed.own):
+        share = float(np.mean([bench.score(example, p) for p in purpose.peers])) if purpose.peers else 0.0
+        if bench.score(example, purpose.own):
             return rng.random() >= self.p_break
         return rng.random() < self.p_fix + 0.5 * share
 
-    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, parsed: prompts.Parsed,
+    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, purpose: Purpose,
                 rng: np.random.Generator) -> Completion:
-        mean = self.conf_right if bench.score(example, parsed.own) else self.conf_wrong
+        mean = self.conf_right if bench.score(example, purpose.own) else self.conf_wrong
         p_yes = float(np.clip(rng.normal(mean, 0.15), 0.01, 0.99))
-        if parsed.verbal:
+        if not request.logprobs:
             return self._completion(request, str(round(100 * p_yes)))
         token = "Yes" if p_yes >= 0.5 else "No"
         top = (("Yes", math.log(p_yes)), ("No", math.log(1 - p_yes)))

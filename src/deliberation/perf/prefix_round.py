@@ -51,12 +51,12 @@ def deliberation_round(backend: Backend, question: str, agents: int = 3, max_tok
                                  for i, c in enumerate(conversations)])
 
     def critic(histories: Sequence[tuple[Message, ...]]) -> list[Completion]:
-        return backend.generate([critic_request(chosen.critic(question, h, False), False) for h in histories])
+        return backend.generate([critic_request(chosen.critic(question, h, False).messages, False) for h in histories])
 
     first = ask([prompts.initial_messages(question)] * agents)
     histories = [prompts.answered(question, c.text) for c in first]
     checked = critic(histories)
-    updates = [chosen.update(prompts.REFINE, question, h, _peers(first, i), [None] * (agents - 1))
+    updates = [chosen.update(prompts.REFINE, question, h, _peers(first, i), [None] * (agents - 1)).messages
                for i, h in enumerate(histories)]
     refined = ask(updates)
     rechecked = critic([(*u, Message("assistant", c.text)) for u, c in zip(updates, refined)])

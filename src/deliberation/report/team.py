@@ -99,12 +99,15 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
     """(why, question ids) of every source the held-out questions must avoid."""
     from deliberation.policy.shipped import checkpoint_path
 
-    tuned = [str(t) for t in read_object(Path(cmp.rule)).get("trees", [])]
+    record = read_object(Path(cmp.rule))
+    tuned = [str(t) for t in record.get("trees", [])]
     missing = [t for t in tuned if not Path(t).is_dir()]
     if missing:
         LOG.warning("cannot check that the held-out stores differ from the tuning store %s (%s names it; not found "
                     "from here): run delib compare from the folder tune-rules ran in to check", missing[0], cmp.rule)
-    sources = [(f"the rule was tuned on {t}", set(_questions(t))) for t in tuned if t not in missing]
+    only = set(record.get("ids", ()))  # tuned on these questions of its stores (--ids), else on all of them
+    sources = [(f"the rule was tuned on {t}", {q for q in _questions(t) if not only or q in only})
+               for t in tuned if t not in missing]
     for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
         split = checkpoint_path(ckpt).parent / SPLIT_FILE
         if split.is_file():

@@ -7,18 +7,20 @@ policy exists, the epsilon-mixed agreement-threshold rule.
 
 from __future__ import annotations
 
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from deliberation import benchmarks
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
-from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.backends.jobs import Ledger, QuestionJob, run_job
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context
-from deliberation.engine.spec import MetaPolicy
+from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.engine.team import check_team
 from deliberation.errors import DelibError, require_at_least
@@ -27,7 +29,7 @@ from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.trees.lock import refuse_if_locked
-from deliberation.types import Example, append_gzip_line, to_json
+from deliberation.types import Decision, Example, append_gzip_line, to_json
 
 
 @dataclass(frozen=True)
@@ -79,33 +81,24 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     behaviour = behaviour_policy(spec)
     directory = Path(out)
     refuse_if_locked(directory)
-    backend = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
-    try:
-        with files.open_collection(directory, manifest(spec, backend.model)):
-            _collect_missing(spec, examples, behaviour, backend, directory / files.ROLLOUTS, progress)
-            return len(files.read_rows(directory / files.ROLLOUTS))
-    finally:
-        benchmarks.close_all()
-        backend.close()
+    job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
+                      partial(_rollouts, spec, directory), partial(_collect_one, spec, collecting(behaviour)),
+                      spec.concurrency)
+    return run_job(job, progress)
 
 
-def _collect_missing(spec: CollectSpec, examples: list[Example], behaviour: MetaPolicy, backend: Backend,
-                     path: Path, progress: bool) -> None:
-    """Collect the questions not in the rollout file yet, appending each as it finishes."""
-    from tqdm import tqdm
+def _collect_one(spec: CollectSpec, method: MethodSpec, example: Example, backend: Backend) -> list[Decision]:
+    """The decisions of one question, as the engine's loop under the behaviour policy meets them."""
+    ctx = make_context(example, backend, benchmarks.get(spec.benchmark), spec.engine, method)
+    return collect_question(ctx, spec.samples, example_rng(spec.engine.seed, example.id))
 
-    bench = benchmarks.get(spec.benchmark)
-    done = {row.example_id for row in files.read_rows(path, repair=True)}
-    method = collecting(behaviour)
 
-    def one(ex: Example, shared: Backend) -> tuple[str, list]:
-        ctx = make_context(ex, shared, bench, spec.engine, method)
-        return ex.id, collect_question(ctx, spec.samples, example_rng(spec.engine.seed, ex.id))
-
-    todo = [e for e in examples if e.id not in done]
-    questions = stopping(in_flight(one, todo, backend, spec.concurrency), backend)  # before backend.close
-    with tqdm(total=len(todo), disable=not progress, unit="q") as bar, questions as answered:
-        for example_id, decisions in answered:
-            append_gzip_line(path, files.question_row(backend.model, spec.benchmark, spec.split, example_id,
-                                                      decisions))
-            bar.update()
+@contextmanager
+def _rollouts(spec: CollectSpec, directory: Path, backend: Backend) -> Iterator[Ledger[list[Decision], int]]:
+    """The rollout file as the collection's output: the directory locked, its manifest written or checked, a
+    torn last line (a collection killed mid-append) cut off; a line per question; the count of questions."""
+    path = directory / files.ROLLOUTS
+    with files.open_collection(directory, manifest(spec, backend.model)):
+        done = frozenset(row.example_id for row in files.read_rows(path, repair=True))
+        yield Ledger(done, lambda ex, decisions: append_gzip_line(path, files.question_row(
+            backend.model, spec.benchmark, spec.split, ex.id, decisions)), lambda: len(files.read_rows(path)))

@@ -159,13 +159,14 @@ def split_by_example(batch: DecisionBatch, val_fraction: float, seed: int) -> tu
     if val_fraction > 0 and len(names) < 2:
         raise DelibError(f"val_fraction {val_fraction} needs decisions from at least 2 questions, got "
                          f"{len(names)}; collect more questions or set val_fraction to 0")
-    held = _held_out_names(names, val_fraction, seed)
+    held = held_out_names(names, val_fraction, seed)
     is_val = torch.tensor([e in held for e in batch.examples], dtype=torch.bool)  # (N,)
     return batch.subset(torch.nonzero(~is_val).squeeze(-1)), batch.subset(torch.nonzero(is_val).squeeze(-1))
 
 
-def _held_out_names(names: Sequence[str], val_fraction: float, seed: int) -> set[str]:
-    """The questions whose hash is below ``val_fraction``, nudged to leave one on each side."""
+def held_out_names(names: Sequence[str], val_fraction: float, seed: int) -> set[str]:
+    """The questions whose hash is below ``val_fraction``, nudged to leave one on each side (the validation
+    questions of a training run; experiments/state_actions.sh replays them)."""
     if val_fraction <= 0:
         return set()
     unit = {n: _unit_hash(seed, n) for n in names}

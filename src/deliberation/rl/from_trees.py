@@ -47,8 +47,8 @@ def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.
     behaviour = EpsilonMixed(AgreementThreshold(), epsilon, ACTION_SETS[actions])
     scorer = reward_function(reward, components)
     decisions: list[Decision] = []
-    backend = (recording_backend(store, examples, store.manifest.get("cache"), GROW_HINT) if grow
-               else TreeBackend(store, None, examples, GROW_HINT))  # growing writes the store: its writer lock
+    backend = (recording_backend(store, store.manifest.get("cache"), GROW_HINT) if grow
+               else TreeBackend(store, None, GROW_HINT))  # growing writes the store: its writer lock
     try:
         for ex in examples:
             ctx = make_context(ex, backend, bench, engine, collecting(behaviour))

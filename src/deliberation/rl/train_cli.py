@@ -164,11 +164,12 @@ def _summary_line(algo: str, n: int, comparison: dict[str, Any], out: Path) -> s
         return f"{algo}: {n} decisions, nothing held out (val_fraction 0) -> {out}"
     fixed = ", ".join(f"{a.value} {r:.3f}" for a, r in zip(ACTION_ORDER, policy["fixed_rewards"]))
     accuracy = "/".join(f"{x:.3f}" for x in policy["fixed_accuracies"])
+    names = "/".join(a.value for a in ACTION_ORDER[: len(policy["fixed_accuracies"])])
     gain, lo, hi = policy["gain_ci95"]
     rule = policy["best_rule"]
     over_rule = (f", over the best fixed rule ({rule}, {policy['rule_rewards'][rule]:.3f}) "
                  "{:+.3f} [{:+.3f}, {:+.3f}]".format(*policy["gain_over_rule_ci95"]) if rule else "")
     return (f"{algo}: {n} decisions; held out ({policy['questions']} questions, {policy['decision_points']} "
-            f"decision points): accuracy {policy['decision_accuracy']:.3f} (always P/R/C {accuracy}), reward "
+            f"decision points): accuracy {policy['decision_accuracy']:.3f} (always {names} {accuracy}), reward "
             f"{policy['policy_reward']:.3f} (always {fixed}; oracle {policy['oracle_reward']:.3f}), gain over the "
             f"best constant {gain:+.3f} [{lo:+.3f}, {hi:+.3f}]{over_rule} -> {out}")

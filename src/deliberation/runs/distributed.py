@@ -5,9 +5,10 @@ How it works. The driver (this process) validates the spec, opens the run direct
 examples already finished there, exactly as ``runner.execute`` does. It then starts up to ``workers``
 actors (``EpisodeWorker``). Each builds its own backend from the spec (``make_backend(spec.backend,
 cache=spec.cache, **spec.backend_options)``, e.g. the ``openai`` backend pointed at a llama.cpp server on
-its node) and runs one example per call through ``runner.run_examples``. The driver hands the next example
+its node) and runs one example per call through ``runner.run_example``. The driver hands the next example
 to whichever actor is idle, collects results as they finish (``ray.wait``) and is the only writer of
-episodes.jsonl: it appends each episode as it arrives, behind the same progress bar as a local run.
+episodes.jsonl: it records each episode as it arrives through the run's output and ``backends.jobs.record_all``,
+as a local run does, behind the same progress bar.
 
 Guaranteed:
 - Bad input (method, benchmark, split, policy, ``workers``, ``max_retries``, Ray missing, more workers
@@ -50,13 +51,16 @@ import logging
 import os
 from collections import Counter, deque
 from contextlib import contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
 from deliberation import methods
 from deliberation.backends import make_backend
+from deliberation.backends.concurrent import in_flight
+from deliberation.backends.jobs import Ledger, pending, record_all
 from deliberation.errors import DelibError, install_hint, require_at_least
-from deliberation.runs.runner import RunSpec, config_record, drive, finish, remaining, run_examples, validate
+from deliberation.runs.runner import Accuracy, RunSpec, config_record, run_example, run_output, validate
 from deliberation.runs.directory import RunDir, Summary
 from deliberation.types import Episode, Example
 
@@ -77,15 +81,17 @@ class EpisodeWorker:
 
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
-        self._run_fn: Any = None
+        self._method: Any = None
         self._backend: Any = None
 
     def run(self, example: Example) -> Episode:
-        """The episode of ``example``, exactly as ``runner.execute`` would produce it."""
+        """The episode of ``example``, exactly as ``runner.execute`` would produce it (through ``in_flight``
+        too: at ``--concurrency`` above 1 the method sees the same coalescing backend as there)."""
         if self._backend is None:
-            self._run_fn = methods.get(self.spec.method)
+            self._method = methods.get(self.spec.method)
             self._backend = make_backend(self.spec.backend, cache=self.spec.cache, **self.spec.backend_options)
-        return next(iter(run_examples(self._run_fn, [example], self._backend, self.spec)))
+        one = partial(run_example, self._method, self.spec)
+        return next(in_flight(one, [example], self._backend, self.spec.concurrency))
 
     def close(self) -> None:
         if self._backend is not None:
@@ -100,23 +106,23 @@ def execute_distributed(spec: RunSpec, out: str, workers: int, ray_address: str 
     _, examples = validate(spec)
     ray = _import_ray()
     run_dir = RunDir.prepare(out, config_record(spec))  # writes nothing: a refusal below (CPUs) leaves nothing
-    todo = remaining(run_dir, examples)
-    with _ray_session(ray, ray_address, workers) if todo else nullcontext(), run_dir.create():
-        todo = remaining(run_dir, examples)  # again, locked: a run that ended meanwhile may have added some
+    todo = pending(examples, run_dir.finished_ids())
+    with _ray_session(ray, ray_address, workers) if todo else nullcontext(), \
+            run_output(run_dir, spec, [ex.id for ex in examples]) as ledger:
+        todo = pending(examples, ledger.done)
         if todo:
-            run_dir.clear_summary()
-            _run_all(run_dir, _Pool(ray, worker_cls, spec, min(workers, len(todo)), max_retries), todo,
-                     run_dir.finished_ids(), progress)
-        return finish(run_dir, spec, [ex.id for ex in examples])
+            pool = _Pool(ray, worker_cls, spec, min(workers, len(todo)), max_retries)
+            _run_all(ledger, pool, todo, progress, run_dir.path)
+        return ledger.finish()
 
 
-def _run_all(run_dir: RunDir, pool: _Pool, todo: list[Example], done: set[str], progress: bool) -> None:
+def _run_all(ledger: Ledger[Episode, Summary], pool: _Pool, todo: list[Example], progress: bool, out: Path) -> None:
     """Stream ``todo``'s episodes from the actors into the run directory; end the actors in any case."""
     try:
-        drive(run_dir, _once(pool.stream(todo), done), len(todo), progress)
+        record_all(ledger, pool.stream(todo), len(todo), Accuracy(), progress)
     finally:
         pool.close()
-    _raise_if_given_up(pool.given_up, run_dir.path)
+    _raise_if_given_up(pool.given_up, out)
 
 
 def _check_counts(workers: int, max_retries: int) -> None:
@@ -176,14 +182,6 @@ def _worker_env() -> dict[str, str]:
     return {k: os.path.abspath(os.environ[k]) for k in _FORWARDED_ENV if os.environ.get(k)}
 
 
-def _once(episodes: Iterator[Episode], done: set[str]) -> Iterator[Episode]:
-    """Each example's episode once: results for ids already in the run directory are dropped."""
-    for episode in episodes:
-        if episode.example_id not in done:
-            done.add(episode.example_id)
-            yield episode
-
-
 def _last_line(err: Exception) -> str:
     """The last non-empty line of a (multi-line, remote) error: usually the original exception."""
     return next((line.strip() for line in reversed(str(err).splitlines()) if line.strip()), type(err).__name__)
@@ -210,14 +208,15 @@ class _Pool:
         self.deaths: Counter[str] = Counter()  # example id -> actors that died running it
         self.given_up: list[str] = []
 
-    def stream(self, todo: list[Example]) -> Iterator[Episode]:
-        """Episodes of ``todo`` in completion order; a dead actor's example is requeued first in line."""
+    def stream(self, todo: list[Example]) -> Iterator[tuple[Example, Episode]]:
+        """Examples of ``todo`` with their episodes in completion order; a dead actor's example is requeued
+        first in line."""
         queue = deque(todo)
         while queue or self.in_flight:
             self._dispatch(queue)
-            episode = self._collect(queue)
-            if episode is not None:
-                yield episode
+            answer = self._collect(queue)
+            if answer is not None:
+                yield answer
 
     def _dispatch(self, queue: deque[Example]) -> None:
         while queue and len(self.in_flight) < self.size:
@@ -225,8 +224,9 @@ class _Pool:
             example = queue.popleft()
             self.in_flight[actor.run.remote(example)] = (actor, example)
 
-    def _collect(self, queue: deque[Example]) -> Episode | None:
-        """The next finished result: its episode, or None when its actor died (the example is handled)."""
+    def _collect(self, queue: deque[Example]) -> tuple[Example, Episode] | None:
+        """The next finished result: its example and episode, or None when its actor died (the example is
+        handled)."""
         [ref], _ = self.ray.wait(list(self.in_flight), num_returns=1)
         actor, example = self.in_flight.pop(ref)
         try:
@@ -242,7 +242,7 @@ class _Pool:
                 raise
             raise err.cause from err
         self.idle.append(actor)
-        return episode
+        return example, episode
 
     def _bury(self, actor: Any, example: Example, err: Exception, queue: deque[Example]) -> None:
         """Drop a dead actor (the next dispatch starts a fresh one); requeue its example or give it up."""

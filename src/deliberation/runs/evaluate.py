@@ -70,7 +70,7 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
         check_method(name, engine, store)
     refuse_unread(replay.given(), replay.methods)
     examples = built_examples(store, data_dir, replay.questions, replay.ids)
-    backend = tree_backend(replay, store, examples)
+    backend = tree_backend(replay, store)
     try:
         return [execute(spec_of(replay, store, engine, name, examples, data_dir), _out(out, name, replay),
                         progress=progress, backend=backend) for name in replay.methods]
@@ -78,11 +78,11 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
         backend.close()
 
 
-def tree_backend(replay: Replay, store: TreeStore, examples: Sequence[Example]) -> TreeBackend:
+def tree_backend(replay: Replay, store: TreeStore) -> TreeBackend:
     """The replay's backend: reading the store only (offline), or adding what it lacks as the store's writer."""
     if replay.offline:
-        return TreeBackend(store, None, examples)
-    return recording_backend(store, examples, replay.cache or store.manifest.get("cache"))
+        return TreeBackend(store, None)
+    return recording_backend(store, replay.cache or store.manifest.get("cache"))
 
 
 def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, examples: Sequence[Example],

@@ -6,14 +6,16 @@ is checked before the directory is created, so bad input leaves nothing behind.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Generator, Iterable, Sequence
+from functools import partial
+from typing import Any, Iterable, Iterator, Sequence
 
 from deliberation import benchmarks, methods
 from deliberation.backends import check_options, context_window, make_backend, team_size
 from deliberation.backends.base import Backend
 from deliberation.backends.team import agent_models
-from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.backends.jobs import Ledger, QuestionJob, pending, run_job
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
@@ -76,13 +78,10 @@ def config_record(spec: RunSpec) -> dict[str, Any]:
     return {**to_json(spec), **methods.get(spec.method).record(spec.method_config())}
 
 
-def run_examples(method: Method, examples: Iterable[Example], backend: Backend,
-                 spec: RunSpec) -> Generator[Episode, None, None]:
-    """Episodes of ``examples`` (the unit of work shared by local and distributed runs): one by one, or
-    ``spec.concurrency`` at a time in the order they finish."""
-    cfg = spec.method_config()
-    return in_flight(lambda ex, b: method.run(ex, b, cfg, example_rng(spec.engine.seed, ex.id)), list(examples),
-                     backend, spec.concurrency)
+def run_example(method: Method, spec: RunSpec, example: Example, backend: Backend) -> Episode:
+    """The episode of ``example`` (the unit of work of local and distributed runs): it depends on the spec and
+    the example only, not on when or where it runs."""
+    return method.run(example, backend, spec.method_config(), example_rng(spec.engine.seed, example.id))
 
 
 def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | None = None) -> Summary:
@@ -92,41 +91,41 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     method, examples = validate(spec)
     run_dir = RunDir.prepare(out, config_record(spec))
     order = [ex.id for ex in examples]
-    if not remaining(run_dir, examples):  # finished: no model to load, no empty progress bar
+    if not pending(examples, run_dir.finished_ids()):  # finished: no model to load, no empty progress bar
         with run_dir.create():
             return finish(run_dir, spec, order)
-    own_backend = backend is None
-    backend = backend or make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
-    try:
-        with run_dir.create():
-            todo = remaining(run_dir, examples)  # again, locked: a run that ended meanwhile may have added some
-            run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
-            with stopping(run_examples(method, todo, backend, spec), backend) as episodes:
-                drive(run_dir, episodes, len(todo), progress)
-            return finish(run_dir, spec, order)
-    finally:
-        benchmarks.close_all()
-        if own_backend:
-            backend.close()
+    job = QuestionJob(examples, partial(_backend, spec, backend), lambda _: run_output(run_dir, spec, order),
+                      partial(run_example, method, spec), spec.concurrency, Accuracy())
+    return run_job(job, progress)
 
 
-def remaining(run_dir: RunDir, examples: list[Example]) -> list[Example]:
-    """The examples with no episode in ``run_dir`` yet, in their order."""
-    done = run_dir.finished_ids()
-    return [ex for ex in examples if ex.id not in done]
+def _backend(spec: RunSpec, given: Backend | None) -> AbstractContextManager[Backend]:
+    """The caller's backend, left open (an experiment's cells share it), else a new one, closed after the run."""
+    if given is not None:
+        return nullcontext(given)
+    return closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options))
 
 
-def drive(run_dir: RunDir, episodes: Iterable[Episode], total: int, progress: bool) -> None:
-    """Append episodes as they finish, with a bar showing accuracy so far and tokens."""
-    from tqdm import tqdm
+@contextmanager
+def run_output(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Iterator[Ledger[Episode, Summary]]:
+    """``run_dir`` as a run's output: this process its one writer (its episodes read again, locked: a run
+    that ended meanwhile may have added some), one line of episodes.jsonl per episode, summarized at the end."""
+    with run_dir.create():
+        run_dir.clear_summary()  # an extension killed midway must not keep reporting the old summary
+        yield Ledger(frozenset(run_dir.finished_ids()), lambda _, episode: run_dir.append(episode),
+                     partial(finish, run_dir, spec, order))
 
-    right = tokens = done = 0
-    with tqdm(total=total, disable=not progress, unit="q", dynamic_ncols=True) as bar:
-        for ep in episodes:
-            run_dir.append(ep)
-            done, right, tokens = done + 1, right + ep.correct, tokens + ep.prompt_tokens + ep.completion_tokens
-            bar.set_postfix(acc=f"{right / done:.3f}", tok_per_q=f"{tokens / done:.0f}")
-            bar.update()
+
+class Accuracy:
+    """The progress bar's postfix of a run: accuracy and tokens per question over the episodes so far."""
+
+    def __init__(self) -> None:
+        self.done = self.right = self.tokens = 0
+
+    def __call__(self, episode: Episode) -> dict[str, str]:
+        self.done, self.right = self.done + 1, self.right + episode.correct
+        self.tokens += episode.prompt_tokens + episode.completion_tokens
+        return {"acc": f"{self.right / self.done:.3f}", "tok_per_q": f"{self.tokens / self.done:.0f}"}
 
 
 def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:

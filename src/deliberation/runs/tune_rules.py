@@ -132,7 +132,7 @@ def best_rule_record(chosen: GridRow, rows: Sequence[GridRow], tuning: Tuning) -
             "rounds": tuning.rounds, "trees": list(tuning.trees),
             "chosen_by": "whole-episode accuracy pooled over the stores, then fewer tokens per question, then "
                          f"the simpler rule ({' < '.join(simplest_first(tuning.actions))}; lower threshold first)",
-            "grid": [to_json(r) for r in rows]}
+            "grid": [to_json(r) for r in rows], **({"ids": list(tuning.ids)} if tuning.ids else {})}
 
 
 def grid_table(chosen: GridRow, rows: Sequence[GridRow]) -> str:

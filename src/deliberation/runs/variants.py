@@ -105,7 +105,7 @@ def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: 
 
 def run_store(planned: StoreReplay, variants: Sequence[Variant], progress: bool) -> list[Summary]:
     """Replay the planned variants over one store with one shared backend."""
-    backend = tree_backend(planned.replay, planned.store, planned.examples)
+    backend = tree_backend(planned.replay, planned.store)
     try:
         return [_run_one(spec, out, v.label, backend, progress)
                 for spec, out, v in zip(planned.specs, planned.outs, variants)]

@@ -14,14 +14,15 @@ is served the very same completions (llama.cpp's output can depend on which requ
 
 from __future__ import annotations
 
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
-from deliberation.backends.base import Backend
-from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.backends.base import Backend, cache_scope_of
+from deliberation.backends.jobs import Ledger, QuestionJob, run_job
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine import prompts
@@ -75,7 +76,7 @@ def update_specs(names: tuple[str, ...]) -> list[MethodSpec]:
 
 def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
     engine = spec.engine
-    return {"backend": backend.name, "model": backend.model, "scope": getattr(backend, "scope", backend.model),
+    return {"backend": backend.name, "model": backend.model, "scope": cache_scope_of(backend),
             "supports_logprobs": backend.supports_logprobs, "backend_options": spec.backend_options,
             "benchmark": spec.benchmark, "split": spec.split, "temperature": engine.temperature,
             "max_tokens": engine.max_tokens, "seed": engine.seed, "verbal_confidence": engine.verbal_confidence,
@@ -84,7 +85,7 @@ def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
             "cache": spec.cache, "command": spec.command, **selection_entry(spec.selection)}
 
 
-def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> str:
+def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> None:
     """Round 0 and the extra round-0 samples (each with its critic call: confidence-weighted
     self-consistency reads them), and every agent's REFINE under each update prompt."""
     bench = benchmarks.get(spec.benchmark)
@@ -97,7 +98,6 @@ def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: 
     score_confidence(ctx, [record_of(ctx, c, True, asked) for c in samples])
     for update in updates:
         act(make_context(example, backend, bench, spec.engine, update), records, [Action.REFINE] * len(records), 1)
-    return example.id
 
 
 def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
@@ -106,28 +106,19 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     examples = load_selected(benchmarks.get(spec.benchmark), spec.split, spec.limit, spec.selection, spec.data_dir)
     updates = update_specs(recorded_methods(spec))
     refuse_if_locked(Path(out), BUSY_FIX)
-    inner = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
+    job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
+                      lambda inner: _store(out, spec, inner),
+                      lambda ex, backend: build_question(ex, backend, spec, updates), spec.concurrency)
+    return run_job(job, progress)
+
+
+@contextmanager
+def _store(out: str, spec: TreeSpec, inner: Backend) -> Iterator[Ledger[None, int]]:
+    """The tree store as the build's output, its one writer until left: questions run through a
+    ``TreeBackend`` that records their nodes, a built question is marked so; the count of built questions."""
+    store = TreeStore.create(out, manifest(spec, inner))
     try:
-        store = TreeStore.create(out, manifest(spec, inner))
-        try:
-            _build_missing(store, TreeBackend(store, inner, examples), examples, spec, updates, progress)
-        finally:
-            store.unlock()
+        yield Ledger(frozenset(store.built), lambda ex, _: store.mark_built(ex.id), lambda: len(store.built),
+                     TreeBackend(store, inner))
     finally:
-        benchmarks.close_all()
-        inner.close()
-    return len(store.built)
-
-
-def _build_missing(store: TreeStore, backend: TreeBackend, examples: list[Example], spec: TreeSpec,
-                   updates: list[MethodSpec], progress: bool) -> None:
-    """Build the questions the store has not built yet, marking each as it finishes."""
-    from tqdm import tqdm
-
-    todo = [e for e in examples if e.id not in store.built]
-    answered = stopping(in_flight(lambda e, b: build_question(e, b, spec, updates), todo, backend,
-                                  spec.concurrency), backend)
-    with tqdm(total=len(todo), disable=not progress, unit="q") as bar, answered as done:
-        for example_id in done:
-            store.mark_built(example_id)
-            bar.update()
+        store.unlock()

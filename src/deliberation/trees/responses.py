@@ -36,7 +36,7 @@ class Response:
 def responses(store: TreeStore, data_dir: str | None = None) -> list[Response]:
     """The responses of every built question of ``store`` (offline: a missing node is a one-line error)."""
     examples = built_examples(store, data_dir)
-    backend = TreeBackend(store, None, examples)
+    backend = TreeBackend(store, None)
     bench = benchmarks.get(store.manifest["benchmark"])
     engine = store_engine(store, rounds=1)
     spec = MethodSpec("signals", ConstantPolicy(Action.REFINE), confidence=True)

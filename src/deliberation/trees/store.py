@@ -15,7 +15,9 @@ Directory layout:
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
   finish; ``{"example_id", "built": true}`` marks a question whose round 0 and round 1 are complete
   (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node:
-  ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic;
+  ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic (the request's
+  ``types.Purpose``, which also names the question a node is filed under), ``agent`` the agent bits of the
+  request's seed (``engine.loop.request_seed``: a RESAMPLE's are its sample's, a critic's, seed 0, are 0);
 - ``.writer.lock``: locked by the one process appending to the store (``trees.lock``); readers ignore it.
 """
 
@@ -36,7 +38,7 @@ from deliberation.config import EngineConfig, Selection
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
 from deliberation.trees.lock import DirectoryLock, lock_directory
-from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json,
+from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, purpose_of,
                                 read_gzip_lines, to_json)
 from deliberation.types import write_json_atomic
 
@@ -69,13 +71,10 @@ class TreeRow:
 
 
 def node_of(backend: str, scope: str, request: GenerationRequest, completion: Completion) -> Node:
-    """The node recording ``completion`` as the answer to ``request``."""
-    return Node(request_key(backend, scope, request), kind_of(request), request.seed % 16, completion)
-
-
-def kind_of(request: GenerationRequest) -> str:
-    """answer (round 0), critic, or update (a REFINE or debate turn), read from the engine's prompt."""
-    return prompts.parse(request.messages).kind
+    """The node recording ``completion`` as the answer to ``request``: its kind as the request's purpose says,
+    its agent as every store has recorded it (the seed's agent bits, see the module docstring)."""
+    kind = purpose_of(request, "tree store").kind
+    return Node(request_key(backend, scope, request), kind, request.seed % 16, completion)
 
 
 class TreeStore:
@@ -227,7 +226,7 @@ class TreeBackend:
     writer lock is held from here to ``close``), or, with no ``inner`` (offline, reading only), fails with one
     line naming the first missing node."""
 
-    def __init__(self, store: TreeStore, inner: Backend | None, examples: Sequence[Example],
+    def __init__(self, store: TreeStore, inner: Backend | None,
                  missing_hint: str = "rerun without --offline to add it") -> None:
         if inner is not None:
             store.lock()
@@ -236,15 +235,12 @@ class TreeBackend:
         self.name: str = store.manifest["backend"]
         self.model: str = store.manifest["model"]
         self.supports_logprobs: bool = store.manifest["supports_logprobs"]
-        self.scope: str = store.manifest["scope"]
-        bench = benchmarks.get(store.manifest["benchmark"])
-        # formatted question -> example id: a request names its question (prompts.question_in)
-        self.examples = {bench.format_question(e): e.id for e in examples}
+        self.cache_scope: str = store.manifest["scope"]
         self.calls = 0  # requests sent to ``inner``
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """Recorded outcomes come back marked ``cached``; missing ones are generated and recorded first."""
-        keys = [request_key(self.name, self.scope, r) for r in requests]
+        keys = [request_key(self.name, self.cache_scope, r) for r in requests]
         missing = list(dict.fromkeys(k for k in keys if k not in self.store.nodes))
         fresh = self._expand([requests[keys.index(k)] for k in missing])
         return [fresh[k] if k in fresh else replace(self.store.nodes[k].completion, cached=True) for k in keys]
@@ -254,21 +250,19 @@ class TreeBackend:
         if not requests:
             return {}
         if self.inner is None:
-            node = node_of(self.name, self.scope, requests[0], Completion("", 0, 0))
+            wanted = purpose_of(requests[0], "tree store")
             recorded = self.store.manifest.get("methods")
             partial = recorded is not None and set(recorded) != set(methods.METHODS)
             only = f"; it records round 1 of {', '.join(recorded)} only" if partial else ""
-            raise DelibError(f"{self.store.path} has no {node.kind} node of agent {node.agent} for question "
-                             f"{self._example(requests[0])} (offline{only}); {self.missing_hint}")
+            raise DelibError(f"{self.store.path} has no {wanted.kind} node of agent {requests[0].agent} for "
+                             f"question {wanted.example_id} at round {wanted.round} (offline{only}); "
+                             f"{self.missing_hint}")
         self.calls += len(requests)
-        nodes = [node_of(self.name, self.scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
-        for example in dict.fromkeys(self._example(r) for r in requests):
-            self.store.add(example, [n for r, n in zip(requests, nodes) if self._example(r) == example])
+        nodes = [node_of(self.name, self.cache_scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
+        filed = [purpose_of(r, "tree store").example_id for r in requests]  # each node under its question
+        for example in dict.fromkeys(filed):
+            self.store.add(example, [n for e, n in zip(filed, nodes) if e == example])
         return {n.key: n.completion for n in nodes}
-
-    def _example(self, request: GenerationRequest) -> str:
-        question = prompts.question_in(request.messages)
-        return self.examples.get(question or "", "?")
 
     def interrupt(self) -> None:
         if self.inner is not None:
@@ -280,7 +274,7 @@ class TreeBackend:
             self.store.unlock()
 
 
-def recording_backend(store: TreeStore, examples: Sequence[Example], cache: str | None,
+def recording_backend(store: TreeStore, cache: str | None,
                       missing_hint: str = "rerun without --offline to add it") -> TreeBackend:
     """A TreeBackend whose misses go to the store's own backend (through ``cache``) and are recorded; the
     store's writer lock is taken before that backend loads, so a store another process writes is refused
@@ -292,7 +286,7 @@ def recording_backend(store: TreeStore, examples: Sequence[Example], cache: str 
     except BaseException:
         store.unlock()
         raise
-    return TreeBackend(store, inner, examples, missing_hint)
+    return TreeBackend(store, inner, missing_hint)
 
 
 def built_examples(store: TreeStore, data_dir: str | None, questions: int | None = None,

@@ -8,17 +8,15 @@ update prompts come in versions, one file each, registered in ``PROMPTS`` and ch
   version 2; ``standalone.py``).
 
 The response cache keys hash the messages themselves, so a request of either version is its own key, and
-round-0 answers, identical in both, stay shared.
+round-0 answers, identical in both, stay shared. A prompt set returns each prompt as a ``Prompt``: its
+messages with what they ask and show as data, which the engine sends as the request's ``types.Purpose``.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from deliberation.engine.prompts.common import (DEBATE, PROBLEM_HEADER, RECONCILE, REFINE, SECTION, SYSTEM, Parsed,
-                                                PromptSet, UpdateStyle, answered, initial_messages, question_in)
+from deliberation.engine.prompts.common import (DEBATE, PROBLEM_HEADER, RECONCILE, REFINE, SECTION, SYSTEM, Prompt,
+                                                PromptSet, UpdateStyle, answered, initial_messages)
 from deliberation.registry import lookup
-from deliberation.types import Message
 
 PROMPTS: dict[str, str] = {
     "continuation": "deliberation.engine.prompts.continuation:PROMPTS",
@@ -32,11 +30,5 @@ def get(name: str) -> PromptSet:
     return lookup(PROMPTS, name, "prompt set")
 
 
-def parse(messages: Sequence[Message]) -> Parsed:
-    """Any request the engine builds, read back: continuation requests carry an assistant turn."""
-    continues = any(m.role == "assistant" for m in messages)
-    return get("continuation" if continues else "standalone").parse(messages)
-
-
-__all__ = ["DEBATE", "DEFAULT", "PROBLEM_HEADER", "PROMPTS", "Parsed", "PromptSet", "RECONCILE", "REFINE", "SECTION",
-           "SYSTEM", "UpdateStyle", "answered", "get", "initial_messages", "parse", "question_in"]
+__all__ = ["DEBATE", "DEFAULT", "PROBLEM_HEADER", "PROMPTS", "Prompt", "PromptSet", "RECONCILE", "REFINE", "SECTION",
+           "SYSTEM", "UpdateStyle", "answered", "get", "initial_messages"]

@@ -1,5 +1,5 @@
-"""What every prompt set shares: the round-0 prompt, the update styles, the critic questions, and the
-structure a request is parsed back into (``Parsed``).
+"""What every prompt set shares: the round-0 prompt, the update styles, and what a prompt set's critic and
+update functions return (``Prompt``: the messages, with the solutions they show as data).
 
 The initial prompt is the same in every prompt set and every method, so round-0 requests (same seed) are
 identical across methods and prompt versions and the response cache serves them once. Update styles follow
@@ -7,13 +7,12 @@ their sources: ``DEBATE`` Du et al. 2023 ("Improving Factuality and Reasoning in
 Multiagent Debate"); ``RECONCILE`` Chen et al. 2024 (ReConcile: answers shown with confidences); ``REFINE``
 the REFINE action of Yang & Thomason 2026 (re-examine the own solution in the light of the peers').
 
-The first user message of every request starts with ``PROBLEM_HEADER`` followed by the question, so tools
-(the scripted backend, tree stores, cache inspection) can find the question in a request.
+Nothing reads a prompt's text back: the engine sends each request with its ``types.Purpose`` (what it asks,
+about which question, on which solutions), so a new ``UpdateStyle`` needs only its entry here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -23,7 +22,6 @@ SYSTEM = "You are a careful expert problem solver. Reason step by step, then sta
 PROBLEM_HEADER = "Problem:\n"
 SECTION = "\n\n## "
 PEER_CHAR_LIMIT = 2000  # keep prompts bounded: a peer's solution is shown by its last characters
-_PEER_HEADER = re.compile(r"(?:^|\n\n)Agent \d+(?: \(confidence [\d.]+\))?:\n")
 
 
 @dataclass(frozen=True)
@@ -53,19 +51,19 @@ RECONCILE = UpdateStyle(
 
 
 @dataclass(frozen=True)
-class Parsed:
-    """A request read back: what it asks (answer, update, critic), about which question, on which own
-    solution, given which peers' solutions (the scripted simulator and tree stores need no more)."""
+class Prompt:
+    """A request's messages, what they ask (``kind``: answer, update or critic) and the solutions they show, as
+    shown (``own``: the agent's, ``peers``: the others'); the engine copies all but the messages into the
+    request's ``types.Purpose``."""
 
     kind: str
-    question: str | None
+    messages: tuple[Message, ...]
     own: str = ""
     peers: tuple[str, ...] = ()
-    verbal: bool = False
 
 
-Critic = Callable[[str, Sequence[Message], bool], tuple[Message, ...]]
-Update = Callable[[UpdateStyle, str, Sequence[Message], Sequence[str], Sequence[float | None]], tuple[Message, ...]]
+Critic = Callable[[str, Sequence[Message], bool], Prompt]
+Update = Callable[[UpdateStyle, str, Sequence[Message], Sequence[str], Sequence[float | None]], Prompt]
 
 
 @dataclass(frozen=True)
@@ -79,10 +77,9 @@ class PromptSet:
     version: int
     """Recorded in run configs and tree manifests: stores refuse to mix versions."""
     critic: Critic
-    """(question, history, verbal) -> the messages of the introspective-confidence probe."""
+    """(question, history, verbal) -> the introspective-confidence probe."""
     update: Update
-    """(style, question, history, peers' solutions, peers' confidences) -> the messages of a REFINE call."""
-    parse: Callable[[Sequence[Message]], Parsed]
+    """(style, question, history, peers' solutions, peers' confidences) -> the prompt of a REFINE call."""
 
 
 def problem(question: str) -> str:
@@ -93,17 +90,17 @@ def clip(text: str) -> str:
     return text if len(text) <= PEER_CHAR_LIMIT else "..." + text[-PEER_CHAR_LIMIT:]
 
 
+def shown_peers(peers: Sequence[str]) -> tuple[str, ...]:
+    """The peers' solutions as an update prompt shows them."""
+    return tuple(clip(text) for text in peers)
+
+
 def peers_block(peers: Sequence[str], confidences: Sequence[float | None] | None = None) -> str:
     parts = []
-    for j, text in enumerate(peers, start=1):
+    for j, text in enumerate(shown_peers(peers), start=1):
         conf = "" if confidences is None or confidences[j - 1] is None else f" (confidence {confidences[j - 1]:.2f})"
-        parts.append(f"Agent {j}{conf}:\n{clip(text)}")
+        parts.append(f"Agent {j}{conf}:\n{text}")
     return "\n\n".join(parts)
-
-
-def split_peers(block: str) -> tuple[str, ...]:
-    """The solutions listed in a ``peers_block`` (the inverse, up to clipping)."""
-    return tuple(p for p in _PEER_HEADER.split(block) if p.strip())
 
 
 def chat(user: str) -> tuple[Message, ...]:
@@ -118,26 +115,3 @@ def initial_messages(question: str) -> tuple[Message, ...]:
 def answered(question: str, text: str) -> tuple[Message, ...]:
     """The conversation of a round-0 answer: the initial prompt and ``text`` as the assistant turn."""
     return (*initial_messages(question), Message("assistant", text))
-
-
-def question_of(content: str) -> str | None:
-    """The problem text inside a user message built here (None if it has no problem header)."""
-    if not content.startswith(PROBLEM_HEADER):
-        return None
-    return content[len(PROBLEM_HEADER) :].split(SECTION, 1)[0]
-
-
-def question_in(messages: Sequence[Message]) -> str | None:
-    """The problem a request is about: read from its first user message."""
-    first = next((m.content for m in messages if m.role == "user"), "")
-    return question_of(first)
-
-
-def sections(content: str) -> dict[str, str]:
-    """A user message's ``## `` sections: heading -> body (the text before the first one under "")."""
-    head, *rest = content.split(SECTION)
-    out = {"": head}
-    for part in rest:
-        title, _, body = part.partition("\n")
-        out[title] = body
-    return out

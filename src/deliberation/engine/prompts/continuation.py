@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from deliberation.engine.prompts.common import (SECTION, Parsed, PromptSet, UpdateStyle, peers_block, question_in,
-                                                sections, split_peers)
+from deliberation.engine.prompts.common import SECTION, Prompt, PromptSet, UpdateStyle, peers_block, shown_peers
 from deliberation.types import Message
 
 CRITIC_QUESTION = "Is your solution above correct? Answer with a single word: Yes or No."
@@ -22,30 +21,18 @@ VERBAL_QUESTION = ("How confident are you that your solution above is correct? R
                    "0 to 100.")
 
 
-def critic(question: str, history: Sequence[Message], verbal: bool) -> tuple[Message, ...]:
+def critic(question: str, history: Sequence[Message], verbal: bool) -> Prompt:
     """The agent is asked, as its next turn, whether its own last solution is correct."""
-    return (*history, Message("user", VERBAL_QUESTION if verbal else CRITIC_QUESTION))
+    ask = Message("user", VERBAL_QUESTION if verbal else CRITIC_QUESTION)
+    return Prompt("critic", (*history, ask), history[-1].content)
 
 
 def update(style: UpdateStyle, question: str, history: Sequence[Message], peers: Sequence[str],
-           confidences: Sequence[float | None]) -> tuple[Message, ...]:
+           confidences: Sequence[float | None]) -> Prompt:
     """The peers' solutions (with confidences where the style shows them) and the task, as the next turn."""
     shown = peers_block(peers, confidences if style.confidences else None)
-    return (*history, Message("user", f"## {style.heading}\n{shown}{SECTION}Task\n{style.task}"))
+    turn = Message("user", f"## {style.heading}\n{shown}{SECTION}Task\n{style.task}")
+    return Prompt("update", (*history, turn), history[-1].content, shown_peers(peers))
 
 
-def parse(messages: Sequence[Message]) -> Parsed:
-    """A request built here, read back: the own solution is the last assistant turn."""
-    user = messages[-1].content
-    own = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
-    question = question_in(messages)
-    if user in (CRITIC_QUESTION, VERBAL_QUESTION):
-        return Parsed("critic", question, own, verbal=user == VERBAL_QUESTION)
-    if len(messages) <= 2:
-        return Parsed("answer", question)
-    parts = sections("\n\n" + user)  # the turn starts with its first section
-    block = next((body for title, body in parts.items() if "other agents" in title.lower()), "")
-    return Parsed("update", question, own, split_peers(block))
-
-
-PROMPTS = PromptSet("continuation", 2, critic, update, parse)
+PROMPTS = PromptSet("continuation", 2, critic, update)

@@ -9,39 +9,30 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from deliberation.engine.prompts.common import (SECTION, Parsed, PromptSet, UpdateStyle, chat, clip, peers_block,
-                                                problem, question_of, sections, split_peers)
+from deliberation.engine.prompts.common import (SECTION, Prompt, PromptSet, UpdateStyle, chat, clip, peers_block,
+                                                problem, shown_peers)
 from deliberation.types import Message
 
 CRITIC_QUESTION = "Is this solution correct? Answer with a single word: Yes or No."
 VERBAL_QUESTION = "How confident are you that this solution is correct? Reply with a single integer from 0 to 100."
 
 
-def critic(question: str, history: Sequence[Message], verbal: bool) -> tuple[Message, ...]:
+def critic(question: str, history: Sequence[Message], verbal: bool) -> Prompt:
     """The critic reads the problem and the solution (the last assistant turn) as a proposal."""
     ask = VERBAL_QUESTION if verbal else CRITIC_QUESTION
-    return chat(f"{problem(question)}{SECTION}Proposed solution\n{clip(history[-1].content)}{SECTION}Question\n{ask}")
+    own = clip(history[-1].content)
+    return Prompt("critic", chat(f"{problem(question)}{SECTION}Proposed solution\n{own}{SECTION}Question\n{ask}"),
+                  own)
 
 
 def update(style: UpdateStyle, question: str, history: Sequence[Message], peers: Sequence[str],
-           confidences: Sequence[float | None]) -> tuple[Message, ...]:
+           confidences: Sequence[float | None]) -> Prompt:
     """The problem, the own solution, the peers' solutions (with confidences where the style shows them)."""
     shown = peers_block(peers, confidences if style.confidences else None)
-    return chat(f"{problem(question)}{SECTION}Your previous solution\n{clip(history[-1].content)}"
-                f"{SECTION}{style.heading}\n{shown}{SECTION}Task\n{style.task}")
+    own = clip(history[-1].content)
+    return Prompt("update", chat(f"{problem(question)}{SECTION}Your previous solution\n{own}"
+                                 f"{SECTION}{style.heading}\n{shown}{SECTION}Task\n{style.task}"),
+                  own, shown_peers(peers))
 
 
-def parse(messages: Sequence[Message]) -> Parsed:
-    """A request built here, read back."""
-    user = messages[-1].content
-    parts = sections(user)
-    question = question_of(user)
-    if CRITIC_QUESTION in user or VERBAL_QUESTION in user:
-        return Parsed("critic", question, parts.get("Proposed solution", ""), verbal=VERBAL_QUESTION in user)
-    if "Task" not in parts:
-        return Parsed("answer", question)
-    peers = next((body for title, body in parts.items() if "other agents" in title.lower()), "")
-    return Parsed("update", question, parts.get("Your previous solution", ""), split_peers(peers))
-
-
-PROMPTS = PromptSet("standalone", 1, critic, update, parse)
+PROMPTS = PromptSet("standalone", 1, critic, update)
