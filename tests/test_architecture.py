@@ -7,6 +7,7 @@ Every ``import`` statement of every module counts, lazy ones inside functions an
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,20 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def imports_of(path: Path, known: set[str]) -> set[str]:
-    """The deliberation modules ``path`` imports (``from pkg import mod`` resolves to ``pkg.mod``)."""
+REGISTERED = re.compile(r"^(deliberation(?:\.\w+)+):[\w.\[\]\"'-]+$")
+"""A registry entry ``"module:attribute"`` (``registry.lookup`` imports it lazily): an import like any other."""
+
+
+def imports_of(path: Path, known: set[str], registered: bool = False) -> set[str]:
+    """The deliberation modules ``path`` imports (``from pkg import mod`` resolves to ``pkg.mod``), and with
+    ``registered`` its registry strings ``"deliberation.pkg.mod:NAME"`` too: for the layers, a
+    string-registered dependency is still one (a package's registry naming its own modules is no cycle)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
+        if registered and isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                REGISTERED.match(node.value):
+            found.add(REGISTERED.match(node.value).group(1))
+        elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.split(".")[0] == "deliberation"}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "deliberation":
             subs = {f"{node.module}.{a.name}" for a in node.names} & known
@@ -40,10 +50,10 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
+def graph(registered: bool = False) -> dict[str, set[str]]:
     mods = modules()
     known = set(mods)
-    return {name: imports_of(path, known) & known - {name} for name, path in mods.items()}
+    return {name: imports_of(path, known, registered) & known - {name} for name, path in mods.items()}
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -86,6 +96,13 @@ def test_imports_of_resolves_submodules_and_lazy_imports(tmp_path: Path) -> None
     assert imports_of(source, known) == {"deliberation.engine.loop", "deliberation.types"}
 
 
+def test_registry_strings_count_as_imports(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text('TABLE = {"a": "deliberation.engine.loop:run_episode", "b": "not a module: x"}\n')
+    assert imports_of(source, {"deliberation.engine.loop"}, registered=True) == {"deliberation.engine.loop"}
+    assert imports_of(source, {"deliberation.engine.loop"}) == set()
+
+
 def test_the_package_has_no_import_cycle() -> None:
     assert find_cycle(graph()) is None
 
@@ -112,6 +129,6 @@ def test_every_package_is_a_layer() -> None:
 @pytest.mark.parametrize("package", LAYERS)
 def test_packages_import_nothing_above_them(package: str) -> None:
     allowed = set(LAYERS[: LAYERS.index(package) + 1]) | {""}
-    bad = {(m, i) for m, deps in graph().items() if package_of(m) == package for i in deps
+    bad = {(m, i) for m, deps in graph(registered=True).items() if package_of(m) == package for i in deps
            if package_of(i) not in allowed}
     assert not bad, sorted(bad)

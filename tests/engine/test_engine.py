@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from deliberation import benchmarks
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import AgentRecord, act, make_context, request_seed, run_episode
 from deliberation.engine.spec import MethodSpec

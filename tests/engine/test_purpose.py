@@ -15,7 +15,7 @@ from deliberation.benchmarks import get as get_benchmark
 from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.engine.loop import act, initial_round, make_context
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.policy.rules import ConstantPolicy

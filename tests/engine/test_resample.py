@@ -13,7 +13,7 @@ from deliberation.benchmarks import get as get_benchmark
 from deliberation.cli.main import main
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import act, initial_round, make_context, resample_agent
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.engine.spec import MethodSpec
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.types import Action

@@ -10,7 +10,7 @@ import pytest
 
 from deliberation import benchmarks
 from deliberation.benchmarks.helpers import sources
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.errors import DelibError
 from deliberation.runs.runner import RunSpec, execute
 from deliberation.types import GenerationRequest, Message, Purpose

@@ -74,7 +74,7 @@ def test_concurrent_questions_give_the_same_episodes(tmp_path, method):
 
 
 def test_concurrency_merges_the_questions_requests_into_shared_batches():
-    from deliberation.engine.scripted import ScriptedBackend
+    from deliberation.backends.scripted import ScriptedBackend
     from functools import partial
 
     from deliberation.backends.concurrent import in_flight

@@ -8,7 +8,7 @@ from dataclasses import replace
 from deliberation import benchmarks, methods
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import example_rng, make_context, run_episode
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.methods.base import MethodConfig
 from deliberation.methods.oracle import SPEC, best_episode, candidates, one_round, tokens
 from deliberation.policy.rules import JointActions

@@ -12,7 +12,7 @@ from typing import Sequence
 import pytest
 import torch
 
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.perf import BenchSettings, llama_build, run_settings
 from deliberation.perf.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
 from deliberation.perf.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,

@@ -12,7 +12,7 @@ from deliberation import benchmarks
 from deliberation.cli.main import main
 from deliberation.engine.consensus import Ballot, leave_one_out, vote
 from deliberation.engine.loop import make_context, run_episode
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.policy.rules import AgreementThreshold

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from deliberation import benchmarks
-from deliberation.engine.scripted import ScriptedBackend
+from deliberation.backends.scripted import ScriptedBackend
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import AgentRecord, make_context
 from deliberation.engine.spec import MethodSpec

@@ -23,7 +23,7 @@ BACKENDS: dict[str, str] = {
     "openai": "deliberation.backends.openai_http:OpenAIBackend",
     "hf": "deliberation.backends.hf:HFBackend",
     "vllm": "deliberation.backends.vllm:VLLMBackend",
-    "scripted": "deliberation.engine.scripted:ScriptedBackend",
+    "scripted": "deliberation.backends.scripted:ScriptedBackend",
     "team": "deliberation.backends.team:TeamBackend",  # each agent on its own model (--team)
 }
 

@@ -59,7 +59,7 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
     from tqdm import tqdm
 
     from deliberation.backends.llamacpp import LlamaCppBackend
-    from deliberation.engine.scripted import ScriptedBackend
+    from deliberation.backends.scripted import ScriptedBackend
 
     meta = collect_meta(settings)  # before the work: its load average is the background load
     with tqdm(total=len(settings.overhead_methods) + 5, disable=not progress, unit="stage") as bar:

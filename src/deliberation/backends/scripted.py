@@ -1,7 +1,7 @@
 """A deterministic, seeded simulator of LLM agents, for tests and overhead benchmarks only: the
-``scripted`` backend. It lives in the engine, not in ``backends/``, because it simulates the engine's
-agents: it reads what each request is for (``GenerationRequest.purpose``, set by the engine), which no real
-backend needs.
+``scripted`` backend. It simulates the engine's agents from what each request is for
+(``GenerationRequest.purpose``, a typed record the engine sets), so it needs nothing of the engine and lives
+beside the real backends: its registry entry points down the layers, never up.
 
 It reads the request's purpose (never the prompt text: any prompt style or wording works), looks the problem
 up in the benchmark (built without one: in the own-data files and benchmarks this process opened, which the
