@@ -17,17 +17,9 @@ from deliberation.backends.scripted import ScriptedBackend
 from deliberation.engine.spec import MethodSpec
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.types import Action
+from replays import episodes
 
 QUESTIONS = 4
-
-
-def episodes(run: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
-    for row in rows:
-        del row["wall_seconds"], row["generation_seconds"]
-        for turn in row["turns"]:
-            del turn["cached"]
-    return rows
 
 
 def test_the_kth_resample_of_agent_i_is_sample_k_n_plus_i():

@@ -5,7 +5,6 @@ no "other agents", the words the readers once searched the prompt for (they then
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from deliberation.methods.base import fixed
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.store import TreeStore
 from deliberation.types import Action
+from replays import episodes
 
 CRITIQUE = UpdateStyle(
     "critique", "Answers to weigh",
@@ -38,15 +38,6 @@ def registered(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def delib(*argv: str) -> None:
     assert main([*argv, "--quiet"]) == 0
-
-
-def episodes(run: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
-    for row in rows:
-        del row["wall_seconds"], row["generation_seconds"]
-        for turn in row["turns"]:
-            del turn["cached"]
-    return rows
 
 
 def fixes(rows: list[dict]) -> int:

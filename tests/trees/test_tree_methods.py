@@ -4,13 +4,13 @@ what the manifest promises (issue 36)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from deliberation.cli.main import main
 from deliberation.trees.store import TreeStore
+from replays import episodes
 
 QUESTIONS = 3
 
@@ -21,15 +21,6 @@ def delib(*argv: str) -> int:
 
 def build(out: Path, *extra: str) -> None:
     assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--out", str(out), *extra) == 0
-
-
-def episodes(run: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
-    for row in rows:
-        del row["wall_seconds"], row["generation_seconds"]
-        for turn in row["turns"]:
-            del turn["cached"]
-    return rows
 
 
 @pytest.fixture(scope="module")

@@ -7,27 +7,18 @@ the store was built with: the online run is served the very completions the stor
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from deliberation.cli.main import main
 from deliberation.methods import METHODS as REGISTERED
+from replays import episodes
 
 pytestmark = pytest.mark.integration
 METHODS = tuple(REGISTERED)
 COMMON = ("--benchmark", "gsm8k", "--limit", "2", "--backend", "llamacpp", "--model", "smollm2-135m",
           "--max-tokens", "48", "--quiet")
-
-
-def episodes(run: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
-    for row in rows:
-        del row["wall_seconds"], row["generation_seconds"]
-        for turn in row["turns"]:
-            del turn["cached"]
-    return rows
 
 
 @pytest.fixture(scope="module")
