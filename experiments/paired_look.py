@@ -1,7 +1,9 @@
 """Record look K of the paired experiment from its report folder into the look's summary.json, and merge
-it into docs/results/paired/summary.json (one entry per look); print the decision.
+it into docs/results/paired/summary.json (one entry per look); print the decision. With STORE:N arguments
+(a test store and the look's question count in it) the record gains the headroom columns that come from
+the stores: some agent right at round 0, and each signal's AUROC.
 
-    python experiments/paired_look.py K LOOK_DIR LEARNED_LABEL [SUMMARY]
+    python experiments/paired_look.py K LOOK_DIR LEARNED_LABEL SUMMARY [STORE:N ...]
 """
 
 from __future__ import annotations
@@ -10,12 +12,17 @@ import json
 import sys
 from pathlib import Path
 
-from deliberation.report.look import look_record
+from deliberation.report.look import headroom, look_record
+from deliberation.trees.store import TreeStore
 from deliberation.types import write_json_atomic
 
 
-def main(look: int, folder: Path, learned: str, summary: Path) -> None:
+def main(look: int, folder: Path, learned: str, summary: Path, stores: list[str]) -> None:
     record = look_record(look, folder / "report", learned)
+    opened = [(s, TreeStore.open(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in stores]
+    if opened:
+        record["headroom"] = headroom([(f"{st.manifest['benchmark']}/{st.manifest['split']}", st, n)
+                                       for _, st, n in opened])
     write_json_atomic(folder / "summary.json", record)
     looks = json.loads(summary.read_text())["looks"] if summary.is_file() else []
     looks = [x for x in looks if x["look"] != look] + [record]
@@ -25,5 +32,4 @@ def main(look: int, folder: Path, learned: str, summary: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3],
-         Path(sys.argv[4]) if len(sys.argv) > 4 else Path("docs/results/paired/summary.json"))
+    main(int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]), sys.argv[5:])

@@ -36,4 +36,5 @@ for pair in "${STORE_N[@]}"; do
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['label'])" "$RULE")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "best rule: $reference" --out "$L/report"
-python "$(dirname "$0")/paired_look.py" "$K" "$L" "mpdf [$POLICY]" "$OUT/summary.json"
+python "$(dirname "$0")/paired_look.py" "$K" "$L" "mpdf [$POLICY]" "$OUT/summary.json" \
+  "$D/gsm8k-test:$((GSM * K))" "$D/math-test:$((MATH * K))"

@@ -55,6 +55,9 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     pooled = record["methods"]["mpdf [default]"]["pooled"]
     assert pooled["n"] == 4 + 2 and {"only_method", "only_reference", "mcnemar_p", "diff_ci95"} <= set(pooled)
     assert "self-consistency [agents=6]" in record["methods"] and "adaptive-consistency" in record["methods"]
+    room = record["headroom"]
+    assert set(room) == {"gsm8k/test", "math/test", "pooled"} and room["pooled"]["some_agent_right"]["n"] == 6
+    assert room["pooled"]["auroc"]["critic"]["n"] == 6 * 6  # 6 questions x (3 round-0 answers + 3 REFINEs)
 
 
 def test_a_look_at_an_unbuilt_block_is_refused(setup):

@@ -5,7 +5,8 @@ row with the best fixed rule, per benchmark and pooled, and whose report.csv hol
 tokens. This module reads both, applies the registered stopping rule (``report/sequential.py``) to the
 pooled rows of the learned policy and of the oracle, and returns the look's record: per benchmark and
 pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
-only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met.
+only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met; and the headroom
+table's columns that come from the stores (some agent right at round 0, each signal's AUROC).
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from deliberation.errors import DelibError
 from deliberation.report.paired import POOLED, Paired
 from deliberation.report.sequential import decide
+from deliberation.report.signals import signal_rows
+from deliberation.trees.responses import Response, responses
+from deliberation.trees.store import TreeStore
 from deliberation.types import from_json, to_json
 
 
@@ -48,6 +52,32 @@ def _pooled(cells: Any) -> dict[str, float]:
     n = sum(c["n"] for c in cells)
     tokens = sum(c["tokens_per_question"] * c["n"] for c in cells) / max(n, 1)
     return {"n": n, "correct": sum(c["correct"] for c in cells), "tokens_per_question": tokens}
+
+
+def some_agent_right(rows: Sequence[Response]) -> dict[str, float]:
+    """Share of questions where at least one agent's round-0 answer is right (the most any vote over the
+    round-0 pool can reach), with its question count."""
+    right: dict[str, bool] = {}
+    for r in (r for r in rows if r.round == 0):
+        right[r.example_id] = right.get(r.example_id, False) or r.correct
+    return {"n": len(right), "share": sum(right.values()) / max(len(right), 1)}
+
+
+def headroom(stores: Sequence[tuple[str, TreeStore, int]]) -> dict[str, Any]:
+    """The headroom table's store-side columns per benchmark and pooled: some agent right at round 0, and
+    each signal's AUROC for answer correctness (``report/signals.py``) on the look's questions."""
+    pooled: list[Response] = []
+    out: dict[str, Any] = {}
+    for column, store, n in stores:
+        rows = responses(store, None, n)
+        pooled += rows
+        out[column] = {"some_agent_right": some_agent_right(rows), "auroc": _aurocs(rows)}
+    out[POOLED] = {"some_agent_right": some_agent_right(pooled), "auroc": _aurocs(pooled)}
+    return out
+
+
+def _aurocs(rows: Sequence[Response]) -> dict[str, Any]:
+    return {row.signal: {"n": row.n, "auroc": row.auroc, "ci95": row.ci95} for row in signal_rows(rows)}
 
 
 def look_record(look: int, report: Path, learned: str, oracle: str = "oracle") -> dict[str, Any]:

@@ -33,9 +33,10 @@ class Response:
     signals: tuple[float | None, ...]
 
 
-def responses(store: TreeStore, data_dir: str | None = None) -> list[Response]:
-    """The responses of every built question of ``store`` (offline: a missing node is a one-line error)."""
-    examples = built_examples(store, data_dir)
+def responses(store: TreeStore, data_dir: str | None = None, questions: int | None = None) -> list[Response]:
+    """The responses of every built question of ``store``, or of its first ``questions`` (offline: a missing
+    node is a one-line error)."""
+    examples = built_examples(store, data_dir, questions)
     backend = TreeBackend(store, None)
     bench = benchmarks.get(store.manifest["benchmark"])
     engine = store_engine(store, rounds=1)
