@@ -109,3 +109,12 @@ def test_a_replay_may_read_named_questions_only(stores, tmp_path, capsys):
     assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--ids",
                  "gsm8k/train/7", "--out", str(tmp_path / "none")) == 2
     assert "holds none of the 1 questions asked for" in capsys.readouterr().err
+
+
+def test_where_resuming_a_build_is_documented_it_says_how_to_get_identical_stores():
+    """Issue 38, class 6: a resumed llama.cpp build can differ from an uninterrupted one (the prefix cache
+    is gone), and the docs that describe resuming say so and name the way out."""
+    root = Path(__file__).resolve().parents[2]
+    for doc in (root / "README.md", root / "data" / "trees" / "COMMANDS.md"):
+        text = " ".join(doc.read_text().split())
+        assert "prefix_cache_mb=0" in text and "uninterrupted build" in text, doc
