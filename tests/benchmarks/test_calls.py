@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from deliberation.benchmarks.helpers.calls import Opaque, decode, encode
+from deliberation.benchmarks.sandbox.calls import Opaque, decode, encode
 
 PLAIN = [None, True, False, 0, -7, 2**5000, 1.5, -0.0, "text\nwith a newline", [1, [2, "x"]], (1, (2,)), (),
          {"a": 1, 2: [3]}, {(1, 2): {3}}, {1, 2}, frozenset({"a"}), b"\x00\xff", complex(1, -2)]  # fmt: skip

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.benchmarks import get
-from deliberation.benchmarks.helpers import sandbox
+from deliberation.benchmarks.sandbox import run as sandbox
 from deliberation.benchmarks.humaneval import HumanEval, extract, checks, pass_at_k, solution
 from deliberation.types import Example
 

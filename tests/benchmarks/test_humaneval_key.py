@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.benchmarks import get, humaneval
-from deliberation.benchmarks.helpers import sandbox
+from deliberation.benchmarks.sandbox import run as sandbox
 from deliberation.benchmarks.humaneval import example_calls, execution_key, text_key
 from deliberation.types import Example
 

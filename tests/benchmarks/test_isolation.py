@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks.helpers import isolation
+from deliberation.benchmarks.sandbox import isolation
 from deliberation.benchmarks.humaneval import HumanEval
 from deliberation.errors import DelibError
 from deliberation.types import Example
@@ -29,7 +29,7 @@ from deliberation.types import Example
 DRIVER = """
 import json, sys
 sys.path[:0] = json.loads(sys.argv[1])
-from deliberation.benchmarks.helpers.sandbox import Limits, run_program
+from deliberation.benchmarks.sandbox.run import Limits, run_program
 result = run_program(sys.stdin.read(), Limits(timeout_s=5.0))
 print(json.dumps({"passed": result.passed, "output": result.output}))
 """

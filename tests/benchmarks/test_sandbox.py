@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks.helpers import isolation, sandbox
-from deliberation.benchmarks.helpers.sandbox import Limits, SandboxResult, Checks, run_many, run_program, run_tests
+from deliberation.benchmarks.sandbox import isolation
+from deliberation.benchmarks.sandbox import run as sandbox
+from deliberation.benchmarks.sandbox.run import Limits, SandboxResult, Checks, run_many, run_program, run_tests
 
 FAST = Limits(timeout_s=2.0, memory_mb=512)
 

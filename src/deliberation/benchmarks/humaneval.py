@@ -35,7 +35,8 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from deliberation.benchmarks.helpers import numeric, sandbox, sources
+from deliberation.benchmarks.helpers import numeric, sources
+from deliberation.benchmarks.sandbox import run as sandbox
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.helpers.sources import HubSplit, Row, SplitSources
 from deliberation.types import Example

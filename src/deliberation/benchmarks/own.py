@@ -10,7 +10,7 @@ agreement keys and the scorer of a built-in benchmark (``ANSWER_TYPES``), unchan
 - math (MATH's, math-verify): ``answer`` in LaTeX;
 - choice (MMLU's): ``choices``, 2 to 4 strings labelled A-D, and ``answer``, a letter, a 0-based index or
   a choice's text;
-- code (HumanEval's, run in ``helpers/sandbox.py``): ``question`` a Python function stub (signature and
+- code (HumanEval's, run in ``sandbox/run.py``): ``question`` a Python function stub (signature and
   docstring, as HumanEval's prompts), ``tests`` Python run after the solution (asserts calling the
   function, or a HumanEval ``check(candidate)``); ``entry_point`` (default: the last function the stub
   defines) and ``answer`` (a reference solution) optional;

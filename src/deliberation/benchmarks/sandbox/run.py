@@ -123,7 +123,7 @@ def run_many_tests(jobs: list[tuple[str, Checks]], limits: Limits = Limits(), wo
 
 
 def _run(source: str, interpreter_args: list[str], tests: Checks | None, limits: Limits) -> SandboxResult:
-    from deliberation.benchmarks.helpers import isolation  # here: this file's siblings need no package
+    from deliberation.benchmarks.sandbox import isolation  # here: this file's siblings need no package
 
     uid = _fresh_uid() if os.geteuid() == 0 else None
     with tempfile.TemporaryDirectory(prefix="delib-sandbox-") as tmp:
