@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from deliberation.report.paired import POOLED, diff_points
-from deliberation.report.team_plot import short_label
+from deliberation.report.compare_plot import short_label
 
 
 def table(team: dict) -> str:

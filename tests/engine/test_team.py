@@ -3,7 +3,7 @@
 import pytest
 
 from deliberation.config import EngineConfig
-from deliberation.engine.team import CHARS_PER_TOKEN, TEMPLATE_TOKENS, check_context, check_team, prompt_estimate
+from deliberation.engine.team_checks import CHARS_PER_TOKEN, TEMPLATE_TOKENS, check_context, check_team, prompt_estimate
 from deliberation.errors import DelibError
 
 

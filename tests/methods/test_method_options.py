@@ -26,7 +26,7 @@ from deliberation.methods.base import Method, MethodConfig
 from deliberation.methods.options import DEFAULTS, OPTION_NAMES, MethodOptions
 from deliberation.runs.api import run_experiment
 from deliberation.runs.directory import comparable
-from deliberation.runs.evaluate import Replay, evaluate
+from deliberation.runs.replay import Replay, evaluate
 from deliberation.runs.experiment_file import VARIANT_KEYS, Arm
 from deliberation.runs.runner import RunSpec, method_entry
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants

@@ -1,4 +1,4 @@
-"""``delib compare`` (report/team.py) on scripted tree stores: every arm's team-level accuracy and tokens, and
+"""``delib compare`` (report/compare.py) on scripted tree stores: every arm's team-level accuracy and tokens, and
 paired numbers equal to ``delib report``'s on the same run directories."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys):
 
 
 def test_the_figure_is_written_and_named_in_team_md(setup):
-    from deliberation.report.team_plot import short_label
+    from deliberation.report.compare_plot import short_label
 
     png = setup["out"] / "team.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -9,7 +9,7 @@ import torch
 
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.data import tensorize
-from deliberation.rl.evaluate import held_out
+from deliberation.rl.held_out import held_out
 from deliberation.types import ACTIONS, Decision
 
 REWARDS = ((1.0, 0.0, -1.0), (0.0, 1.0, 0.0), (-1.0, -1.0, 1.0), (1.0, 1.0, 1.0))
@@ -79,7 +79,7 @@ def test_held_out_scores_the_fixed_rules_on_engine_features():
     confident peer holding another answer (confidence rule: CONCEDE). PERSIST earns 1, CONCEDE 0: the best
     rule is agreement-threshold (reward 1); always-REFINE's -1 gives the policy (REFINE) a gain of -2 over it."""
     from deliberation.engine.state import AgentView, observe
-    from deliberation.rl.evaluate import held_out
+    from deliberation.rl.held_out import held_out
 
     obs = observe([AgentView("1", "a", 0.4, 10, False, False), AgentView("1", "b", 0.3, 10, False, False),
                    AgentView("2", "c", 0.9, 10, False, False)], 1, 2)

@@ -17,7 +17,7 @@ import torch
 from deliberation.engine.state import AgentView, Observation, observe
 from deliberation.policy.rules import FIXED_RULES, FixedRule
 from deliberation.rl.data import tensorize
-from deliberation.rl.evaluate import rule_actions
+from deliberation.rl.held_out import rule_actions
 from deliberation.rl.rule_actions import CONFIDENCE, PARSEABLE, RULES, agreement_threshold, twin_of
 from deliberation.types import ACTION_ORDER, ACTIONS, Action, Decision
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.policy.checkpoint import load_policy
 from deliberation.rl.config import TrainConfig
-from deliberation.rl.evaluate import held_out
+from deliberation.rl.held_out import held_out
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.rl.trainer import prepare
 from deliberation.types import to_json

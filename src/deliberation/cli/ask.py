@@ -6,7 +6,7 @@ import argparse
 
 from deliberation.cli.common import (add_backend_args, add_engine_args, backend_options, note_pinned, engine_config,
                                      registry_names)
-from deliberation.cli.evaluate import add_method_options, method_options
+from deliberation.cli.run import add_method_options, method_options
 
 EPILOG = """examples:
   delib ask "A shop sells pens at 3 for 2 dollars. What do 12 pens cost?"

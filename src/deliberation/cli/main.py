@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from deliberation.cli import ask, evaluate, team, tools, train, trees
+from deliberation.cli import ask, compare, run, tools, train, trees
 from deliberation.cli.common import Parser, flag_words
 from deliberation.errors import DelibError
 
@@ -19,11 +19,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="delib", description="Multi-agent LLM deliberation with a learned meta-policy (MPDF + SoftRankPO).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    evaluate.add_parsers(sub)
+    run.add_parsers(sub)
     ask.add_parsers(sub)
     train.add_parsers(sub)
     trees.add_parsers(sub)
-    team.add_parsers(sub)
+    compare.add_parsers(sub)
     tools.add_parsers(sub)
     return parser
 

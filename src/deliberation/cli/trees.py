@@ -39,7 +39,7 @@ def _tree_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
-    from deliberation.runs.evaluate import Replay
+    from deliberation.runs.replay import Replay
 
     method_names, _, _ = registry_names()
     p = sub.add_parser("evaluate", help="replay methods over a tree store into run directories",
@@ -72,7 +72,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from deliberation.runs.evaluate import Replay, evaluate
+    from deliberation.runs.replay import Replay, evaluate
 
     set_data_dir(args)
     replay = Replay(trees=args.trees, methods=args.method, command=command_line(),

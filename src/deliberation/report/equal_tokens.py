@@ -15,7 +15,7 @@ from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, read_episodes
 from deliberation.report.paired import Outcome, Paired, Question, compare, outcomes
 from deliberation.runs.directory import EPISODES
-from deliberation.runs.evaluate import Replay, evaluate
+from deliberation.runs.replay import Replay, evaluate
 from deliberation.trees.store import open_store
 
 EQUAL_TOKENS = "equal tokens"  # the column of these pairings in report.md and paired.json

@@ -5,7 +5,7 @@ counterfactual reward at the end of each stage, the mean and spread of the held-
 final stage's last ``TAIL_STEPS`` steps (on a few hundred held-out decisions one step's value moves by
 about a point from the next, so the last step alone is a noisy summary), the greedy action shares
 before the policy-gradient stage (the SFT policy) and after it, and the same held-out decisions scored by
-the constant policies and the oracle (``deliberation.rl.evaluate``). A reward-scale ablation is these rows
+the constant policies and the oracle (``deliberation.rl.held_out``). A reward-scale ablation is these rows
 side by side.
 """
 

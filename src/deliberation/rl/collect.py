@@ -22,7 +22,7 @@ from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
-from deliberation.engine.team import check_team
+from deliberation.engine.team_checks import check_team
 from deliberation.errors import DelibError, require_at_least
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold

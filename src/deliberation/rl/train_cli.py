@@ -152,7 +152,7 @@ def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
 def _comparison(val: Any, net: Any, start: Any) -> dict[str, Any]:
     """held_out.json: the trained policy (and the policy it started from) against the fixed policies on the
     questions the trainer held out (``val``)."""
-    from deliberation.rl.evaluate import held_out
+    from deliberation.rl.held_out import held_out
 
     scores = {"policy": held_out(net, val), "start": held_out(start, val) if start is not None else None}
     return {k: to_json(v) if v is not None else None for k, v in scores.items()}

@@ -26,7 +26,7 @@ from deliberation.policy.checkpoint import save_policy
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import DecisionBatch, first_samples, split_by_example, tensorize
-from deliberation.rl.evaluate import held_out
+from deliberation.rl.held_out import held_out
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.losses import entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss

@@ -17,7 +17,7 @@ from deliberation.backends import check_options, context_window, make_backend
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.own import ask_name, asked_example
 from deliberation.config import EngineConfig
-from deliberation.engine.team import check_context
+from deliberation.engine.team_checks import check_context
 from deliberation.methods import run_method
 from deliberation.runs.runner import RunSpec, method_entry
 from deliberation.types import Action, Episode, Turn

@@ -25,7 +25,7 @@ from deliberation import methods
 from deliberation.backends import check_options
 from deliberation.backends.team import TEAM, team_options
 from deliberation.config import EngineConfig
-from deliberation.engine.team import check_models
+from deliberation.engine.team_checks import check_models
 from deliberation.errors import DelibError
 
 

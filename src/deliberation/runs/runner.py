@@ -19,7 +19,7 @@ from deliberation.backends.jobs import Ledger, QuestionJob, pending, run_job
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
-from deliberation.engine.team import check_context, check_models, check_team
+from deliberation.engine.team_checks import check_context, check_models, check_team
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.methods.options import MethodOptions

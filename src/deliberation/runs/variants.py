@@ -2,7 +2,7 @@
 
 ``delib evaluate`` replays methods with one set of options; rule tuning and the team-level comparison need
 the same method under several options (confidence-threshold at eight thresholds, mpdf with several
-checkpoints). Each variant is replayed exactly as ``delib evaluate`` replays it (``runs/evaluate.py``: the
+checkpoints). Each variant is replayed exactly as ``delib evaluate`` replays it (``runs/replay.py``: the
 same checks, run spec and ``TreeBackend``, one backend per store shared by all variants, so a round-2 node
 one variant generates serves the next) into its own run directory ``<out>/<store>/<variant>``, whose
 ``cell.json`` carries the variant's label for ``delib report``. Everything is checked, every store and
@@ -19,7 +19,7 @@ from typing import Sequence
 from deliberation.errors import DelibError
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import CELL, RunDir, Summary
-from deliberation.runs.evaluate import Replay, check_method, spec_of, tree_backend
+from deliberation.runs.replay import Replay, check_method, spec_of, tree_backend
 from deliberation.runs.runner import RunSpec, config_record, execute, validate
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
 from deliberation.types import Example, write_json_atomic

@@ -57,7 +57,7 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
-    from deliberation.report.team import Comparison
+    from deliberation.report.compare import Comparison
 
     p = sub.add_parser("compare", help="learned policies against the tuned best rule on held-out trees",
                        description="Replays the learned policies, the SFT checkpoint, the best rule, the constant "
@@ -86,7 +86,7 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from deliberation.report.team import TEAM_MD, Comparison, compare_team
+    from deliberation.report.compare import TEAM_MD, Comparison, compare_team
 
     set_data_dir(args)
     cmp = Comparison(trees=args.trees, rule=args.rule, policies=args.policy, sft=args.sft, rounds=args.rounds,

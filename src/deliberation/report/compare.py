@@ -7,7 +7,7 @@ the best rule of ``delib tune-rules`` (its best_rule.json), the constant rules a
 and tokens per question per benchmark split and pooled; the paired section is ``report/paired.py``'s table
 of every arm against the best rule, computed from the same run directories as ``delib report`` would
 (exact McNemar p, paired bootstrap 95% intervals). Written as team.json and team.md, with team.png
-(``report/team_plot.py``) when matplotlib is installed.
+(``report/compare_plot.py``) when matplotlib is installed.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from deliberation.policy.rules import FIXED_RULES
 from deliberation.report.loading import RunResult, load_results, read_object
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
-from deliberation.report.team_plot import TEAM_PNG, paired_plot
+from deliberation.report.compare_plot import TEAM_PNG, paired_plot
 from deliberation.rl.config import SPLIT_FILE
 from deliberation.runs.tune_rules import Rule, constants
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants, store_names
