@@ -13,7 +13,7 @@ from deliberation.backends.llamacpp import LlamaCppBackend
 from deliberation.backends.prefix_cache import PrefixCache, common_prefix
 from deliberation.engine import prompts
 from deliberation.engine.confidence import critic_request, read_confidence
-from deliberation.perf.prefix_round import deliberation_round
+from deliberation.perf.prefix_round import timed_prefix_round
 from deliberation.types import GenerationRequest
 
 STATE = bytes(1000)  # a stand-in KV blob: only its size matters to the store
@@ -100,8 +100,8 @@ def test_greedy_round_with_reuse_matches_without_above_the_floor(pair) -> None:
     off, on = pair
     same = total = 0
     for question in _questions(4):
-        a = deliberation_round(off, question, max_tokens=48, temperature=0.0)
-        b = deliberation_round(on, question, max_tokens=48, temperature=0.0)
+        a = timed_prefix_round(off, question, max_tokens=48, temperature=0.0)
+        b = timed_prefix_round(on, question, max_tokens=48, temperature=0.0)
         # round 0 shares fewer than MIN_REUSE tokens with anything cached: read afresh, the same texts
         assert [c.text for c in a.stages[0]] == [c.text for c in b.stages[0]]
         same += sum(x == y for x, y in zip(a.texts, b.texts))

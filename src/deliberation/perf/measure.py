@@ -133,7 +133,7 @@ def measure_prefix_reuse(settings: BenchSettings, off: Any, on: Any) -> PrefixRe
     slightly different texts (restored cells round differently); both sides' token counts are recorded."""
     from deliberation import benchmarks
     from deliberation.engine import prompts
-    from deliberation.perf.prefix_round import deliberation_round
+    from deliberation.perf.prefix_round import timed_prefix_round
 
     warm = GenerationRequest(prompts.initial_messages("1 + 1"), max_tokens=8)
     off.generate([warm])  # page the weights in on both sides
@@ -142,7 +142,7 @@ def measure_prefix_reuse(settings: BenchSettings, off: Any, on: Any) -> PrefixRe
     sides: dict[str, list[Any]] = {"off": [], "on": []}
     for ex in benchmarks.get(settings.benchmark).load("test", limit=settings.prefix_questions):
         for name, backend in (("off", off), ("on", on)):
-            sides[name].append(deliberation_round(backend, ex.question, settings.agents, settings.max_tokens,
+            sides[name].append(timed_prefix_round(backend, ex.question, settings.agents, settings.max_tokens,
                                                   seed=settings.seed))
     totals = {k: Throughput(sum(t.completion_tokens for t in v), sum(t.prompt_tokens for t in v),
                             sum(t.seconds for t in v)) for k, v in sides.items()}

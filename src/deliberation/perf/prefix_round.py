@@ -39,7 +39,7 @@ class RoundTrace:
         return sum(c.prompt_tokens for stage in self.stages for c in stage)
 
 
-def deliberation_round(backend: Backend, question: str, agents: int = 3, max_tokens: int = 256,
+def timed_prefix_round(backend: Backend, question: str, agents: int = 3, max_tokens: int = 256,
                        temperature: float = 0.7, seed: int = 0, prompt_set: str = prompts.DEFAULT) -> RoundTrace:
     """Round 0, critic, REFINE and critic for ``agents`` agents on ``question``; agent i samples with seed
     ``seed + i`` as the engine's round 0 does."""
