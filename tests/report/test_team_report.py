@@ -10,6 +10,8 @@ import pytest
 
 from deliberation.cli.main import main
 
+pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
+
 
 def delib(*argv: str) -> int:
     return main([*argv, "--quiet"])

@@ -118,6 +118,7 @@ def test_delib_train_with_the_episode_reward(tmp_path, capsys):
     assert "unknown reward 'bogus'" in capsys.readouterr().err
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_rollouts_hold_only_the_round_reward(tmp_path, capsys):
     rollouts = tmp_path / "rollouts"
     assert main(["collect", "--limit", "2", "--samples", "2", "--backend", "scripted", "--quiet",

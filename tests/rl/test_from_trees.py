@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from deliberation.cli.main import main
 from deliberation.rl.from_trees import decisions_from_trees
 from deliberation.types import to_json
@@ -45,6 +47,7 @@ def test_reward_components_keep_one_term_of_every_action(tmp_path):
     assert any(gl.rewards != b.rewards for gl, b in zip(glob, both))
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_reward_components_are_refused_on_rollouts(tmp_path, capsys):
     common = ["--backend", "scripted", "--limit", "4", "--rounds", "1", "--quiet"]
     assert main(["collect", *common, "--out", str(tmp_path / "rollouts")]) == 0

@@ -19,6 +19,7 @@ def manifest(out, i, bench):
     return json.loads((out / f"iter-{i}" / "rollouts" / bench / "manifest.json").read_text())
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_each_iteration_collects_with_the_previous_policy_and_trains_from_it(tmp_path, capsys):
     out = tmp_path / "it"
     assert main(iterate_cmd(out)) == 0

@@ -33,6 +33,7 @@ def rec(example, right, confidence=0.5):
     return AgentRecord(f"so $\\boxed{{{answer}}}$", answer, confidence, 10, False)
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_rewards_of_a_hand_built_decision():
     """Agent 0 is wrong; peers: one right (confidence 0.9), one wrong like agent 0 (0.2).
     PERSIST: the wrong pair wins the vote (0), without agent 0 the right peer wins the 1-1 tie on
@@ -45,6 +46,7 @@ def test_rewards_of_a_hand_built_decision():
     assert rewards_for(ctx_for(ex, None), before, outcomes, others, 0, 1) == [(0.0, -1.0), (1.0, 0.0), (1.0, 0.0)]
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_collect_question_groups_and_counterfactuals():
     examples = BENCH.load("train", limit=6)
     backend = ScriptedBackend(benchmark="gsm8k")
@@ -61,6 +63,7 @@ def test_collect_question_groups_and_counterfactuals():
         assert all(s == {0, 1, 2, 3} for s in groups.values())
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_collect_writes_resumable_gzip_jsonl(tmp_path):
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=5, backend="scripted",
                        backend_options={"benchmark": "gsm8k"}, samples=3, command="delib collect ...")
@@ -78,6 +81,7 @@ def test_collect_writes_resumable_gzip_jsonl(tmp_path):
     assert len(files.load_decisions([tmp_path])) > 0
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_concurrent_collection_writes_the_same_questions(tmp_path):
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=6, backend="scripted",
                        backend_options={"benchmark": "gsm8k"}, samples=3)
@@ -92,6 +96,7 @@ def test_concurrent_collection_writes_the_same_questions(tmp_path):
         files.load_decisions([tmp_path / "1", tmp_path / "1" / files.ROLLOUTS])
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"feature_version": -1, "feature_names": []}))
     with pytest.raises(DelibError, match="feature version"):
@@ -111,6 +116,7 @@ def test_samples_below_two_and_no_exploration_are_refused():
         CollectSpec(epsilon=0.0)
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_collect_refuses_garbage_between_questions_instead_of_cutting_off_the_rest(tmp_path):
     """Only a torn last member (a killed writer's) is repaired; bytes that are not gzip in the middle of the file
     are refused, and the questions after them stay in the file."""
@@ -135,6 +141,7 @@ def test_collect_refuses_garbage_between_questions_instead_of_cutting_off_the_re
     {"example_id": "q", "decisions": [{"sample": 0}]},  # a decision without its fields: ValueError
     {"example_id": "q", "decisions": [None]},
 ])
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_rollout_line_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, row):
     """Training reads it and a resumed collection reads it: both name the file and the line."""
     from deliberation.types import append_gzip_line

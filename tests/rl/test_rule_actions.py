@@ -59,6 +59,7 @@ def test_the_teams_reach_every_branch_of_the_twinned_rules():
     assert taken == set(ACTIONS)
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_the_agreement_rule_reproduces_the_collectors_unexplored_actions(tmp_path):
     """delib collect's behaviour is the agreement rule, epsilon-mixed: wherever the log-prob says the rule's
     action was taken (1 - eps + eps/3), the feature rule names that action; elsewhere another one."""

@@ -17,6 +17,7 @@ def rollouts(tmp_path_factory):
     return out
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
     sft = tmp_path / "sft"
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(sft), "--epochs", "3"]) == 0
@@ -41,6 +42,7 @@ def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
 
 
 @pytest.mark.parametrize("flags, message", [(["--group-size", "1"], "group_size"), (["--lr", "-1"], "lr")])
+@pytest.mark.needs_split("gsm8k/train")
 def test_bad_hyperparameters(tmp_path, rollouts, capsys, flags, message):
     out = tmp_path / "bad"
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(out), *flags]) == 2
@@ -48,6 +50,7 @@ def test_bad_hyperparameters(tmp_path, rollouts, capsys, flags, message):
     assert message in err and len(err.splitlines()) == 1 and not out.exists()
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_empty_and_foreign_rollouts(tmp_path, capsys):
     empty = tmp_path / "empty"
     assert main(["collect", "--limit", "1", "--split", "train", "--backend", "scripted", "--out", str(empty),
@@ -59,6 +62,7 @@ def test_empty_and_foreign_rollouts(tmp_path, capsys):
     assert "manifest" in capsys.readouterr().err and not (tmp_path / "o").exists()
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_init_trained_on_a_different_split_is_refused(tmp_path, rollouts, capsys):
     sft = tmp_path / "sft"
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(sft), "--epochs", "1"]) == 0
@@ -93,6 +97,7 @@ def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
     assert json.loads((out / "manifest.json").read_text())["split"] == "test"
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
     """--offset (and --ids, --sample) choose which train questions are collected, as in delib run and tree."""
     from deliberation.rl.rollout_files import ROLLOUTS
@@ -110,6 +115,7 @@ def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
 
 
 @pytest.mark.parametrize("flags", [["--epsilon", "0.5"], ["--temperature", "0.3"]])
+@pytest.mark.needs_split("gsm8k/train")
 def test_resuming_a_collection_with_other_behaviour_settings_is_refused(tmp_path, capsys, flags):
     args = ["collect", "--limit", "1", "--samples", "2", "--backend", "scripted", "--out", str(tmp_path), "--quiet"]
     assert main(args) == 0
@@ -119,6 +125,7 @@ def test_resuming_a_collection_with_other_behaviour_settings_is_refused(tmp_path
     assert (tmp_path / "rollouts.jsonl.gz").read_bytes() == before
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_clip_none_gives_the_plain_gradient_where_only_ppo_clips(tmp_path, rollouts):
     """By default every algo clips (offline rollouts), so grpo and ppo coincide; --clip-eps none tells them apart."""
     def train(algo, *flags):
@@ -134,6 +141,7 @@ def test_clip_none_gives_the_plain_gradient_where_only_ppo_clips(tmp_path, rollo
     assert train("ppo", "--clip-eps", "none") == clipped and plain != clipped
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_group_size_ablation_trains_on_fewer_samples(tmp_path, rollouts, capsys):
     out = tmp_path / "k2"
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(out),
@@ -148,6 +156,7 @@ def test_group_size_ablation_trains_on_fewer_samples(tmp_path, rollouts, capsys)
     assert "more than the 4 samples" in capsys.readouterr().err and not (tmp_path / "k9").exists()
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_ignore_features_is_recorded_and_blinds_the_policy(tmp_path, rollouts):
     import numpy as np
 
@@ -182,6 +191,7 @@ def train_policy_script(out, rollouts, **env):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_path, rollouts):
     """experiments/train_policy.sh, the pipeline behind the shipped policy, end to end (1 epoch each)."""
     out = tmp_path / "tp"
@@ -193,6 +203,7 @@ def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_
     assert (out / "report" / "report.md").exists()
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_the_reward_scale_ablation_runs_with_the_full_information_objective(tmp_path, rollouts):
     out = tmp_path / "full"
     train_policy_script(out, rollouts, TRAIN_ARGS="--epochs 1", ALGOS="softrankpo-full")
@@ -232,6 +243,7 @@ def damage(path, how):
 @pytest.mark.parametrize("how, expected", [("cut in half", "ends in an incomplete record"),
                                            ("garbage after a member", "is corrupt after byte"),
                                            ("random bytes", "is corrupt after byte 0")])
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_damaged_rollout_file_is_refused_not_trained_on_in_part(tmp_path, rollouts, capsys, how, expected):
     copy = tmp_path / "copy"
     shutil.copytree(rollouts, copy)
@@ -243,6 +255,7 @@ def test_a_damaged_rollout_file_is_refused_not_trained_on_in_part(tmp_path, roll
     assert "delib collect" in err and not out.exists()
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_corrupt_manifest_and_a_missing_path_are_named(tmp_path, rollouts, capsys):
     copy = tmp_path / "copy"
     shutil.copytree(rollouts, copy)

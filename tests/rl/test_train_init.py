@@ -6,6 +6,8 @@ import pytest
 
 from deliberation.cli.main import main
 
+pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
+
 
 @pytest.fixture(scope="module")
 def rollouts(tmp_path_factory):

@@ -93,6 +93,7 @@ def independent_best(out: Path, names: list[str]) -> tuple[str, int, int, int]:
     return top[4], top[5], -top[0], top[1]
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_delib_tune_rules_replays_the_grid_and_writes_the_best(stores, tmp_path, capsys):
     out = tmp_path / "tuning"
     assert delib("tune-rules", "--trees", ",".join(map(str, stores)), "--out", str(out)) == 0
@@ -111,6 +112,7 @@ def test_delib_tune_rules_replays_the_grid_and_writes_the_best(stores, tmp_path,
     assert f"| {label} (best) |" in printed and "best: " + label in printed
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_grid_point_equals_delib_evaluate_with_that_threshold(stores, tmp_path):
     out = tmp_path / "tuning"
     assert delib("tune-rules", "--trees", str(stores[0]), "--rounds", "1", "--offline", "--out", str(out)) == 0
@@ -119,6 +121,7 @@ def test_a_grid_point_equals_delib_evaluate_with_that_threshold(stores, tmp_path
     assert episodes(out / stores[0].name / "agreement-then-confidence-0.4") == episodes(tmp_path / "e")
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_bad_stores_are_one_line_errors_and_write_nothing(stores, tmp_path, capsys):
     twin = tmp_path / "other" / stores[0].name
     twin.mkdir(parents=True)
@@ -129,6 +132,7 @@ def test_bad_stores_are_one_line_errors_and_write_nothing(stores, tmp_path, caps
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_rerun_with_other_settings_is_refused_before_any_replay(stores, tmp_path, capsys):
     """Every folder is checked first: the second store's conflict stops the command before the first store's
     rules are replayed (they used to be replayed and written, then the second store failed)."""

@@ -102,6 +102,7 @@ def test_a_tree_store_has_one_writer_and_offline_replays_read_it_meanwhile(tmp_p
     assert main([*replay, "--out", str(tmp_path / "grow")]) == 0
 
 
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_rollout_directory_has_one_writer(tmp_path, capsys):
     out = tmp_path / "rollouts"
     out.mkdir()
