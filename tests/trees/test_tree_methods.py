@@ -76,6 +76,25 @@ def test_resuming_with_fewer_samples_and_methods_narrows_the_manifest(tmp_path):
     assert store.manifest["samples"] == 4 and store.manifest["methods"] == ["mpdf"] and len(store.built) == QUESTIONS
 
 
+def test_a_resumed_build_completes_built_questions_an_older_recipe_left_short(stores, tmp_path, monkeypatch):
+    """The first 1.5B questions were built before the extra round-0 samples had critic calls: resuming with
+    today's recipe adds exactly those nodes (nothing else is generated) and the store then equals a fresh
+    build, so cisc and the four-action replays read every question."""
+    _, fresh = stores
+    out = tmp_path / "old"
+    with monkeypatch.context() as patch:  # the older recipe: extra samples without their critic calls
+        patch.setattr("deliberation.trees.build.score_confidence", lambda ctx, records: None)
+        build(out, "--samples", "6", "--methods", "mpdf")
+    short = set(TreeStore.open(out).nodes)
+    build(out, "--samples", "6", "--methods", "mpdf")
+    store = TreeStore.open(out)
+    added = [store.nodes[k] for k in set(store.nodes) - short]
+    assert set(store.nodes) == set(TreeStore.open(fresh).nodes) and store.built == TreeStore.open(fresh).built
+    assert len(added) == QUESTIONS * 3 and {n.kind for n in added} == {"critic"}
+    assert delib("evaluate", "--trees", str(out), "--method", "cisc", "--agents", "6", "--rounds", "1",
+                 "--offline", "--out", str(tmp_path / "cisc")) == 0
+
+
 def test_a_replay_may_read_the_first_questions_of_a_store_only(stores, tmp_path, capsys):
     """A look at a block replays the store's first N questions while the build adds later ones."""
     _, mpdf = stores

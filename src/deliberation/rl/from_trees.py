@@ -28,8 +28,9 @@ from deliberation.trees.store import TreeBackend, built_examples, open_store, re
 from deliberation.types import ACTION_SETS, Decision
 
 GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) need nodes `delib tree` does not "
-             "build: add --grow-trees to the `delib train` command to generate them once with the store's "
-             "backend (recorded in the store)")
+             "build, and a store built by an older version may lack some of round 1 (rerunning its `delib tree` "
+             "command completes it): add --grow-trees to the `delib train` command to generate them once with "
+             "the store's backend (recorded in the store)")
 
 
 def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1,

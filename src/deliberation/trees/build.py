@@ -32,7 +32,7 @@ from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.lock import refuse_if_locked
-from deliberation.trees.store import BUSY_FIX, TreeBackend, TreeStore, selection_entry
+from deliberation.trees.store import BUSY_FIX, MissingNode, TreeBackend, TreeStore, selection_entry
 from deliberation.types import Action, Example
 
 
@@ -107,18 +107,37 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     updates = update_specs(recorded_methods(spec))
     refuse_if_locked(Path(out), BUSY_FIX)
     job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
-                      lambda inner: _store(out, spec, inner),
+                      lambda inner: _store(out, spec, inner, examples, updates),
                       lambda ex, backend: build_question(ex, backend, spec, updates), spec.concurrency)
     return run_job(job, progress)
 
 
+def lacking(store: TreeStore, examples: list[Example], spec: TreeSpec, updates: list[MethodSpec]) -> set[str]:
+    """The built questions of ``examples`` that lack a node this build records: built by an older version
+    (before the extra samples had critic calls, say) or with other methods. Found by building each one
+    offline from the store (no model call); the build then completes them, generating only what is missing."""
+    offline = TreeBackend(store, None)
+    found = set()
+    for example in examples:
+        if example.id in store.built:
+            try:
+                build_question(example, offline, spec, updates)
+            except MissingNode:
+                found.add(example.id)
+    return found
+
+
 @contextmanager
-def _store(out: str, spec: TreeSpec, inner: Backend) -> Iterator[Ledger[None, int]]:
+def _store(out: str, spec: TreeSpec, inner: Backend, examples: list[Example],
+           updates: list[MethodSpec]) -> Iterator[Ledger[None, int]]:
     """The tree store as the build's output, its one writer until left: questions run through a
-    ``TreeBackend`` that records their nodes, a built question is marked so; the count of built questions."""
+    ``TreeBackend`` that records their nodes, a built question is marked so (one lacking a node this build
+    records is built again: its stored nodes are served, the missing ones generated); the count of built
+    questions."""
     store = TreeStore.create(out, manifest(spec, inner))
     try:
-        yield Ledger(frozenset(store.built), lambda ex, _: store.mark_built(ex.id), lambda: len(store.built),
+        done = frozenset(store.built - lacking(store, examples, spec, updates))
+        yield Ledger(done, lambda ex, _: store.mark_built(ex.id), lambda: len(store.built),
                      TreeBackend(store, inner))
     finally:
         store.unlock()

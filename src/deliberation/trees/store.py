@@ -221,6 +221,10 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
+class MissingNode(DelibError):
+    """An offline TreeBackend was asked for a node its store does not hold."""
+
+
 class TreeBackend:
     """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded: the store's
     writer lock is held from here to ``close``), or, with no ``inner`` (offline, reading only), fails with one
@@ -254,7 +258,7 @@ class TreeBackend:
             recorded = self.store.manifest.get("methods")
             partial = recorded is not None and set(recorded) != set(methods.METHODS)
             only = f"; it records round 1 of {', '.join(recorded)} only" if partial else ""
-            raise DelibError(f"{self.store.path} has no {wanted.kind} node of agent {requests[0].agent} for "
+            raise MissingNode(f"{self.store.path} has no {wanted.kind} node of agent {requests[0].agent} for "
                              f"question {wanted.example_id} at round {wanted.round} (offline{only}); "
                              f"{self.missing_hint}")
         self.calls += len(requests)
