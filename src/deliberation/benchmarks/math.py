@@ -64,7 +64,7 @@ def gold_from_solution(solution: str, origin: str) -> str:
 
 def _from_dir(row: Row) -> Example:
     meta = {k: row.data[k] for k in ("level", "subject") if k in row.data}
-    return Example(id=row.text("id"), question=row.text("question"), answer=row.text("answer"), meta=meta)
+    return Example(id=row.text("id"), question=row.text("question"), answer=row.text("answer").strip(), meta=meta)
 
 
 def _from_doc(doc: Row) -> Example:
