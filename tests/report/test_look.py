@@ -57,6 +57,9 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     pooled = record["methods"]["mpdf [default]"]["pooled"]
     assert pooled["n"] == 4 + 2 and {"only_method", "only_reference", "mcnemar_p", "diff_ci95"} <= set(pooled)
     assert "self-consistency [agents=6]" in record["methods"] and "adaptive-consistency" in record["methods"]
+    equal = record["equal_tokens"]["mpdf [default]"]  # against self-consistency at its budget, k <= 6
+    assert set(equal) == {"gsm8k/test", "math/test", "pooled"} and equal["pooled"]["n"] == 6
+    assert equal["gsm8k/test"]["reference"] in {f"self-consistency-{k}" for k in range(1, 7)}
     room = record["headroom"]
     assert set(room) == {"gsm8k/test", "math/test", "pooled"} and room["pooled"]["some_agent_right"]["n"] == 6
     assert room["pooled"]["auroc"]["critic"]["n"] == 6 * 6  # 6 questions x (3 round-0 answers + 3 REFINEs)

@@ -80,3 +80,28 @@ def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budge
     assert paired["cot"]["reference"] == "self-consistency-1" and paired["cot"]["only_row"] == 0  # cot = sample 0
     assert paired["debate"]["reference"] == "self-consistency-6" and paired["debate"]["n"] == 10  # debate > 6 samples
     assert "## Against self-consistency at equal tokens" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_equal_tokens_come_from_the_self_consistency_runs_given_once_two_sample_counts_are(tmp_path):
+    """What the paired looks do: no --trees, self-consistency replayed at several k among the inputs."""
+    store, runs = str(tmp_path / "store"), tmp_path / "runs"
+    assert main(["tree", "--backend", "scripted", "--limit", "6", "--samples", "6", "--quiet", "--out", store]) == 0
+    assert main(["evaluate", "--trees", store, "--method", "debate,cot", "--quiet", "--out", str(runs / "m")]) == 0
+
+    def sc(k: int) -> None:
+        assert main(["evaluate", "--trees", store, "--method", "self-consistency", "--agents", str(k), "--quiet",
+                     "--out", str(runs / f"sc-{k}")]) == 0
+
+    def equal_tokens(name: str) -> dict[str, dict]:
+        assert main(["report", str(runs), "--out", str(tmp_path / name)]) == 0
+        written = tmp_path / name / "paired.json"  # absent when nothing is paired (no fixed rule is a row)
+        paired = json.loads(written.read_text()) if written.is_file() else []
+        return {p["label"]: p for p in paired if p["column"].startswith("equal tokens")}
+
+    sc(3)
+    assert equal_tokens("one-k") == {}  # one sample count: no budget to choose
+    sc(6)
+    paired = equal_tokens("two-k")
+    assert paired["cot"]["reference"] == "self-consistency-3"  # below every budget present: the smallest k
+    assert paired["debate"]["reference"] == "self-consistency-6" and paired["debate"]["n"] == 6
+    assert paired["cot"]["column"] == "equal tokens, k=3, gsm8k/test"

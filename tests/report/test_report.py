@@ -284,3 +284,15 @@ def test_the_accuracy_legend_sits_inside_the_panel_above_every_point_and_interva
     assert panel.x0 <= legend.x0 and legend.x1 <= panel.x1 and legend.y1 <= panel.y1
     assert legend.y0 > top_of_data
     assert max(ax.get_yticks()) <= 100 < ax.get_ylim()[1]
+
+
+def test_an_interval_end_past_its_value_by_rounding_draws_no_arm_instead_of_failing():
+    """A Wilson interval at 100% ends at 0.9999999999999999 (matplotlib refuses negative error bars)."""
+    from deliberation.report.plots import error_bar
+    from deliberation.runs.directory import wilson_ci
+
+    low, high = (100 * end for end in wilson_ci(6, 6))
+    assert high < 100.0  # the case: 6 of 6 right
+    assert error_bar(100.0, low, high) == [[100.0 - low], [0.0]]
+    assert error_bar(50.0, 40.0, 70.0) == [[10.0], [20.0]]
+    assert error_bar(0.0, 1e-15, 30.0) == [[0.0], [30.0]]

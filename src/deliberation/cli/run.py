@@ -76,8 +76,9 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=out_folder, help="where report.md, report.csv and the PNGs go")
     p.add_argument("--reference", metavar="LABEL", help="row every other row is compared with question by "
                    "question (default: the best fixed rule present)")
-    p.add_argument("--trees", help="tree store the runs were replayed from: also pair each row with "
-                   "self-consistency at its own token budget (from the store's round-0 samples)")
+    p.add_argument("--trees", help="tree store the runs were replayed from: replay self-consistency at every k "
+                   "its round-0 samples allow, to pair each row with self-consistency at its own token budget "
+                   "(without it, the self-consistency runs among the directories serve, once two k are there)")
     p.set_defaults(func=cmd_report)
 
 

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from deliberation.errors import install_hint
 from deliberation.report.paired import POOLED, Paired
-from deliberation.report.plots import PlotOutcome, method_style, new_figure, save_figure
+from deliberation.report.plots import PlotOutcome, error_bar, method_style, new_figure, save_figure
 
 TEAM_PNG = "team.png"
 
@@ -29,9 +29,8 @@ def paired_plot(paired: Sequence[Paired], path: Path) -> PlotOutcome:
         return PlotOutcome(name, None, "no arm paired with the best rule")
     fig, (ax,) = new_figure(1, size=(7.0, 4.6))
     for i, p in enumerate(points):
-        xerr = [[p.token_ratio - p.token_ratio_ci95[0]], [p.token_ratio_ci95[1] - p.token_ratio]]
-        low, high = p.accuracy_diff_ci95
-        yerr = [[100 * (p.accuracy_diff - low)], [100 * (high - p.accuracy_diff)]]
+        xerr = error_bar(p.token_ratio, *p.token_ratio_ci95)
+        yerr = error_bar(100 * p.accuracy_diff, *(100 * end for end in p.accuracy_diff_ci95))
         ax.errorbar([p.token_ratio], [100 * p.accuracy_diff], xerr=xerr, yerr=yerr, capsize=3,
                     label=short_label(p.label), **method_style(i))
     ax.axhline(0, color="grey", linewidth=0.8)

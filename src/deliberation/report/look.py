@@ -5,8 +5,10 @@ row with the best fixed rule, per benchmark and pooled, and whose report.csv hol
 tokens. This module reads both, applies the registered stopping rule (``report/sequential.py``) to the
 pooled rows of the learned policy and of the oracle, and returns the look's record: per benchmark and
 pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
-only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met; and the headroom
-table's columns that come from the stores (some agent right at round 0, each signal's AUROC).
+only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met; each method against
+self-consistency at its own token budget, per benchmark and pooled, where the look replayed
+self-consistency at several k (``report/equal_tokens.py``); and the headroom table's columns that come
+from the stores (some agent right at round 0, each signal's AUROC).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.report.paired import POOLED, Paired
+from deliberation.report.paired import EQUAL_TOKENS, POOLED, Paired
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
 from deliberation.trees.responses import Response, responses
@@ -94,7 +96,18 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle") -
     methods = {label: {column: {**cells, **_against(paired, label, column)} for column, cells in by_column.items()}
                for label, by_column in table.items()}
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
-            "decision": to_json(decision), "methods": methods}
+            "decision": to_json(decision), "methods": methods, "equal_tokens": _equal_tokens(paired)}
+
+
+def _equal_tokens(paired: list[Paired]) -> dict[str, dict[str, Any]]:
+    """label -> benchmark column (or pooled) -> the row against self-consistency at its token budget."""
+    table: dict[str, dict[str, Any]] = {}
+    for p in (p for p in paired if p.column.startswith(EQUAL_TOKENS)):
+        table.setdefault(p.label, {})[p.column.rsplit(", ", 1)[-1]] = {
+            "reference": p.reference, "n": p.n, "only_method": p.only_row, "only_reference": p.only_reference,
+            "mcnemar_p": p.mcnemar_p, "diff": p.accuracy_diff, "diff_ci95": list(p.accuracy_diff_ci95),
+            "token_ratio": p.token_ratio}
+    return table
 
 
 def _against(paired: list[Paired], label: str, column: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from deliberation.runs.directory import EPISODES
 
 BOOTSTRAP_DRAWS = 10_000  # docs/results/paired/PREREGISTRATION.md fixes 10,000 resamples, seed 0
 POOLED = "pooled"
+EQUAL_TOKENS = "equal tokens"  # the prefix of the columns pairing a row with self-consistency at its budget
 Outcome = tuple[bool, int]  # (correct, tokens) of one question
 Question = tuple[str, int, str]  # (benchmark split, seed, example id)
 

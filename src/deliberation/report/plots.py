@@ -66,7 +66,7 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
             cell = row.cells[j]
             if cell is not None:
                 acc, lo, hi = (100 * x for x in (cell.accuracy, *cell.ci95))
-                handles[row.label] = ax.errorbar(cell.tokens_per_question, acc, yerr=[[acc - lo], [hi - acc]],
+                handles[row.label] = ax.errorbar(cell.tokens_per_question, acc, yerr=error_bar(acc, lo, hi),
                                                  **method_style(i), capsize=3, elinewidth=0.8)
         ax.set(title=column, xlabel="tokens per question", ylabel="accuracy % (95% CI)")
     legend_above_points(axes[0], handles)
@@ -192,6 +192,13 @@ def legend_above_points(ax: Any, handles: dict[str, Any], rows: int = 6) -> None
     lo, hi = ax.get_ylim()
     ax.set_yticks([t for t in ax.get_yticks() if lo <= t <= min(hi, 100)])
     ax.set_ylim(lo, hi + (hi - lo) * share / (1 - share))
+
+
+def error_bar(value: float, low: float, high: float) -> list[list[float]]:
+    """matplotlib's [[below], [above]] for an interval around ``value``; an end past the value by rounding
+    (a Wilson interval at 0% or 100%, a bootstrap interval of a skewed difference) draws no arm instead of
+    failing the figure."""
+    return [[max(value - low, 0.0)], [max(high - value, 0.0)]]
 
 
 def method_style(i: int) -> dict[str, str]:

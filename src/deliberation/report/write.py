@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, discover, load_results, load_training
-from deliberation.report.paired import Paired, paired_markdown, paired_table
+from deliberation.report.paired import EQUAL_TOKENS, Paired, paired_markdown, paired_table
 from deliberation.report.plots import write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
@@ -35,10 +35,7 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     results, training = load_results(run_dirs), load_training(train_dirs)
     tab = table(results) if results else None
     paired = paired_table(results, reference) if results else []
-    if trees is not None:
-        from deliberation.report.equal_tokens import equal_token_table
-
-        paired = paired + equal_token_table(results, trees, out / "self-consistency-replays")
+    paired = paired + _equal_tokens(results, trees, out)
     out.mkdir(parents=True, exist_ok=True)
     outcomes = write_plots(tab, results, training, out)
     texts = {"report.md": _report_text(tab, results, outcomes, training, paired)}
@@ -51,13 +48,26 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
 
 
+def _equal_tokens(results: Sequence[RunResult], trees: str | None, out: Path) -> list[Paired]:
+    """The rows against self-consistency at their token budget: from the self-consistency runs among the
+    inputs, and with ``trees`` also from those replayed out of it (``report/equal_tokens.py``)."""
+    from deliberation.report.equal_tokens import equal_token_table, replay_self_consistency, sampling_runs
+
+    replayed = [] if trees is None else replay_self_consistency(trees, out / "self-consistency-replays")
+    rows = equal_token_table(results, sampling_runs([*results, *replayed]))
+    if trees is not None and not rows:
+        raise DelibError(f"no row of this report ran the questions of {trees} (same benchmark split, seed and "
+                         "ids); pass the store its runs were replayed from")
+    return rows
+
+
 def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
                  training: Sequence[Any], paired: Sequence[Paired]) -> str:
     """report.md: the table, the figures (or why each was skipped), the runs and the training runs."""
     parts = ["# Deliberation report\n"]
     if tab is not None:
         parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
-    fixed = [p for p in paired if not p.column.startswith("equal tokens")]
+    fixed = [p for p in paired if not p.column.startswith(EQUAL_TOKENS)]
     if fixed:
         parts += [f"## Paired against {fixed[0].reference}\n", paired_markdown(fixed)]
     if len(fixed) < len(paired):
