@@ -1,5 +1,6 @@
-"""Record look K of the paired experiment from its report folder into the look's summary.json, and merge
-it into docs/results/paired/summary.json (one entry per look); print the decision. With STORE:N arguments
+"""Record look K of the paired experiment from its report folder into the look's summary.json, merge it
+into docs/results/paired/summary.json (one entry per look), write the look's headline table for the README
+(headline.md), and print the decision. With STORE:N arguments
 (a test store and the look's question count in it) the record gains the headroom columns that come from
 the stores: some agent right at round 0, and each signal's AUROC.
 
@@ -12,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from deliberation.report.look import headroom, look_record
+from deliberation.report.look import headline_markdown, headroom, look_record
 from deliberation.trees.store import TreeStore
 from deliberation.types import write_json_atomic
 
@@ -24,6 +25,7 @@ def main(look: int, folder: Path, learned: str, summary: Path, stores: list[str]
         record["headroom"] = headroom([(f"{st.manifest['benchmark']}/{st.manifest['split']}", st, n)
                                        for _, st, n in opened])
     write_json_atomic(folder / "summary.json", record)
+    (folder / "headline.md").write_text(headline_markdown(record))
     looks = json.loads(summary.read_text())["looks"] if summary.is_file() else []
     looks = [x for x in looks if x["look"] != look] + [record]
     write_json_atomic(summary, {"looks": sorted(looks, key=lambda x: x["look"])})

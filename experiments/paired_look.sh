@@ -9,7 +9,7 @@
 # SFT: the SFT checkpoint; RULE (default docs/results/paired/best_rule.json, from `delib tune-rules` on the
 # training stores); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
 # BLOCK (default "100 50": GSM8K test and MATH-500 questions a block adds; tests use smaller ones).
-# Writes OUT/look-K/{compare,sampling,report,summary.json} and merges the look into OUT/summary.json.
+# Writes OUT/look-K/{compare,sampling,report,summary.json,headline.md} and merges the look into OUT/summary.json.
 # A look is taken only when its block is complete (`--questions` refuses an unbuilt block).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: POLICY=CKPT SFT=CKPT $0 K" >&2; exit 2; }

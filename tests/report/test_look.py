@@ -60,6 +60,10 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     equal = record["equal_tokens"]["mpdf [default]"]  # against self-consistency at its budget, k <= 6
     assert set(equal) == {"gsm8k/test", "math/test", "pooled"} and equal["pooled"]["n"] == 6
     assert equal["gsm8k/test"]["reference"] in {f"self-consistency-{k}" for k in range(1, 7)}
+    headline = (setup / "out" / "look-2" / "headline.md").read_text()
+    assert headline.index("**pooled**") < headline.index("**gsm8k/test**") < headline.index("**math/test**")
+    assert "\n| mpdf [default] | 6 | " in headline and "| best rule: " in headline
+    assert f"decision: {record['decision']['reason']}" in headline
     room = record["headroom"]
     assert set(room) == {"gsm8k/test", "math/test", "pooled"} and room["pooled"]["some_agent_right"]["n"] == 6
     assert room["pooled"]["auroc"]["critic"]["n"] == 6 * 6  # 6 questions x (3 round-0 answers + 3 REFINEs)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.report.paired import EQUAL_TOKENS, POOLED, Paired
+from deliberation.report.paired import EQUAL_TOKENS, POOLED, Paired, diff_points
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
 from deliberation.trees.responses import Response, responses
@@ -115,4 +115,53 @@ def _against(paired: list[Paired], label: str, column: str) -> dict[str, Any]:
     if row is None:
         return {}
     return {"only_method": row.only_row, "only_reference": row.only_reference, "mcnemar_p": row.mcnemar_p,
-            "diff_ci95": list(row.accuracy_diff_ci95)}
+            "diff": row.accuracy_diff, "diff_ci95": list(row.accuracy_diff_ci95)}
+
+
+HEADLINE_HEAD = ("| arm | n | accuracy % | vs best rule, points [95% CI] | McNemar p | vs self-consistency at equal "
+                 "tokens, points [95% CI] (k) | tokens / question |\n"
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+
+
+def headline_markdown(record: dict[str, Any]) -> str:
+    """The look's headline for the README: every arm per benchmark and pooled (pooled first) with n,
+    accuracy, the paired difference to the best rule and to self-consistency at equal tokens, each with its
+    95% interval, McNemar p and tokens a question; then the registered decision. Arms in the order: the
+    learned policy, then by pooled accuracy."""
+    methods, equal = record["methods"], record.get("equal_tokens", {})
+    columns = [POOLED] + sorted({c for cells in methods.values() for c in cells} - {POOLED})
+    accuracy = {label: _share(cells.get(POOLED, {})) for label, cells in methods.items()}
+    order = sorted(methods, key=lambda label: (label != record["learned"], -accuracy[label], label))
+    parts = []
+    for column in columns:
+        lines = [_headline_line(label, methods[label][column], equal.get(label, {}).get(column))
+                 for label in order if column in methods[label]]
+        parts.append(f"**{column}** (reference: {record['reference']})\n\n{HEADLINE_HEAD}" + "\n".join(lines))
+    d = record["decision"]
+    parts.append(f"Look {record['look']}: McNemar z = {d['z']:+.2f} against the boundary {d['boundary']}; "
+                 f"decision: {d['reason']} (stop: {'yes' if d['stop'] else 'no'}).")
+    return "\n\n".join(parts) + "\n"
+
+
+def _share(cell: dict[str, Any]) -> float:
+    return cell.get("correct", 0) / max(cell.get("n", 0), 1)
+
+
+def _headline_line(label: str, cell: dict[str, Any], equal: dict[str, Any] | None) -> str:
+    """One arm's row: the best rule's own row shows no difference to itself."""
+    against = "reference"
+    if "diff_ci95" in cell:
+        against = f"{diff_points(cell['diff'], cell['diff_ci95'])} | {cell['mcnemar_p']:.3g}"
+    else:
+        against += " | "
+    sampled = "" if equal is None else f"{diff_points(equal['diff'], equal['diff_ci95'])} ({_budget(equal)})"
+    return (f"| {label} | {cell['n']} | {100 * _share(cell):.1f} | {against} | {sampled} | "
+            f"{cell['tokens_per_question']:.0f} |")
+
+
+def _budget(equal: dict[str, Any]) -> str:
+    """The sample count(s) self-consistency had at the arm's budget: "k=5", or per benchmark when pooled."""
+    reference = equal["reference"]
+    if reference.startswith("self-consistency-"):
+        return "k=" + reference.removeprefix("self-consistency-")
+    return reference[reference.index("(") + 1 : -1]
