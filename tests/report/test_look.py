@@ -60,6 +60,10 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     equal = record["equal_tokens"]["mpdf [default]"]  # against self-consistency at its budget, k <= 6
     assert set(equal) == {"gsm8k/test", "math/test", "pooled"} and equal["pooled"]["n"] == 6
     assert equal["gsm8k/test"]["reference"] in {f"self-consistency-{k}" for k in range(1, 7)}
+    assert "mcnemar_p_holm" not in pooled  # the primary comparison: the sequential boundary tests it alone
+    secondary = [cell for cells in record["methods"].values() for cell in cells.values() if "mcnemar_p" in cell]
+    assert len(secondary) > 1 and sum("mcnemar_p_holm" in cell for cell in secondary) == len(secondary) - 1
+    assert all(cell["mcnemar_p_holm"] >= cell["mcnemar_p"] for cell in secondary if "mcnemar_p_holm" in cell)
     headline = (setup / "out" / "look-2" / "headline.md").read_text()
     assert headline.index("**pooled**") < headline.index("**gsm8k/test**") < headline.index("**math/test**")
     assert "\n| mpdf [default] | 6 | " in headline and "| best rule: " in headline

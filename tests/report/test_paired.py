@@ -9,7 +9,13 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
-from deliberation.report.paired import compare, mcnemar_exact, paired_bootstrap
+from deliberation.report.paired import compare, holm, mcnemar_exact, paired_bootstrap
+
+
+def test_holm_multiplies_the_ith_smallest_p_by_m_minus_i_plus_1_monotone_and_capped():
+    # sorted 0.005, 0.01, 0.03, 0.04 -> 0.02, 0.03, 0.06, max(0.04, 0.06); returned in the order given
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == [1.0, 1.0] and holm([0.2]) == [0.2] and holm([]) == []
 
 
 def test_mcnemar_exact_matches_hand_computed_binomial_tails():

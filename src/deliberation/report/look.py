@@ -7,8 +7,9 @@ pooled rows of the learned policy and of the oracle, and returns the look's reco
 pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
 only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met; each method against
 self-consistency at its own token budget, per benchmark and pooled, where the look replayed
-self-consistency at several k (``report/equal_tokens.py``); and the headroom table's columns that come
-from the stores (some agent right at round 0, each signal's AUROC).
+self-consistency at several k (``report/equal_tokens.py``); Holm-adjusted p-values beside the raw ones
+of every secondary comparison; and the headroom table's columns that come from the stores (some agent
+right at round 0, each signal's AUROC).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.report.paired import EQUAL_TOKENS, POOLED, Paired, diff_points
+from deliberation.report.paired import EQUAL_TOKENS, POOLED, Paired, diff_points, holm
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
 from deliberation.trees.responses import Response, responses
@@ -95,8 +96,22 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle") -
     table = counts(report / "report.csv")
     methods = {label: {column: {**cells, **_against(paired, label, column)} for column, cells in by_column.items()}
                for label, by_column in table.items()}
+    equal = _equal_tokens(paired)
+    _adjust_secondary(methods, equal, learned)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
-            "decision": to_json(decision), "methods": methods, "equal_tokens": _equal_tokens(paired)}
+            "decision": to_json(decision), "methods": methods, "equal_tokens": equal}
+
+
+def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[str, Any]], learned: str) -> None:
+    """Adds mcnemar_p_holm beside each secondary comparison's mcnemar_p (PREREGISTRATION, amendment 1): the
+    family is every comparison of the look (each arm against the best rule and against self-consistency at
+    equal tokens, per benchmark and pooled) except the primary one, the learned policy's pooled comparison
+    with the best rule, which the sequential boundary tests alone."""
+    cells = [cell for table in (methods, equal) for label, by_column in table.items()
+             for column, cell in by_column.items() if "mcnemar_p" in cell
+             and not (table is methods and label == learned and column == POOLED)]
+    for cell, adjusted in zip(cells, holm([cell["mcnemar_p"] for cell in cells])):
+        cell["mcnemar_p_holm"] = adjusted
 
 
 def _equal_tokens(paired: list[Paired]) -> dict[str, dict[str, Any]]:
@@ -118,8 +133,8 @@ def _against(paired: list[Paired], label: str, column: str) -> dict[str, Any]:
             "diff": row.accuracy_diff, "diff_ci95": list(row.accuracy_diff_ci95)}
 
 
-HEADLINE_HEAD = ("| arm | n | accuracy % | vs best rule, points [95% CI] | McNemar p | vs self-consistency at equal "
-                 "tokens, points [95% CI] (k) | tokens / question |\n"
+HEADLINE_HEAD = ("| arm | n | accuracy % | vs best rule, points [95% CI] | McNemar p (Holm) | "
+                 "vs self-consistency at equal tokens, points [95% CI] (k) | tokens / question |\n"
                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 
 
@@ -151,7 +166,8 @@ def _headline_line(label: str, cell: dict[str, Any], equal: dict[str, Any] | Non
     """One arm's row: the best rule's own row shows no difference to itself."""
     against = "reference"
     if "diff_ci95" in cell:
-        against = f"{diff_points(cell['diff'], cell['diff_ci95'])} | {cell['mcnemar_p']:.3g}"
+        holm_p = f" ({cell['mcnemar_p_holm']:.3g})" if "mcnemar_p_holm" in cell else ""
+        against = f"{diff_points(cell['diff'], cell['diff_ci95'])} | {cell['mcnemar_p']:.3g}{holm_p}"
     else:
         against += " | "
     sampled = "" if equal is None else f"{diff_points(equal['diff'], equal['diff_ci95'])} ({_budget(equal)})"

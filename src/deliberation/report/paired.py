@@ -60,6 +60,17 @@ def mcnemar_exact(only_row: int, only_reference: int) -> float:
     return min(1.0, 2.0 * tail)
 
 
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment (Holm 1979), in the order given: the i-th smallest p times (m - i + 1),
+    made monotone and capped at 1. Controls the family-wise error of the m comparisons."""
+    order = sorted(range(len(p_values)), key=p_values.__getitem__)
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
 def paired_bootstrap(row: np.ndarray, ref: np.ndarray, row_tokens: np.ndarray, ref_tokens: np.ndarray,
                      draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> tuple[tuple[float, float], tuple[float, float]]:
     """95% percentile intervals of mean(row - ref) and sum(row_tokens) / sum(ref_tokens), resampling the
