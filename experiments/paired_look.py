@@ -19,7 +19,7 @@ from deliberation.types import write_json_atomic
 
 
 def main(look: int, folder: Path, learned: str, summary: Path, stores: list[str]) -> None:
-    record = look_record(look, folder / "report", learned)
+    record = look_record(look, folder / "report", learned, against=sorted((folder / "against").glob("*")))
     opened = [(s, TreeStore.open(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in stores]
     if opened:
         record["headroom"] = headroom([(f"{st.manifest['benchmark']}/{st.manifest['split']}", st, n)

@@ -9,7 +9,8 @@
 # SFT: the SFT checkpoint; RULE (default docs/results/paired/best_rule.json, from `delib tune-rules` on the
 # training stores); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
 # BLOCK (default "100 50": GSM8K test and MATH-500 questions a block adds; tests use smaller ones).
-# Writes OUT/look-K/{compare,sampling,report,summary.json,headline.md} and merges the look into OUT/summary.json.
+# Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md} and merges the look into
+# OUT/summary.json.
 # A look is taken only when its block is complete (`--questions` refuses an unbuilt block).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: POLICY=CKPT SFT=CKPT $0 K" >&2; exit 2; }
@@ -36,5 +37,9 @@ for pair in "${STORE_N[@]}"; do
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['label'])" "$RULE")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "best rule: $reference" --out "$L/report"
+for k in 3 6; do  # the learned policy against self-consistency at k = 3 and 6 (registered secondaries)
+  "$DELIB" report "$L/compare" "$L/sampling" --reference "self-consistency [agents=$k]" \
+    --out "$L/against/self-consistency-$k" > /dev/null
+done
 python "$(dirname "$0")/paired_look.py" "$K" "$L" "mpdf [$POLICY]" "$OUT/summary.json" \
   "$D/gsm8k-test:$((GSM * K))" "$D/math-test:$((MATH * K))"

@@ -64,10 +64,15 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     secondary = [cell for cells in record["methods"].values() for cell in cells.values() if "mcnemar_p" in cell]
     assert len(secondary) > 1 and sum("mcnemar_p_holm" in cell for cell in secondary) == len(secondary) - 1
     assert all(cell["mcnemar_p_holm"] >= cell["mcnemar_p"] for cell in secondary if "mcnemar_p_holm" in cell)
+    against = record["learned_against"]
+    assert set(against) == {"self-consistency [agents=3]", "self-consistency [agents=6]"}
+    assert against["self-consistency [agents=3]"]["pooled"]["n"] == 6 and "diff_ci95" in against[
+        "self-consistency [agents=6]"]["gsm8k/test"]
     headline = (setup / "out" / "look-2" / "headline.md").read_text()
     assert headline.index("**pooled**") < headline.index("**gsm8k/test**") < headline.index("**math/test**")
     assert "\n| mpdf [default] | 6 | " in headline and "| best rule: " in headline
     assert f"decision: {record['decision']['reason']}" in headline
+    assert "mpdf [default] against self-consistency [agents=6] (pooled, n = 6): " in headline
     room = record["headroom"]
     assert set(room) == {"gsm8k/test", "math/test", "pooled"} and room["pooled"]["some_agent_right"]["n"] == 6
     assert room["pooled"]["auroc"]["critic"]["n"] == 6 * 6  # 6 questions x (3 round-0 answers + 3 REFINEs)

@@ -7,7 +7,8 @@ pooled rows of the learned policy and of the oracle, and returns the look's reco
 pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
 only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met; each method against
 self-consistency at its own token budget, per benchmark and pooled, where the look replayed
-self-consistency at several k (``report/equal_tokens.py``); Holm-adjusted p-values beside the raw ones
+self-consistency at several k (``report/equal_tokens.py``); the learned policy against self-consistency at
+k = 3 and 6 (reports of the same runs with those references); Holm-adjusted p-values beside the raw ones
 of every secondary comparison; and the headroom table's columns that come from the stores (some agent
 right at round 0, each signal's AUROC).
 """
@@ -83,9 +84,11 @@ def _aurocs(rows: Sequence[Response]) -> dict[str, Any]:
     return {row.signal: {"n": row.n, "auroc": row.auroc, "ci95": row.ci95} for row in signal_rows(rows)}
 
 
-def look_record(look: int, report: Path, learned: str, oracle: str = "oracle") -> dict[str, Any]:
+def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
+                against: Sequence[Path] = ()) -> dict[str, Any]:
     """The look's record (module docstring) from the report folder ``report``; ``learned`` is the primary
-    arm's label there."""
+    arm's label there. ``against``: report folders of the same runs paired with other references
+    (self-consistency at k = 3 and 6), whose learned rows the record keeps under ``learned_against``."""
     paired = read_paired(report / "paired.json")
     pooled = {p.label: p for p in paired if p.column == POOLED}
     missing = [label for label in (learned, oracle) if label not in pooled]
@@ -97,16 +100,29 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle") -
     methods = {label: {column: {**cells, **_against(paired, label, column)} for column, cells in by_column.items()}
                for label, by_column in table.items()}
     equal = _equal_tokens(paired)
-    _adjust_secondary(methods, equal, learned)
+    others = _learned_against(against, learned)
+    _adjust_secondary(methods, {**equal, **others}, learned)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
-            "decision": to_json(decision), "methods": methods, "equal_tokens": equal}
+            "decision": to_json(decision), "methods": methods, "equal_tokens": equal, "learned_against": others}
+
+
+def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[str, Any]]:
+    """reference -> benchmark column (or pooled) -> the learned policy against that reference."""
+    table: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        for p in read_paired(report / "paired.json"):
+            if p.label == learned and not p.column.startswith(EQUAL_TOKENS):
+                table.setdefault(p.reference, {})[p.column] = {
+                    "n": p.n, **_against([p], learned, p.column), "token_ratio": p.token_ratio}
+    return table
 
 
 def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[str, Any]], learned: str) -> None:
     """Adds mcnemar_p_holm beside each secondary comparison's mcnemar_p (PREREGISTRATION, amendment 1): the
     family is every comparison of the look (each arm against the best rule and against self-consistency at
-    equal tokens, per benchmark and pooled) except the primary one, the learned policy's pooled comparison
-    with the best rule, which the sequential boundary tests alone."""
+    equal tokens, the learned policy against self-consistency at k = 3 and 6, per benchmark and pooled)
+    except the primary one, the learned policy's pooled comparison with the best rule, which the sequential
+    boundary tests alone."""
     cells = [cell for table in (methods, equal) for label, by_column in table.items()
              for column, cell in by_column.items() if "mcnemar_p" in cell
              and not (table is methods and label == learned and column == POOLED)]
@@ -152,6 +168,12 @@ def headline_markdown(record: dict[str, Any]) -> str:
         lines = [_headline_line(label, methods[label][column], equal.get(label, {}).get(column))
                  for label in order if column in methods[label]]
         parts.append(f"**{column}** (reference: {record['reference']})\n\n{HEADLINE_HEAD}" + "\n".join(lines))
+    for reference, by_column in sorted(record.get("learned_against", {}).items()):
+        cell = by_column[POOLED] if POOLED in by_column else next(iter(by_column.values()))
+        holm_p = cell.get("mcnemar_p_holm", cell["mcnemar_p"])
+        parts.append(f"{record['learned']} against {reference} (pooled, n = {cell['n']}): "
+                     f"{diff_points(cell['diff'], cell['diff_ci95'])} points, McNemar p {cell['mcnemar_p']:.3g} "
+                     f"(Holm {holm_p:.3g}), token ratio {cell['token_ratio']:.2f}.")
     d = record["decision"]
     parts.append(f"Look {record['look']}: McNemar z = {d['z']:+.2f} against the boundary {d['boundary']}; "
                  f"decision: {d['reason']} (stop: {'yes' if d['stop'] else 'no'}).")
