@@ -55,7 +55,8 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     assert record == json.loads((setup / "out" / "look-2" / "summary.json").read_text())
     assert record["decision"]["boundary"] == 2.86 and record["reference"].startswith("best rule: ")
     pooled = record["methods"]["mpdf [default]"]["pooled"]
-    assert pooled["n"] == 4 + 2 and {"only_method", "only_reference", "mcnemar_p", "diff_ci95"} <= set(pooled)
+    assert pooled["n"] == 4 + 2 and {"only_method", "only_reference", "mcnemar_p", "diff_ci95", "token_ratio",
+                                     "token_ratio_ci95"} <= set(pooled)
     assert "self-consistency [agents=6]" in record["methods"] and "adaptive-consistency" in record["methods"]
     equal = record["equal_tokens"]["mpdf [default]"]  # against self-consistency at its budget, k <= 6
     assert set(equal) == {"gsm8k/test", "math/test", "pooled"} and equal["pooled"]["n"] == 6

@@ -5,7 +5,7 @@ row with the best fixed rule, per benchmark and pooled, and whose report.csv hol
 tokens. This module reads both, applies the registered stopping rule (``report/sequential.py``) to the
 pooled rows of the learned policy and of the oracle, and returns the look's record: per benchmark and
 pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
-only_reference, mcnemar_p and diff_ci95, with the decision and the boundary it met; each method against
+only_reference, mcnemar_p, diff and diff_ci95, token_ratio and its interval, with the decision and the boundary it met; each method against
 self-consistency at its own token budget, per benchmark and pooled, where the look replayed
 self-consistency at several k (``report/equal_tokens.py``); the learned policy against self-consistency at
 k = 3 and 6 (reports of the same runs with those references); Holm-adjusted p-values beside the raw ones
@@ -112,8 +112,7 @@ def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[st
     for report in reports:
         for p in read_paired(report / "paired.json"):
             if p.label == learned and not p.column.startswith(EQUAL_TOKENS):
-                table.setdefault(p.reference, {})[p.column] = {
-                    "n": p.n, **_against([p], learned, p.column), "token_ratio": p.token_ratio}
+                table.setdefault(p.reference, {})[p.column] = {"n": p.n, **_against([p], learned, p.column)}
     return table
 
 
@@ -146,7 +145,8 @@ def _against(paired: list[Paired], label: str, column: str) -> dict[str, Any]:
     if row is None:
         return {}
     return {"only_method": row.only_row, "only_reference": row.only_reference, "mcnemar_p": row.mcnemar_p,
-            "diff": row.accuracy_diff, "diff_ci95": list(row.accuracy_diff_ci95)}
+            "diff": row.accuracy_diff, "diff_ci95": list(row.accuracy_diff_ci95), "token_ratio": row.token_ratio,
+            "token_ratio_ci95": list(row.token_ratio_ci95)}
 
 
 HEADLINE_HEAD = ("| arm | n | accuracy % | vs best rule, points [95% CI] | McNemar p (Holm) | "
