@@ -24,16 +24,9 @@ replay=(--rounds 1 --offline --quiet)
 
 "$DELIB" compare --trees "$D/gsm8k-test,$D/math-test" --questions "$((GSM * K)),$((MATH * K))" --policy "$POLICY" \
   --sft "$SFT" --rule "$RULE" --out "$L/compare" "${replay[@]}"
-for pair in "${STORE_N[@]}"; do
+for pair in "${STORE_N[@]}"; do  # self-consistency at every k <= 6 (equal tokens is read off these), ...
   store=${pair%%:*}; n=${pair##*:}
-  for k in 1 2 3 4 5 6; do  # self-consistency at every k <= 6 (equal tokens is read off these)
-    "$DELIB" evaluate --trees "$D/$store" --questions "$n" --method self-consistency --agents "$k" \
-      --out "$L/sampling/$store/self-consistency-$k" "${replay[@]}"
-  done
-  "$DELIB" evaluate --trees "$D/$store" --questions "$n" --method adaptive-consistency,cisc,cisc-logprob \
-    --agents 6 --out "$L/sampling/$store/adaptive" "${replay[@]}"
-  "$DELIB" evaluate --trees "$D/$store" --questions "$n" --method agreement-resample,always-resample \
-    --out "$L/sampling/$store/resample" "${replay[@]}"
+  DELIB=$DELIB bash "$(dirname "$0")/sampling_replays.sh" "$D/$store" "$L/sampling/$store" --questions "$n"
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['label'])" "$RULE")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "best rule: $reference" --out "$L/report"

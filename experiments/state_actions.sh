@@ -9,14 +9,16 @@
 #   experiments/state_actions.sh OUT TRAIN_STORE[,STORE]
 #
 # Steps whose output exists are skipped (rerun = resume). Replays are offline at one round (stores built
-# with --samples 6 hold every node: RESAMPLE included).
+# with --samples 6 hold every node: RESAMPLE included). TRAIN_ARGS: extra `delib train` flags (tests: fewer
+# epochs).
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 OUT TRAIN_STORE[,STORE]" >&2; exit 2; }
 OUT=$1; TRAIN=$2; DELIB=${DELIB:-delib}; PY=${PYTHON:-python}
 read -r -a STORES <<< "${TRAIN//,/ }"
 replay=(--rounds 1 --offline --quiet)
 train() {  # train NAME ARGS...
-  [ -f "$OUT/train/$1/policy.pt" ] || "$DELIB" train --trees "${STORES[@]}" --tree-rounds 1 "${@:2}" --out "$OUT/train/$1"
+  [ -f "$OUT/train/$1/policy.pt" ] ||
+    "$DELIB" train --trees "${STORES[@]}" --tree-rounds 1 "${@:2}" --out "$OUT/train/$1" ${TRAIN_ARGS:-}
 }
 train sft --algo sft
 train full --algo softrankpo-full --init "$OUT/train/sft"
@@ -24,28 +26,29 @@ train sft-signals --algo sft --features signals
 train full-signals --algo softrankpo-full --features signals --init "$OUT/train/sft-signals"
 train sft-resample --algo sft --features signals --actions resample
 train full-resample --algo softrankpo-full --features signals --actions resample --init "$OUT/train/sft-resample"
-ids() {  # ids held|fit: the built questions a training run holds out (seed 0, fifth 0.2), or the others
+ids() {  # ids held|fit [STORE]: the built questions a training run holds out (seed 0, fifth 0.2), or the
+  # others; with STORE, those of that store only
   "$PY" -c "import sys
 from deliberation.rl.data import held_out_names
 from deliberation.trees.store import TreeStore
-names = sorted(q for s in sys.argv[2:] for q in TreeStore.open(s).built)
+names = sorted(q for s in sys.argv[3:] for q in TreeStore.open(s).built)
 held = held_out_names(names, 0.2, 0)
-print(','.join(q for q in names if (q in held) == (sys.argv[1] == 'held')))" "$1" "${STORES[@]}"
+only = set(TreeStore.open(sys.argv[2]).built) if sys.argv[2] else set(names)
+print(','.join(q for q in names if q in only and (q in held) == (sys.argv[1] == 'held')))" "$1" "${2:-}" "${STORES[@]}"
 }
 VAL=$(ids held); FIT=$(ids fit)
 [ -f "$OUT/tuning/best_rule.json" ] || "$DELIB" tune-rules --trees "$TRAIN" --ids "$FIT" --actions resample \
   --out "$OUT/tuning" "${replay[@]}"
 T=$OUT/train
+POLICIES=$T/full/policy.pt,$T/sft-signals/policy.pt,$T/full-signals/policy.pt
+POLICIES=$POLICIES,$T/sft-resample/policy.pt,$T/full-resample/policy.pt
 [ -f "$OUT/compare/team.json" ] || "$DELIB" compare --trees "$TRAIN" --ids "$VAL" --sft "$T/sft/policy.pt" \
-  --policy "$T/full/policy.pt,$T/sft-signals/policy.pt,$T/full-signals/policy.pt,$T/sft-resample/policy.pt,$T/full-resample/policy.pt" \
+  --policy "$POLICIES" \
   --rule "$OUT/tuning/best_rule.json" --out "$OUT/compare" "${replay[@]}"
 for store in "${STORES[@]}"; do
-  name=$(basename "$store")
-  for k in 1 2 3 4 5 6; do
-    "$DELIB" evaluate --trees "$store" --ids "$VAL" --method self-consistency --agents "$k" \
-      --out "$OUT/sampling/$name/self-consistency-$k" "${replay[@]}" || true  # a store without val questions
-  done
-  "$DELIB" evaluate --trees "$store" --ids "$VAL" --method adaptive-consistency,cisc,cisc-logprob --agents 6 \
-    --out "$OUT/sampling/$name/adaptive" "${replay[@]}" || true
+  held=$(ids held "$store")
+  [ -n "$held" ] || continue  # a store without validation questions
+  DELIB=$DELIB PYTHON=$PY bash "$(dirname "$0")/sampling_replays.sh" "$store" "$OUT/sampling/$(basename "$store")" \
+    --ids "$held"
 done
 "$DELIB" report "$OUT/compare" "$OUT/sampling" --reference "mpdf [$T/full-resample/policy.pt]" --out "$OUT/report"

@@ -34,7 +34,10 @@ ACTIONS: tuple[Action, ...] = (Action.PERSIST, Action.REFINE, Action.CONCEDE)
 """The paper's three actions, in the order every policy's logits and every reward tuple use."""
 ACTION_ORDER: tuple[Action, ...] = (*ACTIONS, Action.RESAMPLE)
 """Every action; each action set is a prefix of it, so an action's index is the same in every set."""
-ACTION_SETS: dict[str, tuple[Action, ...]] = {"paper": ACTIONS, "resample": ACTION_ORDER}
+PAPER_ACTIONS = "paper"
+"""The default action set's name: the paper's three actions."""
+ACTION_SETS: dict[str, tuple[Action, ...]] = {PAPER_ACTIONS: ACTIONS, "resample": ACTION_ORDER}
+"""The action sets a policy may choose from (``--actions``): the paper's three (the default), or with RESAMPLE."""
 COST_ORDER: tuple[Action, ...] = (Action.PERSIST, Action.CONCEDE, Action.RESAMPLE, Action.REFINE)
 """Cheapest first: no call, no call, a call on the short round-0 prompt, a call on the long update prompt.
 Ties between equally rewarded actions go to the cheaper one (oracle labels, the oracle method)."""
@@ -43,7 +46,12 @@ Ties between equally rewarded actions go to the cheaper one (oracle labels, the 
 def by_cost(actions: tuple[Action, ...]) -> tuple[Action, ...]:
     """``actions`` cheapest first (``COST_ORDER``)."""
     return tuple(a for a in COST_ORDER if a in actions)
-"""The action sets a policy may choose from (``--actions``): the paper's three (the default), or with RESAMPLE."""
+
+
+def check_action_set(name: str) -> None:
+    """DelibError naming the registered action sets when ``name`` is none of them."""
+    if name not in ACTION_SETS:
+        raise DelibError(f"unknown actions {name!r}; choose one of {', '.join(ACTION_SETS)}")
 
 
 def action_set(n: int) -> tuple[Action, ...]:

@@ -13,6 +13,7 @@ import math
 import typing
 from typing import Any, Callable, Sequence
 
+from deliberation.backends.cache import CACHE_FILE
 from deliberation.backends.base import Backend, Capabilities, capabilities, check_backend, check_class
 from deliberation.errors import DelibError, writable_file
 from deliberation.registry import lookup
@@ -55,7 +56,7 @@ def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend
     """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache`` (a
     backend that ``caches_itself``, a team, gets the path instead: each of its members has its own scope)."""
     if cache is not None:
-        writable_file(cache, "cache", "responses.sqlite")
+        writable_file(cache, "cache", CACHE_FILE)
     check_options(name, options)
     cls = backend_class(name)
     if capabilities(cls).caches_itself:

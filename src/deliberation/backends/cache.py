@@ -41,6 +41,9 @@ from deliberation.backends.base import Backend, cache_scope_of, interrupt
 from deliberation.errors import DelibError
 from deliberation.types import Completion, GenerationRequest, from_json, to_json
 
+CACHE_FILE = "responses.sqlite"
+"""The response cache's file name where a command picks it (beside a run or an experiment)."""
+
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS completions (
     key TEXT PRIMARY KEY,

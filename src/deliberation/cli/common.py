@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from deliberation.backends.cache import CACHE_FILE
 from deliberation.cli import flags
 from deliberation.errors import DelibError, read_user_text, writable_file, writable_folder
 
@@ -81,7 +82,7 @@ def cache_file(text: str) -> str:
     """The type of --cache: 'none', or a file that can be written (``errors.writable_file``), refused before
     anything runs and in the flag's words (the library names its parameter ``cache``)."""
     if text != "none":
-        writable_file(text, "--cache", "responses.sqlite")
+        writable_file(text, "--cache", CACHE_FILE)
     return text
 
 
@@ -302,7 +303,7 @@ def cache_path(args: argparse.Namespace, out: str) -> str | None:
     """The response cache: explicit, disabled, or shared by the run directories beside ``out``."""
     if args.cache == "none" or args.backend == "scripted" and args.cache is None:
         return None
-    return args.cache or str(Path(out).parent / "responses.sqlite")
+    return args.cache or str(Path(out).parent / CACHE_FILE)
 
 
 def set_data_dir(args: argparse.Namespace) -> None:

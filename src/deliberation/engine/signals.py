@@ -3,7 +3,7 @@
 Each signal reads one agent's view in its team and returns a number oriented so that higher means more
 likely right, or None where it is undefined (no critic call, no log-probability summary recorded, no
 checkable arithmetic). They feed the AUROC table (``report/signals.py``) and the extended state's features
-(``engine/state.py``). Sources: the critic's P(Yes) is the paper's introspective confidence; the agreement
+(``engine/features.py``). Sources: the critic's P(Yes) is the paper's introspective confidence; the agreement
 share is self-consistency's vote share (Wang et al. 2023); the mean token log-probability is the sequence
 likelihood of Kadavath et al. (2022); the lowest window is DeepConf's lowest group confidence (Fu et al.
 2025); checked arithmetic re-evaluates the reasoning's written computations (engine/arith_check.py).

@@ -3,11 +3,8 @@ samples agree enough (engine/adaptive.py); ``--agents`` is the most samples it d
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from deliberation.engine.adaptive import adaptive_episode
 from deliberation.engine.spec import MethodSpec
-from deliberation.methods.base import fixed
+from deliberation.methods.base import fixed, samples_only
 
-METHOD = fixed(MethodSpec(name="adaptive-consistency", policy=None), engine=lambda e: replace(e, rounds=0),
-               episode=adaptive_episode)
+METHOD = fixed(MethodSpec(name="adaptive-consistency", policy=None), engine=samples_only, episode=adaptive_episode)

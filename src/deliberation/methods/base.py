@@ -8,7 +8,7 @@ entry, never the method's name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -33,6 +33,11 @@ class MethodConfig(MethodOptions):
 
 def _same(engine: EngineConfig) -> EngineConfig:
     return engine
+
+
+def samples_only(engine: EngineConfig) -> EngineConfig:
+    """The engine of the sampling methods: round 0 only (k = ``agents`` independent samples, no deliberation)."""
+    return replace(engine, rounds=0)
 
 
 def _nothing(cfg: MethodConfig) -> dict[str, Any]:

@@ -9,13 +9,12 @@ log-probability summaries). The temperatures are CISC's kind of setting, fixed h
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from deliberation.engine.spec import MethodSpec, VoteWeights
-from deliberation.methods.base import fixed
+from deliberation.methods.base import fixed, samples_only
 
-_SAMPLES_ONLY = dict(engine=lambda e: replace(e, rounds=0))
-CRITIC = fixed(MethodSpec(name="cisc", policy=None, confidence=True, vote_weights=VoteWeights("critic", 0.1)),
-               **_SAMPLES_ONLY)
-LOGPROB = fixed(MethodSpec(name="cisc-logprob", policy=None, vote_weights=VoteWeights("logprob-mean", 0.1)),
-                **_SAMPLES_ONLY)
+TEMPERATURE = 0.1
+"""The softmax temperature of both confidences (see above)."""
+CRITIC = fixed(MethodSpec(name="cisc", policy=None, confidence=True,
+                          vote_weights=VoteWeights("critic", TEMPERATURE)), engine=samples_only)
+LOGPROB = fixed(MethodSpec(name="cisc-logprob", policy=None, vote_weights=VoteWeights("logprob-mean", TEMPERATURE)),
+                engine=samples_only)

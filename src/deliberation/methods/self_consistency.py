@@ -6,10 +6,8 @@ response cache serves them once across methods.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from deliberation.engine.spec import MethodSpec
-from deliberation.methods.base import fixed
+from deliberation.methods.base import fixed, samples_only
 
 SPEC = MethodSpec(name="self-consistency", policy=None)
-METHOD = fixed(SPEC, engine=lambda e: replace(e, rounds=0))
+METHOD = fixed(SPEC, engine=samples_only)

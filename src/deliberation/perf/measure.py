@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from deliberation.backends.cache import CACHE_FILE
 from deliberation.backends.base import Backend
 from deliberation.perf.results import (OVERHEAD_TARGET_MS, BatchResult, BenchSettings, CacheResult,
                                         OverheadResult, PrefixReuseResult, Throughput, UpdateResult)
@@ -113,7 +114,7 @@ def measure_cache_rerun(settings: BenchSettings, inner: Backend) -> CacheResult:
 
     engine = EngineConfig(agents=settings.agents, max_tokens=settings.max_tokens, seed=settings.seed)
     with tempfile.TemporaryDirectory(prefix="delib-bench-cache-") as folder:
-        path = Path(folder) / "responses.sqlite"
+        path = Path(folder) / CACHE_FILE
         spec = RunSpec(method=settings.cache_method, benchmark=settings.benchmark, limit=settings.cache_questions,
                        backend=inner.name, backend_options={"model": inner.model}, cache=str(path),
                        engine=engine, command="delib bench")

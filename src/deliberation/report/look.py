@@ -5,12 +5,12 @@ row with the best fixed rule, per benchmark and pooled, and whose report.csv hol
 tokens. This module reads both, applies the registered stopping rule (``report/sequential.py``) to the
 pooled rows of the learned policy and of the oracle, and returns the look's record: per benchmark and
 pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
-only_reference, mcnemar_p, diff and diff_ci95, token_ratio and its interval, with the decision and the boundary it met; each method against
-self-consistency at its own token budget, per benchmark and pooled, where the look replayed
-self-consistency at several k (``report/equal_tokens.py``); the learned policy against self-consistency at
-k = 3 and 6 (reports of the same runs with those references); Holm-adjusted p-values beside the raw ones
-of every secondary comparison; and the headroom table's columns that come from the stores (some agent
-right at round 0, each signal's AUROC).
+only_reference, mcnemar_p, diff and diff_ci95, token_ratio and its interval, with the decision and the
+boundary it met; each method against self-consistency at its own token budget, per benchmark and pooled,
+where the look replayed self-consistency at several k (``report/equal_tokens.py``); the learned policy
+against self-consistency at k = 3 and 6 (reports of the same runs with those references); Holm-adjusted
+p-values beside the raw ones of every secondary comparison; and the headroom table's columns that come
+from the stores (some agent right at round 0, each signal's AUROC).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def counts(path: Path) -> dict[str, dict[str, dict[str, float]]]:
     table: dict[str, dict[str, dict[str, float]]] = {}
     with path.open(newline="") as f:
         for row in csv.DictReader(f):
-            columns = sorted({key.split(":")[0] for key in row if key.endswith(":n") and row[key]})
+            # a column is "<benchmark/split>:<field>"; own-data benchmarks hold colons too ("numeric:<path>")
+            columns = sorted({key.rsplit(":", 1)[0] for key in row if key.endswith(":n") and row[key]})
             table[row["method"]] = {c: {"n": int(row[f"{c}:n"]), "correct": int(row[f"{c}:correct"]),
                                         "tokens_per_question": float(row[f"{c}:tokens_per_question"])}
                                     for c in columns}

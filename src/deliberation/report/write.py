@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, writable_folder
 from deliberation.report.loading import RunResult, discover, load_results, load_training
 from deliberation.report.paired import EQUAL_TOKENS, Paired, paired_markdown, paired_table
 from deliberation.report.plots import write_plots
@@ -25,9 +25,7 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
 
     DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
     neither a run nor a training directory is found."""
-    paths, out = [Path(p) for p in paths], Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise DelibError(f"--out {out} is a file; pass a directory for the report (it is created if missing)")
+    paths, out = [Path(p) for p in paths], writable_folder(out_dir, "--out")
     run_dirs, train_dirs = discover(paths)
     if not run_dirs and not train_dirs:
         raise DelibError(f"no run or training directory found under {', '.join(map(str, paths))}; a run "

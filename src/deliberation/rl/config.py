@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from deliberation.engine.features import FEATURE_SETS, FeatureSet
+from deliberation.engine.features import FEATURE_SETS, PAPER, FeatureSet
 from deliberation.errors import DelibError
-from deliberation.types import ACTION_SETS
+from deliberation.types import PAPER_ACTIONS, check_action_set
 
 SPLIT_FILE = "split.json"
 """Beside a training run's checkpoint: the question ids it trained on and held out, so a run started from
@@ -49,7 +49,7 @@ class TrainConfig:
     paper's smooth normal quantiles, see ``deliberation.rl.advantages``)."""
 
     kl_coef: float = 0.05
-    """beta, weight of the exact KL(pi || pi_ref) over the 3 actions to the reference (SFT) policy."""
+    """beta, weight of the exact KL(pi || pi_ref) over the actions of the set to the reference (SFT) policy."""
 
     entropy_coef: float = 0.01
     """Weight of the entropy bonus; the loss subtracts entropy_coef * H(pi)."""
@@ -87,12 +87,12 @@ class TrainConfig:
     heads: int = 4
     """Attention heads of the policy network; must divide ``hidden``."""
 
-    features: str = "paper"
+    features: str = PAPER.name
     """The feature set the policy observes (``deliberation.engine.features.FEATURE_SETS``): ``paper``, the
     paper's meta-cognitive state, or ``signals``, with checked arithmetic and log-probability confidence
     (issue 37; decisions derived from tree stores only: rollout files hold the paper's)."""
 
-    actions: str = "paper"
+    actions: str = PAPER_ACTIONS
     """The actions the policy chooses among (``deliberation.types.ACTION_SETS``): ``paper``, PERSIST / REFINE
     / CONCEDE, or ``resample``, with RESAMPLE (a fresh independent answer; issue 37; tree stores only)."""
 
@@ -130,7 +130,7 @@ class TrainConfig:
         _check(self.features in FEATURE_SETS, f"unknown features {self.features!r}; choose one of "
                f"{', '.join(FEATURE_SETS)}")
         _check_feature_names(self.feature_set(), self.ignore_features)
-        _check(self.actions in ACTION_SETS, f"unknown actions {self.actions!r}; choose one of {', '.join(ACTION_SETS)}")
+        check_action_set(self.actions)
         for f in fields(self):  # infinity passes the range checks above (lr > 0), and JSON cannot hold it
             value = getattr(self, f.name)
             _check(not isinstance(value, float) or math.isfinite(value),

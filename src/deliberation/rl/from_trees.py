@@ -18,14 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from deliberation import benchmarks
-from deliberation.engine.features import FEATURE_SETS
+from deliberation.engine.features import FEATURE_SETS, PAPER
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl.rewards import reward_function
 from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.trees.store import TreeBackend, built_examples, open_store, recording_backend, store_engine
-from deliberation.types import ACTION_SETS, Decision
+from deliberation.types import ACTION_SETS, PAPER_ACTIONS, Decision
 
 GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) need nodes `delib tree` does not "
              "build, and a store built by an older version may lack some of round 1 (rerunning its `delib tree` "
@@ -35,7 +35,7 @@ GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) nee
 
 def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1,
                          reward: str = "round", grow: bool = False, components: str = "both",
-                         features: str = "paper", actions: str = "paper") -> list[Decision]:
+                         features: str = PAPER.name, actions: str = PAPER_ACTIONS) -> list[Decision]:
     """Every decision of the behaviour policy over the store's built questions, episodes of ``rounds`` rounds,
     rewards by ``reward`` (a key of ``rl/rewards.REWARDS``) weighted by ``components`` (of
     ``REWARD_COMPONENTS``), observations under the feature set ``features`` (engine/features.py), every

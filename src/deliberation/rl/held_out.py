@@ -1,6 +1,6 @@
 """Held-out comparison of a trained policy with the fixed policies, on counterfactual rewards.
 
-Every collected decision carries the reward each of the three actions would have earned with the other
+Every collected decision carries the reward each action of its set would have earned with the other
 agents' moves fixed (``rl.rollouts``), so a policy is scored offline by the reward of the action it picks,
 and the constant policies (always PERSIST / REFINE / CONCEDE), the fixed rules (agreement-threshold,
 confidence-threshold, read off the features by ``rl/rule_actions.py``) and the oracle (best action, an
@@ -10,7 +10,7 @@ episodes: an agent's choice changes what its peers see next round, which only a 
 (``delib run``) captures.
 
 Accuracy counts a decision right when the chosen action earns the best reward, ties included: on most
-collected decisions all three actions earn the same (nothing the agent does changes the vote), and there
+collected decisions every action earns the same (nothing the agent does changes the vote), and there
 the tie-broken oracle label (the SFT target, ``label_accuracy``) would reward the cheapest action alone.
 The constant policies get the same tie-aware accuracy, so always-PERSIST is the baseline to beat. The
 gain interval is over questions (decisions of one question are not independent).
@@ -37,9 +37,9 @@ class HeldOut:
     decisions: int  # every sample of every decision point
     decision_points: int  # distinct (question, round, agent): the K samples of one share their features
     policy_reward: float
-    decision_accuracy: float  # greedy action earns the best reward of the three (ties count as right)
+    decision_accuracy: float  # greedy action earns the best reward of the set (ties count as right)
     label_accuracy: float  # greedy action == tie-broken oracle label (the SFT target)
-    tied_share: float  # decisions where all three actions earn the same reward
+    tied_share: float  # decisions where every action earns the same reward
     policy_actions: tuple[float, ...]  # greedy action shares, the action set's order
     fixed_rewards: tuple[float, ...]  # always-PERSIST, always-REFINE, always-CONCEDE (, always-RESAMPLE)
     fixed_accuracies: tuple[float, ...]  # their tie-aware accuracy

@@ -5,7 +5,7 @@ term is either plain, -mean(A * log pi(a|o)), or PPO-clipped against the behavio
 (Schulman et al. 2017), -mean(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)) with rho = pi(a|o) / mu(a|o),
 for off-policy rollouts; or, for the full-information objectives, the expected advantage
 -mean(sum_a pi(a|o) A(a|o)) over all A actions of the set (rl/objectives.py says why this form). The KL and
-entropy are exact sums over the 3 actions, not sample estimates.
+entropy are exact sums over the A actions, not sample estimates.
 
 An algorithm is an entry of ``rl/algorithms.py`` (advantage function + objective), never a string switched
 on elsewhere: the comparators share everything but these two choices.

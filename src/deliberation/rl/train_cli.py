@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deliberation.engine.features import PAPER
 from deliberation.errors import DelibError
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import SPLIT_FILE, TrainConfig
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
-from deliberation.types import ACTION_ORDER, Decision, to_json
+from deliberation.types import ACTION_ORDER, PAPER_ACTIONS, Decision, to_json
 
 HELD_OUT_FILE = "held_out.json"
 
@@ -89,10 +90,10 @@ def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
     if req.rollouts and not reward.in_rollouts:
         raise DelibError(f"--reward {cfg.reward} is not in rollout files (they hold the round reward); derive it "
                          "from tree stores with --trees instead of --rollouts, or train with --reward round")
-    if req.rollouts and cfg.actions != "paper":
+    if req.rollouts and cfg.actions != PAPER_ACTIONS:
         raise DelibError(f"--actions {cfg.actions} is not in rollout files (they score the paper's three actions); "
                          "derive the decisions from tree stores with --trees, or train with --actions paper")
-    if req.rollouts and cfg.features != "paper":
+    if req.rollouts and cfg.features != PAPER.name:
         raise DelibError(f"--features {cfg.features} is not in rollout files (they hold the paper's features); "
                          "derive the decisions from tree stores with --trees, or train with --features paper")
     if req.rollouts and cfg.reward_components != "both":

@@ -91,7 +91,7 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
 
     The KL term is to ``reference``, or to ``init`` when no reference is given; with neither it is 0.
     Advantages are computed once over the training decisions (rewards are fixed offline data), by the
-    algorithm's objective: of the sampled actions, or of all three actions of each decision."""
+    algorithm's objective: of the sampled actions, or of every action of each decision's set."""
     if ALGORITHMS[cfg.algo].supervised:
         raise DelibError(f"train_pg needs a policy-gradient algo, got {cfg.algo!r}; use train_sft for sft")
     train, val = prepare(decisions, cfg)
@@ -99,8 +99,8 @@ def train_pg(decisions: Sequence[Decision], cfg: TrainConfig, init: MetaPolicyNe
         _check_width(given, train)
     check_ignored(init, cfg)
     net = copy.deepcopy(init) if init is not None else _new_net(train, cfg)
-    ref_logits = _reference_logits(reference if reference is not None else init, train)  # (N, 3) or None
-    advantages = ALGORITHMS[cfg.algo].decision_advantages(train, cfg).float()  # (N,) or (N, 3): rl/objectives.py
+    ref_logits = _reference_logits(reference if reference is not None else init, train)  # (N, A) or None
+    advantages = ALGORITHMS[cfg.algo].decision_advantages(train, cfg).float()  # (N,) or (N, A): rl/objectives.py
 
     def step(index: Tensor) -> _StepLoss:
         ref = ref_logits[index] if ref_logits is not None else None

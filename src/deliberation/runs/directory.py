@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.config import Selection
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, writable_folder
 from deliberation.methods.options import DEFAULTS
 from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.types import ACTION_ORDER, ACTIONS, Episode, Turn, from_json, strict_json, to_json, write_json_atomic
@@ -181,9 +181,7 @@ class RunDir:
         between this and ``create``, so a failure there leaves no config.json). A directory holding episodes
         must hold the same settings; one with no episode yet takes any; one another process writes (a run
         into the same --out still going) is refused, before a model loads."""
-        run = cls(Path(path), config)
-        if run.path.exists() and not run.path.is_dir():
-            raise DelibError(f"--out {run.path} is a file; pass a directory (a new one, or a run to resume)")
+        run = cls(writable_folder(path, "--out"), config)
         refuse_if_locked(run.path)
         run._plan()
         return run

@@ -30,6 +30,7 @@ from deliberation import methods
 from deliberation.methods import METHODS
 from deliberation.methods.options import MethodOptions
 from deliberation.runs import experiment_agents as agents
+from deliberation.backends.cache import CACHE_FILE
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
             "variants", "concurrency", "selection", "agents")
@@ -40,7 +41,6 @@ OPTION_TYPES: dict[str, type] = {k: typing.get_args(v)[0] if type(None) in typin
 """The method options a variant may set, with the TOML type each takes (TOML has no null: ``X | None`` takes X)."""
 VARIANT_KEYS = ("label", "method", *OPTION_TYPES, *ENGINE_TYPES)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # labels name directories
-CACHE_FILE = "responses.sqlite"
 
 
 @dataclass(frozen=True)

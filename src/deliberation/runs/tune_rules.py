@@ -18,11 +18,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
-from deliberation.errors import DelibError
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants
-from deliberation.types import ACTION_SETS, to_json, write_json_atomic
+from deliberation.types import PAPER_ACTIONS, check_action_set, to_json, write_json_atomic
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 BEST_RULE = "best_rule.json"
@@ -32,24 +31,23 @@ BEST_RULE = "best_rule.json"
 class Tuning(StoreSettings):
     """What to tune on: training stores, the replay settings every rule shares, the rules' action set."""
 
-    actions: str = "paper"
+    actions: str = PAPER_ACTIONS
     """The actions the tuned rules may take (``types.ACTION_SETS``): ``paper``, PERSIST / REFINE / CONCEDE
     (the pre-registered grid), or ``resample``, adding the RESAMPLE rules (stores with 2N round-0 samples:
     ``delib tree --samples``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.actions not in ACTION_SETS:
-            raise DelibError(f"unknown actions {self.actions!r}; choose one of {', '.join(ACTION_SETS)}")
+        check_action_set(self.actions)
 
 
-def simplest_first(actions: str = "paper") -> list[str]:
+def simplest_first(actions: str = PAPER_ACTIONS) -> list[str]:
     """The registered rules that take only ``actions``, simplest first."""
     names = [name for name, rule in FIXED_RULES.items() if rule.within(actions)]
     return sorted(names, key=lambda name: FIXED_RULES[name].simplicity)
 
 
-def constants(actions: str = "paper") -> list[str]:
+def constants(actions: str = PAPER_ACTIONS) -> list[str]:
     """The rules among them that take one action whatever they observe, simplest first."""
     return [name for name in simplest_first(actions) if isinstance(FIXED_RULES[name].policy(0.5), ConstantPolicy)]
 
@@ -86,7 +84,7 @@ class GridRow:
     by_store: dict[str, float] = field(default_factory=dict)
 
 
-def grid(actions: str = "paper") -> list[Rule]:
+def grid(actions: str = PAPER_ACTIONS) -> list[Rule]:
     """The grid under ``actions`` (module docstring): rules reading no threshold, then the others at each."""
     names = simplest_first(actions)
     return ([Rule(m) for m in names if not FIXED_RULES[m].confidence] +

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, writable_folder
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.replay import Replay, check_method, spec_of, tree_backend
@@ -123,9 +123,7 @@ def replay_variants(replays: Sequence[Replay], variants: Sequence[Variant], out:
                     data_dir: str | None = None, progress: bool = False) -> dict[str, list[Summary]]:
     """Every variant over every store (one ``Replay`` each) -> store name -> summaries in ``variants``
     order (module docstring)."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise DelibError(f"--out {out} is a file; pass a directory (it is created if missing)")
+    out = writable_folder(out, "--out")
     names = store_names([r.trees for r in replays])
     plans = [plan(r.trees, name, variants, out, r, data_dir) for r, name in zip(replays, names)]
     return {name: run_store(p, variants, progress) for name, p in zip(names, plans)}

@@ -36,7 +36,7 @@ from deliberation.backends.cache import request_key
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, Selection
 from deliberation.engine import prompts
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, writable_folder
 from deliberation.trees.lock import DirectoryLock, lock_directory
 from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, purpose_of,
                                 read_gzip_lines, to_json)
@@ -93,9 +93,7 @@ class TreeStore:
     def create(cls, path: str | Path, manifest: dict[str, Any]) -> "TreeStore":
         """Open ``path`` for building, as its one writer until ``unlock``: a new store, or an existing one with
         the same settings."""
-        path = Path(path)
-        if path.exists() and not path.is_dir():
-            raise DelibError(f"--out {path} is a file; pass a directory for the tree store")
+        path = writable_folder(path, "--out")
         path.mkdir(parents=True, exist_ok=True)
         writer = lock_directory(path, BUSY_FIX)  # before reading: a repair cuts the file's end
         try:

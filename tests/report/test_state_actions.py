@@ -1,0 +1,66 @@
+"""Issue 37's table end to end on scripted training stores (experiments/state_actions.sh): six policies
+trained on the stores, the best rule tuned on the fit questions, everything replayed on the validation
+fifth only, and a report pairing the four-action policy with the rule, the sampling baselines and
+self-consistency at equal tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.rl.data import held_out_names
+from deliberation.trees.store import TreeStore
+from replays import episodes
+
+pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "state_actions.sh"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory) -> tuple[Path, list[Path]]:
+    root = tmp_path_factory.mktemp("state-actions")
+    stores = [root / "gsm8k-train", root / "math-train"]
+    for store, benchmark, limit in zip(stores, ("gsm8k", "math"), (10, 5)):
+        assert main(["tree", "--backend", "scripted", "--benchmark", benchmark, "--split", "train", "--limit",
+                     str(limit), "--samples", "6", "--methods", "mpdf", "--out", str(store), "--quiet"]) == 0
+    env = {**os.environ, "DELIB": str(BIN / "delib"), "PYTHON": sys.executable, "TRAIN_ARGS": "--epochs 1",
+           "PATH": f"{BIN}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(SCRIPT), str(root / "out"), ",".join(map(str, stores))], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root / "out", stores
+
+
+def test_six_policies_are_trained_and_the_report_pairs_the_four_action_policy(table):
+    out, _ = table
+    trained = sorted(p.parent.name for p in (out / "train").glob("*/policy.pt"))
+    assert trained == ["full", "full-resample", "full-signals", "sft", "sft-resample", "sft-signals"]
+    text = (out / "report" / "report.md").read_text()
+    assert f"## Paired against mpdf [{out / 'train' / 'full-resample' / 'policy.pt'}]" in text
+    assert "## Against self-consistency at equal tokens" in text
+    for row in ("adaptive-consistency", "cisc", "cisc-logprob", "self-consistency [agents=6]", "best rule: "):
+        assert f"| {row}" in text
+
+
+def test_every_replay_reads_the_validation_fifth_only_and_the_rule_the_rest(table):
+    out, stores = table
+    names = sorted(q for s in stores for q in TreeStore.open(s).built)
+    held = held_out_names(names, 0.2, 0)
+    replayed = ids_in(out / "sampling") | ids_in(out / "compare")
+    assert replayed and replayed <= held
+    tuned = ids_in(out / "tuning")
+    assert tuned and not tuned & held
+    assert json.loads((out / "tuning" / "best_rule.json").read_text())["label"]
+
+
+def ids_in(folder: Path) -> set[str]:
+    """The questions of every run directory under ``folder``."""
+    return {e["example_id"] for run in folder.rglob("episodes.jsonl") for e in episodes(run.parent)}
