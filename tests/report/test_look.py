@@ -60,7 +60,7 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     assert "self-consistency [agents=6]" in record["methods"] and "adaptive-consistency" in record["methods"]
     equal = record["equal_tokens"]["mpdf [default]"]  # against self-consistency at its budget, k <= 6
     assert set(equal) == {"gsm8k/test", "math/test", "pooled"} and equal["pooled"]["n"] == 6
-    assert equal["gsm8k/test"]["reference"] in {f"self-consistency-{k}" for k in range(1, 7)}
+    assert 1 <= equal["gsm8k/test"]["k"][0] <= 6 and len(equal["pooled"]["k"]) == 2  # one k per benchmark
     assert "mcnemar_p_holm" not in pooled  # the primary comparison: the sequential boundary tests it alone
     secondary = [cell for cells in record["methods"].values() for cell in cells.values() if "mcnemar_p" in cell]
     assert len(secondary) > 1 and sum("mcnemar_p_holm" in cell for cell in secondary) == len(secondary) - 1

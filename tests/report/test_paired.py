@@ -82,9 +82,9 @@ def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budge
     assert main(["evaluate", "--trees", store, "--method", "debate,cot", "--quiet", "--out", runs]) == 0
     assert main(["report", runs, "--trees", store, "--out", str(tmp_path / "rep")]) == 0
     paired = {p["label"]: p for p in json.loads((tmp_path / "rep" / "paired.json").read_text())
-              if p["column"].startswith("equal tokens")}
-    assert paired["cot"]["reference"] == "self-consistency-1" and paired["cot"]["only_row"] == 0  # cot = sample 0
-    assert paired["debate"]["reference"] == "self-consistency-6" and paired["debate"]["n"] == 10  # debate > 6 samples
+              if p.get("budget")}
+    assert paired["cot"]["budget"] == [1] and paired["cot"]["only_row"] == 0  # cot = sample 0
+    assert paired["debate"]["budget"] == [6] and paired["debate"]["n"] == 10  # debate > 6 samples
     assert "## Against self-consistency at equal tokens" in (tmp_path / "rep" / "report.md").read_text()
 
 
@@ -102,12 +102,12 @@ def test_equal_tokens_come_from_the_self_consistency_runs_given_once_two_sample_
         assert main(["report", str(runs), "--out", str(tmp_path / name)]) == 0
         written = tmp_path / name / "paired.json"  # absent when nothing is paired (no fixed rule is a row)
         paired = json.loads(written.read_text()) if written.is_file() else []
-        return {p["label"]: p for p in paired if p["column"].startswith("equal tokens")}
+        return {p["label"]: p for p in paired if p.get("budget")}
 
     sc(3)
     assert equal_tokens("one-k") == {}  # one sample count: no budget to choose
     sc(6)
     paired = equal_tokens("two-k")
-    assert paired["cot"]["reference"] == "self-consistency-3"  # below every budget present: the smallest k
-    assert paired["debate"]["reference"] == "self-consistency-6" and paired["debate"]["n"] == 6
-    assert paired["cot"]["column"] == "equal tokens, k=3, gsm8k/test"
+    assert paired["cot"]["budget"] == [3]  # below every budget present: the smallest k
+    assert paired["debate"]["budget"] == [6] and paired["debate"]["n"] == 6
+    assert paired["cot"]["column"] == "gsm8k/test" and paired["cot"]["reference"] == "self-consistency at equal tokens"

@@ -12,6 +12,7 @@ with fewer than two sample counts present gets no such row.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -61,9 +62,8 @@ def equal_token_table(results: Sequence[RunResult], sampling: Sampling) -> list[
         if len(pairs) > 1:
             mine = {q: o for _, matched, _ in pairs for q, o in matched.items()}
             theirs = {q: o for _, _, matched in pairs for q, o in matched.items()}
-            budgets = ", ".join(p.reference.removeprefix("self-consistency-") for p, _, _ in pairs)
-            rows.append(compare(label, f"self-consistency at each benchmark's budget (k = {budgets})",
-                                f"{EQUAL_TOKENS}, {POOLED}", mine, theirs))
+            budget = tuple(k for p, _, _ in pairs for k in p.budget or ())
+            rows.append(replace(compare(label, EQUAL_TOKENS, POOLED, mine, theirs), budget=budget))
     return rows
 
 
@@ -77,4 +77,4 @@ def _at_budget(label: str, row: dict[Question, Outcome], column: str, runs: dict
     tokens = sum(row[q][1] for q in common) / len(common)
     k = budget_k(tokens, runs, common)
     mine, theirs = {q: row[q] for q in common}, {q: runs[k][q] for q in common}
-    return compare(label, f"self-consistency-{k}", f"{EQUAL_TOKENS}, k={k}, {column}", mine, theirs), mine, theirs
+    return replace(compare(label, EQUAL_TOKENS, column, mine, theirs), budget=(k,)), mine, theirs

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.report.paired import EQUAL_TOKENS, POOLED, Paired, diff_points, holm
+from deliberation.report.paired import POOLED, Paired, diff_points, holm
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
 from deliberation.trees.responses import Response, responses
@@ -91,7 +91,7 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
     arm's label there. ``against``: report folders of the same runs paired with other references
     (self-consistency at k = 3 and 6), whose learned rows the record keeps under ``learned_against``."""
     paired = read_paired(report / "paired.json")
-    pooled = {p.label: p for p in paired if p.column == POOLED}
+    pooled = {p.label: p for p in paired if p.column == POOLED and p.budget is None}
     missing = [label for label in (learned, oracle) if label not in pooled]
     if missing:
         raise DelibError(f"{report / 'paired.json'} has no pooled row of {', '.join(missing)}; the look needs the "
@@ -112,7 +112,7 @@ def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[st
     table: dict[str, dict[str, Any]] = {}
     for report in reports:
         for p in read_paired(report / "paired.json"):
-            if p.label == learned and not p.column.startswith(EQUAL_TOKENS):
+            if p.label == learned and p.budget is None:
                 table.setdefault(p.reference, {})[p.column] = {"n": p.n, **_against([p], learned, p.column)}
     return table
 
@@ -133,16 +133,16 @@ def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[
 def _equal_tokens(paired: list[Paired]) -> dict[str, dict[str, Any]]:
     """label -> benchmark column (or pooled) -> the row against self-consistency at its token budget."""
     table: dict[str, dict[str, Any]] = {}
-    for p in (p for p in paired if p.column.startswith(EQUAL_TOKENS)):
-        table.setdefault(p.label, {})[p.column.rsplit(", ", 1)[-1]] = {
-            "reference": p.reference, "n": p.n, "only_method": p.only_row, "only_reference": p.only_reference,
+    for p in (p for p in paired if p.budget is not None):
+        table.setdefault(p.label, {})[p.column] = {
+            "k": list(p.budget), "n": p.n, "only_method": p.only_row, "only_reference": p.only_reference,
             "mcnemar_p": p.mcnemar_p, "diff": p.accuracy_diff, "diff_ci95": list(p.accuracy_diff_ci95),
             "token_ratio": p.token_ratio}
     return table
 
 
 def _against(paired: list[Paired], label: str, column: str) -> dict[str, Any]:
-    row = next((p for p in paired if p.label == label and p.column == column), None)
+    row = next((p for p in paired if p.label == label and p.column == column and p.budget is None), None)
     if row is None:
         return {}
     return {"only_method": row.only_row, "only_reference": row.only_reference, "mcnemar_p": row.mcnemar_p,
@@ -193,14 +193,7 @@ def _headline_line(label: str, cell: dict[str, Any], equal: dict[str, Any] | Non
         against = f"{diff_points(cell['diff'], cell['diff_ci95'])} | {cell['mcnemar_p']:.3g}{holm_p}"
     else:
         against += " | "
-    sampled = "" if equal is None else f"{diff_points(equal['diff'], equal['diff_ci95'])} ({_budget(equal)})"
+    sampled = ("" if equal is None else
+               f"{diff_points(equal['diff'], equal['diff_ci95'])} (k={'/'.join(map(str, equal['k']))})")
     return (f"| {label} | {cell['n']} | {100 * _share(cell):.1f} | {against} | {sampled} | "
             f"{cell['tokens_per_question']:.0f} |")
-
-
-def _budget(equal: dict[str, Any]) -> str:
-    """The sample count(s) self-consistency had at the arm's budget: "k=5", or per benchmark when pooled."""
-    reference = equal["reference"]
-    if reference.startswith("self-consistency-"):
-        return "k=" + reference.removeprefix("self-consistency-")
-    return reference[reference.index("(") + 1 : -1]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -22,10 +22,11 @@ from deliberation import methods
 from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, read_episodes
 from deliberation.runs.directory import EPISODES
+from deliberation.types import ADDED_LATER
 
 BOOTSTRAP_DRAWS = 10_000  # docs/results/paired/PREREGISTRATION.md fixes 10,000 resamples, seed 0
 POOLED = "pooled"
-EQUAL_TOKENS = "equal tokens"  # the prefix of the columns pairing a row with self-consistency at its budget
+EQUAL_TOKENS = "self-consistency at equal tokens"  # the reference of the rows that carry a ``budget``
 Outcome = tuple[bool, int]  # (correct, tokens) of one question
 Question = tuple[str, int, str]  # (benchmark split, seed, example id)
 
@@ -49,6 +50,9 @@ class Paired:
     token_ratio_ci95: tuple[float, float]
     unpaired: int = 0
     """Questions either row ran that the other did not (left out of the comparison)."""
+    budget: tuple[int, ...] | None = field(default=None, metadata=ADDED_LATER)
+    """Rows against self-consistency at their token budget only (``report/equal_tokens.py``): its sample
+    count k on ``column``, or on each benchmark (in column order) when pooled."""
 
 
 def mcnemar_exact(only_row: int, only_reference: int) -> float:
@@ -155,7 +159,8 @@ def diff_points(diff: float, ci: Sequence[float]) -> str:
 
 def _line(p: Paired) -> str:
     rlo, rhi = p.token_ratio_ci95
-    return (f"| {p.label} | {p.column} | {p.n} | {p.both_right} | {p.only_row} | {p.only_reference} | "
+    column = p.column if p.budget is None else f"{p.column}, k={'/'.join(map(str, p.budget))}"
+    return (f"| {p.label} | {column} | {p.n} | {p.both_right} | {p.only_row} | {p.only_reference} | "
             f"{p.both_wrong} | {p.mcnemar_p:.3g} | {diff_points(p.accuracy_diff, p.accuracy_diff_ci95)} | "
             f"{p.token_ratio:.2f} [{rlo:.2f}, {rhi:.2f}] |")
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError, writable_folder
 from deliberation.report.loading import RunResult, discover, load_results, load_training
-from deliberation.report.paired import EQUAL_TOKENS, Paired, paired_markdown, paired_table
+from deliberation.report.paired import Paired, paired_markdown, paired_table
 from deliberation.report.plots import write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
@@ -65,7 +65,7 @@ def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequ
     parts = ["# Deliberation report\n"]
     if tab is not None:
         parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
-    fixed = [p for p in paired if not p.column.startswith(EQUAL_TOKENS)]
+    fixed = [p for p in paired if p.budget is None]
     if fixed:
         parts += [f"## Paired against {fixed[0].reference}\n", paired_markdown(fixed)]
     if len(fixed) < len(paired):
