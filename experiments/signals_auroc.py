@@ -10,14 +10,13 @@ only: no test question is read. Offline: nothing is generated.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from deliberation.report.signals import markdown, signal_rows
 from deliberation.trees.responses import responses
 from deliberation.trees.store import TreeStore
-from deliberation.types import to_json
+from deliberation.types import to_json, write_json_atomic
 
 
 def main(out: str, stores: list[str]) -> None:
@@ -28,11 +27,12 @@ def main(out: str, stores: list[str]) -> None:
         pooled += rows
         name = f"{store.manifest['model']} {Path(path).name}"
         tables[name] = signal_rows(rows)
-        sections.append(markdown(f"{name}: {len(rows) // 6} questions, {len(rows)} responses", tables[name]))
+        questions = len({r.example_id for r in rows})
+        sections.append(markdown(f"{name}: {questions} questions, {len(rows)} responses", tables[name]))
     tables["pooled"] = signal_rows(pooled)
     sections.append(markdown(f"pooled: {len(pooled)} responses", tables["pooled"]))
     Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / "signals.json").write_text(json.dumps({k: to_json(v) for k, v in tables.items()}, indent=2) + "\n")
+    write_json_atomic(Path(out) / "signals.json", {k: to_json(v) for k, v in tables.items()})
     (Path(out) / "tables.md").write_text("\n".join(sections))
     print("\n".join(sections))
 

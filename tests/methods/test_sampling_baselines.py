@@ -12,6 +12,7 @@ from deliberation.cli.main import main
 from deliberation.engine.adaptive import leader_probability, settled
 from deliberation.engine.loop import AgentRecord, ballot_weights
 from deliberation.engine.spec import MethodSpec, VoteWeights
+from deliberation.errors import DelibError
 from deliberation.types import LogprobSummary
 
 
@@ -43,6 +44,14 @@ def test_cisc_weighs_each_ballot_by_softmax_of_its_confidence():
 
 def episodes(path):
     return [json.loads(line) for line in (path / "episodes.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("signal, temperature, message", [("critc", 0.1, "unknown vote signal 'critc'; choose"),
+                                                          ("critic", 0.0, "vote temperature must be > 0")])
+def test_a_vote_weighting_of_an_unknown_signal_is_refused_where_it_is_defined(signal, temperature, message):
+    """A method's typo fails when the method is registered, not at its first vote after generating."""
+    with pytest.raises(DelibError, match=message):
+        VoteWeights(signal, temperature)
 
 
 def test_adaptive_consistency_draws_fewer_samples_where_they_agree(tmp_path):

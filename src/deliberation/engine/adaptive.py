@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from deliberation.engine import prompts
-from deliberation.engine.loop import Context, final_vote, generate, record_of, score, turn_of
+from deliberation.engine.loop import Context, episode_of, generate, record_of, turn_of
 from deliberation.types import Episode
 
 THRESHOLD = 0.95
@@ -51,6 +51,4 @@ def adaptive_episode(ctx: Context, rng: np.random.Generator) -> Episode:
         turns.append(turn_of(ctx, agent, 0, None, records[-1], [out]))
         if settled([r.key for r in records]):
             break
-    answer, text = final_vote(ctx, records)
-    return Episode(ctx.example.id, ctx.spec.name, answer, score(ctx, text), tuple(turns), 0,
-                   time.perf_counter() - start, sum(ctx.batch_seconds))
+    return episode_of(ctx, records, turns, 0, start)

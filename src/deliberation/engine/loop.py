@@ -317,8 +317,15 @@ def run_episode(ctx: Context, rng: np.random.Generator) -> Episode:
     records, turns = initial_round(ctx)
     step = lambda c, recs, t: deliberation_round(c, recs, t, rng)  # noqa: E731
     records, later, rounds_run = run_rounds(ctx, records, step)
+    return episode_of(ctx, records, turns + later, rounds_run, start)
+
+
+def episode_of(ctx: Context, records: Sequence[AgentRecord], turns: Sequence[Turn], rounds_run: int,
+               start: float) -> Episode:
+    """The episode that ends with ``records``: their vote, scored, with every turn and the time since ``start``
+    (a ``time.perf_counter`` reading) and the batches' generation time."""
     answer, text = final_vote(ctx, records)
-    return Episode(ctx.example.id, ctx.spec.name, answer, score(ctx, text), tuple(turns + later), rounds_run,
+    return Episode(ctx.example.id, ctx.spec.name, answer, score(ctx, text), tuple(turns), rounds_run,
                    time.perf_counter() - start, sum(ctx.batch_seconds))
 
 

@@ -10,7 +10,9 @@ import numpy as np
 
 from deliberation.engine import prompts
 from deliberation.engine.consensus import unanimous
+from deliberation.engine.signals import SIGNALS
 from deliberation.engine.state import Observation
+from deliberation.errors import DelibError
 from deliberation.types import Action
 
 
@@ -30,6 +32,12 @@ class VoteWeights:
 
     signal: str
     temperature: float
+
+    def __post_init__(self) -> None:
+        if self.signal not in SIGNALS:  # a method's definition error, found when it is registered
+            raise DelibError(f"unknown vote signal {self.signal!r}; choose one of {', '.join(SIGNALS)}")
+        if not self.temperature > 0:
+            raise DelibError(f"vote temperature must be > 0, got {self.temperature}")
 
 
 @dataclass(frozen=True)
