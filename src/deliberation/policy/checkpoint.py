@@ -37,10 +37,10 @@ _FIELDS = {"arch": dict, "state_dict": dict, "feature_names": list, "feature_ver
 def load_learned(policy: str) -> TrainedPolicy:
     """The policy ``policy`` names (a path or a shipped name), loaded once per process, refusing one
     built for a feature set this build does not register (engine/features.py)."""
-    path = checkpoint_path(policy)
-    payload = _read_checkpoint(Path(path))
+    path = Path(checkpoint_path(policy))
+    payload = _read_checkpoint(path)  # read and verified once
     found = contract(payload["feature_names"], payload["feature_version"]) or PAPER
-    return load_policy(path, found.names, found.version)
+    return _policy(path, payload, found.names, found.version)
 
 
 def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequence[str],
@@ -66,9 +66,13 @@ def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequ
 
 def load_policy(path: str | os.PathLike, feature_names: Sequence[str], feature_version: int) -> TrainedPolicy:
     """Load a checkpoint written by ``save_policy``; refuse one trained on other features (DelibError)."""
-    payload = _read_checkpoint(Path(path))
+    return _policy(Path(path), _read_checkpoint(Path(path)), feature_names, feature_version)
+
+
+def _policy(path: Path, payload: dict[str, Any], feature_names: Sequence[str], feature_version: int) -> TrainedPolicy:
+    """The policy of checkpoint ``payload`` (read from ``path``), refused when trained on other features."""
     _check_features(payload, tuple(feature_names), int(feature_version))
-    net = _net_for(Path(path), payload)
+    net = _net_for(path, payload)
     net.load_state_dict(payload["state_dict"])
     net.eval()
     return TrainedPolicy(net=net, feature_names=tuple(feature_names), feature_version=int(feature_version))
