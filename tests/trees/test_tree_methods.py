@@ -128,6 +128,11 @@ def test_a_replay_may_read_named_questions_only(stores, tmp_path, capsys):
     assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--ids",
                  "gsm8k/train/7", "--out", str(tmp_path / "none")) == 2
     assert "holds none of the 1 questions asked for" in capsys.readouterr().err
+    listed = tmp_path / "val.txt"  # every command's --ids takes @FILE, as `delib run`'s does
+    listed.write_text("gsm8k/test/2\ngsm8k/test/0\n")
+    assert delib("evaluate", "--trees", str(mpdf), "--method", "mpdf", "--rounds", "1", "--offline", "--ids",
+                 f"@{listed}", "--out", str(tmp_path / "file-eval")) == 0
+    assert [e["example_id"] for e in episodes(tmp_path / "file-eval")] == ["gsm8k/test/0", "gsm8k/test/2"]
 
 
 def test_where_resuming_a_build_is_documented_it_says_how_to_get_identical_stores():

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from deliberation.backends.cache import CACHE_FILE
 from deliberation.cli import flags
-from deliberation.errors import DelibError, read_user_text, writable_file, writable_folder
+from deliberation.errors import DelibError, writable_file, writable_folder
 
 if TYPE_CHECKING:
     from deliberation.config import EngineConfig
@@ -220,21 +220,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     """--ids, --offset, --sample, --sample-seed: which questions of the split (``selection`` reads them)."""
     from deliberation.config import Selection
 
-    p.add_argument("--ids", type=id_list, default=(), metavar="ID,ID|@FILE",
-                   help=flags.field_docs(Selection)["ids"] + " (default: all)")
-    flags.add_flags(p, Selection, skip=("ids",))
-
-
-def id_list(text: str) -> tuple[str, ...]:
-    """--ids: comma-separated ids, or @FILE holding ids separated by newlines, commas or spaces; at least one
-    (no ids is not "all questions": leave --ids out for that)."""
-    if not text.startswith("@"):
-        return flags.names(text)
-    ids = tuple(read_user_text(Path(text[1:]), "the id file").replace(",", " ").split())
-    if not ids:
-        raise DelibError(f"the id file {text[1:]} holds no question id; write one id a line (or leave --ids out "
-                         "for all questions)")
-    return ids
+    flags.add_flags(p, Selection)
 
 
 def benchmark_name(args: argparse.Namespace) -> str:

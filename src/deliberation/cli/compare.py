@@ -27,20 +27,7 @@ def _common(p: argparse.ArgumentParser, cls: type) -> None:
                    help="folder of the run directories (one per store and row)")
     p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    flags.add_flags(p, cls, only=("rounds", "offline"))
-    p.add_argument("--questions", type=counts, default=(), metavar="N[,N]",
-                   help="replay only the first N questions of each store (one N, or one per store in --trees "
-                        "order; default: every built one)")
-    p.add_argument("--ids", type=flags.names, default=(), metavar="ID[,ID]",
-                   help="replay only these questions of the stores (e.g. a policy's validation fifth)")
-
-
-def counts(text: str) -> tuple[int, ...]:
-    """``N[,N]``: positive question counts."""
-    try:
-        return tuple(int(n) for n in flags.names(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected counts like 100,50, got {text!r}") from None
+    flags.add_flags(p, cls, only=("rounds", "offline", "questions", "ids"))
 
 
 def _tune_parser(sub: argparse._SubParsersAction) -> None:

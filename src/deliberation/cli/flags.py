@@ -3,7 +3,8 @@
 A field ``max_tokens: int = 1024`` with the docstring below it becomes ``--max-tokens N`` whose help is
 that docstring and whose default is the field's (the CLI never repeats a default). Booleans become
 switches that flip the default (``early_stop = True`` gives ``--no-early-stop``). ``X | None`` fields take
-``none``; ``tuple[str, ...]`` fields take comma-separated names.
+``none``; tuple fields take comma-separated items (``tuple[int, ...]``: numbers); an ``ids`` field of question
+ids also takes ``@FILE`` (``id_list``), in every command.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import inspect
 import textwrap
 import typing
 from functools import cache
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 SUPPRESS = argparse.SUPPRESS
@@ -53,6 +55,36 @@ def names(text: str) -> tuple[str, ...]:
     return found
 
 
+def id_list(text: str) -> tuple[str, ...]:
+    """--ids: comma-separated question ids, or @FILE holding ids separated by newlines, commas or spaces; at
+    least one (no ids is not "all questions": leave --ids out for that)."""
+    if not text.startswith("@"):
+        return names(text)
+    from deliberation.errors import DelibError, read_user_text
+
+    ids = tuple(read_user_text(Path(text[1:]), "the id file").replace(",", " ").split())
+    if not ids:
+        raise DelibError(f"the id file {text[1:]} holds no question id; write one id a line (or leave --ids out "
+                         "for all questions)")
+    return ids
+
+
+FIELD_PARSERS: dict[str, Callable[[str], Any]] = {"ids": id_list}
+"""Fields whose flag takes more than their type says, by field name."""
+
+
+def _items(item: type) -> Callable[[str], tuple[Any, ...]]:
+    """Comma-separated items of type ``item`` (``tuple[int, ...]``: ``100,50``)."""
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            return tuple(item(x) for x in names(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {item.__name__}, got {text!r}")
+
+    parse.__name__ = f"{item.__name__} list"
+    return parse
+
+
 def _optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         return None if text.lower() == "none" else convert(text)
@@ -67,7 +99,8 @@ def converter(tp: Any) -> Callable[[str], Any]:
     if type(None) in typing.get_args(tp):
         return _optional(converter(args[0]))
     if typing.get_origin(tp) is tuple:
-        return names
+        item = typing.get_args(tp)[0]
+        return names if item is str else _items(item)
     return tp
 
 
@@ -103,7 +136,8 @@ def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: st
                             default=SUPPRESS if suppress else default,
                             help=f"sets {f.name} to {not default} (default {default}): {doc}")
         return
-    parser.add_argument(flag(f.name), dest=f.name, type=converter(tp), metavar=_metavar(tp),
+    parser.add_argument(flag(f.name), dest=f.name, type=FIELD_PARSERS.get(f.name, converter(tp)),
+                        metavar="ID,ID|@FILE" if f.name in FIELD_PARSERS else _metavar(tp),
                         default=SUPPRESS if suppress else default, help=f"{doc} ({_default_text(default)})")
 
 
@@ -111,7 +145,7 @@ def _metavar(tp: Any) -> str:
     inner = [a for a in typing.get_args(tp) if a is not type(None)]
     base = inner[0] if type(None) in typing.get_args(tp) else tp
     if typing.get_origin(base) is tuple:
-        return "NAME,NAME"
+        return "N,N" if typing.get_args(base)[0] is int else "NAME,NAME"
     return {int: "N", float: "X"}.get(base, "VALUE")
 
 
