@@ -13,7 +13,7 @@ Undefined signals enter as neutral values with a flag: no checkable step gives w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -21,41 +21,32 @@ from deliberation.engine import arith_check
 from deliberation.engine.signals import logprob_answer
 from deliberation.engine.state import FEATURE_GROUPS, FEATURE_NAMES, FEATURE_VERSION, AgentView, Observation
 
-SIGNAL_FEATURES: tuple[str, ...] = (
+ARITH_FEATURES: tuple[str, ...] = (
     "arith_wrong_share",  # share of the checked computations that are wrong (0 when none is checkable)
     "arith_checked",  # checked computations / 10, capped at 1
     "answer_follows",  # the final answer is the last checked result: 1, 0; 0.5 when nothing is checked
+)
+LOGPROB_FEATURES: tuple[str, ...] = (
     "lp_known",  # 1 when the completion's log-probability summary is recorded
     "lp_mean",  # mean token log-probability (0 when unknown)
     "lp_lowest_window",  # lowest 16-token window mean (0 when unknown)
     "lp_answer",  # mean log-probability of the final answer's tokens (0 when unknown)
     "lp_mean_vs_team",  # lp_mean minus the team's mean over agents with a summary (0 when unknown)
 )
+SIGNAL_FEATURES = ARITH_FEATURES + LOGPROB_FEATURES
 
 
 @dataclass(frozen=True)
 class FeatureSet:
-    """A named feature contract: names in column order, a version, and ablation groups of names."""
+    """A named feature contract: names in column order, a version, ablation groups of names, and how the
+    columns past the paper's state are computed from the team's views (None: the paper's state alone)."""
 
     name: str
     version: int
     names: tuple[str, ...]
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-PAPER = FeatureSet("paper", FEATURE_VERSION, FEATURE_NAMES, FEATURE_GROUPS)
-SIGNALS = FeatureSet("signals", 2, FEATURE_NAMES + SIGNAL_FEATURES, {
-    **FEATURE_GROUPS,
-    "checked-arithmetic": SIGNAL_FEATURES[:3],
-    "logprob-confidence": SIGNAL_FEATURES[3:],
-})
-FEATURE_SETS: dict[str, FeatureSet] = {s.name: s for s in (PAPER, SIGNALS)}
-"""Every feature set by name (``--features``)."""
-
-
-def contract(names: Sequence[str], version: int) -> FeatureSet | None:
-    """The registered set with exactly these names and version (a checkpoint's or rollout file's)."""
-    return next((s for s in FEATURE_SETS.values() if s.names == tuple(names) and s.version == version), None)
+    extra_columns: Callable[[Sequence[AgentView]], np.ndarray] | None = None
+    """(views) -> (A, len(names) - len(FEATURE_NAMES)) float32: the columns after the paper's."""
 
 
 def signal_columns(views: Sequence[AgentView]) -> np.ndarray:
@@ -64,6 +55,21 @@ def signal_columns(views: Sequence[AgentView]) -> np.ndarray:
     team = float(np.mean(known)) if known else 0.0
     return np.array([_signals_of(views, i, team) for i in range(len(views))], dtype=np.float32).reshape(
         len(views), len(SIGNAL_FEATURES))
+
+
+PAPER = FeatureSet("paper", FEATURE_VERSION, FEATURE_NAMES, FEATURE_GROUPS)
+SIGNALS = FeatureSet("signals", 2, FEATURE_NAMES + SIGNAL_FEATURES, {
+    **FEATURE_GROUPS,
+    "checked-arithmetic": ARITH_FEATURES,
+    "logprob-confidence": LOGPROB_FEATURES,
+}, signal_columns)
+FEATURE_SETS: dict[str, FeatureSet] = {s.name: s for s in (PAPER, SIGNALS)}
+"""Every feature set by name (``--features``)."""
+
+
+def contract(names: Sequence[str], version: int) -> FeatureSet | None:
+    """The registered set with exactly these names and version (a checkpoint's or rollout file's)."""
+    return next((s for s in FEATURE_SETS.values() if s.names == tuple(names) and s.version == version), None)
 
 
 def _signals_of(views: Sequence[AgentView], i: int, team_mean: float) -> list[float]:
@@ -81,9 +87,9 @@ def _signals_of(views: Sequence[AgentView], i: int, team_mean: float) -> list[fl
 
 def arrays(obs: Observation, feature_set: FeatureSet) -> tuple[np.ndarray, np.ndarray]:
     """own (A, F) and peers (A, A-1, F) of ``obs`` under ``feature_set`` (the paper's: as observed)."""
-    if feature_set.names == PAPER.names:
+    if feature_set.extra_columns is None:
         return obs.own, obs.peers
-    extra = signal_columns(obs.views)  # (A, S)
+    extra = feature_set.extra_columns(obs.views)  # (A, S)
     own = np.concatenate([obs.own, extra], axis=1)  # (A, F)
     n = len(obs.views)
     peers = np.stack([own[[j for j in range(n) if j != i]] for i in range(n)]) if n > 1 else (
