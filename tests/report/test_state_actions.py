@@ -5,6 +5,7 @@ self-consistency at equal tokens."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -21,7 +22,9 @@ from replays import episodes
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "state_actions.sh"
+PREPARE = SCRIPT.with_name("paired_prepare.sh")
 BIN = Path(sys.executable).parent
+ENV = {**os.environ, "DELIB": str(BIN / "delib"), "PYTHON": sys.executable, "PATH": f"{BIN}:{os.environ['PATH']}"}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +34,7 @@ def table(tmp_path_factory) -> tuple[Path, list[Path]]:
     for store, benchmark, limit in zip(stores, ("gsm8k", "math"), (10, 5)):
         assert main(["tree", "--backend", "scripted", "--benchmark", benchmark, "--split", "train", "--limit",
                      str(limit), "--samples", "6", "--methods", "mpdf", "--out", str(store), "--quiet"]) == 0
-    env = {**os.environ, "DELIB": str(BIN / "delib"), "PYTHON": sys.executable, "TRAIN_ARGS": "--epochs 1",
-           "PATH": f"{BIN}:{os.environ['PATH']}"}
+    env = ENV | {"TRAIN_ARGS": "--epochs 1"}
     done = subprocess.run(["bash", str(SCRIPT), str(root / "out"), ",".join(map(str, stores))], env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -59,6 +61,30 @@ def test_every_replay_reads_the_validation_fifth_only_and_the_rule_the_rest(tabl
     tuned = ids_in(out / "tuning")
     assert tuned and not tuned & held
     assert json.loads((out / "tuning" / "best_rule.json").read_text())["label"]
+
+
+def test_the_chosen_arm_is_shipped_with_its_hash_and_the_rule_tuned_on_every_training_question(table, tmp_path):
+    out, stores = table
+    env = ENV | {"ARM": "full-signals", "TRAIN": ",".join(map(str, stores)), "OUT": str(tmp_path / "paired"),
+                 "SHIP": str(tmp_path / "ship"), "NAME": "trees"}
+    (tmp_path / "ship").mkdir()
+    done = subprocess.run(["bash", str(PREPARE), str(out)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shipped = tmp_path / "ship" / "trees.pt"
+    assert shipped.read_bytes() == (out / "train" / "full-signals" / "policy.pt").read_bytes()
+    assert (tmp_path / "paired" / "sft.pt").read_bytes() == (out / "train" / "sft-signals" / "policy.pt").read_bytes()
+    assert hashlib.sha256(shipped.read_bytes()).hexdigest() in done.stdout and "POLICY=trees" in done.stdout
+    names = {q for s in stores for q in TreeStore.open(s).built}
+    assert ids_in(tmp_path / "paired" / "tuning") == names  # every training question, the validation fifth too
+    rule = json.loads((tmp_path / "paired" / "best_rule.json").read_text())
+    assert rule == json.loads((tmp_path / "paired" / "tuning" / "best_rule.json").read_text())
+
+
+def test_preparing_without_the_chosen_run_is_refused(tmp_path):
+    env = ENV | {"ARM": "full", "OUT": str(tmp_path / "paired"), "SHIP": str(tmp_path)}
+    done = subprocess.run(["bash", str(PREPARE), str(tmp_path / "nothing")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "run experiments/state_actions.sh first" in done.stderr
 
 
 def ids_in(folder: Path) -> set[str]:
