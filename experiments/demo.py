@@ -24,6 +24,9 @@ import sys
 from pathlib import Path
 
 from deliberation.cli.main import main as delib
+from deliberation.runs.directory import CONFIG
+from deliberation.trees.build import replayable
+from deliberation.trees.store import MANIFEST
 
 TREES = ("data/trees/qwen2.5-coder-1.5b/gsm8k-train", "data/trees/qwen2.5-coder-1.5b/math-train")
 """The committed stores the demo may replay, in order of preference: the first whose questions this machine
@@ -32,17 +35,12 @@ built question."""
 QUESTION = "A shop sells pens at 3 for 2 dollars. What do 12 pens cost?"
 ASK_MAX_TOKENS = 512  # room for a worked answer (192 cut answers short: wrong extractions); ~40 s on 2 cores
 ROUNDS = 1  # every round-1 node is in the store, so every replay is exact and offline
-METHODS = ("mpdf", "agreement-threshold", "agreement-then-confidence", "agreement-resample", "confidence-threshold",
-           "always-persist", "always-refine", "always-concede", "always-resample", "oracle", "cot",
-           "self-consistency", "adaptive-consistency", "cisc", "cisc-logprob")
-"""Every method the 1.5B store replays offline for every built question (tried one by one). Left out:
-debate, reconcile and dylan, whose update prompts the store does not record (built with --methods mpdf)."""
 REPORT_END = "## Plots"  # report.md from here on lists the figures and the run directories
 
 
 def ask(out: Path, trees: str, backend: str | None) -> None:
     """The live question, with the store's model and backend (``backend`` replaces the backend: tests)."""
-    manifest = json.loads((Path(trees) / "manifest.json").read_text())
+    manifest = json.loads((Path(trees) / MANIFEST).read_text())
     _step(f"1. one question answered now by {manifest['model']} with mpdf: round 0, then each agent's "
           "meta-action in round 1")
     _run(["ask", QUESTION, "--method", "mpdf", "--backend", backend or manifest["backend"], "--model",
@@ -50,11 +48,18 @@ def ask(out: Path, trees: str, backend: str | None) -> None:
           "--cache", str(out / "ask.sqlite")])
 
 
+def methods_of(trees: str) -> tuple[str, ...]:
+    """Every method the store ``trees`` replays offline (``trees.build.replayable``): the 1.5B stores, built
+    with --methods mpdf, leave out debate, reconcile and dylan, whose update prompts they do not record."""
+    return replayable(json.loads((Path(trees) / MANIFEST).read_text())["methods"])
+
+
 def replay(out: Path, trees: str) -> None:
-    """Every method of METHODS replayed offline from ``trees`` into ``out/replay/<method>``."""
-    _step(f"2. {len(METHODS)} methods replayed offline from {trees} (no model runs)")
+    """Every method the store replays offline, replayed from ``trees`` into ``out/replay/<method>``."""
+    names = methods_of(trees)
+    _step(f"2. {len(names)} methods replayed offline from {trees} (no model runs)")
     _run(["evaluate", "--trees", trees, "--offline", "--quiet", "--rounds", str(ROUNDS), "--method",
-          ",".join(METHODS), "--out", str(out / "replay")])
+          ",".join(names), "--out", str(out / "replay")])
 
 
 def report(out: Path, trees: str) -> Path:
@@ -70,7 +75,7 @@ def report(out: Path, trees: str) -> Path:
 
 def live_command(run: Path, out: Path) -> str:
     """The `delib run` line that generates the replayed run ``run`` live: its method, questions and settings."""
-    config = json.loads((run / "config.json").read_text())
+    config = json.loads((run / CONFIG).read_text())
     engine, options = config["engine"], dict(config["backend_options"])
     model = options.pop("model", None)  # a backend option, but with a flag of its own
     words = ["delib", "run", "--method", config["method"], "--benchmark", config["benchmark"], "--split",

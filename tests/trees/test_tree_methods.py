@@ -142,3 +142,15 @@ def test_where_resuming_a_build_is_documented_it_says_how_to_get_identical_store
     for doc in (root / "README.md", root / "data" / "trees" / "COMMANDS.md"):
         text = " ".join(doc.read_text().split())
         assert "prefix_cache_mb=0" in text and "uninterrupted build" in text, doc
+
+
+def test_the_methods_a_store_replays_follow_from_what_it_records():
+    """A store of always-refine records REFINE without its critic: methods reading the critic after round 0
+    (mpdf, confidence-threshold, the oracle) and other update prompts (debate) do not replay from it."""
+    from deliberation.trees.build import replayable
+
+    refine_only = set(replayable(("always-refine",)))
+    assert {"always-refine", "always-persist", "self-consistency", "cisc"} <= refine_only
+    assert not {"mpdf", "confidence-threshold", "oracle", "debate"} & refine_only
+    assert set(replayable(("mpdf",))) - refine_only == {"mpdf", "confidence-threshold", "oracle",
+                                                         "agreement-then-confidence"}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
@@ -72,6 +72,16 @@ def update_specs(names: tuple[str, ...]) -> list[MethodSpec]:
         found[spec.update] = MethodSpec(f"tree:{name}", ConstantPolicy(Action.REFINE), spec.update,
                                         confidence=spec.confidence or (old is not None and old.confidence))
     return list(found.values())
+
+
+def replayable(recorded: Sequence[str]) -> tuple[str, ...]:
+    """Every registered method whose round-1 nodes a store recording the methods ``recorded`` holds: the
+    sampling methods (round 0 only, its critic calls always recorded) and those whose update prompt is
+    recorded, with the critic where they read it. The others (debate, say) replay offline nowhere."""
+    prompts = {spec.update: spec.confidence for spec in update_specs(tuple(recorded))}
+    specs = {name: methods.get(name).spec(MethodConfig()) for name in methods.METHODS}
+    return tuple(name for name, spec in specs.items() if spec.policy is None
+                 or (spec.update in prompts and (prompts[spec.update] or not spec.confidence)))
 
 
 def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
