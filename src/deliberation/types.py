@@ -30,6 +30,14 @@ class Action(str, enum.Enum):
     RESAMPLE = "resample"  # one LLM call: discard the answer, draw a fresh independent one (issue 37's extension)
 
 
+class RequestKind(str, enum.Enum):
+    """What a request asks: recorded on its ``Purpose``, its prompt and its tree-store node."""
+
+    ANSWER = "answer"  # round 0, a further sample, a RESAMPLE
+    UPDATE = "update"  # a REFINE turn of any update style
+    CRITIC = "critic"  # the introspective-confidence probe
+
+
 ACTIONS: tuple[Action, ...] = (Action.PERSIST, Action.REFINE, Action.CONCEDE)
 """The paper's three actions, in the order every policy's logits and every reward tuple use."""
 ACTION_ORDER: tuple[Action, ...] = (*ACTIONS, Action.RESAMPLE)
@@ -79,11 +87,11 @@ class Message:
 class Purpose:
     """What a request is for, as data beside its messages: set by the engine where it builds the request, read
     by the tree store and the scripted simulator, so no reader parses prompt text and a new prompt style
-    changes no reader. ``kind``: answer (round 0, a further sample, a RESAMPLE), update (a REFINE turn of any
-    style) or critic; ``round``: the deliberation round it is made in; ``own`` (update, critic) and ``peers``
-    (update): the solutions it shows, as shown (a prompt set may clip them). Its agent is the request's."""
+    changes no reader. ``kind``: what it asks (``RequestKind``); ``round``: the deliberation round it is made
+    in; ``own`` (update, critic) and ``peers`` (update): the solutions it shows, as shown (a prompt set may
+    clip them). Its agent is the request's."""
 
-    kind: str
+    kind: RequestKind
     example_id: str
     question: str  # as the agents are shown it
     round: int

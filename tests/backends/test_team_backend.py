@@ -15,7 +15,7 @@ from deliberation.backends.team import TeamBackend, agent_models, team_options
 from deliberation.benchmarks import get as get_benchmark
 from deliberation.engine import prompts
 from deliberation.errors import DelibError
-from deliberation.types import Completion, GenerationRequest, Message, Purpose
+from deliberation.types import Completion, GenerationRequest, Message, Purpose, RequestKind
 
 SCRIPTED = {"benchmark": "gsm8k"}
 
@@ -31,7 +31,7 @@ def question() -> str:
 
 def request(agent: int | None, seed: int = 7) -> GenerationRequest:
     return GenerationRequest(prompts.initial_messages(question()), max_tokens=64, seed=seed, agent=agent,
-                             purpose=Purpose("answer", "gsm8k/test/0", question(), 0))
+                             purpose=Purpose(RequestKind.ANSWER, "gsm8k/test/0", question(), 0))
 
 
 class Recorder:

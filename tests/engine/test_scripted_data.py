@@ -13,7 +13,7 @@ from deliberation.benchmarks.helpers import sources
 from deliberation.backends.scripted import ScriptedBackend
 from deliberation.errors import DelibError
 from deliberation.runs.runner import RunSpec, execute
-from deliberation.types import GenerationRequest, Message, Purpose
+from deliberation.types import GenerationRequest, Message, Purpose, RequestKind
 
 QUESTIONS = [("What is 2 + 3?", "5"), ("What is 7 * 6?", "42"), ("What is 10 - 4?", "6")]
 
@@ -53,6 +53,7 @@ def test_a_gsm8k_run_reads_gsm8k_test_and_nothing_else(given: str | None, gsm8k_
 def test_a_question_found_nowhere_names_the_data_that_could_not_be_loaded(gsm8k_test_only: list) -> None:
     backend = ScriptedBackend()
     mars = "What is the capital of Mars?"
-    request = GenerationRequest((Message("user", mars),), max_tokens=64, purpose=Purpose("answer", "mars", mars, 0))
+    request = GenerationRequest((Message("user", mars),), max_tokens=64,
+                                purpose=Purpose(RequestKind.ANSWER, "mars", mars, 0))
     with pytest.raises(DelibError, match="not about a question of .*could not be loaded: aime24 split 'test'"):
         backend.generate([request])

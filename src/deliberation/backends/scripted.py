@@ -36,7 +36,7 @@ from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.own import OwnData
 from deliberation.errors import DelibError
-from deliberation.types import Completion, Example, GenerationRequest, Purpose, TokenLogprob, purpose_of
+from deliberation.types import Completion, Example, GenerationRequest, Purpose, RequestKind, TokenLogprob, purpose_of
 
 _FILLER = ("we", "compute", "the", "value", "carefully", "then", "combine", "it", "with", "previous", "result")
 
@@ -78,9 +78,9 @@ class ScriptedBackend:
         purpose = purpose_of(request, "scripted backend")
         bench, example = self._lookup(purpose.question)
         rng = np.random.default_rng([request.seed, _hash(request.messages[-1].content)])
-        if purpose.kind == "critic":
+        if purpose.kind is RequestKind.CRITIC:
             return self._critic(request, bench, example, purpose, rng)
-        right = self._right_after_update(bench, example, purpose, rng) if purpose.kind == "update" else (
+        right = self._right_after_update(bench, example, purpose, rng) if purpose.kind is RequestKind.UPDATE else (
             rng.random() < self._p_initial(example, request.seed % 16))
         text = self._solution(bench, example, right, rng)
         return self._completion(request, text)

@@ -33,7 +33,7 @@ from deliberation.engine.signals import SIGNALS
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.state import AgentView, Observation, observe
 from deliberation.types import (Action, Completion, Episode, Example, GenerationRequest, LogprobSummary, Message,
-                                Purpose, Turn)
+                                Purpose, RequestKind, Turn)
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def generate(ctx: Context, messages: Sequence[tuple[Message, ...]], agents: Sequ
              round_: int) -> list[Completion]:
     """One batch of answer requests, one per agent listed, each marked with its agent (a mixed team sends
     it to that agent's model)."""
-    asked = [prompts.Prompt("answer", m) for m in messages]
+    asked = [prompts.Prompt(RequestKind.ANSWER, m) for m in messages]
     return generate_as(ctx, asked, agents, agents, [round_] * len(agents), round_)
 
 
@@ -235,7 +235,7 @@ def act(ctx: Context, records: list[AgentRecord], actions: Sequence[Action], rou
     independent answer, whose record starts a new history."""
     callers = [i for i, a in enumerate(actions) if a in (Action.REFINE, Action.RESAMPLE)]
     asked = [refine_prompt(ctx, records, i) if actions[i] is Action.REFINE else prompts.Prompt(
-        "answer", prompts.initial_messages(ctx.question)) for i in callers]
+        RequestKind.ANSWER, prompts.initial_messages(ctx.question)) for i in callers]
     seeds = [i if actions[i] is Action.REFINE else resample_agent(len(records), i, records[i].resamples)
              for i in callers]
     outs = generate_as(ctx, asked, callers, seeds, [round_ if actions[i] is Action.REFINE else 0 for i in callers],

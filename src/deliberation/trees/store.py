@@ -15,9 +15,10 @@ Directory layout:
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
   finish; ``{"example_id", "built": true}`` marks a question whose round 0 and round 1 are complete
   (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node:
-  ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic (the request's
-  ``types.Purpose``, which also names the question a node is filed under), ``agent`` the agent bits of the
-  request's seed (``engine.loop.request_seed``: a RESAMPLE's are its sample's, a critic's, seed 0, are 0);
+  ``{"key", "kind", "agent", "completion"}``, ``kind`` one of answer, update, critic (``types.RequestKind``,
+  from the request's ``types.Purpose``, which also names the question a node is filed under), ``agent``
+  the agent bits of the request's seed (``engine.loop.request_seed``: a RESAMPLE's are its sample's, a
+  critic's, seed 0, are 0);
 - ``.writer.lock``: locked by the one process appending to the store (``trees.lock``); readers ignore it.
 """
 
@@ -40,7 +41,7 @@ from deliberation.errors import DelibError, writable_folder
 from deliberation.trees.lock import DirectoryLock, lock_directory
 from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, purpose_of,
                                 read_gzip_lines, to_json)
-from deliberation.types import write_json_atomic
+from deliberation.types import RequestKind, write_json_atomic
 
 MANIFEST, TREES = "manifest.json", "trees.jsonl.gz"
 FORMAT = "deliberation-trees"
@@ -56,7 +57,7 @@ class Node:
     """One recorded call: its request key, what it was (answer, update, critic), the agent, the outcome."""
 
     key: str
-    kind: str
+    kind: RequestKind
     agent: int
     completion: Completion
 
@@ -256,7 +257,7 @@ class TreeBackend:
             recorded = self.store.manifest.get("methods")
             partial = recorded is not None and set(recorded) != set(methods.METHODS)
             only = f"; it records round 1 of {', '.join(recorded)} only" if partial else ""
-            raise MissingNode(f"{self.store.path} has no {wanted.kind} node of agent {requests[0].agent} for "
+            raise MissingNode(f"{self.store.path} has no {wanted.kind.value} node of agent {requests[0].agent} for "
                              f"question {wanted.example_id} at round {wanted.round} (offline{only}); "
                              f"{self.missing_hint}")
         self.calls += len(requests)

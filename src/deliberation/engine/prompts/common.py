@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from deliberation.types import Message
+from deliberation.types import Message, RequestKind
 
 SYSTEM = "You are a careful expert problem solver. Reason step by step, then state the final answer."
 PROBLEM_HEADER = "Problem:\n"
@@ -52,11 +52,11 @@ RECONCILE = UpdateStyle(
 
 @dataclass(frozen=True)
 class Prompt:
-    """A request's messages, what they ask (``kind``: answer, update or critic) and the solutions they show, as
+    """A request's messages, what they ask (``kind``) and the solutions they show, as
     shown (``own``: the agent's, ``peers``: the others'); the engine copies all but the messages into the
     request's ``types.Purpose``."""
 
-    kind: str
+    kind: RequestKind
     messages: tuple[Message, ...]
     own: str = ""
     peers: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from deliberation.engine.prompts.common import SECTION, Prompt, PromptSet, UpdateStyle, peers_block, shown_peers
-from deliberation.types import Message
+from deliberation.types import Message, RequestKind
 
 CRITIC_QUESTION = "Is your solution above correct? Answer with a single word: Yes or No."
 VERBAL_QUESTION = ("How confident are you that your solution above is correct? Reply with a single integer from "
@@ -24,7 +24,7 @@ VERBAL_QUESTION = ("How confident are you that your solution above is correct? R
 def critic(question: str, history: Sequence[Message], verbal: bool) -> Prompt:
     """The agent is asked, as its next turn, whether its own last solution is correct."""
     ask = Message("user", VERBAL_QUESTION if verbal else CRITIC_QUESTION)
-    return Prompt("critic", (*history, ask), history[-1].content)
+    return Prompt(RequestKind.CRITIC, (*history, ask), history[-1].content)
 
 
 def update(style: UpdateStyle, question: str, history: Sequence[Message], peers: Sequence[str],
@@ -32,7 +32,7 @@ def update(style: UpdateStyle, question: str, history: Sequence[Message], peers:
     """The peers' solutions (with confidences where the style shows them) and the task, as the next turn."""
     shown = peers_block(peers, confidences if style.confidences else None)
     turn = Message("user", f"## {style.heading}\n{shown}{SECTION}Task\n{style.task}")
-    return Prompt("update", (*history, turn), history[-1].content, shown_peers(peers))
+    return Prompt(RequestKind.UPDATE, (*history, turn), history[-1].content, shown_peers(peers))
 
 
 PROMPTS = PromptSet("continuation", 2, critic, update)

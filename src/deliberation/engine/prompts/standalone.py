@@ -11,7 +11,7 @@ from typing import Sequence
 
 from deliberation.engine.prompts.common import (SECTION, Prompt, PromptSet, UpdateStyle, chat, clip, peers_block,
                                                 problem, shown_peers)
-from deliberation.types import Message
+from deliberation.types import Message, RequestKind
 
 CRITIC_QUESTION = "Is this solution correct? Answer with a single word: Yes or No."
 VERBAL_QUESTION = "How confident are you that this solution is correct? Reply with a single integer from 0 to 100."
@@ -21,8 +21,8 @@ def critic(question: str, history: Sequence[Message], verbal: bool) -> Prompt:
     """The critic reads the problem and the solution (the last assistant turn) as a proposal."""
     ask = VERBAL_QUESTION if verbal else CRITIC_QUESTION
     own = clip(history[-1].content)
-    return Prompt("critic", chat(f"{problem(question)}{SECTION}Proposed solution\n{own}{SECTION}Question\n{ask}"),
-                  own)
+    return Prompt(RequestKind.CRITIC,
+                  chat(f"{problem(question)}{SECTION}Proposed solution\n{own}{SECTION}Question\n{ask}"), own)
 
 
 def update(style: UpdateStyle, question: str, history: Sequence[Message], peers: Sequence[str],
@@ -30,7 +30,7 @@ def update(style: UpdateStyle, question: str, history: Sequence[Message], peers:
     """The problem, the own solution, the peers' solutions (with confidences where the style shows them)."""
     shown = peers_block(peers, confidences if style.confidences else None)
     own = clip(history[-1].content)
-    return Prompt("update", chat(f"{problem(question)}{SECTION}Your previous solution\n{own}"
+    return Prompt(RequestKind.UPDATE, chat(f"{problem(question)}{SECTION}Your previous solution\n{own}"
                                  f"{SECTION}{style.heading}\n{shown}{SECTION}Task\n{style.task}"),
                   own, shown_peers(peers))
 
