@@ -51,7 +51,7 @@ _LAZY = {
     "EngineConfig": "deliberation.config:EngineConfig",
     "Example": "deliberation.types:Example",
     "Episode": "deliberation.types:Episode",
-    "Action": "deliberation.types:Action",
+    "Action": "deliberation.actions:Action",
 }
 
 __all__ = ["DelibError", *_LAZY]

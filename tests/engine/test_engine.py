@@ -12,7 +12,8 @@ from deliberation.config import EngineConfig
 from deliberation.engine.loop import AgentRecord, act, make_context, request_seed, run_episode
 from deliberation.engine.spec import MethodSpec
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.types import Action, Completion
+from deliberation.actions import Action
+from deliberation.types import Completion
 
 BENCH = benchmarks.get("gsm8k")
 

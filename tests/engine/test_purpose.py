@@ -20,7 +20,8 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.store import TreeBackend, TreeStore
-from deliberation.types import Action, Completion, GenerationRequest, Message
+from deliberation.actions import Action
+from deliberation.types import Completion, GenerationRequest, Message
 
 
 class Recording(ScriptedBackend):

@@ -16,7 +16,7 @@ from deliberation.engine.loop import act, initial_round, make_context, resample_
 from deliberation.backends.scripted import ScriptedBackend
 from deliberation.engine.spec import MethodSpec
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.types import Action
+from deliberation.actions import Action
 from replays import episodes
 
 QUESTIONS = 4

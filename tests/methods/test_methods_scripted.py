@@ -8,7 +8,8 @@ from deliberation import benchmarks
 from deliberation.cli.main import main
 from deliberation.methods import METHODS
 from deliberation.runs.directory import RunDir
-from deliberation.types import Action, to_json
+from deliberation.actions import Action
+from deliberation.types import to_json
 
 BENCH = benchmarks.get("gsm8k")
 GOLD = {ex.id: ex for ex in BENCH.load("test", limit=30)}

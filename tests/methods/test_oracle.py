@@ -12,7 +12,8 @@ from deliberation.backends.scripted import ScriptedBackend
 from deliberation.methods.base import MethodConfig
 from deliberation.methods.oracle import SPEC, best_episode, candidates, one_round, tokens
 from deliberation.policy.rules import JointActions
-from deliberation.types import Action, Episode, Turn
+from deliberation.actions import Action
+from deliberation.types import Episode, Turn
 
 BENCH = benchmarks.get("gsm8k")
 EXAMPLES = BENCH.load("test", limit=20)

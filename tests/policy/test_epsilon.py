@@ -9,7 +9,7 @@ import numpy as np
 from deliberation.engine.state import AgentView, observe
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.types import ACTIONS, Action
+from deliberation.actions import ACTIONS, Action
 
 
 OBS = observe([AgentView(str(i), f"answer {i}", 0.5, 10, False, False) for i in range(3)], 1, 2)

@@ -10,7 +10,7 @@ from deliberation.errors import DelibError
 from deliberation.policy.checkpoint import load_meta, load_policy, save_policy
 from deliberation.policy.learned import TrainedPolicy
 from deliberation.policy.network import MetaPolicyNet
-from deliberation.types import ACTIONS
+from deliberation.actions import ACTIONS
 
 F = 5
 NAMES = ("a", "b", "c", "d", "e")

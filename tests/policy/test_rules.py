@@ -13,7 +13,7 @@ from deliberation.cli.main import main
 from deliberation.engine.state import AgentView, observe
 from deliberation.methods.base import MethodConfig
 from deliberation.policy.rules import FIXED_RULES, AgreementThenConfidence, AgreementThreshold
-from deliberation.types import ACTION_SETS, Action
+from deliberation.actions import ACTION_SETS, Action
 
 P, C, R = Action.PERSIST, Action.CONCEDE, Action.REFINE
 

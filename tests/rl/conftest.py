@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from deliberation.types import ACTIONS, Action, Decision
+from deliberation.actions import ACTIONS, Action
+from deliberation.types import Decision
 
 N_FEATURES = 4
 N_AGENTS = 3

@@ -11,7 +11,8 @@ import torch
 from deliberation.errors import DelibError
 from deliberation.rl.data import first_samples, split_by_example, tensorize
 from deliberation.rl.sft import oracle_labels
-from deliberation.types import ACTIONS, Action, Decision
+from deliberation.actions import ACTIONS, Action
+from deliberation.types import Decision
 
 
 def decision(example="q", sample=0, round_=1, agent=0, n_peers=2, action=Action.REFINE, rewards=(0.0, 1.0, 0.0)):

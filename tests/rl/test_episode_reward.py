@@ -18,7 +18,8 @@ from deliberation.errors import DelibError
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl.from_trees import decisions_from_trees
 from deliberation.trees.store import TreeBackend, built_examples, open_store, store_engine
-from deliberation.types import ACTIONS, Decision, Episode, Turn
+from deliberation.actions import ACTIONS
+from deliberation.types import Decision, Episode, Turn
 
 
 @pytest.fixture(scope="module")

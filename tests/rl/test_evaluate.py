@@ -10,7 +10,8 @@ import torch
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.data import tensorize
 from deliberation.rl.held_out import held_out
-from deliberation.types import ACTIONS, Decision
+from deliberation.actions import ACTIONS
+from deliberation.types import Decision
 
 REWARDS = ((1.0, 0.0, -1.0), (0.0, 1.0, 0.0), (-1.0, -1.0, 1.0), (1.0, 1.0, 1.0))
 

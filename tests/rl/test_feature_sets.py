@@ -16,7 +16,8 @@ from deliberation.engine.state import AgentView, observe
 from deliberation.policy.checkpoint import load_learned
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.trainer import train_sft
-from deliberation.types import ACTIONS, Action, Decision, LogprobSummary
+from deliberation.actions import ACTIONS, Action
+from deliberation.types import Decision, LogprobSummary
 
 WRONG = SIGNALS.names.index("arith_wrong_share")
 

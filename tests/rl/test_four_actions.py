@@ -17,7 +17,8 @@ from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import tensorize
 from deliberation.rl.from_trees import decisions_from_trees
 from deliberation.rl.trainer import train_pg, train_sft
-from deliberation.types import ACTION_ORDER, Action, Decision
+from deliberation.actions import ACTION_ORDER, Action
+from deliberation.types import Decision
 
 SHARE, WRONG = SIGNALS.names.index("agree_share"), SIGNALS.names.index("arith_wrong_share")
 PERSIST, REFINE, CONCEDE, RESAMPLE = range(4)

@@ -21,7 +21,8 @@ from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import tensorize
 from deliberation.rl.losses import expected_advantage
 from deliberation.rl.trainer import train_pg, train_sft
-from deliberation.types import ACTIONS, Action, Decision
+from deliberation.actions import ACTIONS, Action
+from deliberation.types import Decision
 
 RULE, BETTER = ACTIONS.index(Action.PERSIST), ACTIONS.index(Action.CONCEDE)
 REFINE = ACTIONS.index(Action.REFINE)

@@ -13,7 +13,8 @@ from deliberation.rl.data import tensorize
 from deliberation.rl.algorithms import ALGORITHMS, PPO_CLIP_EPS, is_supervised
 from deliberation.rl.losses import (entropy, kl_divergence, policy_gradient,
                                     policy_loss)
-from deliberation.types import ACTIONS, Decision
+from deliberation.actions import ACTIONS
+from deliberation.types import Decision
 
 LOGITS = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.5], [-1.0, 3.0, 0.0]])
 ACTIONS_TAKEN = torch.tensor([0, 2, 1])

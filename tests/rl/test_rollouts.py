@@ -18,7 +18,7 @@ from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.rollouts import Outcomes, collect_question, rewards_for
-from deliberation.types import ACTIONS, Action
+from deliberation.actions import ACTIONS, Action
 
 BENCH = benchmarks.get("gsm8k")
 

@@ -19,7 +19,8 @@ from deliberation.policy.rules import FIXED_RULES, FixedRule
 from deliberation.rl.data import tensorize
 from deliberation.rl.held_out import rule_actions
 from deliberation.rl.rule_actions import CONFIDENCE, PARSEABLE, RULES, agreement_threshold, twin_of
-from deliberation.types import ACTION_ORDER, ACTIONS, Action, Decision
+from deliberation.actions import ACTION_ORDER, ACTIONS, Action
+from deliberation.types import Decision
 
 THRESHOLD = 0.7  # the twins' default threshold, as MethodConfig's
 TEAMS = [  # (key, confidence) per agent: agreement splits, unparseable answers, confidence orders
@@ -91,7 +92,7 @@ ONE_EDIT = f"""
 from dataclasses import dataclass
 import json, sys
 from deliberation.policy.rules import FIXED_RULES, FixedRule
-from deliberation.types import Action
+from deliberation.actions import Action
 {inspect.getsource(ConfidentPersist)}
 FIXED_RULES[{NEW!r}] = FixedRule(ConfidentPersist, simplicity=55, confidence=True)  # the one edit
 

@@ -15,7 +15,8 @@ from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import split_by_example, tensorize
 from deliberation.rl.algorithms import POLICY_GRADIENT
 from deliberation.rl.trainer import CHECKPOINT_NAME, train_pg, train_sft, validate, write_training_outputs
-from deliberation.types import Action, Decision
+from deliberation.actions import Action
+from deliberation.types import Decision
 
 FAST = TrainConfig(epochs=12, lr=1e-2, val_fraction=0.25, seed=0)
 NAMES = ("f0", "f1", "f2", "f3")

@@ -7,7 +7,8 @@ import pytest
 
 from deliberation.errors import DelibError
 from deliberation.runs.directory import RunDir, summarize, wilson_ci
-from deliberation.types import Action, Episode, Turn
+from deliberation.actions import Action
+from deliberation.types import Episode, Turn
 
 
 def episode(i, correct=True):

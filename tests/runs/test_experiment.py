@@ -15,7 +15,7 @@ from deliberation.runs.experiment import plan, run_experiment
 from deliberation.runs.experiment_file import cap_limits, load_experiment, only_benchmarks, only_methods
 from deliberation.report.write import write_report
 from deliberation.runs.directory import RunDir
-from deliberation.types import Action
+from deliberation.actions import Action
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import fixed
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.store import TreeStore
-from deliberation.types import Action
+from deliberation.actions import Action
 from replays import episodes
 
 CRITIQUE = UpdateStyle(

@@ -32,8 +32,9 @@ from deliberation.engine.consensus import Ballot, support, vote
 from deliberation.engine.signals import SIGNALS
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.state import AgentView, Observation, observe
-from deliberation.types import (Action, Completion, Episode, Example, GenerationRequest, LogprobSummary, Message,
-                                Purpose, RequestKind, Turn)
+from deliberation.actions import Action
+from deliberation.types import (Completion, Episode, Example, GenerationRequest, LogprobSummary, Message, Purpose,
+                                RequestKind, Turn)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from deliberation.engine.consensus import unanimous
 from deliberation.engine.signals import SIGNALS
 from deliberation.engine.state import Observation
 from deliberation.errors import DelibError
-from deliberation.types import Action
+from deliberation.actions import Action
 
 
 class MetaPolicy(Protocol):

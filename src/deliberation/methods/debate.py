@@ -9,7 +9,7 @@ from deliberation.engine import prompts
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import fixed
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.types import Action
+from deliberation.actions import Action
 
 
 def never(keys: Sequence[str | None]) -> bool:

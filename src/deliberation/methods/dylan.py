@@ -10,7 +10,7 @@ from deliberation.engine.consensus import share_at_least
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import fixed
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.types import Action
+from deliberation.actions import Action
 
 
 def two_thirds_agree(keys: Sequence[str | None]) -> bool:

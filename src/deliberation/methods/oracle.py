@@ -28,7 +28,8 @@ from deliberation.engine.loop import make_context, run_episode
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.policy.rules import ConstantPolicy, JointActions
-from deliberation.types import ACTIONS, Action, Completion, Episode, Example, GenerationRequest, by_cost
+from deliberation.actions import ACTIONS, Action, by_cost
+from deliberation.types import Completion, Episode, Example, GenerationRequest
 
 SPEC = MethodSpec(name="oracle", policy=ConstantPolicy(Action.REFINE), confidence=True)
 """The candidates' spec (the refine prompt, the critic on); each candidate runs with its own joint action."""

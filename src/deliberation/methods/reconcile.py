@@ -9,7 +9,7 @@ from deliberation.engine import prompts
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import fixed
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.types import Action
+from deliberation.actions import Action
 
 METHOD = fixed(MethodSpec(name="reconcile", policy=ConstantPolicy(Action.REFINE), update=prompts.RECONCILE,
                           confidence=True, weighted_vote=True))

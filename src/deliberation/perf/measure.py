@@ -183,7 +183,7 @@ def measure_updates(settings: BenchSettings, torch_threads: int | None = None) -
 def synthetic_decisions(n: int, agents: int, seed: int, group_size: int = 8) -> list[Decision]:
     """``n`` random decisions in ranking groups of ``group_size`` samples of (question, round 1, agent)."""
     from deliberation.engine.state import N_FEATURES
-    from deliberation.types import ACTIONS
+    from deliberation.actions import ACTIONS
 
     rng = np.random.default_rng(seed)
     out = []

@@ -13,7 +13,7 @@ import numpy as np
 
 from deliberation.engine.spec import MetaPolicy
 from deliberation.engine.state import Observation
-from deliberation.types import ACTIONS, Action
+from deliberation.actions import ACTIONS, Action
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import torch
 from deliberation.engine.features import PAPER, arrays, contract
 from deliberation.engine.state import Observation
 from deliberation.policy.network import MetaPolicyNet
-from deliberation.types import Action, action_set
+from deliberation.actions import Action, action_set
 
 
 @dataclass(frozen=True)

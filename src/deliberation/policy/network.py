@@ -3,7 +3,7 @@
 DESIGN.md section 1 ("Policy"): parameters shared by all agents and executed per agent; z_i and every peer
 z_j are embedded by one MLP, z_i attends over its peers (multi-head scaled dot-product attention,
 Vaswani et al. 2017), and an MLP head maps [own embedding, attended peers] to one logit per action of its
-action set (``deliberation.types.ACTION_SETS``: the paper's three, ordered like ``ACTIONS``, by default).
+action set (``deliberation.actions.ACTION_SETS``: the paper's three, ordered like ``ACTIONS``, by default).
 Attention pooling makes the output invariant to the order of the peers and lets the number of peers
 vary (a mask marks real peers; zero peers give a zero peer summary, never NaN).
 
@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from deliberation.errors import DelibError
-from deliberation.types import ACTIONS, action_set
+from deliberation.actions import ACTIONS, action_set
 
 N_ACTIONS = len(ACTIONS)
 

@@ -23,7 +23,7 @@ import numpy as np
 from deliberation.engine.consensus import support
 from deliberation.engine.spec import MetaPolicy
 from deliberation.engine.state import Observation
-from deliberation.types import ACTION_SETS, PAPER_ACTIONS, Action
+from deliberation.actions import ACTION_SETS, PAPER_ACTIONS, Action
 
 Decided = tuple[tuple[Action, ...], tuple[float, ...]]
 
@@ -120,7 +120,7 @@ class FixedRule:
     """Reads the critic's P(Yes) against the threshold: its method calls the critic and takes
     ``--confidence-threshold``, and the tune grid tries it at every threshold."""
     actions: str = PAPER_ACTIONS
-    """The smallest action set (``types.ACTION_SETS``) holding every action it takes: ``delib tune-rules``
+    """The smallest action set (``actions.ACTION_SETS``) holding every action it takes: ``delib tune-rules``
     tries it under that set or a larger one (RESAMPLE needs stores with 2N round-0 samples)."""
 
     def within(self, actions: str) -> bool:

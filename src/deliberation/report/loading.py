@@ -22,7 +22,8 @@ from deliberation.backends.team import agent_models
 from deliberation.errors import DelibError, decode_text
 from deliberation.runs.directory import (CELL, CONFIG, EPISODES, SUMMARY, Summary, comparable, jsonl_lines,
                                          parse_episodes, summarize)
-from deliberation.types import ACTION_ORDER, ACTIONS, Episode, from_json
+from deliberation.actions import ACTION_ORDER, ACTIONS
+from deliberation.types import Episode, from_json
 
 METRICS = "metrics.jsonl"  # marks a training directory
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from deliberation.errors import DelibError, install_hint
 from deliberation.rl.algorithms import is_supervised
-from deliberation.types import ACTION_ORDER
+from deliberation.actions import ACTION_ORDER
 
 from deliberation.report.loading import RunResult, TrainingPoint, TrainingRun
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 
 from deliberation.engine.features import FEATURE_SETS, PAPER, FeatureSet
 from deliberation.errors import DelibError
-from deliberation.types import PAPER_ACTIONS, check_action_set
+from deliberation.actions import PAPER_ACTIONS, check_action_set
 
 SPLIT_FILE = "split.json"
 """Beside a training run's checkpoint: the question ids it trained on and held out, so a run started from
@@ -93,7 +93,7 @@ class TrainConfig:
     (issue 37; decisions derived from tree stores only: rollout files hold the paper's)."""
 
     actions: str = PAPER_ACTIONS
-    """The actions the policy chooses among (``deliberation.types.ACTION_SETS``): ``paper``, PERSIST / REFINE
+    """The actions the policy chooses among (``deliberation.actions.ACTION_SETS``): ``paper``, PERSIST / REFINE
     / CONCEDE, or ``resample``, with RESAMPLE (a fresh independent answer; issue 37; tree stores only)."""
 
     ignore_features: tuple[str, ...] = ()

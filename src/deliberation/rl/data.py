@@ -17,7 +17,8 @@ import torch
 from torch import Tensor
 
 from deliberation.errors import DelibError
-from deliberation.types import ACTION_ORDER, Action, Decision, action_set
+from deliberation.actions import ACTION_ORDER, Action, action_set
+from deliberation.types import Decision
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl.rewards import reward_function
 from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.trees.store import TreeBackend, built_examples, open_store, recording_backend, store_engine
-from deliberation.types import ACTION_SETS, PAPER_ACTIONS, Decision
+from deliberation.actions import ACTION_SETS, PAPER_ACTIONS
+from deliberation.types import Decision
 
 GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) need nodes `delib tree` does not "
              "build, and a store built by an older version may lack some of round 1 (rerunning its `delib tree` "
@@ -39,7 +40,7 @@ def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.
     """Every decision of the behaviour policy over the store's built questions, episodes of ``rounds`` rounds,
     rewards by ``reward`` (a key of ``rl/rewards.REWARDS``) weighted by ``components`` (of
     ``REWARD_COMPONENTS``), observations under the feature set ``features`` (engine/features.py), every
-    action of the set ``actions`` (``types.ACTION_SETS``) scored and explored; see the module docstring for
+    action of the set ``actions`` (``actions.ACTION_SETS``) scored and explored; see the module docstring for
     ``grow``."""
     store = open_store(str(path))
     engine = store_engine(store, rounds)

@@ -24,7 +24,8 @@ from deliberation.engine.features import PAPER, FeatureSet, arrays
 from deliberation.engine.loop import (AgentRecord, Context, act, initial_round, observation, run_rounds, score,
                                       without_call)
 from deliberation.engine.spec import MetaPolicy, MethodSpec
-from deliberation.types import ACTION_ORDER, ACTIONS, Action, Decision, Turn
+from deliberation.actions import ACTION_ORDER, ACTIONS, Action
+from deliberation.types import Decision, Turn
 
 
 @dataclass(frozen=True)

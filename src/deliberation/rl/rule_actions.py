@@ -19,7 +19,7 @@ from torch import Tensor
 from deliberation.engine.state import FEATURE_NAMES
 from deliberation.policy.rules import FIXED_RULES
 from deliberation.rl.data import DecisionBatch
-from deliberation.types import ACTIONS, Action
+from deliberation.actions import ACTIONS, Action
 
 PARSEABLE, SHARE, CONFIDENCE = (FEATURE_NAMES.index(n) for n in ("parseable", "agree_share", "confidence"))
 AGREES = FEATURE_NAMES.index("agrees_with_self")

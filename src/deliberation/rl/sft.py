@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from deliberation.types import ACTION_ORDER, action_set, by_cost
+from deliberation.actions import ACTION_ORDER, action_set, by_cost
 
 
 def oracle_labels(rewards: Tensor) -> Tensor:

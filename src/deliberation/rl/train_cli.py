@@ -17,7 +17,8 @@ from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import SPLIT_FILE, TrainConfig
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
-from deliberation.types import ACTION_ORDER, PAPER_ACTIONS, Decision, to_json
+from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
+from deliberation.types import Decision, to_json
 
 HELD_OUT_FILE = "held_out.json"
 

@@ -20,7 +20,8 @@ from deliberation.config import EngineConfig
 from deliberation.engine.team_checks import check_context
 from deliberation.methods import run_method
 from deliberation.runs.runner import RunSpec, method_entry
-from deliberation.types import Action, Episode, Turn
+from deliberation.actions import Action
+from deliberation.types import Episode, Turn
 
 VERBS = {None: "answered", Action.PERSIST: "persisted", Action.REFINE: "refined", Action.CONCEDE: "conceded",
          Action.RESAMPLE: "resampled"}

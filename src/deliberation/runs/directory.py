@@ -20,7 +20,8 @@ from deliberation.config import Selection
 from deliberation.errors import DelibError, writable_folder
 from deliberation.methods.options import DEFAULTS
 from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
-from deliberation.types import ACTION_ORDER, ACTIONS, Episode, Turn, from_json, strict_json, to_json, write_json_atomic
+from deliberation.actions import ACTION_ORDER, ACTIONS
+from deliberation.types import Episode, Turn, from_json, strict_json, to_json, write_json_atomic
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
 CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)

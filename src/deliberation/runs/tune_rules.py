@@ -21,7 +21,8 @@ from typing import Any, Sequence
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants
-from deliberation.types import PAPER_ACTIONS, check_action_set, to_json, write_json_atomic
+from deliberation.actions import PAPER_ACTIONS, check_action_set
+from deliberation.types import to_json, write_json_atomic
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 BEST_RULE = "best_rule.json"
@@ -32,7 +33,7 @@ class Tuning(StoreSettings):
     """What to tune on: training stores, the replay settings every rule shares, the rules' action set."""
 
     actions: str = PAPER_ACTIONS
-    """The actions the tuned rules may take (``types.ACTION_SETS``): ``paper``, PERSIST / REFINE / CONCEDE
+    """The actions the tuned rules may take (``actions.ACTION_SETS``): ``paper``, PERSIST / REFINE / CONCEDE
     (the pre-registered grid), or ``resample``, adding the RESAMPLE rules (stores with 2N round-0 samples:
     ``delib tree --samples``)."""
 

@@ -33,7 +33,8 @@ from deliberation.methods.base import MethodConfig
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.lock import refuse_if_locked
 from deliberation.trees.store import BUSY_FIX, MissingNode, TreeBackend, TreeStore, selection_entry
-from deliberation.types import Action, Example
+from deliberation.actions import Action
+from deliberation.types import Example
 
 
 @dataclass(frozen=True)

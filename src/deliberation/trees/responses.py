@@ -17,7 +17,7 @@ from deliberation.engine.signals import SIGNALS
 from deliberation.engine.spec import MethodSpec
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, store_engine
-from deliberation.types import Action
+from deliberation.actions import Action
 
 SIGNAL_NAMES: tuple[str, ...] = tuple(SIGNALS)
 
