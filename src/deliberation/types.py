@@ -30,7 +30,8 @@ class RequestKind(str, enum.Enum):
     CRITIC = "critic"  # the introspective-confidence probe
 
 
-ADDED_LATER = {"added_later": True}
+_ADDED_LATER_KEY = "added_later"
+ADDED_LATER = {_ADDED_LATER_KEY: True}
 """Field metadata of an optional field added after files of its record were written (see ``to_json``)."""
 
 
@@ -225,7 +226,7 @@ def to_json(obj: Any) -> Any:
     ``ADDED_LATER`` is left out while None, so files without it keep their exact format."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
-                if not (f.metadata.get("added_later") and getattr(obj, f.name) is None)}
+                if not (f.metadata.get(_ADDED_LATER_KEY) and getattr(obj, f.name) is None)}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, (list, tuple)):
