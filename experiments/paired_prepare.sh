@@ -18,6 +18,8 @@ SA=$1; D=data/trees/qwen2.5-coder-1.5b; DELIB=${DELIB:-delib}
 TRAIN=${TRAIN:-$D/gsm8k-train,$D/math-train}; OUT=${OUT:-docs/results/paired}
 SHIP=${SHIP:-src/deliberation/policy/checkpoints}; NAME=${NAME:-qwen2.5-coder-1.5b-trees}
 ARM=${ARM:?name the chosen training run of STATE_ACTIONS_OUT/train: full or full-signals}
+case $ARM in full|full-signals) ;; *) echo "ARM=$ARM: the primary arm is full or full-signals (amendment 2)" >&2
+  exit 2 ;; esac
 SFT_ARM=${SFT_ARM:-${ARM/full/sft}}
 for run in "$ARM" "$SFT_ARM"; do
   [ -f "$SA/train/$run/policy.pt" ] || { echo "$SA/train/$run/policy.pt not found; run experiments/state_actions.sh" \

@@ -5,11 +5,12 @@
 #
 #   experiments/sampling_replays.sh STORE OUT [SELECTION...]   (SELECTION: --questions N, or --ids A,B)
 #
-# Writes OUT/self-consistency-<k>, OUT/adaptive and OUT/resample (run directories; rerun = resume).
+# SAMPLES: the most samples (default: all the store holds; the paired looks register 6). Writes
+# OUT/self-consistency-<k>, OUT/adaptive and OUT/resample (run directories; rerun = resume).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 STORE OUT [--questions N | --ids A,B]" >&2; exit 2; }
 STORE=$1; OUT=$2; shift 2; DELIB=${DELIB:-delib}; PY=${PYTHON:-python}
-K=$("$PY" -c "import json, sys; print(json.load(open(sys.argv[1]))['samples'])" "$STORE/manifest.json")
+K=${SAMPLES:-$("$PY" -c "import json, sys; print(json.load(open(sys.argv[1]))['samples'])" "$STORE/manifest.json")}
 replay=(--rounds 1 --offline --quiet "$@")
 for k in $(seq 1 "$K"); do
   "$DELIB" evaluate --trees "$STORE" --method self-consistency --agents "$k" --out "$OUT/self-consistency-$k" \

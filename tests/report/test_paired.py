@@ -73,7 +73,7 @@ def test_budget_k_is_the_largest_sample_count_within_the_rows_tokens():
 
     q = ("g", 0, "q")
     runs = {k: {q: (True, 100 * k)} for k in (1, 2, 3)}
-    assert [budget_k(t, runs, {q}) for t in (50, 100, 250, 1000)] == [1, 1, 2, 3]
+    assert [budget_k(t, runs, {q}) for t in (50, 100, 250, 1000)] == [None, 1, 2, 3]  # 50: cheaper than any k
 
 
 def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budget(tmp_path):
@@ -108,6 +108,30 @@ def test_equal_tokens_come_from_the_self_consistency_runs_given_once_two_sample_
     assert equal_tokens("one-k") == {}  # one sample count: no budget to choose
     sc(6)
     paired = equal_tokens("two-k")
-    assert paired["cot"]["budget"] == [3]  # below every budget present: the smallest k
+    assert "cot" not in paired  # one sample is cheaper than the fewest samples present (3): nothing to compare
     assert paired["debate"]["budget"] == [6] and paired["debate"]["n"] == 6
-    assert paired["cot"]["column"] == "gsm8k/test" and paired["cot"]["reference"] == "self-consistency at equal tokens"
+    assert paired["debate"]["column"] == "gsm8k/test"
+    assert paired["debate"]["reference"] == "self-consistency at equal tokens"
+    sc(1)
+    assert equal_tokens("three-k")["cot"]["budget"] == [1]
+
+
+def test_equal_tokens_pair_a_row_only_with_self_consistency_of_its_own_model(tmp_path):
+    """Runs of another model on the same questions (same ids, same seed) are never its comparison."""
+    store, runs = str(tmp_path / "store"), tmp_path / "runs"
+    assert main(["tree", "--backend", "scripted", "--limit", "4", "--samples", "6", "--quiet", "--out", store]) == 0
+    assert main(["evaluate", "--trees", store, "--method", "debate", "--quiet", "--out", str(runs / "debate")]) == 0
+    for k in (1, 6):
+        assert main(["evaluate", "--trees", store, "--method", "self-consistency", "--agents", str(k), "--quiet",
+                     "--out", str(runs / f"sc-{k}")]) == 0
+
+    def budgets(name: str) -> list:
+        assert main(["report", str(runs), "--out", str(tmp_path / name)]) == 0
+        written = tmp_path / name / "paired.json"
+        return [p["budget"] for p in (json.loads(written.read_text()) if written.is_file() else []) if p.get("budget")]
+
+    assert budgets("same") == [[6]]  # debate against its own model's six samples
+    for k in (1, 6):  # the same samples, recorded as another model's
+        config = json.loads((runs / f"sc-{k}" / "config.json").read_text())
+        (runs / f"sc-{k}" / "config.json").write_text(json.dumps({**config, "backend_options": {"model": "other"}}))
+    assert budgets("other") == []

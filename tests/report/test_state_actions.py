@@ -80,11 +80,13 @@ def test_the_chosen_arm_is_shipped_with_its_hash_and_the_rule_tuned_on_every_tra
     assert rule == json.loads((tmp_path / "paired" / "tuning" / "best_rule.json").read_text())
 
 
-def test_preparing_without_the_chosen_run_is_refused(tmp_path):
-    env = ENV | {"ARM": "full", "OUT": str(tmp_path / "paired"), "SHIP": str(tmp_path)}
+@pytest.mark.parametrize("arm, message", [("full", "run experiments/state_actions.sh first"),
+                                        ("full-resample", "the primary arm is full or full-signals")])
+def test_preparing_without_the_chosen_run_or_with_another_arm_is_refused(tmp_path, arm, message):
+    env = ENV | {"ARM": arm, "OUT": str(tmp_path / "paired"), "SHIP": str(tmp_path)}
     done = subprocess.run(["bash", str(PREPARE), str(tmp_path / "nothing")], env=env, capture_output=True, text=True,
                           timeout=60)
-    assert done.returncode == 2 and "run experiments/state_actions.sh first" in done.stderr
+    assert done.returncode == 2 and message in done.stderr
 
 
 def ids_in(folder: Path) -> set[str]:

@@ -31,6 +31,7 @@ from deliberation.types import to_json, write_json_atomic, write_text_atomic
 TEAM_JSON, TEAM_MD = "team.json", "team.md"
 LOG = logging.getLogger("deliberation")
 BEST = "best rule: "  # the best rule's row label is this and the rule's label
+SFT_PREFIX = "sft ["  # the SFT checkpoint's row label is this, the checkpoint and "]"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +76,7 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
         raise DelibError(f"checkpoint {twice!r} is given twice (--policy, --sft); give each once" if twice else
                          "no learned policy given; pass --policy CKPT[,CKPT]")
     learned = [Variant(f"mpdf [{p}]", "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
-    sft = [Variant(f"sft [{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []
+    sft = [Variant(f"{SFT_PREFIX}{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []
     best = replace(rule.variant(), label=BEST + rule.label, directory="best-rule")
     others = [Variant(c, c, c) for c in constants() if c != rule.method]
     return [*learned, *sft, best, *others, Variant("oracle", "oracle", "oracle")]

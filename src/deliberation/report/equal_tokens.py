@@ -1,12 +1,13 @@
 """Self-consistency at a row's own token budget: the fair "more samples instead of deliberation" alternative.
 
 A method that spends T tokens a question on a benchmark is compared with the majority of k independent
-samples on the same questions, k the largest whose self-consistency spends at most T there (the smallest
-present when none does); pooled over benchmarks, each benchmark's questions keep their own k. The
-self-consistency runs are those among the report's inputs (one run per k: ``delib evaluate --method
+samples of the same model and settings on the same questions, k the largest whose self-consistency spends
+at most T there; pooled over benchmarks, each benchmark's questions keep their own k. A row cheaper than
+the fewest samples present gets no such comparison, nor does a benchmark with fewer than two sample counts.
+The self-consistency runs are those among the report's inputs (one run per k: ``delib evaluate --method
 self-consistency --agents k``, as the paired experiment's looks and issue 37's table write them) and, with
-``delib report --trees STORE``, those replayed offline from the store into the report folder. A benchmark
-with fewer than two sample counts present gets no such row.
+``delib report --trees STORE``, those replayed offline from the store (every k from 1) into the report
+folder.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from deliberation.report.paired import EQUAL_TOKENS, POOLED, Outcome, Paired, Qu
 from deliberation.runs.replay import Replay, evaluate
 from deliberation.trees.store import open_store
 
-Sampling = dict[str, dict[int, dict[Question, Outcome]]]  # benchmark column -> k -> outcomes of k samples
+Setting = tuple[str, ...]  # (backend, model, temperature, max_tokens, prompts): what makes samples comparable
+Sampling = dict[tuple[str, Setting], dict[int, dict[Question, Outcome]]]  # (column, setting) -> k -> outcomes
 
 
 def replay_self_consistency(trees: str, out: Path) -> list[RunResult]:
@@ -32,31 +34,41 @@ def replay_self_consistency(trees: str, out: Path) -> list[RunResult]:
     return load_results(discover([out])[0])
 
 
+def setting(result: RunResult) -> Setting:
+    """What a row and the self-consistency it is paired with must share: the same backend and model,
+    sampled at the same temperature, length limit and prompts (the number of samples and rounds aside)."""
+    engine = dict(result.engine)
+    return (result.backend, result.model, *(engine.get(k, "") for k in ("temperature", "max_tokens", "prompts")))
+
+
 def sampling_runs(results: Sequence[RunResult]) -> Sampling:
-    """The self-consistency runs among ``results`` by benchmark column and sample count k."""
+    """The self-consistency runs among ``results`` by benchmark column, setting and sample count k (a run
+    that records no team size, or no finished question, is left out)."""
     runs: Sampling = defaultdict(lambda: defaultdict(dict))
-    for result in (r for r in results if r.method == "self-consistency"):
+    for result in (r for r in results if r.method == "self-consistency" and "agents" in dict(r.engine)):
         k = int(dict(result.engine)["agents"])
-        for question, outcome in outcomes([result])[result.label].items():
-            runs[question[0]][k][question] = outcome
-    return {column: dict(by_k) for column, by_k in runs.items() if len(by_k) > 1}
+        for question, outcome in outcomes([result]).get(result.label, {}).items():
+            runs[question[0], setting(result)][k][question] = outcome
+    return {key: dict(by_k) for key, by_k in runs.items() if len(by_k) > 1}
 
 
-def budget_k(tokens: float, runs: dict[int, dict[Question, Outcome]], questions: set[Question]) -> int:
-    """The largest k whose self-consistency spends at most ``tokens`` a question on ``questions`` (else the
-    smallest k present)."""
+def budget_k(tokens: float, runs: dict[int, dict[Question, Outcome]], questions: set[Question]) -> int | None:
+    """The largest k whose self-consistency spends at most ``tokens`` a question on ``questions``; None when
+    even the fewest samples present spend more (no self-consistency at that budget to compare with)."""
     def spent(k: int) -> float:
         return sum(runs[k][q][1] for q in questions) / len(questions)
 
     fitting = [k for k in sorted(runs) if spent(k) <= tokens]
-    return fitting[-1] if fitting else min(runs)
+    return fitting[-1] if fitting else None
 
 
 def equal_token_table(results: Sequence[RunResult], sampling: Sampling) -> list[Paired]:
-    """Every row but self-consistency against self-consistency at its own budget, per benchmark and pooled."""
-    rows = []
+    """Every row but self-consistency against self-consistency of its own setting at its own budget, per
+    benchmark and pooled."""
+    rows, settings = [], {r.label: setting(r) for r in results}
     for label, row in sorted(outcomes([r for r in results if r.method != "self-consistency"]).items()):
-        pairs = [_at_budget(label, row, column, runs) for column, runs in sorted(sampling.items())]
+        pairs = [_at_budget(label, row, column, runs) for (column, made), runs in sorted(sampling.items())
+                 if made == settings[label]]
         pairs = [p for p in pairs if p is not None]
         rows += [paired for paired, _, _ in pairs]
         if len(pairs) > 1:
@@ -69,12 +81,15 @@ def equal_token_table(results: Sequence[RunResult], sampling: Sampling) -> list[
 
 def _at_budget(label: str, row: dict[Question, Outcome], column: str, runs: dict[int, dict[Question, Outcome]]
                ) -> tuple[Paired, dict[Question, Outcome], dict[Question, Outcome]] | None:
-    """``row`` on ``column`` against self-consistency at its budget there, with both sides' outcomes on
-    the common questions (every k ran them); None when they share no question."""
-    common = {q for q in row if q[0] == column}.intersection(*runs.values())
+    """``row`` on ``column`` against self-consistency at its budget there, with both sides' outcomes on the
+    common questions (every k ran them); None when they share no question or no k fits the budget."""
+    mine = {q: o for q, o in row.items() if q[0] == column}
+    common = set(mine).intersection(*runs.values())
     if not common:
         return None
-    tokens = sum(row[q][1] for q in common) / len(common)
-    k = budget_k(tokens, runs, common)
-    mine, theirs = {q: row[q] for q in common}, {q: runs[k][q] for q in common}
-    return replace(compare(label, EQUAL_TOKENS, column, mine, theirs), budget=(k,)), mine, theirs
+    k = budget_k(sum(mine[q][1] for q in common) / len(common), runs, common)
+    if k is None:
+        return None
+    theirs = {q: runs[k][q] for q in common}
+    paired = replace(compare(label, EQUAL_TOKENS, column, mine, theirs), budget=(k,))  # unpaired: row-only questions
+    return paired, {q: mine[q] for q in common}, theirs

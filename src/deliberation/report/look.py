@@ -22,11 +22,17 @@ from typing import Any, Sequence
 
 from deliberation.errors import DelibError
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
+from deliberation.report.compare import SFT_PREFIX
 from deliberation.report.sequential import decide
+from deliberation.runs.tune_rules import constants
 from deliberation.report.signals import signal_rows
 from deliberation.trees.responses import Response, responses
 from deliberation.trees.store import TreeStore
 from deliberation.types import from_json, to_json
+
+
+SAMPLING_ARMS = ("adaptive-consistency", "cisc", "cisc-logprob")
+"""Issue 37's sampling arms, registered secondaries against the best rule (amendment 1)."""
 
 
 def read_paired(path: Path) -> list[Paired]:
@@ -102,7 +108,7 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
                for label, by_column in table.items()}
     equal = _equal_tokens(paired)
     others = _learned_against(against, learned)
-    _adjust_secondary(methods, {**equal, **others}, learned)
+    _adjust_secondary(methods, equal, others, learned)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
             "decision": to_json(decision), "methods": methods, "equal_tokens": equal, "learned_against": others}
 
@@ -117,15 +123,17 @@ def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[st
     return table
 
 
-def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[str, Any]], learned: str) -> None:
-    """Adds mcnemar_p_holm beside each secondary comparison's mcnemar_p (PREREGISTRATION, amendment 1): the
-    family is every comparison of the look (each arm against the best rule and against self-consistency at
-    equal tokens, the learned policy against self-consistency at k = 3 and 6, per benchmark and pooled)
-    except the primary one, the learned policy's pooled comparison with the best rule, which the sequential
-    boundary tests alone."""
-    cells = [cell for table in (methods, equal) for label, by_column in table.items()
-             for column, cell in by_column.items() if "mcnemar_p" in cell
-             and not (table is methods and label == learned and column == POOLED)]
+def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[str, Any]],
+                      others: dict[str, dict[str, Any]], learned: str) -> None:
+    """Adds mcnemar_p_holm beside each registered secondary comparison's mcnemar_p (PREREGISTRATION,
+    amendment 1), per benchmark and pooled: the learned policy against the best rule per benchmark (pooled
+    it is the primary, which the sequential boundary tests alone), against self-consistency at equal tokens
+    and at k = 3 and 6 (``others``); the SFT policy, each constant rule and issue 37's sampling arms against
+    the best rule. The oracle's and self-consistency's own rows are the headroom table's, not tests."""
+    arms = {learned, *constants(), *SAMPLING_ARMS} | {label for label in methods if label.startswith(SFT_PREFIX)}
+    cells = [cell for label, by_column in methods.items() if label in arms for column, cell in by_column.items()
+             if "mcnemar_p" in cell and not (label == learned and column == POOLED)]
+    cells += [*equal.get(learned, {}).values(), *(cell for by_column in others.values() for cell in by_column.values())]
     for cell, adjusted in zip(cells, holm([cell["mcnemar_p"] for cell in cells])):
         cell["mcnemar_p_holm"] = adjusted
 
@@ -170,9 +178,9 @@ def headline_markdown(record: dict[str, Any]) -> str:
                  for label in order if column in methods[label]]
         parts.append(f"**{column}** (reference: {record['reference']})\n\n{HEADLINE_HEAD}" + "\n".join(lines))
     for reference, by_column in sorted(record.get("learned_against", {}).items()):
-        cell = by_column[POOLED] if POOLED in by_column else next(iter(by_column.values()))
+        column, cell = (POOLED, by_column[POOLED]) if POOLED in by_column else next(iter(by_column.items()))
         holm_p = cell.get("mcnemar_p_holm", cell["mcnemar_p"])
-        parts.append(f"{record['learned']} against {reference} (pooled, n = {cell['n']}): "
+        parts.append(f"{record['learned']} against {reference} ({column}, n = {cell['n']}): "
                      f"{diff_points(cell['diff'], cell['diff_ci95'])} points, McNemar p {cell['mcnemar_p']:.3g} "
                      f"(Holm {holm_p:.3g}), token ratio {cell['token_ratio']:.2f}.")
     d = record["decision"]
