@@ -13,6 +13,10 @@ from typing import Any
 
 from deliberation.errors import DelibError, require_at_least, require_number
 
+RESUMES = "resumes"
+"""The key, in a run's config.json and a tree store's manifest.json, of what each later command that resumed
+it changed (``{"limit": 6, "command": ...}``): the first command stays the ``command`` entry, so a run or a
+store extended past its first settings still records how it got what it holds."""
 
 @dataclass(frozen=True)
 class EngineConfig:

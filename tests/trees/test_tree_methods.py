@@ -4,10 +4,12 @@ what the manifest promises (issue 36)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from deliberation import benchmarks
 from deliberation.cli.main import main
 from deliberation.trees.store import TreeStore
 from replays import episodes
@@ -74,6 +76,11 @@ def test_resuming_with_fewer_samples_and_methods_narrows_the_manifest(tmp_path):
     build(out, "--samples", "4", "--methods", "mpdf")
     store = TreeStore.open(out)
     assert store.manifest["samples"] == 4 and store.manifest["methods"] == ["mpdf"] and len(store.built) == QUESTIONS
+    assert "--samples 6" in store.manifest["command"] and "--limit 1 " in store.manifest["command"]
+    assert [r["command"] for r in store.manifest["resumes"]] == [f"delib tree --backend scripted --limit {QUESTIONS} "
+                                                              f"--out {out} --samples 4 --methods mpdf --quiet"]
+    build(out, "--samples", "4", "--methods", "mpdf")  # the same command again is recorded once
+    assert len(TreeStore.open(out).manifest["resumes"]) == 1
 
 
 def test_a_resumed_build_completes_built_questions_an_older_recipe_left_short(stores, tmp_path, monkeypatch):
@@ -93,6 +100,18 @@ def test_a_resumed_build_completes_built_questions_an_older_recipe_left_short(st
     assert len(added) == QUESTIONS * 3 and {n.kind for n in added} == {"critic"}
     assert delib("evaluate", "--trees", str(out), "--method", "cisc", "--agents", "6", "--rounds", "1",
                  "--offline", "--out", str(tmp_path / "cisc")) == 0
+
+
+def test_the_completeness_check_of_a_resume_runs_no_answer_key(stores, tmp_path, monkeypatch):
+    """HumanEval's answer key runs the program; no request of a build depends on a key, so checking that the
+    built questions hold every node reads none (a resumed build of a complete store calls no key)."""
+    _, mpdf = stores
+    shutil.copytree(mpdf, tmp_path / "copy")
+    def refuse(example, text):
+        raise AssertionError("an answer key was computed")
+    monkeypatch.setattr(benchmarks.get("gsm8k"), "key_for", refuse)
+    build(tmp_path / "copy", "--samples", "6", "--methods", "mpdf")
+    assert TreeStore.open(tmp_path / "copy").nodes.keys() == TreeStore.open(mpdf).nodes.keys()
 
 
 def test_a_replay_may_read_the_first_questions_of_a_store_only(stores, tmp_path, capsys):

@@ -10,7 +10,6 @@ import argparse
 import logging
 import os
 import shlex
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -298,6 +297,6 @@ def set_data_dir(args: argparse.Namespace) -> None:
         os.environ["DELIB_DATA_DIR"] = args.data_dir
 
 
-def command_line() -> str:
-    """The command as typed, for config.json and manifest.json."""
-    return shlex.join(["delib", *sys.argv[1:]])
+def command_line(args: argparse.Namespace) -> str:
+    """The command as typed (the arguments ``main`` parsed), for config.json and manifest.json."""
+    return shlex.join(["delib", *args.argv])

@@ -64,7 +64,7 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     tuning = Tuning(trees=args.trees, rounds=args.rounds, offline=args.offline, actions=args.actions,
-                    questions=args.questions, ids=args.ids, command=command_line())
+                    questions=args.questions, ids=args.ids, command=command_line(args))
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "
@@ -77,7 +77,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     cmp = Comparison(trees=args.trees, rule=args.rule, policies=args.policy, sft=args.sft, rounds=args.rounds,
-                     offline=args.offline, questions=args.questions, ids=args.ids, command=command_line())
+                     offline=args.offline, questions=args.questions, ids=args.ids, command=command_line(args))
     compare_team(cmp, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(f"-> {args.out}/{TEAM_MD}")
     return 0

@@ -30,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)  # flag types may refuse a value (an --out that is a file)
+        args.argv = argv  # what command_line records, also when main is called from Python
         return args.func(args)
     except DelibError as err:
         print(f"delib: error: {flag_words(err)}", file=sys.stderr)

@@ -105,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     note_pinned(args, args.method, engine)
     spec = RunSpec(method=args.method, benchmark=benchmark_name(args), split=args.split, limit=args.limit,
                    backend=backend, backend_options=options, cache=cache_path(args, args.out), engine=engine,
-                   data_dir=args.data_dir, command=command_line(), concurrency=args.concurrency,
+                   data_dir=args.data_dir, command=command_line(args), concurrency=args.concurrency,
                    selection=selection(args), **method_options(args))
     if args.workers > 1 or args.ray_address:
         from deliberation.runs.distributed import execute_distributed

@@ -145,7 +145,7 @@ def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None, c
     set_data_dir(args)
     return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, selection=chosen or Selection(),
                        backend=args.backend, backend_options=backend_options(args), cache=cache,
-                       engine=engine_config(args), policy=args.policy, data_dir=args.data_dir, command=command_line(),
+                       engine=engine_config(args), policy=args.policy, data_dir=args.data_dir, command=command_line(args),
                        concurrency=args.concurrency, **flags.values(args, CollectSpec, only=COLLECT_OPTIONS))
 
 

@@ -64,7 +64,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     set_data_dir(args)
     spec = TreeSpec(benchmark=benchmark_name(args), split=args.split, limit=args.limit, backend=args.backend,
                     backend_options=backend_options(args), cache=cache_path(args, args.out),
-                    engine=engine_config(args), data_dir=args.data_dir, command=command_line(),
+                    engine=engine_config(args), data_dir=args.data_dir, command=command_line(args),
                     concurrency=args.concurrency, samples=args.samples, methods=args.methods,
                     selection=selection(args))
     print(f"{build(spec, args.out, progress=not args.quiet)} questions built in {args.out}")
@@ -75,7 +75,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from deliberation.runs.replay import Replay, evaluate
 
     set_data_dir(args)
-    replay = Replay(trees=args.trees, methods=args.method, command=command_line(),
+    replay = Replay(trees=args.trees, methods=args.method, command=command_line(args),
                     **flags.values(args, Replay, skip=("trees", "methods", "command")))
     for s in evaluate(replay, args.out, data_dir=args.data_dir, progress=not args.quiet):
         lo, hi = s.accuracy_ci95

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from deliberation.config import Selection
+from deliberation.config import RESUMES, Selection
 from deliberation.errors import DelibError, writable_folder
 from deliberation.methods.options import DEFAULTS
 from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
@@ -134,9 +134,6 @@ def _episode(path: Path, number: int, line: str) -> Episode:
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency"})
-RESUMES = "resumes"
-"""config.json key: the resumable settings of each later run that changed them and added episodes
-({"limit": 6, "command": ...}), so a run extended past its first limit still records how it got them."""
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
 _ADDED_LATER = {**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())}
 """config.json keys a later version added, with the value every run made before them had: a run directory

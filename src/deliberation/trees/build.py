@@ -23,6 +23,7 @@ from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend, cache_scope_of
 from deliberation.backends.jobs import Ledger, QuestionJob, run_job
+from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine import prompts
@@ -96,10 +97,12 @@ def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
             "cache": spec.cache, "command": spec.command, **selection_entry(spec.selection)}
 
 
-def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> None:
+def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec],
+                   bench: Benchmark | None = None) -> None:
     """Round 0 and the extra round-0 samples (each with its critic call: confidence-weighted
-    self-consistency reads them), and every agent's REFINE under each update prompt."""
-    bench = benchmarks.get(spec.benchmark)
+    self-consistency reads them), and every agent's REFINE under each update prompt. ``bench``: the
+    benchmark as the build sees it (default: the spec's)."""
+    bench = bench or benchmarks.get(spec.benchmark)
     ctx = make_context(example, backend, bench, spec.engine, MethodSpec("tree", ConstantPolicy(Action.REFINE),
                                                                        confidence=True))
     records, _ = initial_round(ctx)
@@ -123,16 +126,31 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     return run_job(job, progress)
 
 
+class Unkeyed:
+    """A benchmark seen without its answer keys. No request of a build depends on them (the update and
+    critic prompts show texts and confidences), and HumanEval's key runs the program, so the completeness
+    check of a resumed build (``lacking``) runs no code."""
+
+    def __init__(self, bench: Benchmark) -> None:
+        self._bench = bench
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bench, name)
+
+    def key_for(self, example: Example, text: str) -> None:
+        return None
+
+
 def lacking(store: TreeStore, examples: list[Example], spec: TreeSpec, updates: list[MethodSpec]) -> set[str]:
     """The built questions of ``examples`` that lack a node this build records: built by an older version
     (before the extra samples had critic calls, say) or with other methods. Found by building each one
     offline from the store (no model call); the build then completes them, generating only what is missing."""
-    offline = TreeBackend(store, None)
+    offline, unkeyed = TreeBackend(store, None), Unkeyed(benchmarks.get(spec.benchmark))
     found = set()
     for example in examples:
         if example.id in store.built:
             try:
-                build_question(example, offline, spec, updates)
+                build_question(example, offline, spec, updates, unkeyed)
             except MissingNode:
                 found.add(example.id)
     return found

@@ -9,7 +9,8 @@ episode is the online one by construction (same engine code, same requests, same
 Directory layout:
 - ``manifest.json``: what the outcomes depend on (backend, model, the engine settings that shape requests,
   the prompt version, benchmark and split, agents, round-0 samples and the methods whose round-1 nodes are
-  recorded (for every built question: a build resumed with fewer narrows them), the command, and, when not
+  recorded (for every built question: a build resumed with fewer narrows them), the command that created
+  it and, under ``resumes``, each other command that resumed it, and, when not
   the whole split, the question ``selection``: its first N questions are the store's); a store refuses
   requests made under other settings, and a build of another selection;
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
@@ -35,7 +36,7 @@ from deliberation.backends import make_backend
 from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.cache import request_key
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import EngineConfig, Selection
+from deliberation.config import RESUMES, EngineConfig, Selection
 from deliberation.engine import prompts
 from deliberation.errors import DelibError, writable_folder
 from deliberation.trees.lock import DirectoryLock, lock_directory
@@ -112,7 +113,7 @@ class TreeStore:
             if store.nodes:  # a store that holds no node yet never blocks new settings
                 check_settings(store.manifest, manifest, path)
                 check_selection(store.manifest, manifest, path)
-                store.narrow(manifest)
+                store.resume(manifest)
                 return store
         write_json_atomic(path / MANIFEST, {**manifest, "format": FORMAT})
         return cls(path, {**manifest, "format": FORMAT}, {}, set())
@@ -150,13 +151,16 @@ class TreeStore:
             self._writer.release()
             self._writer = None
 
-    def narrow(self, wanted: Mapping[str, Any]) -> None:
-        """A build resuming with fewer round-0 samples or methods than before: the manifest then promises
-        only what every built question holds (the fewer samples, the methods both builds recorded)."""
+    def resume(self, wanted: Mapping[str, Any]) -> None:
+        """A build resuming: with fewer round-0 samples or methods than before, the manifest then promises
+        only what every built question holds (the fewer samples, the methods both builds recorded); a
+        command it has not recorded is added to its ``resumes``, so the store says how it was built."""
         samples = min(self.manifest["samples"], wanted["samples"])
         recorded = [m for m in self.manifest.get("methods", wanted["methods"]) if m in wanted["methods"]]
-        if (samples, recorded) != (self.manifest["samples"], self.manifest.get("methods")):
-            self.manifest = {**self.manifest, "samples": samples, "methods": recorded}
+        updated = {**self.manifest, "samples": samples, "methods": recorded,
+                   **_resumed(self.manifest, wanted.get("command"))}
+        if updated != self.manifest:
+            self.manifest = updated
             write_json_atomic(self.path / MANIFEST, self.manifest)
 
     def add(self, example_id: str, nodes: Sequence[Node]) -> None:
@@ -201,6 +205,14 @@ def check_selection(stored: Mapping[str, Any], wanted: Mapping[str, Any], path: 
     if store_selection(stored) != store_selection(wanted):
         raise DelibError(f"{path} holds trees of another question selection ({stored.get('selection', 'none')} "
                          f"there, {wanted.get('selection', 'none')} here); use another store or its selection")
+
+
+def _resumed(manifest: Mapping[str, Any], command: str | None) -> dict[str, Any]:
+    """``{RESUMES: [...]}`` with ``command`` added when the manifest has not recorded it, else nothing."""
+    earlier = manifest.get(RESUMES, [])
+    if command is None or command in [manifest.get("command"), *(entry["command"] for entry in earlier)]:
+        return {}
+    return {RESUMES: [*earlier, {"command": command}]}
 
 
 def _size(path: Path) -> int:
