@@ -1,8 +1,11 @@
 """The transformers backend on a tiny random Llama built here (no hub access): exact token counts,
-batched greedy equals solo greedy, per-request seeds, stop strings, logprobs, and clear errors."""
+batched greedy equals solo greedy, per-request seeds, stop strings, logprobs, and clear errors.
+
+On a machine with a GPU, ``DELIB_TEST_DEVICE=cuda`` runs the same tests with the model on it."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +16,7 @@ from deliberation.backends.hf import HFBackend, plain_prompt
 from deliberation.errors import DelibError
 from deliberation.types import GenerationRequest, Message
 
+DEVICE = os.environ.get("DELIB_TEST_DEVICE", "cpu")
 SENTENCES = [
     "the cat sat on the mat",
     "a dog ran in the park",
@@ -53,12 +57,12 @@ def build_tiny_model(folder: Path, chat_template: str | None) -> Path:
 
 @pytest.fixture(scope="module")
 def plain_model(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
-    return HFBackend(str(build_tiny_model(tmp_path_factory.mktemp("plain"), None)))
+    return HFBackend(str(build_tiny_model(tmp_path_factory.mktemp("plain"), None)), device=DEVICE)
 
 
 @pytest.fixture(scope="module")
 def chat_model(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
-    return HFBackend(str(build_tiny_model(tmp_path_factory.mktemp("chat"), TEMPLATE)))
+    return HFBackend(str(build_tiny_model(tmp_path_factory.mktemp("chat"), TEMPLATE)), device=DEVICE)
 
 
 def req(content: str, **kw) -> GenerationRequest:
@@ -94,12 +98,14 @@ def test_batched_greedy_equals_each_request_alone(chat_model: HFBackend) -> None
 def test_same_seed_same_sample_and_caller_rng_untouched(chat_model: HFBackend) -> None:
     import torch
 
-    state = torch.get_rng_state()
+    gpu = torch.cuda.is_available() and DEVICE != "cpu"
+    state, gpu_state = torch.get_rng_state(), torch.cuda.get_rng_state() if gpu else None
     sampled = [req("the cat", temperature=1.0, seed=s, max_tokens=16) for s in (7, 8, 7)]
     first, other, again = chat_model.generate(sampled)
     assert first.text == again.text
     assert first.text != other.text  # 16 draws from ~30 words: a collision would be a seeding bug
     assert torch.equal(state, torch.get_rng_state())
+    assert not gpu or torch.equal(gpu_state, torch.cuda.get_rng_state())
 
 
 def test_logprobs_with_top_alternatives(chat_model: HFBackend) -> None:
@@ -140,8 +146,39 @@ def test_batch_with_different_stops_matches_each_alone(chat_model: HFBackend) ->
     assert batched[1].text == full.text  # the other row's stop does not end this one
 
 
+def test_a_model_generation_config_changes_nothing(chat_model: HFBackend, tmp_path: Path) -> None:
+    """Sampling is plain temperature sampling on every backend: the repetition penalty, top-k and top-p a
+    model folder's generation_config.json sets (Qwen2.5's do) are not applied, greedy or sampled."""
+    import json
+    import shutil
+
+    from transformers import AutoModelForCausalLM
+
+    folder = Path(shutil.copytree(chat_model.model, tmp_path / "with-extras"))
+    config = json.loads((folder / "generation_config.json").read_text())
+    extras = {"repetition_penalty": 5.0, "top_k": 2, "top_p": 0.3, "no_repeat_ngram_size": 1, "do_sample": True}
+    (folder / "generation_config.json").write_text(json.dumps({**config, **extras}))
+    requests = [req("the cat", max_tokens=16), req("the cat", temperature=1.0, seed=3, max_tokens=16)]
+    assert [c.text for c in HFBackend(str(folder), device=DEVICE).generate(requests)] == \
+        [c.text for c in chat_model.generate(requests)]
+    # The extras would change the greedy answer if applied: the check above can fail.
+    lm = AutoModelForCausalLM.from_pretrained(folder).to(DEVICE)
+    prompt = chat_model._tokenizer.apply_chat_template([{"role": "user", "content": "the cat"}],
+                                                       add_generation_prompt=True, return_dict=True)
+    ids = lm.generate(torch_tensor([prompt["input_ids"]], DEVICE), max_new_tokens=16, do_sample=False, top_k=None,
+                      top_p=None, pad_token_id=3)
+    applied = chat_model._tokenizer.decode(ids[0, len(prompt["input_ids"]):], skip_special_tokens=True)
+    assert applied != chat_model.generate(requests[:1])[0].text
+
+
+def torch_tensor(values: list, device: str):
+    import torch
+
+    return torch.tensor(values, device=device)
+
+
 def test_cache_scope_names_a_dtype_other_than_float32(plain_model: HFBackend) -> None:
     """Half precision gives other answers: the cache must not serve it the float32 ones (nor the reverse)."""
     assert plain_model.cache_scope == plain_model.model
-    half = HFBackend(plain_model.model, dtype="bfloat16")
+    half = HFBackend(plain_model.model, dtype="bfloat16", device=DEVICE)
     assert half.cache_scope == f"{plain_model.model} (dtype=bfloat16)"

@@ -67,7 +67,7 @@ def llama_server(smollm2_path: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 
 def ask(content: str, **kw) -> GenerationRequest:
-    return GenerationRequest(messages=(Message("user", content),), max_tokens=24, temperature=0.0, **kw)
+    return GenerationRequest(messages=(Message("user", content),), **{"max_tokens": 24, "temperature": 0.0, **kw})
 
 
 def test_real_completion_with_token_counts(llama_server: str, smollm2_path: Path) -> None:
@@ -95,3 +95,22 @@ def test_batch_of_requests_keeps_order(llama_server: str, smollm2_path: Path) ->
     batched = backend.generate(requests)
     alone = [backend.generate([r])[0] for r in requests]
     assert [c.text for c in batched] == [c.text for c in alone]  # greedy, so repeatable per request
+
+
+def test_plain_greedy_answers_equal_the_in_process_backend(llama_server: str, smollm2_path: Path) -> None:
+    """One model, two backends, one distribution: with the server's own samplers switched off (top_k 40,
+    min_p 0.05, repeat_penalty 1.1 by default) its greedy answers are the in-process llamacpp backend's. With
+    the server's defaults they are not (the repeat penalty reshapes a 135M model's greedy text): the first
+    check can fail."""
+    prompts = ["List the first ten prime numbers.", "Write the word hello five times.", "Count from 1 to 20."]
+    requests = [ask(p, max_tokens=48) for p in prompts]
+    local = make_backend("llamacpp", model=str(smollm2_path), n_ctx=1024, max_parallel=1)
+    try:
+        expected = [local.generate([r])[0].text for r in requests]
+    finally:
+        local.close()
+    plain = make_backend("openai", model=smollm2_path.name, base_url=llama_server, timeout_s=120.0)
+    server = make_backend("openai", model=smollm2_path.name, base_url=llama_server, timeout_s=120.0,
+                          sampler="server")
+    assert [plain.generate([r])[0].text for r in requests] == expected
+    assert [server.generate([r])[0].text for r in requests] != expected

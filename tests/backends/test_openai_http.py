@@ -164,6 +164,25 @@ def test_request_and_response_mapping(serve) -> None:
     assert "logprobs" not in sent
 
 
+PLAIN = {"top_p": 1.0, "top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0, "repetition_penalty": 1.0,
+         "presence_penalty": 0.0, "frequency_penalty": 0.0}
+
+
+def test_plain_sampling_is_asked_for_unless_the_server_defaults_are_chosen(serve) -> None:
+    """Servers add samplers of their own (llama-cpp-python's: top_k 40, top_p 0.95, min_p 0.05, repeat_penalty
+    1.1; vLLM's: the model's generation_config): by default every one is switched off, as the other backends
+    sample; ``sampler=server`` leaves them to the server, under the cache scope such requests always had."""
+    server = serve([])
+    plain, own = backend(server), backend(server, sampler="server")
+    plain.generate([req()])
+    own.generate([req()])
+    assert {k: server.bodies[0].get(k) for k in PLAIN} == PLAIN
+    assert not set(PLAIN) & set(server.bodies[1])
+    assert own.cache_scope == f"fake-model at {server.base_url}" != plain.cache_scope
+    with pytest.raises(DelibError, match="unknown sampler 'nucleus'; use plain .* or server"):
+        backend(server, sampler="nucleus")
+
+
 def test_logprobs_are_requested_and_mapped(serve) -> None:
     server = serve([])
     out = backend(server).generate([req(logprobs=True, top_logprobs=2)])[0]
@@ -223,6 +242,7 @@ def test_client_error_fails_at_once(serve) -> None:
         backend(server).generate([req()])
     assert len(server.bodies) == 1
     assert "OPENAI_API_KEY" in str(err.value) and "\n" not in str(err.value)
+    assert "--backend-opt sampler=server" in str(err.value)  # a hosted API refusing top_k, say
 
 
 def test_max_in_flight_bounds_concurrency(serve) -> None:
@@ -359,7 +379,8 @@ def test_the_retry_and_timeout_options_are_in_the_help(capsys: pytest.CaptureFix
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for option in ("timeout_s=60.0", "max_retries=4", "total_timeout_s=180.0", "backoff_s=0.5", "max_in_flight=8"):
+    for option in ("timeout_s=60.0", "max_retries=4", "total_timeout_s=180.0", "backoff_s=0.5", "max_in_flight=8",
+                   "sampler=plain"):
         assert option in text
 
 

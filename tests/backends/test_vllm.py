@@ -49,7 +49,9 @@ def test_output_mapping_with_logprobs_sampled_token_outside_top() -> None:
 
 def test_sampling_kwargs() -> None:
     plain = sampling_kwargs(req(max_tokens=64, temperature=0.7, seed=3))
-    assert plain == {"n": 1, "temperature": 0.7, "max_tokens": 64, "seed": 3, "stop": None, "logprobs": None}
+    assert plain == {"n": 1, "temperature": 0.7, "max_tokens": 64, "seed": 3, "stop": None, "logprobs": None,
+                     "top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+                     "frequency_penalty": 0.0}  # plain sampling: nothing from the model's generation_config
     with_lp = sampling_kwargs(req(stop=("</s>",), logprobs=True, top_logprobs=5))
     assert with_lp["stop"] == ["</s>"] and with_lp["logprobs"] == 5
 

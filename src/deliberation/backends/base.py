@@ -132,6 +132,16 @@ def interrupt(backend: Backend) -> None:
         stop()
 
 
+PLAIN_SAMPLING = {"top_p": 1.0, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+                  "frequency_penalty": 0.0}
+"""Every sampler but temperature switched off, under vLLM's names (top-k is left to each backend: vLLM
+before 0.8 refuses 0, llama-cpp-python's server refuses -1). Every backend samples plainly from
+softmax(logits / temperature), as llamacpp does, so one method on two backends samples one distribution;
+servers and model folders otherwise add their own defaults (llama-cpp-python's server: top_k 40, top_p 0.95,
+min_p 0.05, repeat_penalty 1.1; vLLM and transformers: the model's generation_config.json, Qwen2.5's
+repetition_penalty 1.1, top_k 20, top_p 0.8)."""
+
+
 def cache_scope(model: str, **changed: object) -> str:
     """The ``cache_scope`` of a backend of ``model`` with its output-changing settings that are not at their
     defaults (callers pass only those), e.g. ``qwen (n_ctx=2048)``. Defaults add nothing, so caches written

@@ -3,6 +3,11 @@
 Why: any architecture transformers supports, on CPU or GPU, without a GGUF conversion; 4-7x slower
 than llama.cpp on CPU (DESIGN.md section 4), so it is the fallback, not the default.
 
+Sampling is plain: softmax(logits / temperature), as llamacpp and vllm sample. A model folder's
+generation_config.json often sets more (Qwen2.5's: repetition_penalty 1.1, top_k 20, top_p 0.8), and
+``generate`` applies whatever the model's config sets and the call leaves at transformers' defaults, so the
+model's config is replaced at load by one holding only its end-of-sequence, padding and start ids.
+
 Prompt: the tokenizer's chat template when it has one, else the plain "role: content" lines followed
 by "assistant:". Batching and seeds: ``generate`` in transformers draws from the one global torch RNG,
 so a batch cannot give each row its own seed. Greedy requests (temperature 0) need no RNG and run in
@@ -66,6 +71,9 @@ class HFBackend:
         self._lm = lm.to(self._device).eval()
         self._eos_ids = _eos_ids(self._tokenizer, self._lm.generation_config)
         self._pad_id = _first_not_none(self._tokenizer.pad_token_id, min(self._eos_ids, default=0))
+        self._lm.generation_config = transformers.GenerationConfig(
+            eos_token_id=sorted(self._eos_ids), pad_token_id=self._pad_id,
+            bos_token_id=self._lm.generation_config.bos_token_id)  # plain sampling: see the module docstring
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One Completion per request, in order (greedy ones batched, sampled ones one by one)."""

@@ -34,10 +34,17 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timezone
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
+from deliberation.backends.base import PLAIN_SAMPLING, cache_scope
 from deliberation.errors import DelibError, install_hint, require_at_least
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
 T = TypeVar("T")
+SAMPLERS = {"plain": "softmax(logits / temperature), every other sampler off, as the other backends sample; "
+                     "needs a server that takes top_k, min_p and repetition_penalty (vLLM, llama.cpp)",
+            "server": "the server's own defaults, for hosted APIs that refuse those fields"}
+"""``--backend-opt sampler=``: what the backend asks the server to sample with."""
+OPENAI_FIELDS = ("top_p", "presence_penalty", "frequency_penalty")
+"""The fields of ``PLAIN_SAMPLING`` the OpenAI API itself defines; the others go in the request's extra body."""
 CHARS_PER_TOKEN = 4  # fallback estimate when the server sends no usage
 MAX_RETRY_AFTER_S = 60.0  # longest wait a server's Retry-After gets
 CONNECT_TIMEOUT_S = 10.0  # connecting to the server (a host that drops packets), within timeout_s
@@ -74,6 +81,7 @@ class OpenAIBackend:
 
     ``api_key_env`` names the environment variable holding the key; local servers need none (the
     placeholder ``"EMPTY"`` is sent). ``supports_logprobs=False`` for servers that reject logprobs.
+    ``sampler``: plain (default) or server (``SAMPLERS``).
     ``timeout_s``: one attempt; ``max_retries``: attempts after the first; ``total_timeout_s``: one request,
     retries and waits included; ``backoff_s``: first wait without Retry-After (module docstring). On the
     command line each is ``--backend-opt NAME=VALUE``.
@@ -92,12 +100,20 @@ class OpenAIBackend:
         total_timeout_s: float = 180.0,
         backoff_s: float = 0.5,
         supports_logprobs: bool = True,
+        sampler: str = "plain",
     ) -> None:
         _check_options(max_in_flight, timeout_s, total_timeout_s, max_retries, backoff_s)
+        if sampler not in SAMPLERS:
+            choices = " or ".join(f"{k} ({v})" for k, v in SAMPLERS.items())
+            raise DelibError(f"unknown sampler {sampler!r}; use {choices}")
         self._openai = import_openai()
         self.model = model
         self.base_url = base_url
-        self.cache_scope = f"{model} at {base_url}"  # one name, two servers: two models as far as the cache goes
+        self.sampler = sampler
+        # One name, two servers: two models as far as the cache goes. Before the sampler was sent, every
+        # request was made under the server's defaults: such caches are served to sampler=server only.
+        self.cache_scope = cache_scope(f"{model} at {base_url}",
+                                       **({"sampler": sampler} if sampler != "server" else {}))
         self.api_key_env = api_key_env
         self.max_in_flight = max_in_flight
         self.timeout_s = timeout_s
@@ -205,6 +221,8 @@ class OpenAIBackend:
             raise DelibError(
                 f"{self.base_url} rejected the request with HTTP {status} ({_describe(err)}); "
                 f"check the model name {self.model!r}, the API key in ${self.api_key_env} and the request options"
+                + (" (a server that refuses top_k, min_p or repetition_penalty: --backend-opt sampler=server)"
+                   if self.sampler == "plain" else "")
             ) from err
 
     def _body(self, request: GenerationRequest) -> dict[str, Any]:
@@ -216,6 +234,10 @@ class OpenAIBackend:
             "temperature": request.temperature,
             "seed": request.seed,
         }
+        if self.sampler == "plain":
+            body.update({k: v for k, v in PLAIN_SAMPLING.items() if k in OPENAI_FIELDS})
+            body["extra_body"] = {**{k: v for k, v in PLAIN_SAMPLING.items() if k not in OPENAI_FIELDS},
+                                  "top_k": 0, "repeat_penalty": 1.0}  # llama.cpp's servers' names
         if request.stop:
             body["stop"] = list(request.stop)
         if request.logprobs and self.supports_logprobs:

@@ -9,8 +9,10 @@ API used (vLLM docs, https://docs.vllm.ai/en/latest/api/vllm/entrypoints/llm/ an
 - ``LLM.chat(list of conversations, sampling_params=list of SamplingParams, use_tqdm=False)`` applies
   the model's chat template (with the generation prompt) and returns one ``RequestOutput`` per
   conversation, in order;
-- ``SamplingParams(n=1, temperature, max_tokens, seed, stop, logprobs)``: ``logprobs=k`` returns, per
-  generated token, the k most likely tokens plus the sampled one; ``None`` returns none;
+- ``SamplingParams(n=1, temperature, max_tokens, seed, stop, logprobs, top_p, top_k, min_p,
+  repetition_penalty, presence_penalty, frequency_penalty)``, the last six neutral (``PLAIN_SAMPLING``):
+  ``logprobs=k`` returns, per generated token, the k most likely tokens plus the sampled one; ``None``
+  returns none;
 - ``RequestOutput.prompt_token_ids`` and ``.outputs[0]`` (a ``CompletionOutput`` with ``text``,
   ``token_ids``, ``finish_reason`` and ``logprobs``: one ``dict[token_id, Logprob]`` per generated
   token, ``Logprob`` having ``logprob``, ``rank`` and ``decoded_token``; newer versions may hand a
@@ -22,6 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping, Sequence
 
+from deliberation.backends.base import PLAIN_SAMPLING
 from deliberation.errors import DelibError, install_hint
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
@@ -79,8 +82,11 @@ class VLLMBackend:
 
 
 def sampling_kwargs(request: GenerationRequest) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for ``request`` (one sample, its own seed)."""
+    """Keyword arguments of ``vllm.SamplingParams`` for ``request`` (one sample, its own seed, plain sampling:
+    ``PLAIN_SAMPLING``, top-k off as -1, which every vLLM version takes)."""
     return {
+        **PLAIN_SAMPLING,
+        "top_k": -1,
         "n": 1,
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
