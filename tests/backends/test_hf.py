@@ -159,8 +159,11 @@ def test_a_model_generation_config_changes_nothing(chat_model: HFBackend, tmp_pa
     extras = {"repetition_penalty": 5.0, "top_k": 2, "top_p": 0.3, "no_repeat_ngram_size": 1, "do_sample": True}
     (folder / "generation_config.json").write_text(json.dumps({**config, **extras}))
     requests = [req("the cat", max_tokens=16), req("the cat", temperature=1.0, seed=3, max_tokens=16)]
-    assert [c.text for c in HFBackend(str(folder), device=DEVICE).generate(requests)] == \
-        [c.text for c in chat_model.generate(requests)]
+    extended = HFBackend(str(folder), device=DEVICE)
+    assert [c.text for c in extended.generate(requests)] == [c.text for c in chat_model.generate(requests)]
+    # Responses cached before, with the extras applied, are not served: the scope says they are ignored now.
+    assert extended.cache_scope == f"{folder} (generation_config=ignored)"
+    assert chat_model.cache_scope == chat_model.model
     # The extras would change the greedy answer if applied: the check above can fail.
     lm = AutoModelForCausalLM.from_pretrained(folder).to(DEVICE)
     prompt = chat_model._tokenizer.apply_chat_template([{"role": "user", "content": "the cat"}],

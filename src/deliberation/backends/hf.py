@@ -6,7 +6,8 @@ than llama.cpp on CPU (DESIGN.md section 4), so it is the fallback, not the defa
 Sampling is plain: softmax(logits / temperature), as llamacpp and vllm sample. A model folder's
 generation_config.json often sets more (Qwen2.5's: repetition_penalty 1.1, top_k 20, top_p 0.8), and
 ``generate`` applies whatever the model's config sets and the call leaves at transformers' defaults, so the
-model's config is replaced at load by one holding only its end-of-sequence, padding and start ids.
+model's config is replaced at load by one holding only its end-of-sequence, padding and start ids (a model
+whose config set more gets its own cache scope: what was cached with those settings is not served).
 
 Prompt: the tokenizer's chat template when it has one, else the plain "role: content" lines followed
 by "assistant:". Batching and seeds: ``generate`` in transformers draws from the one global torch RNG,
@@ -62,7 +63,6 @@ class HFBackend:
         if not isinstance(torch_dtype, self._torch.dtype):
             raise DelibError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
         self.model = model
-        self.cache_scope = cache_scope(model, **({"dtype": dtype} if dtype != "float32" else {}))
         self.batch_size = max(1, batch_size)
         self._device = self._torch.device(device)
         self._tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -71,6 +71,9 @@ class HFBackend:
         self._lm = lm.to(self._device).eval()
         self._eos_ids = _eos_ids(self._tokenizer, self._lm.generation_config)
         self._pad_id = _first_not_none(self._tokenizer.pad_token_id, min(self._eos_ids, default=0))
+        dropped = _dropped_settings(transformers, self._lm.generation_config)
+        self.cache_scope = cache_scope(model, **({"dtype": dtype} if dtype != "float32" else {}),
+                                       **({"generation_config": "ignored"} if dropped else {}))
         self._lm.generation_config = transformers.GenerationConfig(
             eos_token_id=sorted(self._eos_ids), pad_token_id=self._pad_id,
             bos_token_id=self._lm.generation_config.bos_token_id)  # plain sampling: see the module docstring
@@ -242,6 +245,23 @@ def _eos_ids(tokenizer: Any, generation_config: Any) -> set[int]:
     ids = set(declared if isinstance(declared, list) else [declared])
     ids.add(tokenizer.eos_token_id)
     return {i for i in ids if i is not None}
+
+
+ANSWER_CHANGING = ("repetition_penalty", "encoder_repetition_penalty", "no_repeat_ngram_size",
+                   "encoder_no_repeat_ngram_size", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff",
+                   "bad_words_ids", "sequence_bias", "suppress_tokens", "begin_suppress_tokens", "forced_bos_token_id",
+                   "forced_eos_token_id", "min_length", "min_new_tokens", "exponential_decay_length_penalty",
+                   "guidance_scale", "renormalize_logits", "watermarking_config")
+"""Settings of a generation config that ``generate`` turns into logits processors and that no call here set
+(temperature, top-k, top-p and the lengths it always did): before the model's config was replaced at load,
+they were applied."""
+
+
+def _dropped_settings(transformers: Any, generation_config: Any) -> list[str]:
+    """The settings of the model's generation config that changed answers before it was replaced: a model
+    with any gets its own cache scope, so responses cached under them are never served as plain samples."""
+    default = transformers.GenerationConfig()
+    return [k for k in ANSWER_CHANGING if getattr(generation_config, k, None) != getattr(default, k, None)]
 
 
 def _dtype_keyword(version: str) -> str:
