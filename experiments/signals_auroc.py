@@ -3,7 +3,8 @@
 Every recorded response of each store (round-0 answers and every agent's REFINE, each in its team) with
 its verdict and signals (``deliberation.trees.responses``), and per store and pooled the AUROC of each
 signal with a 95% interval over resampled questions (``deliberation.report.signals``). Training stores
-only: no test question is read. Offline: nothing is generated.
+only: no test question is read. Offline: nothing is generated. A store still being built is read up to its
+first question not yet built (its section says how many of the built ones that is).
 
     DELIB_DATA_DIR=../shared/data python experiments/signals_auroc.py docs/results/signals STORE [STORE ...]
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from deliberation.report.signals import markdown, signal_rows
 from deliberation.trees.responses import responses
-from deliberation.trees.store import TreeStore
+from deliberation.trees.store import TreeStore, built_prefix
 from deliberation.types import to_json, write_json_atomic
 
 
@@ -23,12 +24,13 @@ def main(out: str, stores: list[str]) -> None:
     pooled, tables, sections = [], {}, []
     for path in stores:
         store = TreeStore.open(path)
-        rows = responses(store)
+        first = built_prefix(store, None)
+        rows = responses(store, questions=first)
         pooled += rows
         name = f"{store.manifest['model']} {Path(path).name}"
         tables[name] = signal_rows(rows)
-        questions = len({r.example_id for r in rows})
-        sections.append(markdown(f"{name}: {questions} questions, {len(rows)} responses", tables[name]))
+        partial = f" (the first {first} of {len(store.built)} built)" if first < len(store.built) else ""
+        sections.append(markdown(f"{name}: {first} questions{partial}, {len(rows)} responses", tables[name]))
     tables["pooled"] = signal_rows(pooled)
     sections.append(markdown(f"pooled: {len(pooled)} responses", tables["pooled"]))
     Path(out).mkdir(parents=True, exist_ok=True)

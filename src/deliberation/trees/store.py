@@ -326,6 +326,14 @@ def built_examples(store: TreeStore, data_dir: str | None, questions: int | None
     return chosen
 
 
+def built_prefix(store: TreeStore, data_dir: str | None) -> int:
+    """How many of the store's first questions are built: a build with questions in flight completes them
+    out of order, so an interim analysis reads this many (``built_examples(store, data_dir, n)``)."""
+    m = store.manifest
+    examples = load_selected(benchmarks.get(m["benchmark"]), m["split"], None, store_selection(m), data_dir)
+    return next((i for i, e in enumerate(examples) if e.id not in store.built), len(examples))
+
+
 def open_store(path: str) -> TreeStore:
     """A store whose prompt version this build can still send (``store_prompts`` names the prompt set)."""
     store = TreeStore.open(path)
