@@ -11,7 +11,7 @@ import pytest
 
 from deliberation import benchmarks
 from deliberation.cli.main import main
-from deliberation.trees.store import TreeStore
+from deliberation.trees.store import TreeStore, built_prefix
 from replays import episodes
 
 QUESTIONS = 3
@@ -112,6 +112,15 @@ def test_the_completeness_check_of_a_resume_runs_no_answer_key(stores, tmp_path,
     monkeypatch.setattr(benchmarks.get("gsm8k"), "key_for", refuse)
     build(tmp_path / "copy", "--samples", "6", "--methods", "mpdf")
     assert TreeStore.open(tmp_path / "copy").nodes.keys() == TreeStore.open(mpdf).nodes.keys()
+
+
+def test_the_built_prefix_stops_at_the_first_question_in_flight(stores):
+    """A build with questions in flight completes them out of order: an interim analysis reads the prefix."""
+    _, mpdf = stores
+    store = TreeStore.open(mpdf)
+    assert built_prefix(store, None) == QUESTIONS
+    store.built.discard("gsm8k/test/1")
+    assert built_prefix(store, None) == 1 and len(store.built) == QUESTIONS - 1
 
 
 def test_a_replay_may_read_the_first_questions_of_a_store_only(stores, tmp_path, capsys):
