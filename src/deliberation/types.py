@@ -130,8 +130,8 @@ class Completion:
     completion of a batch gives the batch's time (a cached completion keeps its original value)."""
     cached: bool = False
     summary: LogprobSummary | None = None
-    """The log-probability summary where the backend gives one (llamacpp); None (absent, not zero) where it
-    does not, and in caches and stores written before it existed."""
+    """The log-probability summary where the backend gives one (llamacpp, vllm, openai with summaries); None
+    (absent, not zero) where it does not, and in caches and stores written before it existed."""
 
 
 @dataclass(frozen=True)

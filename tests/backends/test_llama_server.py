@@ -106,11 +106,16 @@ def test_plain_greedy_answers_equal_the_in_process_backend(llama_server: str, sm
     requests = [ask(p, max_tokens=48) for p in prompts]
     local = make_backend("llamacpp", model=str(smollm2_path), n_ctx=1024, max_parallel=1)
     try:
-        expected = [local.generate([r])[0].text for r in requests]
+        expected = [local.generate([r])[0] for r in requests]
     finally:
         local.close()
-    plain = make_backend("openai", model=smollm2_path.name, base_url=llama_server, timeout_s=120.0)
+    plain = make_backend("openai", model=smollm2_path.name, base_url=llama_server, timeout_s=120.0, summaries=True)
     server = make_backend("openai", model=smollm2_path.name, base_url=llama_server, timeout_s=120.0,
                           sampler="server")
-    assert [plain.generate([r])[0].text for r in requests] == expected
-    assert [server.generate([r])[0].text for r in requests] != expected
+    got = [plain.generate([r])[0] for r in requests]
+    assert [c.text for c in got] == [c.text for c in expected]
+    assert [server.generate([r])[0].text for r in requests] != [c.text for c in expected]
+    # The log-probability summaries agree too: the server reports the raw logits' log-probabilities.
+    for mine, theirs in zip(got, expected):
+        assert mine.summary.tail_bounds == theirs.summary.tail_bounds
+        assert mine.summary.mean == pytest.approx(theirs.summary.mean, abs=0.02)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deliberation.backends.logprob_summary import TAIL, WINDOW, answer_mean, chosen_logprob, summarize
+from deliberation.backends.logprob_summary import (TAIL, WINDOW, answer_mean, chosen_logprob, from_pieces,
+                                                   summarize)
 from deliberation.types import Completion, LogprobSummary, from_json, to_json
 
 
@@ -58,3 +59,16 @@ def test_completions_round_trip_with_and_without_a_summary() -> None:
     assert from_json(Completion, to_json(with_it)) == with_it
     old = {k: v for k, v in to_json(with_it).items() if k != "summary"}
     assert from_json(Completion, old).summary is None
+
+
+def test_a_summary_from_reported_tokens_ends_each_at_the_character_its_bytes_complete() -> None:
+    """Servers report tokens as bytes; a character split over two tokens ends with the second, so the
+    final answer's tokens are found as in the in-process backend's summary."""
+    text = "x = é, so \\boxed{12}"
+    pieces = [b"x", b" =", b" \xc3", b"\xa9", b",", b" so", b" \\boxed{", b"12", b"}"]
+    assert b"".join(pieces).decode() == text
+    summary = from_pieces([-0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -2.0, -0.9], pieces, text)
+    assert summary.tail_bounds == (0, 1, 3, 4, 5, 6, 9, 17, 19, 20)
+    assert answer_mean(summary, text, "12") == -2.0
+    assert from_pieces([-1.0], [b"abc"], "ab").tail_bounds == (0, 2)  # bounded by the text
+    assert from_pieces([], [], "") is None

@@ -68,7 +68,8 @@ def chat_completion(body: dict[str, Any], usage: bool = True) -> dict[str, Any]:
     choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
     if body.get("logprobs"):
         top = [{"token": f"alt{j}", "logprob": -1.0 - j, "bytes": None} for j in range(body.get("top_logprobs", 0))]
-        tokens = [{"token": t, "logprob": -0.5, "bytes": None, "top_logprobs": top} for t in ("echo", ":", " hi")]
+        pieces = ("echo", ":", " " + body["messages"][-1]["content"])  # they spell the text
+        tokens = [{"token": t, "logprob": -0.5, "bytes": None, "top_logprobs": top} for t in pieces]
         choice["logprobs"] = {"content": tokens}
     response = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice]}
     if usage:
@@ -161,7 +162,18 @@ def test_request_and_response_mapping(serve) -> None:
     sent = server.bodies[0]
     assert sent["model"] == "fake-model" and sent["messages"][0] == {"role": "system", "content": "be brief"}
     assert (sent["max_tokens"], sent["temperature"], sent["seed"], sent["stop"]) == (9, 0.2, 42, ["\n\n"])
-    assert "logprobs" not in sent
+    assert "logprobs" not in sent and out[0].summary is None
+
+
+def test_with_summaries_every_completion_carries_a_logprob_summary(serve) -> None:
+    """As the llamacpp backend's do: the tree store's log-probability signals then exist on a server too."""
+    server = serve([])
+    out = backend(server, summaries=True).generate([req("hi")])[0]
+    assert (server.bodies[0]["logprobs"], server.bodies[0]["top_logprobs"]) == (True, 0)  # not returned:
+    assert out.logprobs is None and out.summary is not None
+    assert out.summary.mean == -0.5 and out.summary.tail == (-0.5, -0.5, -0.5)
+    assert out.summary.tail_bounds == (0, 4, 5, 8) and out.text == "echo: hi"
+    assert backend(server, supports_logprobs=False, summaries=True).generate([req("hi")])[0].summary is None
 
 
 PLAIN = {"top_p": 1.0, "top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0, "repetition_penalty": 1.0,
@@ -203,7 +215,7 @@ def test_logprobs_not_sent_when_backend_declares_no_support(serve) -> None:
 
 def test_missing_usage_falls_back_to_estimates(serve) -> None:
     server = serve(["no-usage", "no-usage"])
-    plain, with_lp = backend(server).generate([req("abcdefgh"), req(logprobs=True)])
+    plain, with_lp = backend(server).generate([req("abcdefgh"), req("abcdefgh", logprobs=True)])
     assert plain.completion_tokens == len("echo: abcdefgh") // 4 + 1  # ceil(14 / 4)
     assert plain.prompt_tokens == len("be brief" + "abcdefgh") // 4  # 16 / 4
     assert with_lp.completion_tokens == 3  # one per returned logprob entry
@@ -380,7 +392,7 @@ def test_the_retry_and_timeout_options_are_in_the_help(capsys: pytest.CaptureFix
         build_parser().parse_args(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     for option in ("timeout_s=60.0", "max_retries=4", "total_timeout_s=180.0", "backoff_s=0.5", "max_in_flight=8",
-                   "sampler=plain"):
+                   "sampler=plain", "summaries=False"):
         assert option in text
 
 

@@ -93,3 +93,26 @@ def test_missing_vllm_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
     with pytest.raises(DelibError, match=r"pip install 'deliberation\[vllm\]'"):
         VLLMBackend("org/model")
+
+
+def test_summaries_ride_on_the_sampled_tokens_log_probabilities(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM 0.10 on reports the raw logits' log-probabilities: every completion gets a summary (as llamacpp's
+    do) while a request's own logprobs come back only when it asks; older versions record none."""
+    tokens = [{11: lp(-0.25, 1, "Yes")}, {12: lp(-0.75, 1, ".")}]
+
+    class Answering(FakeLLM):
+        def chat(self, messages, sampling_params=None, use_tqdm=True):
+            self.calls.append((messages, sampling_params, use_tqdm))
+            return [request_output(text="Yes.", logprobs=tokens) for _ in messages]
+
+    for version, summarized in (("0.11.1", True), ("0.9.2", False)):
+        fake = SimpleNamespace(LLM=Answering, SamplingParams=lambda **kw: SimpleNamespace(**kw), __version__=version)
+        monkeypatch.setitem(sys.modules, "vllm", fake)
+        backend = make_backend("vllm", model="org/model")
+        out = backend.generate([req(seed=1)])[0]
+        assert Answering.instances[-1].calls[0][1][0].logprobs == (0 if summarized else None)
+        assert out.logprobs is None
+        assert (out.summary is not None) == summarized
+    assert sampling_kwargs(req(), summaries=True)["logprobs"] == 0
+    summary = completion_from_output(request_output("Yes.", tokens), req(), 0.1, summaries=True).summary
+    assert (summary.mean, summary.tail_bounds) == (-0.5, (0, 3, 4))

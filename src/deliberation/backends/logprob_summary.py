@@ -1,7 +1,8 @@
 """Log-probability summaries of completions: made by backends that have the logits, read at replay time.
 
 A backend that samples from the logits itself (llamacpp) knows each sampled token's log-probability at no
-extra model cost. It keeps a small summary on the completion (``types.LogprobSummary``) rather than every
+extra model cost; servers (llama.cpp's, vLLM's) and vLLM's engine report it when asked
+(``from_pieces``). It keeps a small summary on the completion (``types.LogprobSummary``) rather than every
 token, so tree stores can compute log-probability confidence signals offline (issue 36): the mean over
 all tokens (Kadavath et al. 2022's sequence likelihood), the weakest ``WINDOW``-token stretch (DeepConf's
 lowest group confidence, Fu et al. 2025), and the final answer's tokens, found in the recorded tail.
@@ -9,6 +10,7 @@ lowest group confidence, Fu et al. 2025), and the final answer's tokens, found i
 
 from __future__ import annotations
 
+import codecs
 from typing import Sequence
 
 import numpy as np
@@ -44,6 +46,18 @@ def summarize(logprobs: Sequence[float], ends: Sequence[int]) -> LogprobSummary 
                           lowest_window=round(float(sums.min() / width), DIGITS),
                           tail=tuple(round(float(v), DIGITS) for v in values[first:]),
                           tail_bounds=(int(ends[first - 1]) if first else 0, *(int(e) for e in ends[first:])))
+
+
+def from_pieces(logprobs: Sequence[float], pieces: Sequence[bytes], text: str) -> LogprobSummary | None:
+    """The summary of a completion reported token by token (as servers do): token k has log-probability
+    ``logprobs[k]`` and spells the bytes ``pieces[k]``. A token ends at the character its bytes complete (a
+    character split over tokens ends with its last byte), bounded by ``text``."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    ends, chars = [], 0
+    for piece in pieces:
+        chars += len(decoder.decode(piece))
+        ends.append(min(chars, len(text)))
+    return summarize(logprobs, ends)
 
 
 def answer_mean(summary: LogprobSummary, text: str, answer: str | None) -> float | None:

@@ -1,5 +1,9 @@
 """A backend on vLLM's offline engine (``vllm.LLM``), for GPU machines.
 
+Every completion carries a log-probability summary, as llamacpp's do (``summaries``, on by default: vLLM
+reports the sampled token's log-probability at no extra model cost), from vLLM 0.10 on, whose engine
+reports the raw logits' log-probabilities; older versions record none.
+
 Why: vLLM's continuous batching decodes a whole round (every agent of every question) at once, with a
 per-request seed, so the batch-first ``generate`` maps onto one ``LLM.chat`` call. vLLM on PyPI is
 CUDA-only, so this file stays thin and its output mapping is a pure function tested with fakes.
@@ -25,6 +29,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 from deliberation.backends.base import PLAIN_SAMPLING
+from deliberation.backends.logprob_summary import from_pieces
 from deliberation.errors import DelibError, install_hint
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
@@ -50,10 +55,12 @@ class VLLMBackend:
         tensor_parallel_size: int = 1,
         gpu_memory_utilization: float = 0.9,
         max_model_len: int | None = None,
+        summaries: bool = True,
         **engine_kwargs: Any,
     ) -> None:
         vllm = import_vllm()
         self.model = model
+        self.summaries = summaries and _raw_logprobs(getattr(vllm, "__version__", "0"))
         self._sampling_params = vllm.SamplingParams
         self._llm = vllm.LLM(
             model=model,
@@ -68,22 +75,34 @@ class VLLMBackend:
         if not requests:
             return []
         conversations = [[{"role": m.role, "content": m.content} for m in r.messages] for r in requests]
-        params = [self._sampling_params(**sampling_kwargs(r)) for r in requests]
+        params = [self._sampling_params(**sampling_kwargs(r, self.summaries)) for r in requests]
         start = time.perf_counter()
         outputs = self._llm.chat(conversations, sampling_params=params, use_tqdm=False)
         latency = time.perf_counter() - start
         if len(outputs) != len(requests):
             raise DelibError(f"vLLM returned {len(outputs)} outputs for {len(requests)} requests; upgrade vllm")
-        return [completion_from_output(o, r, latency) for o, r in zip(outputs, requests)]
+        return [completion_from_output(o, r, latency, self.summaries) for o, r in zip(outputs, requests)]
 
     def close(self) -> None:
         """Drop the engine so its GPU memory can be freed."""
         self._llm = None
 
 
-def sampling_kwargs(request: GenerationRequest) -> dict[str, Any]:
+def _raw_logprobs(version: str) -> bool:
+    """Whether this vLLM reports the raw logits' log-probabilities (its V1 engine, the only one from 0.10 on;
+    the V0 engine before it reported them after temperature), as log-probability summaries are defined."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version) >= Version("0.10")
+    except InvalidVersion:
+        return False
+
+
+def sampling_kwargs(request: GenerationRequest, summaries: bool = False) -> dict[str, Any]:
     """Keyword arguments of ``vllm.SamplingParams`` for ``request`` (one sample, its own seed, plain sampling:
-    ``PLAIN_SAMPLING``, top-k off as -1, which every vLLM version takes)."""
+    ``PLAIN_SAMPLING``, top-k off as -1, which every vLLM version takes). With ``summaries`` the sampled
+    tokens' log-probabilities come back (``logprobs=0``) for the completion's summary."""
     return {
         **PLAIN_SAMPLING,
         "top_k": -1,
@@ -92,15 +111,17 @@ def sampling_kwargs(request: GenerationRequest) -> dict[str, Any]:
         "max_tokens": request.max_tokens,
         "seed": request.seed,
         "stop": list(request.stop) or None,
-        "logprobs": request.top_logprobs if request.logprobs else None,
+        "logprobs": request.top_logprobs if request.logprobs else (0 if summaries else None),
     }
 
 
-def completion_from_output(output: Any, request: GenerationRequest, latency_s: float) -> Completion:
-    """Map a vLLM ``RequestOutput`` (first sample) to a Completion."""
+def completion_from_output(output: Any, request: GenerationRequest, latency_s: float,
+                           summaries: bool = False) -> Completion:
+    """Map a vLLM ``RequestOutput`` (first sample) to a Completion, with its log-probability summary when
+    ``summaries``."""
     sample = output.outputs[0]
     logprobs = None
-    if request.logprobs and sample.logprobs is not None:
+    if sample.logprobs is not None:
         logprobs = tuple(
             _token_logprob(token_id, position, request.top_logprobs)
             for token_id, position in zip(sample.token_ids, sample.logprobs)
@@ -109,9 +130,11 @@ def completion_from_output(output: Any, request: GenerationRequest, latency_s: f
         text=sample.text,
         prompt_tokens=len(output.prompt_token_ids or ()),
         completion_tokens=len(sample.token_ids),
-        logprobs=logprobs,
+        logprobs=logprobs if request.logprobs else None,
         finish_reason=sample.finish_reason or "stop",
         latency_s=latency_s,
+        summary=None if not (summaries and logprobs) else from_pieces([t.logprob for t in logprobs],
+                                                      [t.token.encode() for t in logprobs], sample.text),
     )
 
 

@@ -145,8 +145,9 @@ def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None, c
     set_data_dir(args)
     return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, selection=chosen or Selection(),
                        backend=args.backend, backend_options=backend_options(args), cache=cache,
-                       engine=engine_config(args), policy=args.policy, data_dir=args.data_dir, command=command_line(args),
-                       concurrency=args.concurrency, **flags.values(args, CollectSpec, only=COLLECT_OPTIONS))
+                       engine=engine_config(args), policy=args.policy, data_dir=args.data_dir,
+                       command=command_line(args), concurrency=args.concurrency,
+                       **flags.values(args, CollectSpec, only=COLLECT_OPTIONS))
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
