@@ -26,7 +26,7 @@ from pathlib import Path
 from deliberation.cli.main import main as delib
 from deliberation.runs.directory import CONFIG
 from deliberation.trees.build import replayable
-from deliberation.trees.store import MANIFEST
+from deliberation.trees.manifest import read_manifest
 
 TREES = ("data/trees/qwen2.5-coder-1.5b/gsm8k-train", "data/trees/qwen2.5-coder-1.5b/math-train")
 """The committed stores the demo may replay, in order of preference: the first whose questions this machine
@@ -40,18 +40,18 @@ REPORT_END = "## Plots"  # report.md from here on lists the figures and the run 
 
 def ask(out: Path, trees: str, backend: str | None) -> None:
     """The live question, with the store's model and backend (``backend`` replaces the backend: tests)."""
-    manifest = json.loads((Path(trees) / MANIFEST).read_text())
-    _step(f"1. one question answered now by {manifest['model']} with mpdf: round 0, then each agent's "
+    manifest = read_manifest(Path(trees))
+    _step(f"1. one question answered now by {manifest.model} with mpdf: round 0, then each agent's "
           "meta-action in round 1")
-    _run(["ask", QUESTION, "--method", "mpdf", "--backend", backend or manifest["backend"], "--model",
-          manifest["model"], "--max-tokens", str(ASK_MAX_TOKENS), "--rounds", str(ROUNDS), "--no-early-stop",
+    _run(["ask", QUESTION, "--method", "mpdf", "--backend", backend or manifest.backend, "--model",
+          manifest.model, "--max-tokens", str(ASK_MAX_TOKENS), "--rounds", str(ROUNDS), "--no-early-stop",
           "--cache", str(out / "ask.sqlite")])
 
 
 def methods_of(trees: str) -> tuple[str, ...]:
     """Every method the store ``trees`` replays offline (``trees.build.replayable``): the 1.5B stores, built
     with --methods mpdf, leave out debate, reconcile and dylan, whose update prompts they do not record."""
-    return replayable(json.loads((Path(trees) / MANIFEST).read_text())["methods"])
+    return replayable(read_manifest(Path(trees)).recorded)
 
 
 def replay(out: Path, trees: str) -> None:

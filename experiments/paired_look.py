@@ -22,7 +22,7 @@ def main(look: int, folder: Path, learned: str, summary: Path, stores: list[str]
     record = look_record(look, folder / "report", learned, against=sorted((folder / "against").glob("*")))
     opened = [(s, TreeStore.open(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in stores]
     if opened:
-        record["headroom"] = headroom([(f"{st.manifest['benchmark']}/{st.manifest['split']}", st, n)
+        record["headroom"] = headroom([(f"{st.manifest.benchmark}/{st.manifest.split}", st, n)
                                        for _, st, n in opened])
     write_json_atomic(folder / "summary.json", record)
     (folder / "headline.md").write_text(headline_markdown(record))

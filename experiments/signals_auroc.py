@@ -27,7 +27,7 @@ def main(out: str, stores: list[str]) -> None:
         first = built_prefix(store, None)
         rows = responses(store, questions=first)
         pooled += rows
-        name = f"{store.manifest['model']} {Path(path).name}"
+        name = f"{store.manifest.model} {Path(path).name}"
         tables[name] = signal_rows(rows)
         partial = f" (the first {first} of {len(store.built)} built)" if first < len(store.built) else ""
         sections.append(markdown(f"{name}: {first} questions{partial}, {len(rows)} responses", tables[name]))

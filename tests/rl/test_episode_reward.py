@@ -56,7 +56,7 @@ def greedy_episodes(store) -> dict[str, Episode]:
     """The behaviour rule without exploration, run online as an ordinary episode (critic on, as collected)."""
     tree = open_store(str(store))
     engine = store_engine(tree, 2)
-    bench = benchmarks.get(tree.manifest["benchmark"])
+    bench = benchmarks.get(tree.manifest.benchmark)
     examples = built_examples(tree, None)
     backend = TreeBackend(tree, ScriptedBackend())
     spec = MethodSpec("greedy-rule", AgreementThreshold(), confidence=True)

@@ -4,6 +4,7 @@ what the manifest promises (issue 36)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def stores(tmp_path_factory) -> tuple[Path, Path]:
 def test_a_store_for_one_method_holds_fewer_nodes_and_says_which(stores):
     full, mpdf = stores
     small, large = TreeStore.open(mpdf), TreeStore.open(full)
-    assert small.manifest["methods"] == ["mpdf"] and "debate" in large.manifest["methods"]
+    assert small.manifest.methods == ("mpdf",) and "debate" in large.manifest.methods
     assert set(small.nodes) < set(large.nodes)  # the same requests, fewer of them
     assert {n.kind for n in small.nodes.values()} == {"answer", "critic", "update"}
     assert small.built == large.built
@@ -75,12 +76,14 @@ def test_resuming_with_fewer_samples_and_methods_narrows_the_manifest(tmp_path):
     assert delib("tree", "--backend", "scripted", "--limit", "1", "--samples", "6", "--out", str(out)) == 0
     build(out, "--samples", "4", "--methods", "mpdf")
     store = TreeStore.open(out)
-    assert store.manifest["samples"] == 4 and store.manifest["methods"] == ["mpdf"] and len(store.built) == QUESTIONS
-    assert "--samples 6" in store.manifest["command"] and "--limit 1 " in store.manifest["command"]
-    assert [r["command"] for r in store.manifest["resumes"]] == [f"delib tree --backend scripted --limit {QUESTIONS} "
-                                                              f"--out {out} --samples 4 --methods mpdf --quiet"]
+    assert store.manifest.samples == 4 and store.manifest.methods == ("mpdf",) and len(store.built) == QUESTIONS
+    assert "--samples 6" in store.manifest.command and "--limit 1 " in store.manifest.command
+    assert store.manifest.resumes == (f"delib tree --backend scripted --limit {QUESTIONS} --out {out} --samples 4 "
+                                      "--methods mpdf --quiet",)
+    raw = json.loads((out / "manifest.json").read_text())
+    assert raw["resumes"] == [{"command": store.manifest.resumes[0]}] and raw["methods"] == ["mpdf"]
     build(out, "--samples", "4", "--methods", "mpdf")  # the same command again is recorded once
-    assert len(TreeStore.open(out).manifest["resumes"]) == 1
+    assert len(TreeStore.open(out).manifest.resumes) == 1
 
 
 def test_a_resumed_build_completes_built_questions_an_older_recipe_left_short(stores, tmp_path, monkeypatch):

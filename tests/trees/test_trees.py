@@ -12,6 +12,7 @@ import pytest
 from deliberation.cli.main import main
 from deliberation.methods import METHODS
 from deliberation.errors import DelibError
+from deliberation.trees.manifest import TreeManifest, read_manifest
 from deliberation.trees.store import TREES, TreeStore
 
 QUESTIONS = 6
@@ -167,12 +168,34 @@ def test_the_tree_file_is_gzip_jsonl_with_round_0_and_round_1(store):
     {"example_id": "q", "nodes": [], "built": "yes"},
 ])
 def test_a_tree_record_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, row):
-    from deliberation.trees.store import FORMAT, MANIFEST
     from deliberation.types import append_gzip_line
 
-    (tmp_path / MANIFEST).write_text(json.dumps({"format": FORMAT}))
+    MINIMAL.write(tmp_path)
     append_gzip_line(tmp_path / TREES, {"example_id": "q", "nodes": []})
     append_gzip_line(tmp_path / TREES, row)
     with pytest.raises(DelibError, match=rf"{TREES} line 2 is not a record `delib tree` writes \(") as err:
         TreeStore.open(tmp_path)
     assert "\n" not in str(err.value)
+
+
+MINIMAL = TreeManifest(backend="scripted", model="m", scope="m", supports_logprobs=False, backend_options={},
+                       benchmark="gsm8k", split="test", temperature=0.7, max_tokens=8, seed=0,
+                       verbal_confidence=False, prompt_version=2, agents=3, samples=3)
+
+
+@pytest.mark.parametrize("damage", [{"agents": None}, {"format": "deliberation-trees", "backend": "scripted"}])
+def test_a_manifest_lacking_an_entry_is_refused_in_one_line(tmp_path, damage):
+    raw = {k: v for k, v in MINIMAL.to_dict().items() if k not in damage or damage[k] is not None}
+    (tmp_path / "manifest.json").write_text(json.dumps(raw if damage.get("agents", 0) is None else damage))
+    with pytest.raises(DelibError, match="manifest.json lacks or mangles an entry") as err:
+        TreeStore.open(tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_manifest_reads_back_as_written_and_old_keys_default(tmp_path):
+    """A store from before --methods, selections and resumes reads as what it was built with."""
+    MINIMAL.write(tmp_path)
+    raw = json.loads((tmp_path / "manifest.json").read_text())
+    assert not {"methods", "selection", "resumes"} & set(raw) and raw["format"] == "deliberation-trees"
+    back = read_manifest(tmp_path)
+    assert back == MINIMAL and back.recorded == tuple(METHODS)

@@ -28,7 +28,7 @@ Sampling = dict[tuple[str, Setting], dict[int, dict[Question, Outcome]]]  # (col
 
 def replay_self_consistency(trees: str, out: Path) -> list[RunResult]:
     """Self-consistency at every k the store ``trees`` holds samples for, replayed offline into ``out``."""
-    for k in range(1, open_store(trees).manifest["samples"] + 1):
+    for k in range(1, open_store(trees).manifest.samples + 1):
         evaluate(Replay(trees, ("self-consistency",), agents=k, offline=True), str(out / f"self-consistency-{k}"),
                  progress=False)
     return load_results(discover([out])[0])

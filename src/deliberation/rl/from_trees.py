@@ -44,12 +44,12 @@ def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.
     ``grow``."""
     store = open_store(str(path))
     engine = store_engine(store, rounds)
-    bench = benchmarks.get(store.manifest["benchmark"])
+    bench = benchmarks.get(store.manifest.benchmark)
     examples = built_examples(store, None)
     behaviour = EpsilonMixed(AgreementThreshold(), epsilon, ACTION_SETS[actions])
     scorer = reward_function(reward, components)
     decisions: list[Decision] = []
-    backend = (recording_backend(store, store.manifest.get("cache"), GROW_HINT) if grow
+    backend = (recording_backend(store, store.manifest.cache, GROW_HINT) if grow
                else TreeBackend(store, None, GROW_HINT))  # growing writes the store: its writer lock
     try:
         for ex in examples:

@@ -20,7 +20,7 @@ from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute, refuse_unread
 from deliberation.trees.store import (TreeBackend, TreeStore, built_examples, open_store, recording_backend,
-                                      store_engine, store_selection)
+                                      store_engine)
 from deliberation.types import Example
 
 
@@ -53,13 +53,13 @@ def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
     """Refuse a method whose agents the store was not built with (other agents send other requests)."""
     effective = methods.get(name).engine(engine)
     m = store.manifest
-    if effective.rounds == 0 and effective.agents > m["samples"]:
+    if effective.rounds == 0 and effective.agents > m.samples:
         raise DelibError(f"{name} with {effective.agents} samples needs {effective.agents} round-0 samples; "
-                         f"{store.path} holds {m['samples']} (rebuild with `delib tree --samples "
+                         f"{store.path} holds {m.samples} (rebuild with `delib tree --samples "
                          f"{effective.agents}`)")
-    if effective.rounds > 0 and effective.agents != m["agents"]:
+    if effective.rounds > 0 and effective.agents != m.agents:
         raise DelibError(f"{name} with {effective.agents} agents cannot replay {store.path}, built for "
-                         f"{m['agents']} agents; drop --agents or build a store for that team")
+                         f"{m.agents} agents; drop --agents or build a store for that team")
 
 
 def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bool = True) -> list[Summary]:
@@ -82,7 +82,7 @@ def tree_backend(replay: Replay, store: TreeStore) -> TreeBackend:
     """The replay's backend: reading the store only (offline), or adding what it lacks as the store's writer."""
     if replay.offline:
         return TreeBackend(store, None)
-    return recording_backend(store, replay.cache or store.manifest.get("cache"))
+    return recording_backend(store, replay.cache or store.manifest.cache)
 
 
 def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, examples: Sequence[Example],
@@ -91,9 +91,9 @@ def spec_of(replay: Replay, store: TreeStore, engine: EngineConfig, name: str, e
     m = store.manifest
     method = methods.get(name)
     chosen = {k: v for k, v in replay.method_options().items() if k in method.options}
-    selection = Selection(ids=tuple(e.id for e in examples)) if replay.ids else store_selection(m)
-    return RunSpec(method=name, benchmark=m["benchmark"], split=m["split"], limit=len(examples),
-                   backend=m["backend"], backend_options=dict(m["backend_options"]), cache=None, engine=engine,
+    selection = Selection(ids=tuple(e.id for e in examples)) if replay.ids else m.selection
+    return RunSpec(method=name, benchmark=m.benchmark, split=m.split, limit=len(examples),
+                   backend=m.backend, backend_options=dict(m.backend_options), cache=None, engine=engine,
                    data_dir=data_dir, command=replay.command, trees=str(Path(replay.trees)), selection=selection,
                    **chosen)
 

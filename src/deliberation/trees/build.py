@@ -33,7 +33,8 @@ from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.lock import refuse_if_locked
-from deliberation.trees.store import BUSY_FIX, MissingNode, TreeBackend, TreeStore, selection_entry
+from deliberation.trees.manifest import TreeManifest
+from deliberation.trees.store import BUSY_FIX, MissingNode, TreeBackend, TreeStore
 from deliberation.actions import Action
 from deliberation.types import Example
 
@@ -86,15 +87,15 @@ def replayable(recorded: Sequence[str]) -> tuple[str, ...]:
                  or (spec.update in prompts and (prompts[spec.update] or not spec.confidence)))
 
 
-def manifest(spec: TreeSpec, backend: Backend) -> dict[str, Any]:
+def manifest(spec: TreeSpec, backend: Backend) -> TreeManifest:
     engine = spec.engine
-    return {"backend": backend.name, "model": backend.model, "scope": cache_scope_of(backend),
-            "supports_logprobs": backend.supports_logprobs, "backend_options": spec.backend_options,
-            "benchmark": spec.benchmark, "split": spec.split, "temperature": engine.temperature,
-            "max_tokens": engine.max_tokens, "seed": engine.seed, "verbal_confidence": engine.verbal_confidence,
-            "prompt_version": prompts.get(engine.prompts).version, "agents": engine.agents,
-            "samples": max(spec.samples, engine.agents), "methods": list(recorded_methods(spec)),
-            "cache": spec.cache, "command": spec.command, **selection_entry(spec.selection)}
+    return TreeManifest(backend=backend.name, model=backend.model, scope=cache_scope_of(backend),
+                        supports_logprobs=backend.supports_logprobs, backend_options=spec.backend_options,
+                        benchmark=spec.benchmark, split=spec.split, temperature=engine.temperature,
+                        max_tokens=engine.max_tokens, seed=engine.seed, verbal_confidence=engine.verbal_confidence,
+                        prompt_version=prompts.get(engine.prompts).version, agents=engine.agents,
+                        samples=max(spec.samples, engine.agents), methods=recorded_methods(spec), cache=spec.cache,
+                        command=spec.command, selection=spec.selection)
 
 
 def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec],

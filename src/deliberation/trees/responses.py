@@ -38,7 +38,7 @@ def responses(store: TreeStore, data_dir: str | None = None, questions: int | No
     node is a one-line error)."""
     examples = built_examples(store, data_dir, questions)
     backend = TreeBackend(store, None)
-    bench = benchmarks.get(store.manifest["benchmark"])
+    bench = benchmarks.get(store.manifest.benchmark)
     engine = store_engine(store, rounds=1)
     spec = MethodSpec("signals", ConstantPolicy(Action.REFINE), confidence=True)
     rows: list[Response] = []

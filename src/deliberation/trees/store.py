@@ -7,12 +7,8 @@ texts so far, the round and the agent's seed), so a node is keyed by its request
 episode is the online one by construction (same engine code, same requests, same answers).
 
 Directory layout:
-- ``manifest.json``: what the outcomes depend on (backend, model, the engine settings that shape requests,
-  the prompt version, benchmark and split, agents, round-0 samples and the methods whose round-1 nodes are
-  recorded (for every built question: a build resumed with fewer narrows them), the command that created
-  it and, under ``resumes``, each other command that resumed it, and, when not
-  the whole split, the question ``selection``: its first N questions are the store's); a store refuses
-  requests made under other settings, and a build of another selection;
+- ``manifest.json`` (``trees.manifest.TreeManifest``): what the outcomes depend on, what the store holds and
+  how it was built; a store refuses requests made under other settings, and a build of another selection;
 - ``trees.jsonl.gz``: one gzip member per line, ``{"example_id", "nodes": [...]}``, appended as calls
   finish; ``{"example_id", "built": true}`` marks a question whose round 0 and round 1 are complete
   (``delib tree``); nodes replays add later (rounds >= 2 grow lazily) follow. A node:
@@ -25,30 +21,25 @@ Directory layout:
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend, interrupt
 from deliberation.backends.cache import request_key
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import RESUMES, EngineConfig, Selection
+from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.errors import DelibError, writable_folder
 from deliberation.trees.lock import DirectoryLock, lock_directory
-from deliberation.types import (Completion, Example, GenerationRequest, append_gzip_line, from_json, purpose_of,
-                                read_gzip_lines, to_json)
-from deliberation.types import RequestKind, write_json_atomic
+from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
+from deliberation.types import (Completion, Example, GenerationRequest, RequestKind, append_gzip_line, from_json,
+                                purpose_of, read_gzip_lines, to_json)
 
-MANIFEST, TREES = "manifest.json", "trees.jsonl.gz"
-FORMAT = "deliberation-trees"
-MATCHED = ("format", "backend", "model", "benchmark", "split", "temperature", "max_tokens", "seed",
-           "verbal_confidence", "prompt_version")
-"""Manifest entries a store and a request for it must share: they change what a node's outcome is."""
+TREES = "trees.jsonl.gz"
 BUSY_FIX = "wait for it to finish, or use another store (replays with --offline only read it)"
 """What to do about a store another process writes (a build, or a replay adding nodes)."""
 
@@ -83,7 +74,7 @@ class TreeStore:
     """A store directory opened for reading and appending (thread-safe appends). Only the store's one writer
     appends (``lock``, ``trees.lock``): a build (``create``), or a replay whose ``TreeBackend`` may add nodes."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any], nodes: dict[str, Node], built: set[str],
+    def __init__(self, path: Path, manifest: TreeManifest, nodes: dict[str, Node], built: set[str],
                  size: int = 0) -> None:
         self.path, self.manifest, self.nodes = path, manifest, nodes
         self.built = built  # questions whose round 0 and round 1 are complete
@@ -92,7 +83,7 @@ class TreeStore:
         self._writer: DirectoryLock | None = None
 
     @classmethod
-    def create(cls, path: str | Path, manifest: dict[str, Any]) -> "TreeStore":
+    def create(cls, path: str | Path, manifest: TreeManifest) -> "TreeStore":
         """Open ``path`` for building, as its one writer until ``unlock``: a new store, or an existing one with
         the same settings."""
         path = writable_folder(path, "--out")
@@ -107,16 +98,15 @@ class TreeStore:
         return store
 
     @classmethod
-    def _create(cls, path: Path, manifest: dict[str, Any]) -> "TreeStore":
+    def _create(cls, path: Path, manifest: TreeManifest) -> "TreeStore":
         if (path / MANIFEST).exists():
             store = cls.open(path, repair=True)
             if store.nodes:  # a store that holds no node yet never blocks new settings
-                check_settings(store.manifest, manifest, path)
-                check_selection(store.manifest, manifest, path)
+                store.manifest.check_matches(manifest, path)
                 store.resume(manifest)
                 return store
-        write_json_atomic(path / MANIFEST, {**manifest, "format": FORMAT})
-        return cls(path, {**manifest, "format": FORMAT}, {}, set())
+        manifest.write(path)
+        return cls(path, manifest, {}, set())
 
     @classmethod
     def open(cls, path: str | Path, repair: bool = False) -> "TreeStore":
@@ -124,7 +114,7 @@ class TreeStore:
         record (a build killed while appending) is refused, or with ``repair`` (a build resuming) cut off:
         it held only outcomes the build records again."""
         path = Path(path)
-        manifest = _read_manifest(path)
+        manifest = read_manifest(path)
         size = _size(path / TREES)
         nodes: dict[str, Node] = {}
         built: set[str] = set()
@@ -151,17 +141,13 @@ class TreeStore:
             self._writer.release()
             self._writer = None
 
-    def resume(self, wanted: Mapping[str, Any]) -> None:
-        """A build resuming: with fewer round-0 samples or methods than before, the manifest then promises
-        only what every built question holds (the fewer samples, the methods both builds recorded); a
-        command it has not recorded is added to its ``resumes``, so the store says how it was built."""
-        samples = min(self.manifest["samples"], wanted["samples"])
-        recorded = [m for m in self.manifest.get("methods", wanted["methods"]) if m in wanted["methods"]]
-        updated = {**self.manifest, "samples": samples, "methods": recorded,
-                   **_resumed(self.manifest, wanted.get("command"))}
+    def resume(self, wanted: TreeManifest) -> None:
+        """A build resuming with ``wanted``: the manifest promises only what every built question holds, and
+        records the command if it is another (``TreeManifest.resumed``)."""
+        updated = self.manifest.resumed(wanted)
         if updated != self.manifest:
             self.manifest = updated
-            write_json_atomic(self.path / MANIFEST, self.manifest)
+            updated.write(self.path)
 
     def add(self, example_id: str, nodes: Sequence[Node]) -> None:
         """Record ``nodes`` of ``example_id`` durably (one gzip member), skipping keys already held."""
@@ -180,56 +166,8 @@ class TreeStore:
             self.built.add(example_id)
 
 
-def check_settings(stored: Mapping[str, Any], wanted: Mapping[str, Any], path: Path) -> None:
-    """Refuse to mix outcomes made under other settings into (or out of) one store."""
-    diff = [k for k in MATCHED if k != "format" and stored.get(k) != wanted.get(k)]
-    if diff:
-        shown = ", ".join(f"{k} {stored.get(k)!r} there, {wanted.get(k)!r} here" for k in diff)
-        raise DelibError(f"{path} holds trees built with other settings ({shown}); use another store or the "
-                         "store's settings")
-
-
-def selection_entry(selection: Selection) -> dict[str, Any]:
-    """The manifest's record of the questions a store holds: none for the whole split in order (so stores
-    built before selections existed read the same), else {"selection": ...}."""
-    return {} if selection == Selection() else {"selection": to_json(selection)}
-
-
-def store_selection(manifest: Mapping[str, Any]) -> Selection:
-    """The selection a store was built with (the whole split when its manifest records none)."""
-    return from_json(Selection, manifest["selection"]) if "selection" in manifest else Selection()
-
-
-def check_selection(stored: Mapping[str, Any], wanted: Mapping[str, Any], path: Path) -> None:
-    """Refuse to grow a store with questions of another selection (its questions are one selection's first N)."""
-    if store_selection(stored) != store_selection(wanted):
-        raise DelibError(f"{path} holds trees of another question selection ({stored.get('selection', 'none')} "
-                         f"there, {wanted.get('selection', 'none')} here); use another store or its selection")
-
-
-def _resumed(manifest: Mapping[str, Any], command: str | None) -> dict[str, Any]:
-    """``{RESUMES: [...]}`` with ``command`` added when the manifest has not recorded it, else nothing."""
-    earlier = manifest.get(RESUMES, [])
-    if command is None or command in [manifest.get("command"), *(entry["command"] for entry in earlier)]:
-        return {}
-    return {RESUMES: [*earlier, {"command": command}]}
-
-
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
-
-
-def _read_manifest(path: Path) -> dict[str, Any]:
-    if not (path / MANIFEST).is_file():
-        raise DelibError(f"{path} is not a tree store (no {MANIFEST}); build one with `delib tree`")
-    try:
-        manifest = json.loads((path / MANIFEST).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DelibError(f"{path / MANIFEST} is not valid JSON ({err.msg if hasattr(err, 'msg') else err}); "
-                         "restore it or rebuild the store with `delib tree`") from err
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise DelibError(f"{path / MANIFEST} is not a tree-store manifest; rebuild the store with `delib tree`")
-    return manifest
 
 
 class MissingNode(DelibError):
@@ -247,10 +185,10 @@ class TreeBackend:
             store.lock()
         self.store, self.inner = store, inner
         self.missing_hint = missing_hint  # how the command at hand adds a missing node (offline)
-        self.name: str = store.manifest["backend"]
-        self.model: str = store.manifest["model"]
-        self.supports_logprobs: bool = store.manifest["supports_logprobs"]
-        self.cache_scope: str = store.manifest["scope"]
+        self.name = store.manifest.backend
+        self.model = store.manifest.model
+        self.supports_logprobs = store.manifest.supports_logprobs
+        self.cache_scope = store.manifest.scope
         self.calls = 0  # requests sent to ``inner``
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
@@ -266,8 +204,8 @@ class TreeBackend:
             return {}
         if self.inner is None:
             wanted = purpose_of(requests[0], "tree store")
-            recorded = self.store.manifest.get("methods")
-            partial = recorded is not None and set(recorded) != set(methods.METHODS)
+            recorded = self.store.manifest.recorded
+            partial = set(recorded) != set(methods.METHODS)
             only = f"; it records round 1 of {', '.join(recorded)} only" if partial else ""
             raise MissingNode(f"{self.store.path} has no {wanted.kind.value} node of agent {requests[0].agent} for "
                              f"question {wanted.example_id} at round {wanted.round} (offline{only}); "
@@ -297,7 +235,7 @@ def recording_backend(store: TreeStore, cache: str | None,
     m = store.manifest
     store.lock()
     try:
-        inner = make_backend(m["backend"], cache=cache, **m["backend_options"])
+        inner = make_backend(m.backend, cache=cache, **m.backend_options)
     except BaseException:
         store.unlock()
         raise
@@ -311,14 +249,14 @@ def built_examples(store: TreeStore, data_dir: str | None, questions: int | None
     but the first ``questions`` may be read while later ones are built (a look at a block while the next
     block grows)."""
     m = store.manifest
-    examples = load_selected(benchmarks.get(m["benchmark"]), m["split"], None, store_selection(m), data_dir)
+    examples = load_selected(benchmarks.get(m.benchmark), m.split, None, m.selection, data_dir)
     first = examples[: len(store.built) if questions is None else questions]
     if questions is not None and not {e.id for e in first} <= store.built or len(first) < (questions or 0):
         raise DelibError(f"{store.path} has not built its first {questions} questions yet ({len(store.built)} "
                          "built); wait for the build or ask for fewer")
     if questions is None and (not store.built or {e.id for e in first} != store.built):
         raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "
-                         f"{m['benchmark']}/{m['split']}; finish the build by rerunning its `delib tree` command")
+                         f"{m.benchmark}/{m.split}; finish the build by rerunning its `delib tree` command")
     chosen = [e for e in first if not ids or e.id in ids]
     if not chosen:
         raise DelibError(f"{store.path} holds none of the {len(ids)} questions asked for (e.g. {ids[0]}); pass ids "
@@ -330,7 +268,7 @@ def built_prefix(store: TreeStore, data_dir: str | None) -> int:
     """How many of the store's first questions are built: a build with questions in flight completes them
     out of order, so an interim analysis reads this many (``built_examples(store, data_dir, n)``)."""
     m = store.manifest
-    examples = load_selected(benchmarks.get(m["benchmark"]), m["split"], None, store_selection(m), data_dir)
+    examples = load_selected(benchmarks.get(m.benchmark), m.split, None, m.selection, data_dir)
     return next((i for i, e in enumerate(examples) if e.id not in store.built), len(examples))
 
 
@@ -344,14 +282,14 @@ def open_store(path: str) -> TreeStore:
 def store_engine(store: TreeStore, rounds: int, agents: int | None = None, early_stop: bool = True) -> EngineConfig:
     """The engine settings that send the store's requests: its own, but for rounds, team size and early stop."""
     m = store.manifest
-    return EngineConfig(agents=agents or m["agents"], rounds=rounds, temperature=m["temperature"],
-                        max_tokens=m["max_tokens"], seed=m["seed"], early_stop=early_stop,
-                        verbal_confidence=m["verbal_confidence"], prompts=store_prompts(store))
+    return EngineConfig(agents=agents or m.agents, rounds=rounds, temperature=m.temperature,
+                        max_tokens=m.max_tokens, seed=m.seed, early_stop=early_stop,
+                        verbal_confidence=m.verbal_confidence, prompts=store_prompts(store))
 
 
 def store_prompts(store: TreeStore) -> str:
     """The name of the prompt set the store was built with (stores without the entry are version 1)."""
-    version = store.manifest.get("prompt_version")
+    version = store.manifest.prompt_version
     found = [name for name in prompts.PROMPTS if prompts.get(name).version == version]
     if not found:
         raise DelibError(f"{store.path} was built with prompt version {version!r}, which this build cannot "

@@ -1,0 +1,133 @@
+"""A tree store's ``manifest.json``, typed: what its outcomes depend on and how it was built.
+
+Written by ``delib tree`` (``trees.build.manifest``) and read by every replay, training and report command.
+The file keeps the keys it always had, so stores built before a key existed read as what they were built
+with: no ``methods`` (every method's round-1 nodes), no ``selection`` (the whole split in order), no
+``resumes`` (never resumed with another command).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from deliberation import methods as registered
+from deliberation.config import RESUMES, Selection
+from deliberation.errors import DelibError
+from deliberation.types import from_json, to_json, write_json_atomic
+
+MANIFEST = "manifest.json"
+FORMAT = "deliberation-trees"
+MATCHED = ("backend", "model", "benchmark", "split", "temperature", "max_tokens", "seed", "verbal_confidence",
+           "prompt_version")
+"""Entries a store and a request for it must share: they change what a node's outcome is."""
+
+
+@dataclass(frozen=True)
+class TreeManifest:
+    """What a store's outcomes depend on (backend, model, engine settings, prompt version, benchmark and
+    split), what it holds (agents, round-0 samples, the methods whose round-1 nodes it records, the question
+    selection), and how it was built (the command, the response cache, later commands that resumed it)."""
+
+    backend: str
+    model: str
+    scope: str
+    """The backend's cache scope: node keys hash it (``backends.cache.request_key``)."""
+    supports_logprobs: bool
+    backend_options: Mapping[str, Any]
+    benchmark: str
+    split: str
+    temperature: float
+    max_tokens: int
+    seed: int
+    verbal_confidence: bool
+    prompt_version: int | None
+    agents: int
+    samples: int
+    """Round-0 samples every built question holds (a build resumed with fewer narrows it)."""
+    methods: tuple[str, ...] | None = None
+    """The methods whose round-1 nodes every built question holds; None: every method (stores from before
+    ``--methods``)."""
+    cache: str | None = None
+    command: str = ""
+    """The command that created the store."""
+    selection: Selection = field(default_factory=Selection)
+    """The questions: this selection's first N (the whole split in order by default)."""
+    resumes: tuple[str, ...] = ()
+    """Each other command that resumed the build, in order."""
+
+    @property
+    def recorded(self) -> tuple[str, ...]:
+        """The methods whose round-1 nodes every built question holds (every registered one when ``methods``
+        is None)."""
+        return self.methods if self.methods is not None else tuple(registered.METHODS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``manifest.json`` (the defaults of later keys left out, as older stores have it)."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
+                               if f.name not in ("methods", "selection", "resumes")}
+        out["backend_options"] = dict(self.backend_options)
+        if self.methods is not None:
+            out["methods"] = list(self.methods)
+        if self.selection != Selection():
+            out["selection"] = to_json(self.selection)
+        if self.resumes:
+            out[RESUMES] = [{"command": c} for c in self.resumes]
+        return {**out, "format": FORMAT}
+
+    def write(self, folder: Path) -> None:
+        write_json_atomic(folder / MANIFEST, self.to_dict())
+
+    def resumed(self, wanted: "TreeManifest") -> "TreeManifest":
+        """This store's manifest once a build with ``wanted`` resumes it: fewer round-0 samples or methods
+        narrow what it promises to what every built question holds; a command it has not recorded is added."""
+        ours = self.methods if self.methods is not None else wanted.methods
+        methods = None if ours is None else tuple(m for m in ours if wanted.methods is None or m in wanted.methods)
+        known = (self.command, *self.resumes)
+        resumes = self.resumes + ((wanted.command,) if wanted.command and wanted.command not in known else ())
+        return replace(self, samples=min(self.samples, wanted.samples), methods=methods, resumes=resumes)
+
+    def check_matches(self, wanted: "TreeManifest", path: Path) -> None:
+        """Refuse to mix outcomes made under other settings, or questions of another selection, into (or out
+        of) one store."""
+        diff = [k for k in MATCHED if getattr(self, k) != getattr(wanted, k)]
+        if diff:
+            shown = ", ".join(f"{k} {getattr(self, k)!r} there, {getattr(wanted, k)!r} here" for k in diff)
+            raise DelibError(f"{path} holds trees built with other settings ({shown}); use another store or the "
+                             "store's settings")
+        if self.selection != wanted.selection:
+            raise DelibError(f"{path} holds trees of another question selection ({_shown(self.selection)} there, "
+                             f"{_shown(wanted.selection)} here); use another store or its selection")
+
+
+def read_manifest(path: Path) -> TreeManifest:
+    """The manifest of the store at ``path``; a missing, corrupt or foreign file is a one-line DelibError."""
+    if not (path / MANIFEST).is_file():
+        raise DelibError(f"{path} is not a tree store (no {MANIFEST}); build one with `delib tree`")
+    try:
+        raw = json.loads((path / MANIFEST).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DelibError(f"{path / MANIFEST} is not valid JSON ({err.msg if hasattr(err, 'msg') else err}); "
+                         "restore it or rebuild the store with `delib tree`") from err
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise DelibError(f"{path / MANIFEST} is not a tree-store manifest; rebuild the store with `delib tree`")
+    try:
+        return _from_dict(raw)
+    except (KeyError, TypeError, ValueError) as err:
+        raise DelibError(f"{path / MANIFEST} lacks or mangles an entry ({err}); restore it or rebuild the store "
+                         "with `delib tree`") from err
+
+
+def _from_dict(raw: Mapping[str, Any]) -> TreeManifest:
+    names = {f.name for f in fields(TreeManifest)} - {"methods", "selection", "resumes"}
+    known = {k: raw[k] for k in names if k in raw}
+    return TreeManifest(**known,
+                        methods=None if raw.get("methods") is None else tuple(raw["methods"]),
+                        selection=from_json(Selection, raw["selection"]) if "selection" in raw else Selection(),
+                        resumes=tuple(entry["command"] for entry in raw.get(RESUMES, ())))
+
+
+def _shown(selection: Selection) -> str:
+    return "none" if selection == Selection() else json.dumps(to_json(selection))
