@@ -25,6 +25,9 @@ def main(out: str, stores: list[str]) -> None:
     for path in stores:
         store = TreeStore.open(path)
         first = built_prefix(store, None)
+        if not first:
+            sections.append(f"### {path}: its first question is not built yet\n")
+            continue
         rows = responses(store, questions=first)
         pooled += rows
         name = f"{store.manifest.model} {Path(path).name}"

@@ -156,13 +156,15 @@ def test_a_model_generation_config_changes_nothing(chat_model: HFBackend, tmp_pa
 
     folder = Path(shutil.copytree(chat_model.model, tmp_path / "with-extras"))
     config = json.loads((folder / "generation_config.json").read_text())
-    extras = {"repetition_penalty": 5.0, "top_k": 2, "top_p": 0.3, "no_repeat_ngram_size": 1, "do_sample": True}
+    extras = {"repetition_penalty": 5.0, "top_k": 2, "top_p": 0.3, "no_repeat_ngram_size": 1, "do_sample": True,
+              "num_beams": 3, "use_cache": False}
     (folder / "generation_config.json").write_text(json.dumps({**config, **extras}))
     requests = [req("the cat", max_tokens=16), req("the cat", temperature=1.0, seed=3, max_tokens=16)]
     extended = HFBackend(str(folder), device=DEVICE)
     assert [c.text for c in extended.generate(requests)] == [c.text for c in chat_model.generate(requests)]
     # Responses cached before, with the extras applied, are not served: the scope says they are ignored now.
     assert extended.cache_scope == f"{folder} (generation_config=ignored)"
+    assert extended._lm.generation_config.use_cache is False  # a setting that changes no answer stays
     assert chat_model.cache_scope == chat_model.model
     # The extras would change the greedy answer if applied: the check above can fail.
     lm = AutoModelForCausalLM.from_pretrained(folder).to(DEVICE)

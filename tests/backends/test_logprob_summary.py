@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from deliberation.backends.logprob_summary import (TAIL, WINDOW, answer_mean, chosen_logprob, from_pieces,
-                                                   summarize)
+                                                   from_texts, summarize)
 from deliberation.types import Completion, LogprobSummary, from_json, to_json
 
 
@@ -72,3 +72,19 @@ def test_a_summary_from_reported_tokens_ends_each_at_the_character_its_bytes_com
     assert answer_mean(summary, text, "12") == -2.0
     assert from_pieces([-1.0], [b"abc"], "ab").tail_bounds == (0, 2)  # bounded by the text
     assert from_pieces([], [], "") is None
+
+
+def test_from_token_texts_a_split_character_costs_its_own_bounds_only_and_an_end_token_is_left_out() -> None:
+    """Tokens decoded one by one (vLLM's engine, a server without bytes) read a split character as U+FFFD
+    or nothing: those tokens end where the last whole one did, every other bound is exact; a trailing token
+    that spells nothing of the text (end of sequence, a stop string) is left out, as llamacpp leaves it."""
+    text = "x = é, so \\boxed{12}"
+    values = [-0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -2.0, -0.9]
+    texts = ["x", " =", " \ufffd", "\ufffd", ",", " so", " \\boxed{", "12", "}"]
+    summary = from_texts(values, texts, text)
+    assert summary.tail_bounds == (0, 1, 3, 3, 3, 6, 9, 17, 19, 20)  # bytes give (0, 1, 3, 4, 5, 6, 9, ...)
+    assert answer_mean(summary, text, "12") == -2.0
+    assert from_texts([*values, -0.01], [*texts, ""], text) == summary
+    assert from_texts([*values, -0.01], [*texts, "<|im_end|>"], text) == summary
+    pieces = [t.encode() for t in texts[:2]] + [b" \xc3", b"\xa9"] + [t.encode() for t in texts[4:]]
+    assert from_pieces([*values, -0.01], [*pieces, b"<|im_end|>"], text) == from_pieces(values, pieces, text)

@@ -5,14 +5,14 @@ what the manifest promises (issue 36)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from deliberation import benchmarks
 from deliberation.cli.main import main
-from deliberation.trees.store import TreeStore, built_prefix
+from deliberation.errors import DelibError
+from deliberation.trees.store import TreeStore, built_examples, built_prefix
 from replays import episodes
 
 QUESTIONS = 3
@@ -105,16 +105,17 @@ def test_a_resumed_build_completes_built_questions_an_older_recipe_left_short(st
                  "--offline", "--out", str(tmp_path / "cisc")) == 0
 
 
-def test_the_completeness_check_of_a_resume_runs_no_answer_key(stores, tmp_path, monkeypatch):
-    """HumanEval's answer key runs the program; no request of a build depends on a key, so checking that the
-    built questions hold every node reads none (a resumed build of a complete store calls no key)."""
+def test_a_build_and_its_completeness_check_on_resume_run_no_answer_key(stores, tmp_path, monkeypatch):
+    """HumanEval's answer key runs the program; no request of a build depends on a key, so neither a build
+    nor the check that a resumed one's built questions hold every node computes one, and the nodes are the
+    same requests as a build that did."""
     _, mpdf = stores
-    shutil.copytree(mpdf, tmp_path / "copy")
     def refuse(example, text):
         raise AssertionError("an answer key was computed")
     monkeypatch.setattr(benchmarks.get("gsm8k"), "key_for", refuse)
-    build(tmp_path / "copy", "--samples", "6", "--methods", "mpdf")
-    assert TreeStore.open(tmp_path / "copy").nodes.keys() == TreeStore.open(mpdf).nodes.keys()
+    build(tmp_path / "fresh", "--samples", "6", "--methods", "mpdf")
+    build(tmp_path / "fresh", "--samples", "6", "--methods", "mpdf")  # resumed: every question checked
+    assert TreeStore.open(tmp_path / "fresh").nodes.keys() == TreeStore.open(mpdf).nodes.keys()
 
 
 def test_the_built_prefix_stops_at_the_first_question_in_flight(stores):
@@ -124,6 +125,10 @@ def test_the_built_prefix_stops_at_the_first_question_in_flight(stores):
     assert built_prefix(store, None) == QUESTIONS
     store.built.discard("gsm8k/test/1")
     assert built_prefix(store, None) == 1 and len(store.built) == QUESTIONS - 1
+    store.built.discard("gsm8k/test/0")
+    assert built_prefix(store, None) == 0
+    with pytest.raises(DelibError, match="has no built question to read yet"):
+        built_examples(store, None, 0)
 
 
 def test_a_replay_may_read_the_first_questions_of_a_store_only(stores, tmp_path, capsys):

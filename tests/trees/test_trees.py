@@ -106,6 +106,22 @@ def test_bad_stores_and_requests_are_refused(store, tmp_path, capsys):
     assert not Path(out).exists()
 
 
+def test_a_store_recorded_under_another_cache_scope_is_neither_grown_nor_built_on(store, tmp_path, capsys):
+    """A backend whose answers changed (openai's plain sampling by default, say) has another cache scope: its
+    answers are never filed beside the old ones."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    raw = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**raw, "scope": "scripted (sampler=server)"}))
+    grown = bad(capsys, "evaluate", "--trees", str(copy), "--method", "mpdf", "--rounds", "2", "--out",
+                str(tmp_path / "grow"))
+    assert "recorded under cache scope 'scripted (sampler=server)'" in grown and "--offline" in grown
+    assert "scope 'scripted (sampler=server)' there" in bad(capsys, "tree", "--backend", "scripted", "--limit", "8",
+                                                           "--samples", "6", "--out", str(copy))
+
+
 def test_a_policy_for_other_features_is_refused(store, tmp_path, capsys):
     import torch
 

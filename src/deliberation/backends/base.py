@@ -134,12 +134,13 @@ def interrupt(backend: Backend) -> None:
 
 PLAIN_SAMPLING = {"top_p": 1.0, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
                   "frequency_penalty": 0.0}
-"""Every sampler but temperature switched off, under vLLM's names (top-k is left to each backend: vLLM
-before 0.8 refuses 0, llama-cpp-python's server refuses -1). Every backend samples plainly from
+"""Every sampler but temperature switched off, under vLLM's names (top-k is left to each backend: vLLM's
+server before 0.9 refuses 0, llama-cpp-python's server refuses -1). Every backend samples plainly from
 softmax(logits / temperature), as llamacpp does, so one method on two backends samples one distribution;
 servers and model folders otherwise add their own defaults (llama-cpp-python's server: top_k 40, top_p 0.95,
-min_p 0.05, repeat_penalty 1.1; vLLM and transformers: the model's generation_config.json, Qwen2.5's
-repetition_penalty 1.1, top_k 20, top_p 0.8)."""
+min_p 0.05, repeat_penalty 1.1; vLLM's server, for what a request leaves out, and transformers' generate: the
+model's generation_config.json, Qwen2.5's repetition_penalty 1.1, top_k 20, top_p 0.8). vLLM's offline engine
+applies none of it to the sampling parameters it is given; the vllm backend sets them all anyway."""
 
 
 def cache_scope(model: str, **changed: object) -> str:

@@ -5,9 +5,9 @@ than llama.cpp on CPU (DESIGN.md section 4), so it is the fallback, not the defa
 
 Sampling is plain: softmax(logits / temperature), as llamacpp and vllm sample. A model folder's
 generation_config.json often sets more (Qwen2.5's: repetition_penalty 1.1, top_k 20, top_p 0.8), and
-``generate`` applies whatever the model's config sets and the call leaves at transformers' defaults, so the
-model's config is replaced at load by one holding only its end-of-sequence, padding and start ids (a model
-whose config set more gets its own cache scope: what was cached with those settings is not served).
+``generate`` applies whatever the model's config sets and the call leaves at transformers' defaults, so every
+decoding setting of the model's config is reset at load (``DECODING``; a model whose config changed answers
+that way gets its own cache scope: what was cached with those settings is not served).
 
 Prompt: the tokenizer's chat template when it has one, else the plain "role: content" lines followed
 by "assistant:". Batching and seeds: ``generate`` in transformers draws from the one global torch RNG,
@@ -26,6 +26,7 @@ first stop string, or ``max_tokens``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -71,12 +72,10 @@ class HFBackend:
         self._lm = lm.to(self._device).eval()
         self._eos_ids = _eos_ids(self._tokenizer, self._lm.generation_config)
         self._pad_id = _first_not_none(self._tokenizer.pad_token_id, min(self._eos_ids, default=0))
-        dropped = _dropped_settings(transformers, self._lm.generation_config)
+        plain, dropped = _plain(transformers, self._lm.generation_config, sorted(self._eos_ids), self._pad_id)
+        self._lm.generation_config = plain  # plain sampling: see the module docstring
         self.cache_scope = cache_scope(model, **({"dtype": dtype} if dtype != "float32" else {}),
                                        **({"generation_config": "ignored"} if dropped else {}))
-        self._lm.generation_config = transformers.GenerationConfig(
-            eos_token_id=sorted(self._eos_ids), pad_token_id=self._pad_id,
-            bos_token_id=self._lm.generation_config.bos_token_id)  # plain sampling: see the module docstring
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One Completion per request, in order (greedy ones batched, sampled ones one by one)."""
@@ -247,21 +246,31 @@ def _eos_ids(tokenizer: Any, generation_config: Any) -> set[int]:
     return {i for i in ids if i is not None}
 
 
-ANSWER_CHANGING = ("repetition_penalty", "encoder_repetition_penalty", "no_repeat_ngram_size",
-                   "encoder_no_repeat_ngram_size", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff",
-                   "bad_words_ids", "sequence_bias", "suppress_tokens", "begin_suppress_tokens", "forced_bos_token_id",
-                   "forced_eos_token_id", "min_length", "min_new_tokens", "exponential_decay_length_penalty",
-                   "guidance_scale", "renormalize_logits", "watermarking_config")
-"""Settings of a generation config that ``generate`` turns into logits processors and that no call here set
-(temperature, top-k, top-p and the lengths it always did): before the model's config was replaced at load,
-they were applied."""
+DECODING = ("do_sample", "num_beams", "num_beam_groups", "penalty_alpha", "dola_layers", "temperature", "top_k",
+            "top_p", "min_p", "top_h", "typical_p", "epsilon_cutoff", "eta_cutoff", "diversity_penalty",
+            "repetition_penalty", "encoder_repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+            "encoder_no_repeat_ngram_size", "bad_words_ids", "force_words_ids", "renormalize_logits", "constraints",
+            "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+            "suppress_tokens", "begin_suppress_tokens", "forced_decoder_ids", "sequence_bias", "token_healing",
+            "guidance_scale", "watermarking_config", "min_length", "min_new_tokens", "max_length", "max_new_tokens",
+            "early_stopping", "max_time", "stop_strings", "prompt_lookup_num_tokens")
+"""Generation-config settings that choose the decoding strategy, reshape the logits or bound the length: a
+model folder's are reset to transformers' defaults at load (the rest, a cache implementation say, stays)."""
+ALWAYS_SET = frozenset({"do_sample", "temperature", "top_k", "top_p", "max_new_tokens", "max_length"})
+"""Of ``DECODING``, those every ``generate`` call here sets itself (so a model's value never applied)."""
 
 
-def _dropped_settings(transformers: Any, generation_config: Any) -> list[str]:
-    """The settings of the model's generation config that changed answers before it was replaced: a model
-    with any gets its own cache scope, so responses cached under them are never served as plain samples."""
-    default = transformers.GenerationConfig()
-    return [k for k in ANSWER_CHANGING if getattr(generation_config, k, None) != getattr(default, k, None)]
+def _plain(transformers: Any, config: Any, eos_ids: list[int], pad_id: int) -> tuple[Any, list[str]]:
+    """The model's generation config with every ``DECODING`` setting at transformers' default and the ids
+    this backend stops and pads with; and the settings reset that had changed answers before (a model with
+    any gets its own cache scope, so what was cached with them applied is never served as a plain sample)."""
+    default, plain = transformers.GenerationConfig(), copy.deepcopy(config)
+    found = [k for k in DECODING if hasattr(default, k)]
+    dropped = [k for k in found if k not in ALWAYS_SET and getattr(config, k, None) != getattr(default, k)]
+    for k in found:
+        setattr(plain, k, getattr(default, k))
+    plain.eos_token_id, plain.pad_token_id = eos_ids, pad_id
+    return plain, dropped
 
 
 def _dtype_keyword(version: str) -> str:

@@ -49,15 +49,41 @@ def summarize(logprobs: Sequence[float], ends: Sequence[int]) -> LogprobSummary 
 
 
 def from_pieces(logprobs: Sequence[float], pieces: Sequence[bytes], text: str) -> LogprobSummary | None:
-    """The summary of a completion reported token by token (as servers do): token k has log-probability
-    ``logprobs[k]`` and spells the bytes ``pieces[k]``. A token ends at the character its bytes complete (a
-    character split over tokens ends with its last byte), bounded by ``text``."""
+    """The summary of a completion reported token by token with each token's bytes (vLLM's server does):
+    token k has log-probability ``logprobs[k]`` and spells ``pieces[k]``; it ends at the character its bytes
+    complete (a character split over tokens ends with its last byte), bounded by ``text``."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     ends, chars = [], 0
     for piece in pieces:
         chars += len(decoder.decode(piece))
         ends.append(min(chars, len(text)))
-    return summarize(logprobs, ends)
+    return _spelled(logprobs, ends, text)
+
+
+SPLIT = 4
+"""Characters a token may have to step over to be found: the pieces of a split character read as nothing."""
+
+
+def from_texts(logprobs: Sequence[float], pieces: Sequence[str], text: str) -> LogprobSummary | None:
+    """The same from each token's text as decoded alone (vLLM's engine, servers without bytes), where a
+    token holding part of a character reads as "" or U+FFFD: each token is found in ``text`` from where the
+    last one ended, so such a token ends where the last whole one did and the next token steps over the
+    character (its bounds are off by that character, the others exact)."""
+    ends, cursor = [], 0
+    for piece in pieces:
+        at = text.find(piece, cursor, cursor + len(piece) + SPLIT) if piece and "\ufffd" not in piece else -1
+        cursor = at + len(piece) if at >= 0 else cursor
+        ends.append(cursor)
+    return _spelled(logprobs, ends, text)
+
+
+def _spelled(logprobs: Sequence[float], ends: list[int], text: str) -> LogprobSummary | None:
+    """``summarize`` without the trailing tokens that spell nothing of ``text`` (an end-of-sequence token, a
+    stop string's tokens): llamacpp's summaries leave the end-of-sequence token out too."""
+    n = len(ends)
+    while n > 1 and ends[n - 1] == ends[n - 2] == len(text):
+        n -= 1
+    return summarize(logprobs[:n], ends[:n])
 
 
 def answer_mean(summary: LogprobSummary, text: str, answer: str | None) -> float | None:

@@ -44,14 +44,15 @@ from datetime import timezone
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from deliberation.backends.base import PLAIN_SAMPLING, cache_scope
-from deliberation.backends.logprob_summary import from_pieces
+from deliberation.backends.logprob_summary import from_pieces, from_texts
 from deliberation.errors import DelibError, install_hint, require_at_least
-from deliberation.types import Completion, GenerationRequest, TokenLogprob
+from deliberation.types import Completion, GenerationRequest, LogprobSummary, TokenLogprob
 
 T = TypeVar("T")
 SAMPLERS = {"plain": "softmax(logits / temperature), every other sampler off, as the other backends sample; "
-                     "needs a server that takes top_k, min_p and repetition_penalty (vLLM, llama.cpp)",
-            "server": "the server's own defaults, for hosted APIs that refuse those fields"}
+                     "needs a server that takes top_k, min_p and repetition_penalty (llama.cpp's, vLLM's from 0.9)",
+            "server": "the server's own defaults, for hosted APIs that refuse those fields and servers that "
+                      "ignore them (Ollama)"}
 """``--backend-opt sampler=``: what the backend asks the server to sample with."""
 OPENAI_FIELDS = ("top_p", "presence_penalty", "frequency_penalty")
 """The fields of ``PLAIN_SAMPLING`` the OpenAI API itself defines; the others go in the request's extra body."""
@@ -235,7 +236,7 @@ class OpenAIBackend:
                 f"{self.base_url} rejected the request with HTTP {status} ({_describe(err)}); "
                 f"check the model name {self.model!r}, the API key in ${self.api_key_env} and the request options"
                 + (" (a server that refuses top_k, min_p or repetition_penalty: --backend-opt sampler=server)"
-                   if self.sampler == "plain" else "")
+                   if self.sampler == "plain" and status in (400, 422) else "")
             ) from err
 
     def _body(self, request: GenerationRequest) -> dict[str, Any]:
@@ -285,8 +286,7 @@ def completion_from_response(response: Any, request: GenerationRequest, latency_
         logprobs=logprobs if request.logprobs else None,
         finish_reason=getattr(choice, "finish_reason", None) or "stop",
         latency_s=latency_s,
-        summary=None if not content else from_pieces([float(item.logprob) for item in content],
-                                                     [_piece(item) for item in content], text),
+        summary=None if not content else _summary(content, text),
     )
 
 
@@ -304,11 +304,13 @@ def _logprobs(content: Any) -> tuple[TokenLogprob, ...] | None:
     )
 
 
-def _piece(item: Any) -> bytes:
-    """The bytes a reported token spells: its ``bytes`` (a character split over tokens arrives whole only
-    there), else its text."""
-    raw = getattr(item, "bytes", None)
-    return bytes(raw) if raw else item.token.encode()
+def _summary(content: Any, text: str) -> LogprobSummary | None:
+    """The log-probability summary of ``choice.logprobs.content``: from the tokens' bytes where the server
+    sends them (exact for a character split over tokens), else from their texts."""
+    values = [float(item.logprob) for item in content]
+    if all(getattr(item, "bytes", None) for item in content):
+        return from_pieces(values, [bytes(item.bytes) for item in content], text)
+    return from_texts(values, [item.token for item in content], text)
 
 
 def _token_counts(

@@ -29,7 +29,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 from deliberation.backends.base import PLAIN_SAMPLING
-from deliberation.backends.logprob_summary import from_pieces
+from deliberation.backends.logprob_summary import from_texts
 from deliberation.errors import DelibError, install_hint
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
@@ -133,8 +133,8 @@ def completion_from_output(output: Any, request: GenerationRequest, latency_s: f
         logprobs=logprobs if request.logprobs else None,
         finish_reason=sample.finish_reason or "stop",
         latency_s=latency_s,
-        summary=None if not (summaries and logprobs) else from_pieces([t.logprob for t in logprobs],
-                                                      [t.token.encode() for t in logprobs], sample.text),
+        summary=None if not (summaries and logprobs) else from_texts([t.logprob for t in logprobs],
+                                                                     [t.token for t in logprobs], sample.text),
     )
 
 

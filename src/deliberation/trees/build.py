@@ -98,12 +98,11 @@ def manifest(spec: TreeSpec, backend: Backend) -> TreeManifest:
                         command=spec.command, selection=spec.selection)
 
 
-def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec],
-                   bench: Benchmark | None = None) -> None:
+def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: list[MethodSpec]) -> None:
     """Round 0 and the extra round-0 samples (each with its critic call: confidence-weighted
-    self-consistency reads them), and every agent's REFINE under each update prompt. ``bench``: the
-    benchmark as the build sees it (default: the spec's)."""
-    bench = bench or benchmarks.get(spec.benchmark)
+    self-consistency reads them), and every agent's REFINE under each update prompt. The benchmark is seen
+    ``Unkeyed``: the build scores nothing and HumanEval's answer keys would run every program."""
+    bench = Unkeyed(benchmarks.get(spec.benchmark))
     ctx = make_context(example, backend, bench, spec.engine, MethodSpec("tree", ConstantPolicy(Action.REFINE),
                                                                        confidence=True))
     records, _ = initial_round(ctx)
@@ -129,8 +128,9 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
 
 class Unkeyed:
     """A benchmark seen without its answer keys. No request of a build depends on them (the update and
-    critic prompts show texts and confidences), and HumanEval's key runs the program, so the completeness
-    check of a resumed build (``lacking``) runs no code."""
+    critic prompts show texts and confidences, and which agents get a critic call depends on their action),
+    and HumanEval's key runs the program, so a build, and the completeness check of a resumed one
+    (``lacking``), runs no code."""
 
     def __init__(self, bench: Benchmark) -> None:
         self._bench = bench
@@ -146,12 +146,12 @@ def lacking(store: TreeStore, examples: list[Example], spec: TreeSpec, updates: 
     """The built questions of ``examples`` that lack a node this build records: built by an older version
     (before the extra samples had critic calls, say) or with other methods. Found by building each one
     offline from the store (no model call); the build then completes them, generating only what is missing."""
-    offline, unkeyed = TreeBackend(store, None), Unkeyed(benchmarks.get(spec.benchmark))
+    offline = TreeBackend(store, None)
     found = set()
     for example in examples:
         if example.id in store.built:
             try:
-                build_question(example, offline, spec, updates, unkeyed)
+                build_question(example, offline, spec, updates)
             except MissingNode:
                 found.add(example.id)
     return found

@@ -20,9 +20,10 @@ from deliberation.types import from_json, to_json, write_json_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = "deliberation-trees"
-MATCHED = ("backend", "model", "benchmark", "split", "temperature", "max_tokens", "seed", "verbal_confidence",
-           "prompt_version")
-"""Entries a store and a request for it must share: they change what a node's outcome is."""
+MATCHED = ("backend", "model", "scope", "benchmark", "split", "temperature", "max_tokens", "seed",
+           "verbal_confidence", "prompt_version")
+"""Entries a store and a build growing it must share: they change what a node's outcome is (the cache scope
+names the backend settings that do, and node keys hash it)."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Sequence
 
 from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
-from deliberation.backends.base import Backend, interrupt
+from deliberation.backends.base import Backend, cache_scope_of, interrupt
 from deliberation.backends.cache import request_key
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig
@@ -236,10 +236,22 @@ def recording_backend(store: TreeStore, cache: str | None,
     store.lock()
     try:
         inner = make_backend(m.backend, cache=cache, **m.backend_options)
+        _check_scope(store, cache_scope_of(inner), inner)
     except BaseException:
         store.unlock()
         raise
     return TreeBackend(store, inner, missing_hint)
+
+
+def _check_scope(store: TreeStore, scope: str, inner: Backend) -> None:
+    """Refuse to record answers of a backend that answers otherwise than the store's did: a changed default
+    (openai's plain sampling) or setting gives another cache scope, under which the store's keys are not."""
+    if scope != store.manifest.scope:
+        inner.close()
+        raise DelibError(f"{store.path} was recorded under cache scope {store.manifest.scope!r}, its backend now "
+                         f"answers under {scope!r} (a setting or default that changes answers differs; an openai "
+                         "store from before plain sampling needs \"sampler\": \"server\" in its manifest's "
+                         "backend_options); replay it --offline or build another store")
 
 
 def built_examples(store: TreeStore, data_dir: str | None, questions: int | None = None,
@@ -258,6 +270,8 @@ def built_examples(store: TreeStore, data_dir: str | None, questions: int | None
         raise DelibError(f"{store.path} holds {len(store.built)} built questions, not the first ones of "
                          f"{m.benchmark}/{m.split}; finish the build by rerunning its `delib tree` command")
     chosen = [e for e in first if not ids or e.id in ids]
+    if not chosen and not ids:
+        raise DelibError(f"{store.path} has no built question to read yet; wait for the build")
     if not chosen:
         raise DelibError(f"{store.path} holds none of the {len(ids)} questions asked for (e.g. {ids[0]}); pass ids "
                          "of its built questions")
