@@ -4,7 +4,9 @@ into docs/results/paired/summary.json (one entry per look), write the look's hea
 (a test store and the look's question count in it) the record gains the headroom columns that come from
 the stores: some agent right at round 0, and each signal's AUROC.
 
-    python experiments/paired_look.py K LOOK_DIR LEARNED_LABEL SUMMARY [STORE:N ...]
+    python experiments/paired_look.py K LOOK_DIR SUMMARY [STORE:N ...]
+
+The learned policy is the first ``--policy`` of the look's ``delib compare`` (its team.json names its label).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import json
 import sys
 from pathlib import Path
 
+from deliberation.report.compare import TEAM_JSON
 from deliberation.report.look import headline_markdown, headroom, look_record
 from deliberation.trees.store import TreeStore
 from deliberation.types import write_json_atomic
 
 
-def main(look: int, folder: Path, learned: str, summary: Path, stores: list[str]) -> None:
+def main(look: int, folder: Path, summary: Path, stores: list[str]) -> None:
+    learned = json.loads((folder / "compare" / TEAM_JSON).read_text())["learned"][0]
     record = look_record(look, folder / "report", learned, against=sorted((folder / "against").glob("*")))
     opened = [(s, TreeStore.open(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in stores]
     if opened:
@@ -34,4 +38,4 @@ def main(look: int, folder: Path, learned: str, summary: Path, stores: list[str]
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]), sys.argv[5:])
+    main(int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:])

@@ -28,11 +28,11 @@ for pair in "${STORE_N[@]}"; do  # self-consistency at every k <= 6 (equal token
   store=${pair%%:*}; n=${pair##*:}
   DELIB=$DELIB SAMPLES=6 bash "$(dirname "$0")/sampling_replays.sh" "$D/$store" "$L/sampling/$store" --questions "$n"
 done
-reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['label'])" "$RULE")
-"$DELIB" report "$L/compare" "$L/sampling" --reference "best rule: $reference" --out "$L/report"
+reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['reference'])" "$L/compare/team.json")
+"$DELIB" report "$L/compare" "$L/sampling" --reference "$reference" --out "$L/report"
 for k in 3 6; do  # the learned policy against self-consistency at k = 3 and 6 (registered secondaries)
   "$DELIB" report "$L/compare" "$L/sampling" --reference "self-consistency [agents=$k]" \
     --out "$L/against/self-consistency-$k" > /dev/null
 done
-python "$(dirname "$0")/paired_look.py" "$K" "$L" "mpdf [$POLICY]" "$OUT/summary.json" \
+python "$(dirname "$0")/paired_look.py" "$K" "$L" "$OUT/summary.json" \
   "$D/gsm8k-test:$((GSM * K))" "$D/math-test:$((MATH * K))"

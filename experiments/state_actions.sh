@@ -51,4 +51,5 @@ for store in "${STORES[@]}"; do
   DELIB=$DELIB PYTHON=$PY bash "$(dirname "$0")/sampling_replays.sh" "$store" "$OUT/sampling/$(basename "$store")" \
     --ids "$held"
 done
-"$DELIB" report "$OUT/compare" "$OUT/sampling" --reference "mpdf [$T/full-resample/policy.pt]" --out "$OUT/report"
+four=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['learned'][-1])" "$OUT/compare/team.json")
+"$DELIB" report "$OUT/compare" "$OUT/sampling" --reference "$four" --out "$OUT/report"  # the last --policy: 4 actions

@@ -57,6 +57,12 @@ class TeamRow:
     tokens_per_question: float
 
 
+def learned_label(policy: str) -> str:
+    """The row label of the mpdf arm with checkpoint ``policy`` (team.json lists them under "learned", so
+    scripts pairing a report with an arm read the label rather than spell it)."""
+    return f"mpdf [{policy}]"
+
+
 def read_rule(path: str) -> Rule:
     """The rule best_rule.json names, or a DelibError saying what is wrong with the file."""
     record = read_object(Path(path))
@@ -75,7 +81,7 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     if twice is not None or not cmp.policies:
         raise DelibError(f"checkpoint {twice!r} is given twice (--policy, --sft); give each once" if twice else
                          "no learned policy given; pass --policy CKPT[,CKPT]")
-    learned = [Variant(f"mpdf [{p}]", "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
+    learned = [Variant(learned_label(p), "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
     sft = [Variant(f"{SFT_PREFIX}{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []
     best = replace(rule.variant(), label=BEST + rule.label, directory="best-rule")
     others = [Variant(c, c, c) for c in constants() if c != rule.method]
@@ -158,7 +164,8 @@ def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
 def team_record(cmp: Comparison, rule: Rule, rows: Sequence[TeamRow], paired: Sequence[Paired]) -> dict[str, Any]:
     """team.json: the settings, the reference rule, the rows and the paired comparisons."""
     return {"trees": list(cmp.trees), "rounds": cmp.rounds, "rule_file": cmp.rule, "reference": BEST + rule.label,
-            "rule": to_json(rule), "rows": [to_json(r) for r in rows], "paired": [to_json(p) for p in paired]}
+            "learned": [learned_label(p) for p in cmp.policies], "rule": to_json(rule),
+            "rows": [to_json(r) for r in rows], "paired": [to_json(p) for p in paired]}
 
 
 def team_markdown(rule: Rule, rows: Sequence[TeamRow], paired: Sequence[Paired], figure: PlotOutcome) -> str:
