@@ -65,7 +65,8 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     arms = record["methods"]
     adjusted = {label for label, cells in arms.items() if any("mcnemar_p_holm" in c for c in cells.values())}
     sft = next(label for label in arms if label.startswith("sft ["))
-    assert {"mpdf [default]", sft, "adaptive-consistency", "cisc", "cisc-logprob"} <= adjusted
+    assert {"mpdf [default]", sft, "adaptive-consistency", "cisc", "cisc-logprob", "always-resample",
+            "agreement-resample"} <= adjusted  # the rule's grid has the RESAMPLE action (amendment 2)
     assert not adjusted & {"oracle", "self-consistency [agents=3]"}  # headroom rows, not registered tests
     assert "mcnemar_p_holm" in arms["mpdf [default]"]["gsm8k/test"]  # per benchmark: a secondary
     registered = [c for label in adjusted for c in arms[label].values() if "mcnemar_p_holm" in c]

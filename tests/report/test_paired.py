@@ -24,6 +24,14 @@ def test_mcnemar_exact_matches_hand_computed_binomial_tails():
     assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
 
 
+def test_mcnemar_exact_holds_for_more_discordant_questions_than_a_float_power_of_two_reaches():
+    """2.0 ** 1024 overflows: a report over thousands of questions still gets its p."""
+    from scipy.stats import binomtest
+
+    for b, c in ((600, 500), (1100, 1000), (3000, 2990)):
+        assert mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-9)
+
+
 def test_a_hand_built_pairing():
     """Ten questions: 5 both right, row alone right on 3 (q5-q7), reference alone on 1 (q8), both wrong on 1.
     Difference (8 - 6) / 10 = +0.2; McNemar on b = 3, c = 1: 2 * (1 + 4) / 16 = 0.625; tokens 200 vs 100."""

@@ -38,6 +38,21 @@ def test_futility_when_even_the_oracle_cannot_gain_two_points():
     assert decide(1, paired(3, 2, hi=0.021), paired(40, 0, hi=0.3)).reason == "continue"
 
 
+@pytest.mark.parametrize("hi", [0.02, 0.020000000000000018, 0.019999999999999907, 3 / 150])
+def test_an_upper_end_at_two_points_up_to_rounding_is_not_below_them(hi):
+    """2 points is a whole number of questions at every look (3 of 150): a bootstrap end lands there often,
+    and its float reads above or below 0.02 by the accuracies' digits alone."""
+    assert decide(1, paired(3, 2, hi=hi), paired(40, 0, hi=hi)).reason == "continue"
+    assert decide(1, paired(3, 2, hi=hi - 1 / 150), paired(40, 0, hi=0.3)).reason == "futility: learned"
+
+
+def test_a_look_whose_arms_do_not_share_every_question_is_refused():
+    short = Paired("mpdf", "best rule", "pooled", 149, 50, 3, 2, 94, 1.0, 0.0, (-0.1, 0.1), 1.0, (1.0, 1.0),
+                   unpaired=1)
+    with pytest.raises(DelibError, match="look 1 is incomplete: mpdf and the best rule do not share every"):
+        decide(1, short, paired(40, 0, hi=0.3))
+
+
 def test_an_unregistered_look_is_refused():
     with pytest.raises(DelibError, match="looks 1-4"):
         decide(5, paired(1, 1, 0.1), paired(1, 1, 0.1))

@@ -12,6 +12,7 @@ of one label pair with the reference's same seed. The default reference is the b
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -60,8 +61,8 @@ def mcnemar_exact(only_row: int, only_reference: int) -> float:
     n, k = only_row + only_reference, min(only_row, only_reference)
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
-    return min(1.0, 2.0 * tail)
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return min(1.0, float(Fraction(2 * tail, 2**n)))  # exact integers: 2.0**n overflows from n = 1024
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -22,6 +22,10 @@ BOUNDARIES = (4.05, 2.86, 2.34, 2.02)
 """|z| boundaries at looks 1-4 (O'Brien-Fleming, four equally spaced looks, two-sided alpha 0.05)."""
 FUTILITY_POINTS = 0.02
 """The smallest gain worth having: 2 points of accuracy."""
+ROUNDING = 1e-9
+"""An interval's end equal to +2 points up to floating-point rounding is not below them: at every look 2
+points is a whole number of questions (3 of 150), so a bootstrap end lands exactly there often, and computed
+it reads 0.020000000000000018 or 0.019999999999999907 by the accuracies' digits alone."""
 
 
 @dataclass(frozen=True)
@@ -47,13 +51,22 @@ def decide(look: int, primary: Paired, oracle: Paired) -> LookDecision:
     and the oracle's (oracle vs best rule)."""
     if not 1 <= look <= len(BOUNDARIES):
         raise DelibError(f"look {look} is not registered; the design has looks 1-{len(BOUNDARIES)}")
+    incomplete = [p.label for p in (primary, oracle) if p.unpaired]
+    if incomplete:
+        raise DelibError(f"look {look} is incomplete: {', '.join(incomplete)} and the best rule do not share every "
+                         "question; rerun the look's replays (a look is taken only on its whole block)")
     z, boundary = mcnemar_z(primary.only_row, primary.only_reference), BOUNDARIES[look - 1]
     if abs(z) >= boundary:
         reason = "efficacy: learned better" if z > 0 else "efficacy: rule better"
-    elif oracle.accuracy_diff_ci95[1] < FUTILITY_POINTS:
+    elif _below(oracle.accuracy_diff_ci95[1]):
         reason = "futility: oracle"
-    elif primary.accuracy_diff_ci95[1] < FUTILITY_POINTS:
+    elif _below(primary.accuracy_diff_ci95[1]):
         reason = "futility: learned"
     else:
         reason = "final look" if look == len(BOUNDARIES) else "continue"
     return LookDecision(look, z, boundary, reason != "continue", reason)
+
+
+def _below(upper: float) -> bool:
+    """Whether an interval's upper end is below +2 points (``ROUNDING``)."""
+    return upper < FUTILITY_POINTS - ROUNDING
