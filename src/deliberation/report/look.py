@@ -32,7 +32,6 @@ from deliberation.types import from_json, to_json
 HEADROOM_METHODS = ("oracle", "self-consistency")
 """Methods whose rows (``self-consistency [agents=k]`` at every k) the headroom table reports as bounds and
 baselines: no secondary test is made of them."""
-"""Issue 37's sampling arms, registered secondaries against the best rule (amendment 1)."""
 
 
 def read_paired(path: Path) -> list[Paired]:
@@ -126,7 +125,7 @@ def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[st
 def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[str, Any]],
                       others: dict[str, dict[str, Any]], learned: str) -> None:
     """Adds mcnemar_p_holm beside each registered secondary comparison's mcnemar_p (PREREGISTRATION,
-    amendment 1), per benchmark and pooled: the learned policy against the best rule per benchmark (pooled
+    amendments 1 and 3), per benchmark and pooled: the learned policy against the best rule per benchmark (pooled
     it is the primary, which the sequential boundary tests alone), against self-consistency at equal tokens
     and at k = 3 and 6 (``others``); every other arm the look replays against the best rule: the SFT policy,
     each constant rule of the grid the rule was tuned on (always-resample too: amendment 2 tunes it with the
