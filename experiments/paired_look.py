@@ -27,8 +27,8 @@ def main(look: int, folder: Path, summary: Path, stores: list[str]) -> None:
     opened = [(s, TreeStore.open(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in stores]
     paired_n = record["methods"][learned]["pooled"]["n"]
     if opened and paired_n != sum(n for _, _, n in opened):
-        sys.exit(f"look {look} pairs {paired_n} questions, its block has {sum(n for _, _, n in opened)}: "
-                 "rerun the look's replays")
+        sys.exit(f"look {look}: the learned arm answered {paired_n} questions, its block has "
+                 f"{sum(n for _, _, n in opened)}; rerun the look's replays")
     if opened:
         record["headroom"] = headroom([(f"{st.manifest.benchmark}/{st.manifest.split}", st, n)
                                        for _, st, n in opened])

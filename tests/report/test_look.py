@@ -89,3 +89,16 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
 def test_a_look_at_an_unbuilt_block_is_refused(setup):
     done = look(setup, 3)  # block 3 needs the first 6 GSM8K test questions; 4 are built
     assert done.returncode == 2 and "has not built its first 6 questions yet" in done.stderr
+
+
+def test_a_look_whose_replays_miss_questions_of_its_block_is_refused(setup):
+    """paired_look.py holds the look to its whole block: here the block claims one more MATH question than
+    the look replayed (its record would be decided on fewer questions)."""
+    done = look(setup, 2)
+    assert done.returncode == 0, done.stderr[-2000:]
+    script = SCRIPT.with_name("paired_look.py")
+    short = subprocess.run([sys.executable, str(script), "2", str(setup / "out" / "look-2"),
+                            str(setup / "other-summary.json"), f"{setup / 'gsm8k-test'}:4", f"{setup / 'math-test'}:3"],
+                           capture_output=True, text=True, timeout=120)
+    assert short.returncode == 1 and "the learned arm answered 6 questions, its block has 7" in short.stderr
+    assert not (setup / "other-summary.json").exists()

@@ -208,10 +208,30 @@ def test_a_manifest_lacking_an_entry_is_refused_in_one_line(tmp_path, damage):
     assert "\n" not in str(err.value)
 
 
-def test_a_manifest_reads_back_as_written_and_old_keys_default(tmp_path):
-    """A store from before --methods, selections and resumes reads as what it was built with."""
-    MINIMAL.write(tmp_path)
-    raw = json.loads((tmp_path / "manifest.json").read_text())
-    assert not {"methods", "selection", "resumes"} & set(raw) and raw["format"] == "deliberation-trees"
-    back = read_manifest(tmp_path)
-    assert back == MINIMAL and back.recorded == tuple(METHODS)
+OLD_MANIFEST = {  # a committed store from before --methods, selections and resumes (the 0.5B GSM8K train one)
+    "agents": 3, "backend": "llamacpp", "backend_options": {"model": "qwen2.5-coder-0.5b", "n_threads": 2},
+    "benchmark": "gsm8k", "cache": "runs/trees-qwen2.5-coder-0.5b.sqlite", "command": "delib tree --limit 60",
+    "format": "deliberation-trees", "max_tokens": 512, "model": "qwen2.5-coder-0.5b", "prompt_version": 2,
+    "samples": 3, "scope": "qwen2.5-coder-0.5b", "seed": 0, "split": "train", "supports_logprobs": True,
+    "temperature": 0.7, "verbal_confidence": False}
+
+
+def test_an_old_manifest_reads_as_it_was_built_and_writes_back_unchanged(tmp_path):
+    """No methods: every method's round-1 nodes; no selection: the whole split; nothing resumed it."""
+    (tmp_path / "manifest.json").write_text(json.dumps(OLD_MANIFEST))
+    old = read_manifest(tmp_path)
+    assert old.methods is None and old.recorded == tuple(METHODS) and old.resumes == ()
+    assert old.selection == MINIMAL.selection and old.samples == 3 and old.backend_options["n_threads"] == 2
+    assert old.to_dict() == OLD_MANIFEST
+    later = {**OLD_MANIFEST, "written_by_a_later_version": [1, 2]}  # kept and written back, not dropped
+    (tmp_path / "manifest.json").write_text(json.dumps(later))
+    assert read_manifest(tmp_path).to_dict() == later
+
+
+@pytest.mark.parametrize("entry, value", [("samples", "3"), ("methods", "mpdf"), ("temperature", "hot"),
+                                          ("selection", 5)])
+def test_a_manifest_entry_of_the_wrong_type_is_refused_in_one_line(tmp_path, entry, value):
+    (tmp_path / "manifest.json").write_text(json.dumps({**OLD_MANIFEST, entry: value}))
+    with pytest.raises(DelibError, match=rf"manifest.json lacks or mangles an entry \(.*{entry}") as err:
+        TreeStore.open(tmp_path)
+    assert "\n" not in str(err.value)

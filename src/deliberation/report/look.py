@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
+from deliberation.report.compare import BEST
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
@@ -107,7 +108,7 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
                for label, by_column in table.items()}
     equal = _equal_tokens(paired)
     others = _learned_against(against, learned)
-    _adjust_secondary(methods, equal, others, learned)
+    _adjust_secondary(methods, equal, others, learned, pooled[learned].reference)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
             "decision": to_json(decision), "methods": methods, "equal_tokens": equal, "learned_against": others}
 
@@ -123,16 +124,19 @@ def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[st
 
 
 def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[str, Any]],
-                      others: dict[str, dict[str, Any]], learned: str) -> None:
+                      others: dict[str, dict[str, Any]], learned: str, reference: str) -> None:
     """Adds mcnemar_p_holm beside each registered secondary comparison's mcnemar_p (PREREGISTRATION,
-    amendments 1 and 3), per benchmark and pooled: the learned policy against the best rule per benchmark (pooled
-    it is the primary, which the sequential boundary tests alone), against self-consistency at equal tokens
+    amendments 1 and 3), per benchmark and pooled: the learned policy against the best rule per benchmark
+    (pooled it is the primary, which the sequential boundary tests alone), against self-consistency at equal tokens
     and at k = 3 and 6 (``others``); every other arm the look replays against the best rule: the SFT policy,
     each constant rule of the grid the rule was tuned on (always-resample too: amendment 2 tunes it with the
-    RESAMPLE action), and issue 37's arms (its sampling baselines and agreement-resample). The oracle's and
-    self-consistency's own rows are the headroom table's, not tests."""
-    cells = [cell for label, by_column in methods.items() if not _headroom(label) for column, cell in
-             by_column.items() if "mcnemar_p" in cell and not (label == learned and column == POOLED)]
+    RESAMPLE action), and issue 37's arms (its sampling baselines and agreement-resample), but the best
+    rule's own method replayed again under its name (``reference``: a comparison with itself). The oracle's
+    and self-consistency's own rows are the headroom table's, not tests."""
+    itself = reference.removeprefix(BEST)
+    tested = [label for label in methods if not _headroom(label) and label != itself]
+    cells = [cell for label in tested for column, cell in methods[label].items()
+             if "mcnemar_p" in cell and not (label == learned and column == POOLED)]
     cells += [*equal.get(learned, {}).values(), *(cell for by_column in others.values() for cell in by_column.values())]
     for cell, adjusted in zip(cells, holm([cell["mcnemar_p"] for cell in cells])):
         cell["mcnemar_p_holm"] = adjusted

@@ -6,9 +6,10 @@ comparison, z = (b - c) / sqrt(b + c) (b = only the learned policy right, c = on
 passes the look's O'Brien-Fleming boundary (Lan & DeMets 1983's spending approximates the same values;
 O'Brien & Fleming 1979). Futility: the upper end of the paired 95% interval of (oracle minus best rule),
 or of (learned minus best rule), is below +2 points: no policy over these actions can gain 2 points, or
-this one does not (an end at +2 points up to rounding is not below them, and a look on fewer questions
-than its block is refused: amendment 3). The decision is a pure function of the paired comparisons, so a
-look's record says exactly which rule stopped it.
+this one does not (an end at +2 points up to rounding is not below them, and a look whose learned or
+oracle arm does not share every question with the best rule is refused: amendment 3; that the look holds
+its whole block is checked by experiments/paired_look.py). The decision is a pure function of the paired
+comparisons, so a look's record says exactly which rule stopped it.
 """
 
 from __future__ import annotations

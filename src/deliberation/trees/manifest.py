@@ -58,6 +58,8 @@ class TreeManifest:
     """The questions: this selection's first N (the whole split in order by default)."""
     resumes: tuple[str, ...] = ()
     """Each other command that resumed the build, in order."""
+    others: Mapping[str, Any] = field(default_factory=dict)
+    """Entries this version does not know (a store written by a later one): kept, and written back."""
 
     @property
     def recorded(self) -> tuple[str, ...]:
@@ -67,8 +69,8 @@ class TreeManifest:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``manifest.json`` (the defaults of later keys left out, as older stores have it)."""
-        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
-                               if f.name not in ("methods", "selection", "resumes")}
+        out: dict[str, Any] = {**self.others, **{f.name: getattr(self, f.name) for f in fields(self)
+                                                 if f.name not in ("methods", "selection", "resumes", "others")}}
         out["backend_options"] = dict(self.backend_options)
         if self.methods is not None:
             out["methods"] = list(self.methods)
@@ -122,12 +124,13 @@ def read_manifest(path: Path) -> TreeManifest:
 
 
 def _from_dict(raw: Mapping[str, Any]) -> TreeManifest:
-    names = {f.name for f in fields(TreeManifest)} - {"methods", "selection", "resumes"}
-    known = {k: raw[k] for k in names if k in raw}
-    return TreeManifest(**known,
-                        methods=None if raw.get("methods") is None else tuple(raw["methods"]),
-                        selection=from_json(Selection, raw["selection"]) if "selection" in raw else Selection(),
-                        resumes=tuple(entry["command"] for entry in raw.get(RESUMES, ())))
+    """The manifest of the JSON object ``raw``, each entry of its annotated type (``types.from_json``: a
+    TypeError or ValueError naming the entry otherwise)."""
+    names = {f.name for f in fields(TreeManifest)} - {"resumes", "others"}
+    known = {k: v for k, v in raw.items() if k in names}
+    resumes = [entry["command"] for entry in raw.get(RESUMES, ())]
+    others = {k: v for k, v in raw.items() if k not in names and k not in (RESUMES, "format")}
+    return replace(from_json(TreeManifest, {**known, "resumes": resumes}), others=others)
 
 
 def _shown(selection: Selection) -> str:

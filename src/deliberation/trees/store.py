@@ -249,9 +249,10 @@ def _check_scope(store: TreeStore, scope: str, inner: Backend) -> None:
     if scope != store.manifest.scope:
         inner.close()
         raise DelibError(f"{store.path} was recorded under cache scope {store.manifest.scope!r}, its backend now "
-                         f"answers under {scope!r} (a setting or default that changes answers differs; an openai "
-                         "store from before plain sampling needs \"sampler\": \"server\" in its manifest's "
-                         "backend_options); replay it --offline or build another store")
+                         f"answers under {scope!r} (a setting or default that changes answers differs, or the store "
+                         "predates the scope's naming it; an openai store from before plain sampling needs "
+                         "\"sampler\": \"server\" in its manifest's backend_options); replay it --offline or build "
+                         "another store")
 
 
 def built_examples(store: TreeStore, data_dir: str | None, questions: int | None = None,
@@ -302,7 +303,7 @@ def store_engine(store: TreeStore, rounds: int, agents: int | None = None, early
 
 
 def store_prompts(store: TreeStore) -> str:
-    """The name of the prompt set the store was built with (stores without the entry are version 1)."""
+    """The name of the prompt set the store was built with."""
     version = store.manifest.prompt_version
     found = [name for name in prompts.PROMPTS if prompts.get(name).version == version]
     if not found:
