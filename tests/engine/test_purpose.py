@@ -19,6 +19,7 @@ from deliberation.backends.scripted import ScriptedBackend
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.policy.rules import ConstantPolicy
+from deliberation.trees.manifest import TreeManifest
 from deliberation.trees.store import TreeBackend, TreeStore
 from deliberation.actions import Action
 from deliberation.types import Completion, GenerationRequest, Message
@@ -72,8 +73,10 @@ def test_a_request_that_says_not_what_it_is_for_is_refused_in_one_line(tmp_path:
     with pytest.raises(DelibError, match="^scripted backend: the request says not what it is for") as err:
         ScriptedBackend(benchmark="gsm8k").generate([bare])
     assert "\n" not in str(err.value)
-    store = TreeStore.create(tmp_path / "s", {"backend": "scripted", "model": "m", "scope": "m",
-                                             "supports_logprobs": True})
+    store = TreeStore.create(tmp_path / "s", TreeManifest(
+        backend="scripted", model="m", scope="m", supports_logprobs=True, backend_options={}, benchmark="gsm8k",
+        split="test", temperature=0.7, max_tokens=8, seed=0, verbal_confidence=False, prompt_version=2, agents=3,
+        samples=3))
     store.unlock()
     with pytest.raises(DelibError, match="^tree store: the request says not what it is for"):
         TreeBackend(store, None).generate([GenerationRequest((Message("user", "hi"),))])
