@@ -25,11 +25,11 @@ def main(look: int, folder: Path, summary: Path, stores: list[str]) -> None:
     learned = json.loads((folder / "compare" / TEAM_JSON).read_text())["learned"][0]
     record = look_record(look, folder / "report", learned, against=sorted((folder / "against").glob("*")))
     opened = [(s, TreeStore.open(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in stores]
-    paired_n = record["methods"][learned]["pooled"]["n"]
-    if opened and paired_n != sum(n for _, _, n in opened):
-        sys.exit(f"look {look}: the learned arm answered {paired_n} questions, its block has "
-                 f"{sum(n for _, _, n in opened)}; rerun the look's replays")
     if opened:
+        answered, block = record["methods"][learned]["pooled"]["n"], sum(n for _, _, n in opened)
+        if answered != block:
+            sys.exit(f"look {look}: the learned arm answered {answered} questions, its block has {block}; "
+                     "rerun the look's replays")
         record["headroom"] = headroom([(f"{st.manifest.benchmark}/{st.manifest.split}", st, n)
                                        for _, st, n in opened])
     write_json_atomic(folder / "summary.json", record)

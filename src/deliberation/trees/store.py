@@ -255,6 +255,12 @@ def _check_scope(store: TreeStore, scope: str, inner: Backend) -> None:
                          "another store")
 
 
+def split_examples(store: TreeStore, data_dir: str | None) -> list[Example]:
+    """Every question of the store's split in its selection's order (the store holds a prefix of them)."""
+    m = store.manifest
+    return load_selected(benchmarks.get(m.benchmark), m.split, None, m.selection, data_dir)
+
+
 def built_examples(store: TreeStore, data_dir: str | None, questions: int | None = None,
                    ids: tuple[str, ...] = ()) -> list[Example]:
     """The store's questions: the first N of its split (N = ``questions``, or every built one), every one
@@ -262,7 +268,7 @@ def built_examples(store: TreeStore, data_dir: str | None, questions: int | None
     but the first ``questions`` may be read while later ones are built (a look at a block while the next
     block grows)."""
     m = store.manifest
-    examples = load_selected(benchmarks.get(m.benchmark), m.split, None, m.selection, data_dir)
+    examples = split_examples(store, data_dir)
     first = examples[: len(store.built) if questions is None else questions]
     if questions is not None and not {e.id for e in first} <= store.built or len(first) < (questions or 0):
         raise DelibError(f"{store.path} has not built its first {questions} questions yet ({len(store.built)} "
@@ -282,8 +288,7 @@ def built_examples(store: TreeStore, data_dir: str | None, questions: int | None
 def built_prefix(store: TreeStore, data_dir: str | None) -> int:
     """How many of the store's first questions are built: a build with questions in flight completes them
     out of order, so an interim analysis reads this many (``built_examples(store, data_dir, n)``)."""
-    m = store.manifest
-    examples = load_selected(benchmarks.get(m.benchmark), m.split, None, m.selection, data_dir)
+    examples = split_examples(store, data_dir)
     return next((i for i, e in enumerate(examples) if e.id not in store.built), len(examples))
 
 
