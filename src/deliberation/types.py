@@ -130,7 +130,7 @@ class Completion:
     completion of a batch gives the batch's time (a cached completion keeps its original value)."""
     cached: bool = False
     summary: LogprobSummary | None = None
-    """The log-probability summary where the backend gives one (llamacpp, vllm, openai with summaries); None
+    """The log-probability summary where the backend gives one (llamacpp, vllm, hf, openai with summaries); None
     (absent, not zero) where it does not, and in caches and stores written before it existed."""
 
 

@@ -187,3 +187,68 @@ def test_cache_scope_names_a_dtype_other_than_float32(plain_model: HFBackend) ->
     assert plain_model.cache_scope == plain_model.model
     half = HFBackend(plain_model.model, dtype="bfloat16", device=DEVICE)
     assert half.cache_scope == f"{plain_model.model} (dtype=bfloat16)"
+
+
+
+def _direct_ids(backend: HFBackend, request: GenerationRequest) -> list[int]:
+    """The tokens transformers' own ``generate`` gives for ``request`` (greedy, or its temperature sampling
+    under the request's seed), without the backend's logits processors."""
+    import torch
+
+    prompt = torch_tensor([backend._prompt_ids(request)], DEVICE)  # [1, T]
+    sampling = {"do_sample": True, "temperature": request.temperature, "top_k": 0, "top_p": 1.0}
+    greedy = {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+    torch.manual_seed(request.seed)
+    ids = backend._lm.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=request.max_tokens,
+                               pad_token_id=3, **(sampling if request.temperature > 0 else greedy))
+    return ids[0, prompt.shape[1] :].tolist()
+
+
+def _forward_logprobs(backend: HFBackend, request: GenerationRequest, generated: list[int],
+                      temperature: float = 1.0) -> list[float]:
+    """Each generated token's log-probability under the raw logits (divided by ``temperature``), from one
+    fresh forward pass over the prompt and ``generated`` (independent of generate's processors)."""
+    import torch
+
+    prompt = backend._prompt_ids(request)
+    ids = torch_tensor([prompt + generated], DEVICE)  # [1, T + N]
+    with torch.inference_mode():
+        logits = backend._lm(ids).logits[0, len(prompt) - 1 : -1].float()  # [N, V]
+    logp = torch.log_softmax(logits / temperature, dim=-1)  # [N, V]
+    return logp.gather(1, torch_tensor(generated, DEVICE)[:, None])[:, 0].tolist()
+
+
+def test_every_completion_summarizes_its_raw_log_probabilities(chat_model: HFBackend) -> None:
+    """Sampled at temperature 0.5, greedy, and cut at a stop string: each summary is that of the tokens'
+    log-probabilities under the raw logits (a forward pass of its own says which), not the tempered ones."""
+    from deliberation.backends.logprob_summary import from_texts
+
+    full = chat_model.generate([req("the question", max_tokens=16)])[0]
+    requests = [req("the cat", temperature=0.5, seed=4, max_tokens=16), req("a dog", max_tokens=16),
+                req("the question", max_tokens=16, stop=(" " + full.text.split()[2],))]
+    for request, out in zip(requests, chat_model.generate(requests)):
+        ids = _direct_ids(chat_model, request)[: out.completion_tokens]
+        assert out.summary is not None and len(ids) == out.completion_tokens >= 2
+        pieces = chat_model._tokenizer.batch_decode([[t] for t in ids], skip_special_tokens=True)
+        expected = _forward_logprobs(chat_model, request, ids)
+        reference = from_texts(expected, pieces, out.text)
+        assert out.summary.tail_bounds == reference.tail_bounds
+        assert out.summary.tail == pytest.approx(reference.tail, abs=2e-4)
+        assert out.summary.mean == pytest.approx(reference.mean, abs=2e-4)
+        assert out.summary.lowest_window == pytest.approx(reference.lowest_window, abs=2e-4)
+        assert out.summary.tail_bounds[-1] <= len(out.text)
+    sampled = chat_model.generate(requests[:1])[0]
+    ids = _direct_ids(chat_model, requests[0])[: sampled.completion_tokens]
+    pieces = chat_model._tokenizer.batch_decode([[t] for t in ids], skip_special_tokens=True)
+    tempered = from_texts(_forward_logprobs(chat_model, requests[0], ids, temperature=0.5), pieces, sampled.text)
+    assert abs(tempered.mean - sampled.summary.mean) > 1e-2  # the check above tells raw from tempered
+
+
+def test_recording_log_probabilities_changes_no_sample(chat_model: HFBackend) -> None:
+    """The recorder runs before the temperature warper: what is sampled is what generate's own temperature
+    sampling gives under the same seed (as before summaries were recorded), greedy too."""
+    for request in (req("the cat", temperature=0.7, seed=5, max_tokens=16),
+                    req("the cat", temperature=1.3, seed=6, max_tokens=16), req("a dog", max_tokens=16)):
+        out = chat_model.generate([request])[0]
+        ids = _direct_ids(chat_model, request)[: out.completion_tokens]
+        assert out.text == chat_model._tokenizer.decode(ids, skip_special_tokens=True)

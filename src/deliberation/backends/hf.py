@@ -18,7 +18,9 @@ untouched. A batched greedy row equals the same request run alone up to float ro
 attention.
 
 Logprobs are the log-softmax of the raw logits (``output_logits``), i.e. the model's own distribution
-before temperature, as OpenAI-compatible servers report them. Token counts are exact: the prompt's
+before temperature, as OpenAI-compatible servers report them. Every completion carries a log-probability
+summary (``logprob_summary``), as llamacpp's and vllm's do, from the same raw log-probabilities
+(``ChosenLogprobs``: one log-softmax a step, next to the forward pass it follows). Token counts are exact: the prompt's
 token ids, and the generated ids up to (not including) the end-of-sequence token, the end of the
 first stop string, or ``max_tokens``.
 """
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from deliberation.backends.base import cache_scope
+from deliberation.backends.logprob_summary import from_texts
 from deliberation.errors import DelibError, install_hint
 from deliberation.types import Completion, GenerationRequest, TokenLogprob
 
@@ -60,6 +63,7 @@ class HFBackend:
                 "`huggingface-cli download <repo> --local-dir <folder>` and pass that folder"
             )
         transformers, self._torch = import_transformers()
+        self._processors = transformers.LogitsProcessorList, transformers.TemperatureLogitsWarper
         torch_dtype = getattr(self._torch, dtype, None)
         if not isinstance(torch_dtype, self._torch.dtype):
             raise DelibError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
@@ -103,25 +107,33 @@ class HFBackend:
         torch = self._torch
         prompts = [self._prompt_ids(r) for r in batch]
         input_ids, attention = _left_pad(torch, prompts, self._pad_id)  # [B, T], [B, T]
+        recorder = ChosenLogprobs(torch)
         with torch.inference_mode(), self._seeded(batch[0]):
             out = self._lm.generate(
                 input_ids=input_ids.to(self._device),
                 attention_mask=attention.to(self._device),
-                **self._generate_options(batch, input_ids.shape[1]),
+                **self._generate_options(batch, input_ids.shape[1], recorder),
             )
+            chosen = recorder.values(out.sequences)  # [B][N]
         latency = time.perf_counter() - call_start
         new_ids = out.sequences[:, input_ids.shape[1] :].cpu()  # [B, N]
         # Raw logits only when some request wants logprobs: [B, N, V] is large for big vocabularies.
         logits = torch.stack(out.logits, dim=1).float().cpu() if out.logits else None  # [B, N, V]
         return [
-            self._completion(r, len(p), new_ids[b].tolist(), None if logits is None else logits[b], latency)
+            self._completion(r, len(p), new_ids[b].tolist(), chosen[b], None if logits is None else logits[b],
+                             latency)
             for b, (r, p) in enumerate(zip(batch, prompts))
         ]
 
-    def _generate_options(self, batch: list[GenerationRequest], prompt_width: int) -> dict[str, Any]:
+    def _generate_options(self, batch: list[GenerationRequest], prompt_width: int,
+                          recorder: ChosenLogprobs) -> dict[str, Any]:
         """Keyword arguments of ``generate``. Sampling is plain temperature sampling (no top-k/top-p),
-        as the other backends do; a greedy batch runs to the longest ``max_tokens`` and is cut per row."""
+        as the other backends do; a greedy batch runs to the longest ``max_tokens`` and is cut per row.
+        ``recorder`` sees the raw logits: temperature is applied after it, by the same warper ``generate``
+        would make (which is therefore told 1.0)."""
         first = batch[0]
+        processor_list, temperature_warper = self._processors
+        processors = [recorder]
         options: dict[str, Any] = {
             "max_new_tokens": max(r.max_tokens for r in batch),
             "pad_token_id": self._pad_id,
@@ -129,9 +141,11 @@ class HFBackend:
             "output_logits": any(r.logprobs for r in batch),
         }
         if first.temperature > 0:
-            options.update(do_sample=True, temperature=first.temperature, top_k=0, top_p=1.0)
+            options.update(do_sample=True, temperature=1.0, top_k=0, top_p=1.0)
+            processors.append(temperature_warper(first.temperature))
         else:
             options.update(do_sample=False, temperature=None, top_k=None, top_p=None)
+        options["logits_processor"] = processor_list(processors)
         if any(r.stop for r in batch):
             options["stopping_criteria"] = [StopStrings(self._tokenizer, prompt_width, [r.stop for r in batch])]
         return options
@@ -154,17 +168,19 @@ class HFBackend:
             return list(encoded["input_ids"])
         return list(self._tokenizer(plain_prompt(request))["input_ids"])
 
-    def _completion(
-        self, request: GenerationRequest, prompt_tokens: int, ids: list[int], logits: Any, latency: float
-    ) -> Completion:
-        """Cut ``ids`` at eos / stop / max_tokens and build the Completion. ``logits``: [N, V] or None."""
+    def _completion(self, request: GenerationRequest, prompt_tokens: int, ids: list[int], chosen: list[float],
+                    logits: Any, latency: float) -> Completion:
+        """Cut ``ids`` at eos / stop / max_tokens and build the Completion. ``chosen``: each generated token's
+        log-probability; ``logits``: [N, V] or None."""
         n, finish = _cut_at_eos(ids[: request.max_tokens], self._eos_ids, len(ids) >= request.max_tokens)
         text = self._tokenizer.decode(ids[:n], skip_special_tokens=True)
         if request.stop and any(s in text for s in request.stop):
             n, text = self._cut_at_stop(ids[:n], request.stop)
             finish = "stop"
         logprobs = self._logprobs(ids[:n], logits[:n], request.top_logprobs) if request.logprobs else None
-        return Completion(text, prompt_tokens, n, logprobs, finish, latency)
+        pieces = self._tokenizer.batch_decode([[t] for t in ids[:n]], skip_special_tokens=True)
+        summary = from_texts(chosen[:n], pieces, text)
+        return Completion(text, prompt_tokens, n, logprobs, finish, latency, summary=summary)
 
     def _cut_at_stop(self, ids: list[int], stops: tuple[str, ...]) -> tuple[int, str]:
         """(length of the shortest prefix of ``ids`` whose text contains a stop, the text before it).
@@ -189,6 +205,37 @@ class HFBackend:
             )
             for i, tok in enumerate(ids)
         )
+
+
+class ChosenLogprobs:
+    """A logits processor recording each generated token's log-probability under the raw logits (before
+    temperature), as log-probability summaries are defined. It runs first (the plain generation config makes
+    ``generate`` add no processor of its own), keeps the step's log-softmax and reads the chosen token's entry
+    at the next step, when that token has joined ``input_ids``; ``values`` reads the last one."""
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self._last: Any = None  # [B, V]: log-softmax of the step whose token is not read yet
+        self._steps: list[Any] = []  # one [B] tensor per generated token
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """``input_ids``: [B, T + t]; ``scores``: [B, V], returned untouched."""
+        self._read(input_ids)
+        self._last = self._torch.log_softmax(scores.float(), dim=-1)  # [B, V]
+        return scores
+
+    def values(self, sequences: Any) -> list[list[float]]:
+        """Per row, every generated token's log-probability (``sequences``: [B, T + N], ``generate``'s output);
+        a finished row's padding after its end is read too and cut with it."""
+        self._read(sequences)
+        if not self._steps:
+            return [[] for _ in range(sequences.shape[0])]
+        return self._torch.stack(self._steps, dim=1).cpu().tolist()  # [B, N]
+
+    def _read(self, ids: Any) -> None:
+        if self._last is not None:
+            self._steps.append(self._last.gather(1, ids[:, -1:]).squeeze(1))  # [B]
+            self._last = None
 
 
 class StopStrings:
