@@ -23,6 +23,7 @@ pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from G
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "state_actions.sh"
 PREPARE = SCRIPT.with_name("paired_prepare.sh")
+CHOOSE = SCRIPT.with_name("choose_arm.py")
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, "DELIB": str(BIN / "delib"), "PYTHON": sys.executable, "PATH": f"{BIN}:{os.environ['PATH']}"}
 
@@ -63,16 +64,23 @@ def test_every_replay_reads_the_validation_fifth_only_and_the_rule_the_rest(tabl
     assert json.loads((out / "tuning" / "best_rule.json").read_text())["label"]
 
 
-def test_the_chosen_arm_is_shipped_with_its_hash_and_the_rule_tuned_on_every_training_question(table, tmp_path):
+def test_the_arm_the_rule_chooses_is_shipped_with_its_hash_and_the_rule_tuned_on_every_training_question(
+        table, tmp_path):
     out, stores = table
-    env = ENV | {"ARM": "full-signals", "TRAIN": ",".join(map(str, stores)), "OUT": str(tmp_path / "paired"),
+    env = ENV | {"TRAIN": ",".join(map(str, stores)), "OUT": str(tmp_path / "paired"),
                  "SHIP": str(tmp_path / "ship"), "NAME": "trees"}
     (tmp_path / "ship").mkdir()
     done = subprocess.run(["bash", str(PREPARE), str(out)], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    team = json.loads((out / "compare" / "team.json").read_text())
+    pooled = {r["label"]: r["accuracy"] for r in team["rows"] if r["column"] == "pooled"}
+    signals = pooled[f"mpdf [{out}/train/full-signals/policy.pt]"] > pooled[f"mpdf [{out}/train/full/policy.pt]"]
+    arm = "full-signals" if signals else "full"
+    assert f"primary arm (amendment 2's rule): {arm}" in done.stdout
     shipped = tmp_path / "ship" / "trees.pt"
-    assert shipped.read_bytes() == (out / "train" / "full-signals" / "policy.pt").read_bytes()
-    assert (tmp_path / "paired" / "sft.pt").read_bytes() == (out / "train" / "sft-signals" / "policy.pt").read_bytes()
+    assert shipped.read_bytes() == (out / "train" / arm / "policy.pt").read_bytes()
+    sft = arm.replace("full", "sft")
+    assert (tmp_path / "paired" / "sft.pt").read_bytes() == (out / "train" / sft / "policy.pt").read_bytes()
     assert hashlib.sha256(shipped.read_bytes()).hexdigest() in done.stdout and "POLICY=trees" in done.stdout
     names = {q for s in stores for q in TreeStore.open(s).built}
     assert ids_in(tmp_path / "paired" / "tuning") == names  # every training question, the validation fifth too
@@ -80,13 +88,31 @@ def test_the_chosen_arm_is_shipped_with_its_hash_and_the_rule_tuned_on_every_tra
     assert rule == json.loads((tmp_path / "paired" / "tuning" / "best_rule.json").read_text())
 
 
-@pytest.mark.parametrize("arm, message", [("full", "run experiments/state_actions.sh first"),
-                                        ("full-resample", "the primary arm is full or full-signals")])
-def test_preparing_without_the_chosen_run_or_with_another_arm_is_refused(tmp_path, arm, message):
-    env = ENV | {"ARM": arm, "OUT": str(tmp_path / "paired"), "SHIP": str(tmp_path)}
+def test_preparing_without_the_table_is_refused(tmp_path):
+    env = ENV | {"OUT": str(tmp_path / "paired"), "SHIP": str(tmp_path)}
     done = subprocess.run(["bash", str(PREPARE), str(tmp_path / "nothing")], env=env, capture_output=True, text=True,
                           timeout=60)
-    assert done.returncode == 2 and message in done.stderr
+    assert done.returncode == 2 and "run experiments/state_actions.sh first" in done.stderr
+    assert not (tmp_path / "paired").exists()
+
+
+@pytest.mark.parametrize("full, signals, n_signals, chosen", [
+    (0.70, 0.75, 20, "full-signals"), (0.75, 0.70, 20, "full"), (0.70, 0.70, 20, "full"),  # a tie: the paper's
+    (0.70, 0.75, 19, None),  # replayed on other questions: refused
+])
+def test_amendment_2_rule_chooses_the_arm(tmp_path, full, signals, n_signals, chosen):
+    out = str(tmp_path / "sa")
+    rows = [{"label": f"mpdf [{out}/train/{run}/policy.pt]", "column": column, "accuracy": acc, "n": n}
+            for run, acc, n in (("full", full, 20), ("full-signals", signals, n_signals))
+            for column in ("gsm8k/train", "pooled")]
+    rows.append({"label": "best rule: x", "column": "pooled", "accuracy": 0.99, "n": 20})
+    (tmp_path / "sa" / "compare").mkdir(parents=True)
+    (tmp_path / "sa" / "compare" / "team.json").write_text(json.dumps({"rows": rows, "learned": []}))
+    done = subprocess.run([sys.executable, str(CHOOSE), out], capture_output=True, text=True, timeout=60)
+    if chosen is None:
+        assert done.returncode == 1 and "different questions" in done.stderr
+    else:
+        assert done.returncode == 0 and done.stdout.strip() == chosen, done.stderr
 
 
 def ids_in(folder: Path) -> set[str]:
