@@ -7,7 +7,8 @@
 #
 # POLICY: the primary arm's checkpoint (its sha256 committed in PREREGISTRATION.md before the first look);
 # SFT: the SFT checkpoint; RULE (default docs/results/paired/best_rule.json, from `delib tune-rules` on the
-# training stores); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
+# training stores); VOTES (default docs/results/paired/vote_temperatures.json, from `delib tune-votes` on
+# them: the CISC arms' temperatures); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
 # BLOCK (default "100 50": GSM8K test and MATH-500 questions a block adds; tests use smaller ones).
 # Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md} and merges the look into
 # OUT/summary.json.
@@ -16,8 +17,10 @@ set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: POLICY=CKPT SFT=CKPT $0 K" >&2; exit 2; }
 K=$1
 D=${STORES:-data/trees/qwen2.5-coder-1.5b}; OUT=${OUT:-docs/results/paired}; L=$OUT/look-$K
-RULE=${RULE:-$OUT/best_rule.json}; DELIB=${DELIB:-delib}
+RULE=${RULE:-$OUT/best_rule.json}; VOTES=${VOTES:-$OUT/vote_temperatures.json}; DELIB=${DELIB:-delib}
 POLICY=${POLICY:?name the checkpoint of the primary arm}; SFT=${SFT:?name the SFT checkpoint}
+[ -f "$VOTES" ] || { echo "$VOTES not found: run experiments/paired_prepare.sh (or delib tune-votes) first" >&2
+  exit 2; }
 read -r GSM MATH <<< "${BLOCK:-100 50}"
 STORE_N=("gsm8k-test:$((GSM * K))" "math-test:$((MATH * K))")
 replay=(--rounds 1 --offline --quiet)
@@ -26,7 +29,7 @@ replay=(--rounds 1 --offline --quiet)
   --sft "$SFT" --rule "$RULE" --out "$L/compare" "${replay[@]}"
 for pair in "${STORE_N[@]}"; do  # self-consistency at every k <= 6 (equal tokens is read off these), ...
   store=${pair%%:*}; n=${pair##*:}
-  DELIB=$DELIB SAMPLES=6 bash "$(dirname "$0")/sampling_replays.sh" "$D/$store" "$L/sampling/$store" --questions "$n"
+  DELIB=$DELIB SAMPLES=6 VOTES=$VOTES bash "$(dirname "$0")/sampling_replays.sh" "$D/$store" "$L/sampling/$store" --questions "$n"
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['reference'])" "$L/compare/team.json")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "$reference" --out "$L/report"

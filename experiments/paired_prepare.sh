@@ -3,6 +3,8 @@
 # amendments 1 and 2), from the training trees only:
 # - the best fixed rule, tuned at one round on every training question (GSM8K and MATH pooled; the
 #   registered grid plus issue 37's RESAMPLE rules) into OUT/tuning, copied to OUT/best_rule.json;
+# - CISC's vote temperatures, tuned on every training question (`delib tune-votes`) into OUT/votes, copied
+#   to OUT/vote_temperatures.json (the looks' CISC arms vote at them);
 # - the primary arm's checkpoint: the training run of experiments/state_actions.sh that amendment 2's rule
 #   chooses from its validation table (experiments/choose_arm.py: full or full-signals), shipped as
 #   SHIP/NAME.pt, with its SFT run (sft or sft-signals) copied to OUT/sft.pt.
@@ -27,6 +29,8 @@ for run in "$ARM" "$SFT_ARM"; do
 done
 "$DELIB" tune-rules --trees "$TRAIN" --actions resample --rounds 1 --offline --quiet --out "$OUT/tuning"
 cp "$OUT/tuning/best_rule.json" "$OUT/best_rule.json"
+"$DELIB" tune-votes --trees "$TRAIN" --rounds 1 --offline --quiet --out "$OUT/votes"
+cp "$OUT/votes/vote_temperatures.json" "$OUT/vote_temperatures.json"
 cp "$SA/train/$ARM/policy.pt" "$SHIP/$NAME.pt"
 cp "$SA/train/$SFT_ARM/policy.pt" "$OUT/sft.pt"
 sha256sum "$SHIP/$NAME.pt" "$OUT/sft.pt"

@@ -3,8 +3,8 @@
 # and with the four actions (RESAMPLE), against the best fixed rule, adaptive-consistency, CISC and
 # self-consistency at equal tokens, team-level and paired, on the validation fifth of the training questions
 # (the questions every training run below holds out: same seed, same fraction, ids hashed into the last
-# fifth, questions agreed at round 0 included). The best rule is tuned on the other four fifths. Nothing
-# here reads a test question.
+# fifth, questions agreed at round 0 included). The best rule, and CISC's vote temperatures (`delib
+# tune-votes`), are tuned on the other four fifths. Nothing here reads a test question.
 #
 #   experiments/state_actions.sh OUT TRAIN_STORE[,STORE]
 #
@@ -39,6 +39,8 @@ print(','.join(q for q in names if q in only and (q in held) == (sys.argv[1] == 
 VAL=$(ids held); FIT=$(ids fit)
 [ -f "$OUT/tuning/best_rule.json" ] || "$DELIB" tune-rules --trees "$TRAIN" --ids "$FIT" --actions resample \
   --out "$OUT/tuning" "${replay[@]}"
+[ -f "$OUT/votes/vote_temperatures.json" ] || "$DELIB" tune-votes --trees "$TRAIN" --ids "$FIT" --out "$OUT/votes" \
+  "${replay[@]}"
 T=$OUT/train
 POLICIES=$T/full/policy.pt,$T/sft-signals/policy.pt,$T/full-signals/policy.pt
 POLICIES=$POLICIES,$T/sft-resample/policy.pt,$T/full-resample/policy.pt
@@ -48,7 +50,8 @@ grep -qs '"learned"' "$OUT/compare/team.json" || "$DELIB" compare --trees "$TRAI
 for store in "${STORES[@]}"; do
   held=$(ids held "$store")
   [ -n "$held" ] || continue  # a store without validation questions
-  DELIB=$DELIB PYTHON=$PY bash "$(dirname "$0")/sampling_replays.sh" "$store" "$OUT/sampling/$(basename "$store")" \
+  DELIB=$DELIB PYTHON=$PY VOTES=$OUT/votes/vote_temperatures.json bash "$(dirname "$0")/sampling_replays.sh" \
+    "$store" "$OUT/sampling/$(basename "$store")" \
     --ids "$held"
 done
 four=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['learned'][-1])" "$OUT/compare/team.json")

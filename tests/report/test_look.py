@@ -34,12 +34,15 @@ def setup(tmp_path_factory) -> Path:
                  "--out", str(root / "tuning")]) == 0
     assert main(["train", "--algo", "sft", "--trees", str(root / "gsm8k-train"), "--epochs", "1",
                  "--out", str(root / "sft")]) == 0
+    assert main(["tune-votes", "--trees", str(root / "gsm8k-train"), "--rounds", "1", "--offline", "--quiet",
+                 "--out", str(root / "votes")]) == 0
     return root
 
 
 def look(root: Path, k: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "STORES": str(root), "OUT": str(root / "out"), "BLOCK": "2 1", "POLICY": "default",
            "SFT": str(root / "sft" / "policy.pt"), "RULE": str(root / "tuning" / "best_rule.json"),
+           "VOTES": str(root / "votes" / "vote_temperatures.json"),
            "DELIB": str(Path(sys.executable).parent / "delib"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return subprocess.run(["bash", str(SCRIPT), str(k)], env=env, capture_output=True, text=True, timeout=600)
@@ -84,6 +87,26 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     room = record["headroom"]
     assert set(room) == {"gsm8k/test", "math/test", "pooled"} and room["pooled"]["some_agent_right"]["n"] == 6
     assert room["pooled"]["auroc"]["critic"]["n"] == 6 * 6  # 6 questions x (3 round-0 answers + 3 REFINEs)
+
+
+def test_the_cisc_arms_vote_at_the_temperatures_tuned_on_training_trees(setup):
+    done = look(setup, 2)
+    assert done.returncode == 0, done.stderr[-2000:]
+    tuned = json.loads((setup / "votes" / "vote_temperatures.json").read_text())["methods"]
+    assert set(tuned) == {"cisc", "cisc-logprob"}
+    for store in ("gsm8k-test", "math-test"):
+        for method, chosen in tuned.items():
+            config = json.loads((setup / "out" / "look-2" / "sampling" / store / "adaptive" / method /
+                                 "config.json").read_text())
+            assert config["vote_temperature"] == chosen["vote_temperature"] != 0.1  # scripted ties: the highest T
+
+
+def test_a_look_without_tuned_vote_temperatures_is_refused(setup, tmp_path):
+    env = {**os.environ, "STORES": str(setup), "OUT": str(tmp_path / "out"), "BLOCK": "2 1", "POLICY": "default",
+           "SFT": str(setup / "sft" / "policy.pt"), "RULE": str(setup / "tuning" / "best_rule.json")}
+    done = subprocess.run(["bash", str(SCRIPT), "1"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "vote_temperatures.json not found" in done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_look_at_an_unbuilt_block_is_refused(setup):

@@ -61,6 +61,12 @@ def test_every_replay_reads_the_validation_fifth_only_and_the_rule_the_rest(tabl
     assert replayed and replayed <= held
     tuned = ids_in(out / "tuning")
     assert tuned and not tuned & held
+    assert ids_in(out / "votes") == tuned  # CISC's temperatures: tuned on the same four fifths as the rule
+    votes = json.loads((out / "votes" / "vote_temperatures.json").read_text())["methods"]
+    for store in stores:
+        for method, chosen in votes.items():
+            config = json.loads((out / "sampling" / store.name / "adaptive" / method / "config.json").read_text())
+            assert config["vote_temperature"] == chosen["vote_temperature"]
     assert json.loads((out / "tuning" / "best_rule.json").read_text())["label"]
 
 
@@ -86,6 +92,9 @@ def test_the_arm_the_rule_chooses_is_shipped_with_its_hash_and_the_rule_tuned_on
     assert ids_in(tmp_path / "paired" / "tuning") == names  # every training question, the validation fifth too
     rule = json.loads((tmp_path / "paired" / "best_rule.json").read_text())
     assert rule == json.loads((tmp_path / "paired" / "tuning" / "best_rule.json").read_text())
+    assert ids_in(tmp_path / "paired" / "votes") == names  # CISC's temperatures for the looks: every question too
+    votes = (tmp_path / "paired" / "vote_temperatures.json").read_text()
+    assert votes == (tmp_path / "paired" / "votes" / "vote_temperatures.json").read_text()
 
 
 def test_preparing_without_the_table_is_refused(tmp_path):

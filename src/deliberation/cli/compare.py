@@ -1,15 +1,18 @@
-"""``delib tune-rules`` (the best fixed rule on training trees) and ``delib compare`` (learned policies against
-it, the constants and the oracle, at the team level, on held-out trees)."""
+"""``delib tune-rules`` (the best fixed rule on training trees), ``delib tune-votes`` (CISC's vote temperature
+on training trees) and ``delib compare`` (learned policies against the best rule, the constants and the
+oracle, at the team level, on held-out trees)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from deliberation.cli import flags
 from deliberation.cli.common import command_line, out_folder, set_data_dir
 
 EPILOG = """examples:
   delib tune-rules --trees trees/gsm8k-train,trees/math-train --out runs/tuning   # -> runs/tuning/best_rule.json
+  delib tune-votes --trees trees/gsm8k-train,trees/math-train --out runs/votes    # -> vote_temperatures.json
   delib compare --trees trees/gsm8k-test,trees/math-test --policy default,runs/rl/policy.pt \\
                 --sft runs/sft/policy.pt --rule runs/tuning/best_rule.json --out runs/compare
 Nodes the stores lack (round 2) are generated with the store's backend and recorded, unless --offline."""
@@ -17,6 +20,7 @@ Nodes the stores lack (round 2) are generated with the store's backend and recor
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     _tune_parser(sub)
+    _votes_parser(sub)
     _compare_parser(sub)
 
 
@@ -43,6 +47,20 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_tune_rules)
 
 
+def _votes_parser(sub: argparse._SubParsersAction) -> None:
+    from deliberation.runs.tune_votes import TEMPERATURES, VoteTuning
+
+    p = sub.add_parser("tune-votes", help="tune CISC's vote temperature on training trees (vote_temperatures.json)",
+                       description="Replays each confidence-weighted vote (cisc, cisc-logprob) over the stores at "
+                       f"T in {', '.join(map(str, TEMPERATURES))} and picks, per method, the T of the highest pooled "
+                       "accuracy, then the higher T; pass the file to experiments/sampling_replays.sh (VOTES) or a "
+                       "method's T to --vote-temperature.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(p, VoteTuning)
+    flags.add_flags(p, VoteTuning, only=("agents",))
+    p.set_defaults(func=cmd_tune_votes)
+
+
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.report.compare import Comparison
 
@@ -59,12 +77,17 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_compare)
 
 
+def _settings(cls: type, args: argparse.Namespace, **more: Any) -> Any:
+    """The ``StoreSettings`` record ``cls`` from the flags every command here shares, and ``more``."""
+    return cls(trees=args.trees, rounds=args.rounds, offline=args.offline, questions=args.questions, ids=args.ids,
+               command=command_line(args), **more)
+
+
 def cmd_tune_rules(args: argparse.Namespace) -> int:
     from deliberation.runs.tune_rules import Tuning, grid_table, tune
 
     set_data_dir(args)
-    tuning = Tuning(trees=args.trees, rounds=args.rounds, offline=args.offline, actions=args.actions,
-                    questions=args.questions, ids=args.ids, command=command_line(args))
+    tuning = _settings(Tuning, args, actions=args.actions)
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "
@@ -72,12 +95,23 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune_votes(args: argparse.Namespace) -> int:
+    from deliberation.runs.tune_votes import VOTES, VoteTuning, grid_table, tune
+
+    set_data_dir(args)
+    tuning = _settings(VoteTuning, args, agents=args.agents)
+    chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
+    print(grid_table(chosen, rows), end="")
+    print(", ".join(f"{m}: T={r.temperature:g} (accuracy {r.accuracy:.3f}, n={r.n})" for m, r in chosen.items()) +
+          f" -> {args.out}/{VOTES}")
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from deliberation.report.compare import TEAM_MD, Comparison, compare_team
 
     set_data_dir(args)
-    cmp = Comparison(trees=args.trees, rule=args.rule, policies=args.policy, sft=args.sft, rounds=args.rounds,
-                     offline=args.offline, questions=args.questions, ids=args.ids, command=command_line(args))
+    cmp = _settings(Comparison, args, rule=args.rule, policies=args.policy, sft=args.sft)
     compare_team(cmp, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(f"-> {args.out}/{TEAM_MD}")
     return 0

@@ -3,18 +3,27 @@ weighs each of the k = ``--agents`` samples by softmax(confidence / T) (engine/s
 
 Two confidences: the critic's P(Yes) (``cisc``: one critic call per sample, recorded by ``delib tree``)
 and the sample's mean token log-probability (``cisc-logprob``: no call; backends that record
-log-probability summaries). The temperatures are CISC's kind of setting, fixed here before any test data:
-0.1 for P(Yes) in [0, 1] and for mean log-probabilities, whose spread across samples is of that order.
+log-probability summaries). T is the method option ``vote_temperature``. CISC tunes it per model and
+confidence method on held-out data (their Appendix D: the best T differs by orders of magnitude between
+confidences), and ``delib tune-votes`` tunes it on training trees (``runs/tune_votes.py``); the default
+suits a P(Yes) in [0, 1]. Departures: the log-probability confidence is the mean token log-probability of
+the whole completion, not its exponential up to the answer (a monotone change the tuned T absorbs in
+part); a sample without a confidence weighs as the least confident one rather than leaving the vote.
 """
 
 from __future__ import annotations
 
 from deliberation.engine.spec import MethodSpec, VoteWeights
-from deliberation.methods.base import fixed, samples_only
+from deliberation.methods.base import Method, samples_only
 
-TEMPERATURE = 0.1
-"""The softmax temperature of both confidences (see above)."""
-CRITIC = fixed(MethodSpec(name="cisc", policy=None, confidence=True,
-                          vote_weights=VoteWeights("critic", TEMPERATURE)), engine=samples_only)
-LOGPROB = fixed(MethodSpec(name="cisc-logprob", policy=None, vote_weights=VoteWeights("logprob-mean", TEMPERATURE)),
-                engine=samples_only)
+
+def cisc_method(name: str, signal: str, critic: bool) -> Method:
+    """CISC under ``name`` weighing ballots by ``signal`` (``engine/signals.SIGNALS``) at the config's T;
+    ``critic``: it needs the critic's calls."""
+    return Method(spec=lambda cfg: MethodSpec(name=name, policy=None, confidence=critic,
+                                              vote_weights=VoteWeights(signal, cfg.vote_temperature)),
+                  engine=samples_only, options=frozenset({"vote_temperature"}))
+
+
+CRITIC = cisc_method("cisc", "critic", critic=True)
+LOGPROB = cisc_method("cisc-logprob", "logprob-mean", critic=False)

@@ -27,10 +27,15 @@ class MethodOptions:
     confidence_threshold: float = 0.7
     """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this
     critic P(Yes)."""
+    vote_temperature: float = 0.1
+    """cisc, cisc-logprob: the softmax temperature T of the confidence-weighted vote (each ballot weighs
+    softmax(confidence / T)): low T lets the most confident answer win, high T tends to the plain vote. CISC
+    tunes it per model and confidence; ``delib tune-votes`` does on training trees."""
 
     def __post_init__(self) -> None:
         require_number("--confidence-threshold", self.confidence_threshold, 0, 1,
                        "like the critic's P(Yes) it is compared with")
+        require_number("--vote-temperature", self.vote_temperature, 0.001, 1000, "(a softmax temperature)")
 
     def method_options(self) -> dict[str, Any]:
         """The options this record holds, by name (the fields of a record that inherits them left out)."""

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
-from deliberation.runs.variants import StoreSettings, Variant, replay_variants
+from deliberation.runs.variants import StoreSettings, Variant, pooled_counts, replay_variants
 from deliberation.actions import PAPER_ACTIONS, check_action_set
 from deliberation.types import to_json, write_json_atomic
 
@@ -94,9 +94,7 @@ def grid(actions: str = PAPER_ACTIONS) -> list[Rule]:
 
 def pooled(rule: Rule, summaries: dict[str, Summary]) -> GridRow:
     """``rule``'s row from its summary on each store (store name -> summary)."""
-    n = sum(s.n for s in summaries.values())
-    correct = sum(round(s.accuracy * s.n) for s in summaries.values())
-    tokens = sum(s.prompt_tokens + s.completion_tokens for s in summaries.values())
+    n, correct, tokens = pooled_counts(summaries)
     return GridRow(rule.method, rule.threshold, rule.label, n, correct, tokens, correct / n if n else 0.0,
                    tokens / n if n else 0.0, {name: s.accuracy for name, s in summaries.items()})
 

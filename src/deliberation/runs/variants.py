@@ -119,6 +119,13 @@ def _run_one(spec: RunSpec, out: Path, label: str, backend: TreeBackend, progres
     return execute(spec, str(out), progress=progress, backend=backend)
 
 
+def pooled_counts(summaries: dict[str, Summary]) -> tuple[int, int, int]:
+    """(questions, correct answers, tokens) of one variant's summaries over the stores (store -> summary)."""
+    n = sum(s.n for s in summaries.values())
+    correct = sum(round(s.accuracy * s.n) for s in summaries.values())
+    return n, correct, sum(s.prompt_tokens + s.completion_tokens for s in summaries.values())
+
+
 def replay_variants(replays: Sequence[Replay], variants: Sequence[Variant], out: str | Path,
                     data_dir: str | None = None, progress: bool = False) -> dict[str, list[Summary]]:
     """Every variant over every store (one ``Replay`` each) -> store name -> summaries in ``variants``
