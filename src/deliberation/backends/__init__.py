@@ -131,6 +131,12 @@ def context_window(name: str, options: dict[str, Any]) -> int | None:
     return backend_capabilities(name).context_window(**options)
 
 
+def records_summaries(name: str, options: dict[str, Any]) -> bool:
+    """Whether every completion of the backend ``name`` built with ``options`` carries a log-probability summary
+    (``Capabilities.records_summaries``), known before anything loads."""
+    return backend_capabilities(name).records_summaries(**options)
+
+
 def team_size(name: str, options: dict[str, Any]) -> int | None:
     """The agents the backend ``name`` built with ``options`` has a model for (``Capabilities.team_size``: a
     mixed team's one model per agent); None for a backend that serves any number of agents."""
@@ -138,4 +144,4 @@ def team_size(name: str, options: dict[str, Any]) -> int | None:
 
 
 __all__ = ["BACKENDS", "Backend", "MissingOptions", "backend_capabilities", "backend_class", "check_options",
-           "context_window", "make_backend", "option_kinds", "team_size"]
+           "context_window", "make_backend", "option_kinds", "records_summaries", "team_size"]

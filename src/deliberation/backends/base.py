@@ -57,6 +57,11 @@ def _unknown(**_: Any) -> None:
     """The default answer of a class hook: not known before the backend loads."""
 
 
+def _none(**_: Any) -> bool:
+    """The default answer of a yes-or-no class hook: no."""
+    return False
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """A backend class's optional members, each the class's own or the default below. Each is asked before
@@ -77,6 +82,9 @@ class Capabilities:
     check_model: Callable[[str], None] = _accepts
     """``check_model(model)``: raise a DelibError for a model the backend cannot load, without loading it
     (llamacpp: a catalogue name or an existing file); asked of a team's members; default: accept it."""
+    records_summaries: Callable[..., bool] = _none
+    """``records_summaries(**options)``: whether every completion it makes carries a log-probability summary
+    (``types.LogprobSummary``), which some methods read (``runs/runner.check_summaries``); default: no."""
 
 
 def capabilities(cls: type) -> Capabilities:

@@ -81,6 +81,11 @@ class HFBackend:
         self.cache_scope = cache_scope(model, **({"dtype": dtype} if dtype != "float32" else {}),
                                        **({"generation_config": "ignored"} if dropped else {}))
 
+    @staticmethod
+    def records_summaries(**_: Any) -> bool:
+        """Every completion carries its summary (``ChosenLogprobs``)."""
+        return True
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One Completion per request, in order (greedy ones batched, sampled ones one by one)."""
         results: dict[int, Completion] = {}

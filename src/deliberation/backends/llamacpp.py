@@ -128,6 +128,11 @@ class LlamaCppBackend:
         return n_ctx
 
     @staticmethod
+    def records_summaries(**_: Any) -> bool:
+        """Every completion carries its summary: the sampler has each token's logits anyway."""
+        return True
+
+    @staticmethod
     def check_model(model: str) -> None:
         """Refuse a model ``__init__`` could not load (unknown, not installed, a missing file), without loading
         it: a mixed team (backends/team.py) checks every agent's model before it loads the first."""

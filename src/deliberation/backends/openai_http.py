@@ -101,6 +101,11 @@ class OpenAIBackend:
 
     name = "openai"
 
+    @staticmethod
+    def records_summaries(summaries: bool = False, supports_logprobs: bool = True, **_: Any) -> bool:
+        """With ``summaries=true``, from a server that returns log-probabilities."""
+        return summaries and supports_logprobs
+
     def __init__(
         self,
         model: str,

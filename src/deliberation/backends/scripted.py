@@ -19,6 +19,9 @@ not there) is passed over, and named only when no question matches. A question n
   them);
 - critic requests: P(Yes) drawn around ``conf_right`` or ``conf_wrong`` (so confidence correlates with
   correctness), returned as the first token's logprobs, or, asked without logprobs, as a verbal 0-100.
+- answers carry a log-probability summary (``backends/logprob_summary.py``) of token log-probabilities drawn
+  around ``LOGPROB_RIGHT`` or ``LOGPROB_WRONG`` from a generator of their own (so the texts are what they
+  were before summaries existed), about 4 characters a token.
 Token counts are realistic (about 4 characters a token; answers of 150-400 tokens).
 
 Numbers from this backend are never results: it exists to exercise the machinery.
@@ -28,17 +31,33 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
+from deliberation.backends.logprob_summary import summarize
 from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.own import OwnData
 from deliberation.errors import DelibError
-from deliberation.types import Completion, Example, GenerationRequest, Purpose, RequestKind, TokenLogprob, purpose_of
+from deliberation.types import (Completion, Example, GenerationRequest, LogprobSummary, Purpose, RequestKind,
+                                TokenLogprob, purpose_of)
 
 _FILLER = ("we", "compute", "the", "value", "carefully", "then", "combine", "it", "with", "previous", "result")
+
+
+LOGPROB_RIGHT, LOGPROB_WRONG = -0.35, -0.6
+"""Mean token log-probability of a right and of a wrong simulated answer (a spread of 0.3 a token)."""
+
+
+def _summary(request: GenerationRequest, completion: Completion, right: bool) -> LogprobSummary | None:
+    """A summary of ``completion.completion_tokens`` token log-probabilities drawn around the answer's mean,
+    token k ending at character 4(k + 1) of the text (its last at the end)."""
+    rng = np.random.default_rng([request.seed, _hash("logprob", request.messages[-1].content)])
+    n, length = completion.completion_tokens, len(completion.text)
+    values = np.minimum(rng.normal(LOGPROB_RIGHT if right else LOGPROB_WRONG, 0.3, n), 0.0)  # (n,)
+    return summarize(values.tolist(), [min(4 * (k + 1), length) for k in range(n - 1)] + [length])
 
 
 def _hash(*parts: object) -> int:
@@ -64,6 +83,11 @@ class ScriptedBackend:
         self._unloadable: dict[tuple[str, str], str] = {}  # (benchmark, split) -> why it could not be loaded
         self.calls = 0  # requests answered, for tests of "no LLM call"
 
+    @staticmethod
+    def records_summaries(**_: object) -> bool:
+        """Every answer carries a simulated summary (module docstring)."""
+        return True
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         self.calls += len(requests)
         return [self._one(r) for r in requests]
@@ -82,8 +106,8 @@ class ScriptedBackend:
             return self._critic(request, bench, example, purpose, rng)
         right = self._right_after_update(bench, example, purpose, rng) if purpose.kind is RequestKind.UPDATE else (
             rng.random() < self._p_initial(example, request.seed % 16))
-        text = self._solution(bench, example, right, rng)
-        return self._completion(request, text)
+        completion = self._completion(request, self._solution(bench, example, right, rng))
+        return replace(completion, summary=_summary(request, completion, right))
 
     def _lookup(self, question: str) -> tuple[Benchmark, Example]:
         """The (benchmark, example) a request is about; splits are indexed lazily, in turn, until it is found."""

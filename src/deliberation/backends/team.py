@@ -28,7 +28,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from deliberation.backends import MissingOptions, backend_capabilities, check_options, context_window, make_backend
+from deliberation.backends import (MissingOptions, backend_capabilities, check_options, context_window, make_backend,
+                                   records_summaries)
 from deliberation.backends.base import Backend, cache_scope, cache_scope_of, interrupt
 from deliberation.errors import DelibError
 from deliberation.types import Completion, GenerationRequest
@@ -149,6 +150,11 @@ class TeamBackend:
         """The smallest window a member knows before loading (None when none does)."""
         windows = [context_window(m.backend, dict(m.options)) for m in members_of(members)]
         return min((w for w in windows if w is not None), default=None)
+
+    @staticmethod
+    def records_summaries(members: Any = None, **_: Any) -> bool:
+        """When every member does."""
+        return all(records_summaries(m.backend, dict(m.options)) for m in members_of(members))
 
     @staticmethod
     def team_size(members: Any = None, **_: Any) -> int:

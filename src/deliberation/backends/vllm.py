@@ -70,6 +70,17 @@ class VLLMBackend:
             **engine_kwargs,
         )
 
+    @staticmethod
+    def records_summaries(summaries: bool = True, **_: Any) -> bool:
+        """With ``summaries`` (the default) on a vLLM that reports raw log-probabilities (read from its installed
+        version, without importing it)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return summaries and _raw_logprobs(version("vllm"))
+        except PackageNotFoundError:
+            return False
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One ``LLM.chat`` call for the whole batch; ``latency_s`` is that call's wall time."""
         if not requests:

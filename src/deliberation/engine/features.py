@@ -47,6 +47,8 @@ class FeatureSet:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     extra_columns: Callable[[Sequence[AgentView]], np.ndarray] | None = None
     """(views) -> (A, len(names) - len(FEATURE_NAMES)) float32: the columns after the paper's."""
+    reads_summaries: bool = False
+    """Some columns come from completions' log-probability summaries (runs refuse backends recording none)."""
 
 
 def signal_columns(views: Sequence[AgentView]) -> np.ndarray:
@@ -62,7 +64,7 @@ SIGNALS = FeatureSet("signals", 2, FEATURE_NAMES + SIGNAL_FEATURES, {
     **FEATURE_GROUPS,
     "checked-arithmetic": ARITH_FEATURES,
     "logprob-confidence": LOGPROB_FEATURES,
-}, signal_columns)
+}, signal_columns, reads_summaries=True)
 FEATURE_SETS: dict[str, FeatureSet] = {s.name: s for s in (PAPER, SIGNALS)}
 """Every feature set by name (``--features``)."""
 

@@ -74,3 +74,5 @@ SIGNALS: dict[str, Signal] = {
     "answer-follows": answer_follows,
 }
 """Every zero-cost correctness signal by name (the AUROC table's rows)."""
+SUMMARY_SIGNALS = frozenset({"logprob-mean", "logprob-lowest-window", "logprob-answer"})
+"""The signals read from a completion's log-probability summary (undefined where a backend records none)."""

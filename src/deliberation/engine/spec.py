@@ -10,7 +10,7 @@ import numpy as np
 
 from deliberation.engine import prompts
 from deliberation.engine.consensus import unanimous
-from deliberation.engine.signals import SIGNALS
+from deliberation.engine.signals import SIGNALS, SUMMARY_SIGNALS
 from deliberation.engine.state import Observation
 from deliberation.errors import DelibError
 from deliberation.actions import Action
@@ -53,3 +53,10 @@ class MethodSpec:
     weighted_vote: bool = False
     vote_weights: VoteWeights | None = None
     """Weigh each ballot by its confidence signal (CISC); None: one vote each (``weighted_vote`` aside)."""
+
+    @property
+    def reads_summaries(self) -> bool:
+        """Whether it reads completions' log-probability summaries: a vote weighed by one, or a policy whose
+        features hold them (``TrainedPolicy.reads_summaries``)."""
+        voting = self.vote_weights is not None and self.vote_weights.signal in SUMMARY_SIGNALS
+        return voting or bool(getattr(self.policy, "reads_summaries", False))

@@ -52,6 +52,11 @@ class TrainedPolicy:
         chosen = behaviour[np.arange(len(index)), index]  # (A,)
         return [action_set(k)[i] for i in index], np.log(chosen)
 
+    @property
+    def reads_summaries(self) -> bool:
+        """Whether its features include log-probability ones (``FeatureSet.reads_summaries``)."""
+        return (contract(self.feature_names, self.feature_version) or PAPER).reads_summaries
+
     def decide(self, obs: Observation, rng: np.random.Generator) -> tuple[tuple[Action, ...], tuple[float, ...]]:
         """The engine's ``MetaPolicy`` interface: the observation under the policy's own feature set (a
         policy saved before feature sets existed, or built without a contract, reads the paper's)."""

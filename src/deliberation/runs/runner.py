@@ -12,13 +12,14 @@ from functools import partial
 from typing import Any, Iterable, Iterator, Sequence
 
 from deliberation import benchmarks, methods
-from deliberation.backends import check_options, context_window, make_backend, team_size
+from deliberation.backends import check_options, context_window, make_backend, records_summaries, team_size
 from deliberation.backends.base import Backend
 from deliberation.backends.team import agent_models
 from deliberation.backends.jobs import Ledger, QuestionJob, pending, run_job
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
+from deliberation.engine.spec import MethodSpec
 from deliberation.engine.team_checks import check_context, check_models, check_team
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
@@ -55,8 +56,20 @@ def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
     check_models(spec.method, engine, team_size(spec.backend, spec.backend_options))
     check_context(spec.method, engine, {f"question {ex.id}": bench.format_question(ex) for ex in examples},
                   context_window(spec.backend, spec.backend_options))
-    method.spec(spec.method_config())  # e.g. a missing or mismatched mpdf checkpoint fails here
+    check_summaries(spec, method.spec(spec.method_config()))  # e.g. a missing mpdf checkpoint fails here
     return method, examples
+
+
+def check_summaries(spec: RunSpec, method_spec: MethodSpec) -> None:
+    """Refuse a live run of a method that reads log-probability summaries on a backend that records none with
+    these options: its votes or features would go without them, silently (a CISC vote by log-probability
+    becomes a plain vote). A replay reads what its store recorded (stores built before summaries existed, or
+    with such a backend, hold none: absent, as in a run)."""
+    if spec.trees or not method_spec.reads_summaries or records_summaries(spec.backend, spec.backend_options):
+        return
+    raise DelibError(f"{spec.method} reads each answer's token log-probability summary, which backend {spec.backend} "
+                     "does not record with these options; use llamacpp, hf or vllm, or openai with --backend-opt "
+                     "summaries=true")
 
 
 def method_entry(spec: RunSpec) -> Method:
