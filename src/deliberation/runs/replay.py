@@ -24,29 +24,37 @@ from deliberation.trees.store import (TreeBackend, TreeStore, built_examples, op
 from deliberation.types import Example
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReplaySettings:
+    """The settings every replay over tree stores shares, whatever it replays (``delib evaluate``'s methods,
+    ``tune-rules``' grid, ``tune-votes``' temperatures, ``compare``'s arms): declared once, here."""
+
+    rounds: int = 2
+    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
+    offline: bool = False
+    """Never call a backend: a node a store lacks is an error naming it."""
+    ids: tuple[str, ...] = ()
+    """Replay only these questions of the stores (e.g. a policy's validation fifth, its split.json)."""
+    command: str = ""
+    """The command line that asked for the replay (recorded in each run's config.json)."""
+
+
 @dataclass(frozen=True)
-class Replay(MethodOptions):
+class Replay(MethodOptions, ReplaySettings):
     """What to replay: methods over a store, with the settings a replay may choose (the method options
     among them, each passed to the methods that read it)."""
 
     trees: str
     methods: tuple[str, ...]
-    rounds: int = 2
-    """Deliberation rounds after round 0 (round 1 is in the store; deeper ones are added as reached)."""
     early_stop: bool = True
     """Stop deliberating once the method's consensus rule holds (as ``delib run``)."""
     agents: int | None = None
     """Agents (self-consistency: samples) when not the store's; deliberating methods need the store's."""
-    offline: bool = False
-    """Never call a backend: a node the store lacks is an error naming it."""
     cache: str | None = None
     """Response cache for nodes a replay adds (default: the cache the store was built with)."""
     questions: int | None = None
     """Replay the store's first N questions only (default: every built one), e.g. one block of a sequential
     experiment while the build adds the next."""
-    ids: tuple[str, ...] = ()
-    """Replay only these of the store's questions (e.g. a policy's validation fifth, its split.json)."""
-    command: str = ""
 
 
 def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:

@@ -19,28 +19,21 @@ from typing import Sequence
 from deliberation.errors import DelibError, writable_folder
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import CELL, RunDir, Summary
-from deliberation.runs.replay import Replay, check_method, spec_of, tree_backend
+from deliberation.runs.replay import Replay, ReplaySettings, check_method, spec_of, tree_backend
 from deliberation.runs.runner import RunSpec, config_record, execute, validate
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
 from deliberation.types import Example, write_json_atomic
 
 
 @dataclass(frozen=True)
-class StoreSettings:
+class StoreSettings(ReplaySettings):
     """Tree stores and the replay settings every variant over them shares (``delib tune-rules``, ``delib
-    compare``)."""
+    tune-votes``, ``delib compare``)."""
 
     trees: tuple[str, ...]
-    rounds: int = 2
-    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
-    offline: bool = False
-    """Never call a backend: a node a store lacks is an error naming it."""
     questions: tuple[int, ...] = ()
     """Replay only the first N questions of each store (default: every built one): one N for every store, or
     one per store in ``trees`` order (a sequential look: each benchmark's block)."""
-    ids: tuple[str, ...] = ()
-    """Replay only these questions of the stores (e.g. the validation fifth of a training run's split.json)."""
-    command: str = ""
 
     def __post_init__(self) -> None:
         if len(self.questions) not in (0, 1, len(self.trees)) or any(n < 1 for n in self.questions):
