@@ -6,7 +6,9 @@ signal with a 95% interval over resampled questions (``deliberation.report.signa
 only: no test question is read. Offline: nothing is generated. A store still being built is read up to its
 first question not yet built (its section says how many of the built ones that is).
 
-    DELIB_DATA_DIR=../shared/data python experiments/signals_auroc.py docs/results/signals STORE [STORE ...]
+    DELIB_DATA_DIR=../shared/data python experiments/signals_auroc.py [--ids ID,ID] OUT STORE [STORE ...]
+
+``--ids``: only these questions (issue 37's table reads the validation fifth; experiments/state_actions.sh).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from deliberation.trees.store import TreeStore, built_prefix
 from deliberation.types import to_json, write_json_atomic
 
 
-def main(out: str, stores: list[str]) -> None:
+def main(out: str, stores: list[str], ids: frozenset[str] | None = None) -> None:
     pooled, tables, sections = [], {}, []
     for path in stores:
         store = TreeStore.open(path)
@@ -28,12 +30,14 @@ def main(out: str, stores: list[str]) -> None:
         if not first:
             sections.append(f"### {path}: its first question is not built yet\n")
             continue
-        rows = responses(store, questions=first)
+        rows = [r for r in responses(store, questions=first) if ids is None or r.example_id in ids]
         pooled += rows
         name = f"{store.manifest.model} {Path(path).name}"
         tables[name] = signal_rows(rows)
         partial = f" (the first {first} of {len(store.built)} built)" if first < len(store.built) else ""
-        sections.append(markdown(f"{name}: {first} questions{partial}, {len(rows)} responses", tables[name]))
+        chosen = f", {len({r.example_id for r in rows})} of them named by --ids" if ids is not None else ""
+        sections.append(markdown(f"{name}: {first} questions{partial}{chosen}, {len(rows)} responses",
+                                 tables[name]))
     tables["pooled"] = signal_rows(pooled)
     sections.append(markdown(f"pooled: {len(pooled)} responses", tables["pooled"]))
     Path(out).mkdir(parents=True, exist_ok=True)
@@ -43,4 +47,10 @@ def main(out: str, stores: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    args = sys.argv[1:]
+    named = None
+    if args[:1] == ["--ids"]:
+        named, args = frozenset(filter(None, args[1].split(","))), args[2:]
+    if len(args) < 2:
+        sys.exit("usage: python experiments/signals_auroc.py [--ids ID,ID] OUT STORE [STORE ...]")
+    main(args[0], args[1:], named)

@@ -54,5 +54,7 @@ for store in "${STORES[@]}"; do
     "$store" "$OUT/sampling/$(basename "$store")" \
     --ids "$held"
 done
+[ -f "$OUT/signals/signals.json" ] ||  # each signal's AUROC on the validation fifth
+  "$PY" "$(dirname "$0")/signals_auroc.py" --ids "$VAL" "$OUT/signals" "${STORES[@]}" > /dev/null
 four=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['learned'][-1])" "$OUT/compare/team.json")
 "$DELIB" report "$OUT/compare" "$OUT/sampling" --reference "$four" --out "$OUT/report"  # the last --policy: 4 actions

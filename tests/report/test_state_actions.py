@@ -16,6 +16,7 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.rl.data import held_out_names
+from deliberation.trees.responses import responses
 from deliberation.trees.store import TreeStore
 from replays import episodes
 
@@ -51,6 +52,17 @@ def test_six_policies_are_trained_and_the_report_pairs_the_four_action_policy(ta
     assert "## Against self-consistency at equal tokens" in text
     for row in ("adaptive-consistency", "cisc", "cisc-logprob", "self-consistency [agents=6]", "best rule: "):
         assert f"| {row}" in text
+
+
+def test_each_signals_auroc_is_measured_on_the_validation_fifth(table):
+    out, stores = table
+    names = sorted(q for s in stores for q in TreeStore.open(s).built)
+    held = held_out_names(names, 0.2, 0)
+    tables = json.loads((out / "signals" / "signals.json").read_text())
+    pooled = {row["signal"]: row for row in tables["pooled"]}
+    assert {"critic", "agreement", "logprob-mean", "arith-ok"} <= set(pooled)
+    expected = [r for s in stores for r in responses(TreeStore.open(s)) if r.example_id in held]
+    assert pooled["agreement"]["n"] == len(expected) > 0  # defined for every response: exactly the held ones'
 
 
 def test_every_replay_reads_the_validation_fifth_only_and_the_rule_the_rest(table):
