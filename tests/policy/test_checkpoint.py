@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import torch
 
-from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import DelibError
-from deliberation.policy.checkpoint import load_meta, load_policy, save_policy
+from deliberation.engine.features import contract
+from deliberation.policy.checkpoint import load_learned, load_meta, load_policy, save_policy
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.policy.shipped import SHIPPED
 
@@ -55,7 +55,9 @@ def data_offset(path: Path, member_suffix: str) -> int:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SHIPPED.glob("*.pt")))
 def test_the_shipped_checkpoints_pass_every_check(name: str) -> None:
-    policy = load_policy(SHIPPED / name, FEATURE_NAMES, FEATURE_VERSION)
+    """Each under its own feature contract (the paired experiment's may read the ``signals`` set)."""
+    policy = load_learned(str(SHIPPED / name))
+    assert contract(policy.feature_names, policy.feature_version) is not None
     assert all(bool(torch.isfinite(p).all()) for p in policy.net.parameters())
 
 
