@@ -133,7 +133,9 @@ TABLE_NOTE = ("n = answers per cell, pooled over the runs (seeds) of that cell. 
               "time), so methods that share round-0 answers compare fairly; wall-clock "
               "seconds, in which cached answers cost nothing, are in the CSV. Runs with --concurrency N "
               "charge each question the full time of the batches it shared with others, so their seconds "
-              "are latencies, not machine time (up to N times it). The average is the mean over "
+              "are latencies, not machine time (up to N times it); a replay of a method that draws samples "
+              "one after another (adaptive-consistency) charges each draw the batch it was built in, more "
+              "than one draw alone would take. The average is the mean over "
               "the benchmarks a method was run on; (k/K) marks a method run on k of the K benchmarks, whose "
               "average is not comparable to the others.")
 
