@@ -88,3 +88,19 @@ def test_scripted_answers_carry_summaries_that_track_correctness():
         means[bench.score(ex, out.text)].append(out.summary.mean)
     assert means[True] and means[False] and sum(means[True]) / len(means[True]) > sum(means[False]) / len(
         means[False]) + 0.1
+
+
+@pytest.mark.parametrize("installed, summaries, records", [(None, True, False), ("0.9.2", True, False),
+                                                           ("0.10.1", True, True), ("0.11.0", False, False)])
+def test_vllm_records_them_from_its_version_without_importing_it(monkeypatch, installed, summaries, records):
+    """vLLM from 0.10 reports raw log-probabilities (its summaries' definition); the version is read from the
+    installed package's metadata, so the check needs no GPU and no import."""
+    import importlib.metadata
+
+    def version(name: str) -> str:
+        if installed is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert records_summaries("vllm", {"model": "m", "summaries": summaries}) is records
