@@ -91,7 +91,7 @@ def tune(tuning: VoteTuning, out: str | Path, data_dir: str | None = None,
 def votes_record(chosen: dict[str, VoteRow], rows: Sequence[VoteRow], tuning: VoteTuning) -> dict[str, Any]:
     """vote_temperatures.json: each method's T and numbers, how it was chosen, the whole grid."""
     return {"methods": {m: {OPTION: r.temperature, "accuracy": r.accuracy, "n": r.n} for m, r in chosen.items()},
-            "agents": tuning.agents, "rounds": tuning.rounds, "trees": list(tuning.trees),
+            "agents": tuning.agents, "trees": list(tuning.trees),  # rounds: none (the votes sample only)
             "chosen_by": "whole-episode accuracy pooled over the stores, then the higher temperature",
             "grid": [to_json(r) for r in rows], **({"ids": list(tuning.ids)} if tuning.ids else {})}
 
