@@ -5,6 +5,7 @@ away from an answer whose arithmetic is flagged wrong."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -12,16 +13,18 @@ import torch
 
 from deliberation.cli.main import main
 from deliberation.engine.features import SIGNALS
-from deliberation.policy.checkpoint import load_learned
+from deliberation.policy.checkpoint import load_learned, save_policy
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import tensorize
 from deliberation.rl.from_trees import decisions_from_trees
 from deliberation.rl.trainer import train_pg, train_sft
 from deliberation.actions import ACTION_ORDER, Action
 from deliberation.types import Decision
+from replays import episodes
 
 SHARE, WRONG = SIGNALS.names.index("agree_share"), SIGNALS.names.index("arith_wrong_share")
 PERSIST, REFINE, CONCEDE, RESAMPLE = range(4)
+QUESTIONS = 12
 
 
 def test_store_decisions_score_four_actions_and_train_a_four_action_policy(tmp_path):
@@ -74,3 +77,24 @@ def test_a_learned_policy_resamples_only_where_split_and_concedes_away_from_flag
     assert (greedy[kind == 0] == RESAMPLE).all()  # split: a fresh sample is worth its tokens
     assert (greedy[kind == 1] == CONCEDE).all()  # flagged: concede (as good as RESAMPLE, and free)
     assert (greedy[kind == 2] == PERSIST).all()  # settled: nothing is worth a call
+
+
+def test_a_four_action_signals_policy_replays_offline_as_online(tmp_path):
+    """The primary arm's kind of checkpoint (signals state, here with RESAMPLE too): the policy learned on
+    the synthetic situations reads the agreement share and the arithmetic flags from a scripted store's
+    nodes; its offline replay equals its live run, RESAMPLE and the other actions included."""
+    torch.manual_seed(0)
+    data = situation_decisions()
+    cfg = TrainConfig(algo="sft", features="signals", actions="resample", epochs=20, lr=1e-2, batch_size=64,
+                      val_fraction=0.0)
+    net, _ = train_sft(data, cfg)
+    policy = save_policy(tmp_path / "policy.pt", net, SIGNALS.names, SIGNALS.version, {})
+    store, replay, run = tmp_path / "store", tmp_path / "replay", tmp_path / "run"
+    common = ("--method", "mpdf", "--policy", str(policy), "--rounds", "1", "--quiet")
+    assert main(["tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--samples", "6", "--methods", "mpdf",
+                 "--out", str(store), "--quiet"]) == 0
+    assert main(["evaluate", "--trees", str(store), "--offline", *common, "--out", str(replay)]) == 0
+    assert main(["run", "--backend", "scripted", "--limit", str(QUESTIONS), *common, "--out", str(run)]) == 0
+    assert episodes(replay) == episodes(run)
+    taken = json.loads((run / "summary.json").read_text())["actions"]
+    assert taken.get("resample", 0) > 0 and taken["persist"] > 0  # it reads the state, not a constant
