@@ -1,0 +1,54 @@
+"""Committed results replay: every run of issue 37's committed table on the 1.5B MATH training store
+(`docs/results/state-actions/`), replayed offline from the committed store with the settings its config.json
+records, gives the committed episodes again.
+
+A change to request keys, prompts, answer extraction, scoring, the policy's features or a method's
+arithmetic that would silently move a published number fails here: the committed stores and results must
+keep replaying (DESIGN.md; issue 40). The paired experiment's looks replay these stores' test siblings the
+same way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.methods.options import DEFAULTS
+from replays import episodes
+
+REPO = Path(__file__).resolve().parents[2]
+TABLE = REPO / "docs" / "results" / "state-actions"
+STORE = "data/trees/qwen2.5-coder-1.5b/math-train"
+RUNS = sorted(p.parent.relative_to(TABLE).as_posix() for part in ("compare", "sampling")
+               for p in (TABLE / part / "math-train").glob("**/config.json"))  # the tuning grids are not committed
+
+
+def replay_argv(config: dict, out: Path) -> list[str]:
+    """The `delib evaluate` line that replays the run ``config`` describes (its store, questions, method,
+    agents, rounds and every method option it set), offline."""
+    engine = config["engine"]
+    argv = ["evaluate", "--trees", str(REPO / config["trees"]), "--ids", ",".join(config["selection"]["ids"]),
+            "--method", config["method"], "--agents", str(engine["agents"]), "--rounds", str(engine["rounds"]),
+            "--offline", "--quiet", "--out", str(out)]
+    for name, default in DEFAULTS.items():
+        value = config[name]
+        if value != default:
+            argv += [f"--{name.replace('_', '-')}", str(REPO / value) if name == "policy" else str(value)]
+    return argv
+
+
+def test_the_table_has_every_arm_on_the_store():
+    assert len(RUNS) >= 20 and {"compare/math-train/policy-3", "sampling/math-train/adaptive/cisc-logprob",
+                                "sampling/math-train/resample/agreement-resample"} <= set(RUNS)
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_a_committed_run_replays_to_its_committed_episodes(run, tmp_path, monkeypatch):
+    committed = TABLE / run
+    config = json.loads((committed / "config.json").read_text())
+    assert config["trees"] == STORE and config["engine"]["rounds"] == 1
+    monkeypatch.chdir(REPO)  # a shipped policy name or a relative path reads as when the table was run
+    assert main(replay_argv(config, tmp_path / "replay")) == 0
+    assert episodes(tmp_path / "replay") == episodes(committed)
