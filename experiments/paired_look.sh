@@ -8,7 +8,8 @@
 # POLICY: the primary arm's checkpoint (its sha256 committed in PREREGISTRATION.md before the first look);
 # SFT: the SFT checkpoint; RULE (default docs/results/paired/best_rule.json, from `delib tune-rules` on the
 # training stores); VOTES (default docs/results/paired/vote_temperatures.json, from `delib tune-votes` on
-# them: the CISC arms' temperatures); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
+# them: the CISC arms' temperatures); REGISTRATION (default docs/results/paired/PREREGISTRATION.md: POLICY's
+# and SFT's sha256 must be in it, experiments/registered.py); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
 # BLOCK (default "100 50": GSM8K test and MATH-500 questions a block adds; tests use smaller ones).
 # Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md} and merges the look into
 # OUT/summary.json.
@@ -21,6 +22,7 @@ RULE=${RULE:-$OUT/best_rule.json}; VOTES=${VOTES:-$OUT/vote_temperatures.json}; 
 POLICY=${POLICY:?name the checkpoint of the primary arm}; SFT=${SFT:?name the SFT checkpoint}
 [ -f "$VOTES" ] || { echo "$VOTES not found: run experiments/paired_prepare.sh (or delib tune-votes) first" >&2
   exit 2; }
+python "$(dirname "$0")/registered.py" "${REGISTRATION:-$OUT/PREREGISTRATION.md}" "$POLICY" "$SFT" || exit 2
 read -r GSM MATH <<< "${BLOCK:-100 50}"
 STORE_N=("gsm8k-test:$((GSM * K))" "math-test:$((MATH * K))")
 replay=(--rounds 1 --offline --quiet)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.policy.shipped import checkpoint_path, sha256_hex
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 
@@ -36,15 +37,17 @@ def setup(tmp_path_factory) -> Path:
                  "--out", str(root / "sft")]) == 0
     assert main(["tune-votes", "--trees", str(root / "gsm8k-train"), "--rounds", "1", "--offline", "--quiet",
                  "--out", str(root / "votes")]) == 0
+    hashes = [sha256_hex(checkpoint_path(c)) for c in ("default", str(root / "sft" / "policy.pt"))]
+    (root / "REGISTRATION.md").write_text(f"The arms: `{hashes[0]}` and `{hashes[1]}`.\n")
     return root
 
 
-def look(root: Path, k: int) -> subprocess.CompletedProcess:
+def look(root: Path, k: int, **extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "STORES": str(root), "OUT": str(root / "out"), "BLOCK": "2 1", "POLICY": "default",
            "SFT": str(root / "sft" / "policy.pt"), "RULE": str(root / "tuning" / "best_rule.json"),
-           "VOTES": str(root / "votes" / "vote_temperatures.json"),
+           "VOTES": str(root / "votes" / "vote_temperatures.json"), "REGISTRATION": str(root / "REGISTRATION.md"),
            "DELIB": str(Path(sys.executable).parent / "delib"),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **extra}
     return subprocess.run(["bash", str(SCRIPT), str(k)], env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -107,6 +110,26 @@ def test_a_look_without_tuned_vote_temperatures_is_refused(setup, tmp_path):
     done = subprocess.run(["bash", str(SCRIPT), "1"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "vote_temperatures.json not found" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_look_with_a_checkpoint_the_registration_does_not_name_is_refused(setup, tmp_path):
+    """A policy retrained after the registration (here: the shipped grpo checkpoint in the primary arm's
+    place) runs no look: one line names its hash, and nothing is written."""
+    out = tmp_path / "out"
+    done = look(setup, 1, POLICY="grpo", OUT=str(out))
+    digest = sha256_hex(checkpoint_path("grpo"))
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"checkpoint grpo (sha256 {digest}) is not registered in {setup / 'REGISTRATION.md'}: a look runs only "
+        "the checkpoints an amendment committed before it"]
+    assert not out.exists()
+
+
+def test_the_committed_registration_names_the_looks_checkpoints():
+    """Amendment 5's hashes are those of the checkpoints the looks run (the shipped primary arm, the SFT arm)."""
+    repo = SCRIPT.parents[1]
+    text = (repo / "docs" / "results" / "paired" / "PREREGISTRATION.md").read_text()
+    for checkpoint in ("qwen2.5-coder-1.5b-trees", str(repo / "docs" / "results" / "paired" / "sft.pt")):
+        assert sha256_hex(checkpoint_path(checkpoint)) in text
 
 
 def test_a_look_at_an_unbuilt_block_is_refused(setup):

@@ -30,10 +30,15 @@ def checkpoint_path(policy: str) -> Path:
                      "of a policy.pt or one of those names")
 
 
-def content_hash(path: Path) -> str:
-    """``sha256:`` and the first 12 hex digits of the file's SHA-256 (enough to tell checkpoints apart)."""
+def sha256_hex(path: Path) -> str:
+    """The full hex SHA-256 of the file at ``path`` (what a registration commits)."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
-    return "sha256:" + digest.hexdigest()[:12]
+    return digest.hexdigest()
+
+
+def content_hash(path: Path) -> str:
+    """``sha256:`` and the first 12 hex digits of the file's SHA-256 (enough to tell checkpoints apart)."""
+    return "sha256:" + sha256_hex(path)[:12]
