@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.policy.shipped import checkpoint_path, sha256_hex
+from deliberation.trees.store import TreeStore
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 
@@ -42,13 +44,13 @@ def setup(tmp_path_factory) -> Path:
     return root
 
 
-def look(root: Path, k: int, **extra: str) -> subprocess.CompletedProcess:
+def look(root: Path, k: int, script: Path = SCRIPT, **extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "STORES": str(root), "OUT": str(root / "out"), "BLOCK": "2 1", "POLICY": "default",
            "SFT": str(root / "sft" / "policy.pt"), "RULE": str(root / "tuning" / "best_rule.json"),
            "VOTES": str(root / "votes" / "vote_temperatures.json"), "REGISTRATION": str(root / "REGISTRATION.md"),
            "DELIB": str(Path(sys.executable).parent / "delib"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **extra}
-    return subprocess.run(["bash", str(SCRIPT), str(k)], env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(["bash", str(script), str(k)], env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup):
@@ -148,3 +150,25 @@ def test_a_look_whose_replays_miss_questions_of_its_block_is_refused(setup):
                            capture_output=True, text=True, timeout=120)
     assert short.returncode == 1 and "the learned arm answered 6 questions, its block has 7" in short.stderr
     assert not (setup / "other-summary.json").exists()
+
+
+def test_the_two_round_secondary_grows_round_2_for_the_primary_arms_only(setup, tmp_path):
+    """experiments/paired_two_rounds.sh: the learned policy and the best rule at two rounds over the look's
+    questions, round-2 nodes generated into the stores; a checkpoint the registration does not name is
+    refused before anything is generated."""
+    for store in ("gsm8k-test", "math-test"):
+        shutil.copytree(setup / store, tmp_path / store)
+    script = SCRIPT.with_name("paired_two_rounds.sh")
+    nodes = len(TreeStore.open(tmp_path / "gsm8k-test").nodes)
+    env = {"STORES": str(tmp_path), "OUT": str(tmp_path / "out")}
+    refused = look(setup, 2, script, **env, POLICY="grpo")
+    assert refused.returncode == 2 and "is not registered" in refused.stderr
+    assert len(TreeStore.open(tmp_path / "gsm8k-test").nodes) == nodes and not (tmp_path / "out").exists()
+    done = look(setup, 2, script, **env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    team = json.loads((tmp_path / "out" / "look-2" / "rounds-2" / "team.json").read_text())
+    assert {r["label"] for r in team["rows"]} == {"mpdf [default]", team["reference"]}
+    assert {r["n"] for r in team["rows"] if r["column"] == "pooled"} == {4 + 2}
+    config = json.loads((tmp_path / "out" / "look-2" / "rounds-2" / "math-test" / "best-rule" / "config.json")
+                        .read_text())
+    assert config["engine"]["rounds"] == 2 and config["limit"] == 2  # look 2 of blocks of 1 MATH question

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.trees.store import TreeStore
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 
@@ -74,7 +75,10 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys):
     bad_rule.write_text(json.dumps({"method": "confidence-threshold", "threshold": None}))
     trees = str(setup["root"] / "gsm8k-test")
     for extra, says in (((), "names no tuned rule"),
-                        (("--sft", "default"), "given twice")):
+                        (("--sft", "default"), "given twice"),
+                        (("--arms", "some"), "unknown arms 'some'; choose one of all, primary"),
+                        (("--arms", "primary", "--sft", str(setup["root"] / "sft" / "policy.pt")),
+                         "--sft is a row of --arms all only")):
         rule = str(bad_rule) if not extra else str(setup["root"] / "tuning" / "best_rule.json")
         assert delib("compare", "--trees", trees, "--policy", "default", "--rule", rule, *extra,
                      "--out", str(tmp_path / "c")) == 2
@@ -118,3 +122,30 @@ def test_a_tuning_store_not_found_is_warned_about_not_silently_passed(setup, tmp
                      "--rule", str(moved), "--offline", "--out", str(tmp_path / "c")) == 0
     assert "cannot check" in caplog.text and "elsewhere/gsm8k-train" in caplog.text
     assert (tmp_path / "c" / "team.json").is_file() and (tmp_path / "c" / "team.md").is_file()
+
+
+def test_the_primary_arms_at_two_rounds_grow_the_stores_then_replay_offline(setup, tmp_path):
+    """`--arms primary` (the paired experiment's two-round secondary): the learned policy and the best rule
+    only; their round-2 nodes are generated with the store's backend and recorded, so the same comparison
+    then replays offline to the same table."""
+    for bench, n in (("gsm8k", "6"), ("math", "4")):  # fresh stores: round 1 only
+        assert delib("tree", "--backend", "scripted", "--benchmark", bench, "--limit", n, "--samples", "6",
+                     "--methods", "mpdf", "--out", str(tmp_path / f"{bench}-test")) == 0
+    rule = tmp_path / "rule.json"  # a rule that refines while the team disagrees, so round 2 is deliberated
+    tuned = json.loads((setup["root"] / "tuning" / "best_rule.json").read_text())
+    rule.write_text(json.dumps({**tuned, "method": "always-refine", "label": "always-refine", "threshold": None}))
+    trees = f"{tmp_path / 'gsm8k-test'},{tmp_path / 'math-test'}"
+    common = ("compare", "--trees", trees, "--policy", "default", "--rule", str(rule), "--arms", "primary",
+              "--rounds", "2")
+    assert delib(*common, "--offline", "--out", str(tmp_path / "before")) == 2  # round 2 is not built yet
+    nodes = len(TreeStore.open(tmp_path / "gsm8k-test").nodes)
+    assert delib(*common, "--out", str(tmp_path / "grown")) == 0
+    assert len(TreeStore.open(tmp_path / "gsm8k-test").nodes) > nodes
+    assert delib(*common, "--offline", "--out", str(tmp_path / "replayed")) == 0
+    grown, replayed = (json.loads((tmp_path / d / "team.json").read_text()) for d in ("grown", "replayed"))
+    assert {r["label"] for r in grown["rows"]} == {"mpdf [default]", grown["reference"]}
+    assert grown["rows"] == replayed["rows"] and grown["paired"] == replayed["paired"]
+    run = tmp_path / "grown" / "gsm8k-test" / "best-rule"
+    assert json.loads((run / "config.json").read_text())["engine"]["rounds"] == 2
+    turns = [t for line in (run / "episodes.jsonl").read_text().splitlines() for t in json.loads(line)["turns"]]
+    assert any(t["round"] == 2 for t in turns)  # a second round was deliberated

@@ -74,6 +74,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
                    help="learned mpdf checkpoints (paths or shipped names), one row each")
     p.add_argument("--sft", help="the SFT checkpoint, a row of its own")
     p.add_argument("--rule", required=True, help="best_rule.json from `delib tune-rules` on training trees")
+    flags.add_flags(p, Comparison, only=("arms",))
     p.set_defaults(func=cmd_compare)
 
 
@@ -111,7 +112,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from deliberation.report.compare import TEAM_MD, Comparison, compare_team
 
     set_data_dir(args)
-    cmp = _settings(Comparison, args, rule=args.rule, policies=args.policy, sft=args.sft)
+    cmp = _settings(Comparison, args, rule=args.rule, policies=args.policy, sft=args.sft, arms=args.arms)
     compare_team(cmp, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(f"-> {args.out}/{TEAM_MD}")
     return 0

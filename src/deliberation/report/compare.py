@@ -3,7 +3,8 @@
 Every arm is replayed over the held-out stores (``runs/variants.py``, as ``delib evaluate`` replays it, into
 ``<out>/<store>/<arm>``): each learned policy (mpdf with that checkpoint), the SFT checkpoint when given,
 the best rule of ``delib tune-rules`` (its best_rule.json), the constant rules and the oracle
-(``methods/oracle.py``, an upper bound). The table holds each arm's whole-episode accuracy (the team's vote)
+(``methods/oracle.py``, an upper bound); ``--arms primary`` keeps the learned policies and the best rule only
+(``ARM_SETS``). The table holds each arm's whole-episode accuracy (the team's vote)
 and tokens per question per benchmark split and pooled; the paired section is ``report/paired.py``'s table
 of every arm against the best rule, computed from the same run directories as ``delib report`` would
 (exact McNemar p, paired bootstrap 95% intervals). Written as team.json and team.md, with team.png
@@ -32,6 +33,12 @@ TEAM_JSON, TEAM_MD = "team.json", "team.md"
 LOG = logging.getLogger("deliberation")
 BEST = "best rule: "  # the best rule's row label is this and the rule's label
 SFT_PREFIX = "sft ["  # the SFT checkpoint's row label is this, the checkpoint and "]"
+ARM_SETS: dict[str, str] = {
+    "all": "the learned policies, the SFT checkpoint, the best rule, the other constant rules and the oracle",
+    "primary": "the learned policies and the best rule only: at two rounds (grown lazily) every other arm's "
+               "round-2 nodes would be generated too, the oracle's for every joint round-1 action",
+}
+"""The arm sets ``delib compare --arms`` replays (the paired experiment's two-round secondary: ``primary``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +51,15 @@ class Comparison(StoreSettings):
     """mpdf checkpoints (paths or shipped names), one row each."""
     sft: str | None = None
     """The SFT checkpoint (the reference policy of training), a row of its own."""
+    arms: str = "all"
+    """Which arms to replay (``ARM_SETS``): ``all``, or ``primary`` (the learned policies and the best rule)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.arms not in ARM_SETS:
+            raise DelibError(f"unknown arms {self.arms!r}; choose one of {', '.join(ARM_SETS)}")
+        if self.arms == "primary" and self.sft is not None:
+            raise DelibError("--sft is a row of --arms all only; leave it out with --arms primary")
 
 
 @dataclass(frozen=True)
@@ -75,7 +91,8 @@ def read_rule(path: str) -> Rule:
 
 
 def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
-    """The rows: learned policies, the SFT checkpoint, the best rule, the other constants, the oracle."""
+    """The rows: learned policies, the SFT checkpoint, the best rule, the other constants, the oracle (with
+    ``arms`` primary: the learned policies and the best rule)."""
     given = [p for p in (*cmp.policies, cmp.sft) if p is not None]
     twice = next((p for p in given if given.count(p) > 1), None)
     if twice is not None or not cmp.policies:
@@ -84,6 +101,8 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     learned = [Variant(learned_label(p), "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
     sft = [Variant(f"{SFT_PREFIX}{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []
     best = replace(rule.variant(), label=BEST + rule.label, directory="best-rule")
+    if cmp.arms == "primary":
+        return [*learned, best]
     others = [Variant(c, c, c) for c in constants() if c != rule.method]
     return [*learned, *sft, best, *others, Variant("oracle", "oracle", "oracle")]
 

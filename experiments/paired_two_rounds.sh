@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The paired experiment's two-round secondary (docs/results/paired/PREREGISTRATION.md, amendment 1 "Rounds"):
+# the learned arm and the best rule only, at two deliberation rounds, over look K's questions, paired with
+# the best rule. Round-2 nodes the stores lack are generated with each store's backend and settings and
+# recorded in the store (as `delib evaluate --rounds 2` grows it), so this is an LLM job: run it when the
+# build is not running, after the primary has stopped. Rerunning resumes.
+#
+#   POLICY=CKPT experiments/paired_two_rounds.sh K
+#
+# POLICY: the primary arm's checkpoint; RULE, REGISTRATION, STORES, OUT and BLOCK as in paired_look.sh.
+# Writes OUT/look-K/rounds-2/ (team.md, team.json and a run directory per store and arm).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: POLICY=CKPT $0 K" >&2; exit 2; }
+K=$1
+D=${STORES:-data/trees/qwen2.5-coder-1.5b}; OUT=${OUT:-docs/results/paired}
+RULE=${RULE:-$OUT/best_rule.json}; DELIB=${DELIB:-delib}
+POLICY=${POLICY:?name the checkpoint of the primary arm}
+python "$(dirname "$0")/registered.py" "${REGISTRATION:-$OUT/PREREGISTRATION.md}" "$POLICY" || exit 2
+read -r GSM MATH <<< "${BLOCK:-100 50}"
+"$DELIB" compare --trees "$D/gsm8k-test,$D/math-test" --questions "$((GSM * K)),$((MATH * K))" --policy "$POLICY" \
+  --rule "$RULE" --arms primary --rounds 2 --out "$OUT/look-$K/rounds-2"
