@@ -9,7 +9,8 @@
 #   chooses from its validation table (experiments/choose_arm.py: full or full-signals), shipped as
 #   SHIP/NAME.pt, with its SFT run (sft or sft-signals) copied to OUT/sft.pt.
 # Prints the chosen run, the sha256 of both checkpoints for the registration's next amendment, and the
-# look's command.
+# look's command; writes OUT/registered.json (experiments/registered.py: every file a look may use, by role
+# and sha256, and the block sizes), committed with that amendment.
 #
 #   experiments/paired_prepare.sh STATE_ACTIONS_OUT
 #
@@ -34,4 +35,6 @@ cp "$OUT/votes/vote_temperatures.json" "$OUT/vote_temperatures.json"
 cp "$SA/train/$ARM/policy.pt" "$SHIP/$NAME.pt"
 cp "$SA/train/$SFT_ARM/policy.pt" "$OUT/sft.pt"
 sha256sum "$SHIP/$NAME.pt" "$OUT/sft.pt"
+"$PY" "$(dirname "$0")/registered.py" write "$OUT/registered.json" policy="$SHIP/$NAME.pt" sft="$OUT/sft.pt" \
+  rule="$OUT/best_rule.json" votes="$OUT/vote_temperatures.json" block=100,50
 echo "look k: POLICY=$NAME SFT=$OUT/sft.pt RULE=$OUT/best_rule.json experiments/paired_look.sh k"

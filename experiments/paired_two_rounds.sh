@@ -8,14 +8,18 @@
 #   POLICY=CKPT experiments/paired_two_rounds.sh K
 #
 # POLICY: the primary arm's checkpoint; RULE, REGISTRATION, STORES, OUT and BLOCK as in paired_look.sh.
-# Writes OUT/look-K/rounds-2/ (team.md, team.json and a run directory per store and arm).
+# Refused unless look K is recorded in OUT/summary.json and stopped the design, and unless POLICY, RULE and
+# BLOCK are the registered ones. Writes OUT/look-K/rounds-2/ (team.md, team.json, a run directory per store
+# and arm).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: POLICY=CKPT $0 K" >&2; exit 2; }
 K=$1
 D=${STORES:-data/trees/qwen2.5-coder-1.5b}; OUT=${OUT:-docs/results/paired}
 RULE=${RULE:-$OUT/best_rule.json}; DELIB=${DELIB:-delib}
 POLICY=${POLICY:?name the checkpoint of the primary arm}
-python "$(dirname "$0")/registered.py" "${REGISTRATION:-$OUT/PREREGISTRATION.md}" "$POLICY" || exit 2
 read -r GSM MATH <<< "${BLOCK:-100 50}"
+python "$(dirname "$0")/registered.py" check "${REGISTRATION:-docs/results/paired/registered.json}" \
+  policy="$POLICY" rule="$RULE" block="$GSM,$MATH" || exit 2
+python "$(dirname "$0")/paired_look.py" stopped "$K" "$OUT/summary.json" || exit 2
 "$DELIB" compare --trees "$D/gsm8k-test,$D/math-test" --questions "$((GSM * K)),$((MATH * K))" --policy "$POLICY" \
   --rule "$RULE" --arms primary --rounds 2 --out "$OUT/look-$K/rounds-2"

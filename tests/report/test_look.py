@@ -14,17 +14,34 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.errors import DelibError
+from deliberation.report.look import look_record
 from deliberation.policy.shipped import checkpoint_path, sha256_hex
-from deliberation.trees.store import TreeStore
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "paired_look.sh"
 
 
-def tree(out: Path, benchmark: str, split: str, limit: int) -> None:
+def tree(out: Path, benchmark: str, split: str, limit: int, offset: int = 0) -> None:
     assert main(["tree", "--backend", "scripted", "--benchmark", benchmark, "--split", split, "--limit", str(limit),
-                 "--samples", "6", "--methods", "mpdf", "--out", str(out), "--quiet"]) == 0
+                 "--offset", str(offset), "--samples", "6", "--methods", "mpdf", "--out", str(out), "--quiet"]) == 0
+
+
+BLOCK = ("4", "2")
+"""A block of 4 GSM8K and 2 MATH questions: look 1 holds every built question."""
+
+
+def register(root: Path, path: Path, block: str = ",".join(BLOCK), **roles: str) -> Path:
+    """A registered.json of the look's files (experiments/registered.py write), ``roles`` overriding them."""
+    files = {"policy": "default", "sft": str(root / "sft" / "policy.pt"),
+             "rule": str(root / "tuning" / "best_rule.json"), "votes": str(root / "votes" / "vote_temperatures.json"),
+             **roles}
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name("registered.py")), "write", str(path),
+                           *(f"{role}={value}" for role, value in files.items()), f"block={block}"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -33,35 +50,40 @@ def setup(tmp_path_factory) -> Path:
     tree(root / "gsm8k-train", "gsm8k", "train", 6)
     tree(root / "gsm8k-test", "gsm8k", "test", 4)
     tree(root / "math-test", "math", "test", 2)
-    assert main(["tune-rules", "--trees", str(root / "gsm8k-train"), "--rounds", "1", "--offline", "--quiet",
-                 "--out", str(root / "tuning")]) == 0
+    assert main(["tune-rules", "--trees", str(root / "gsm8k-train"), "--actions", "resample", "--rounds", "1",
+                 "--offline", "--quiet", "--out", str(root / "tuning")]) == 0  # as paired_prepare.sh tunes it
     assert main(["train", "--algo", "sft", "--trees", str(root / "gsm8k-train"), "--epochs", "1",
                  "--out", str(root / "sft")]) == 0
     assert main(["tune-votes", "--trees", str(root / "gsm8k-train"), "--rounds", "1", "--offline", "--quiet",
                  "--out", str(root / "votes")]) == 0
-    hashes = [sha256_hex(checkpoint_path(c)) for c in ("default", str(root / "sft" / "policy.pt"))]
-    (root / "REGISTRATION.md").write_text(f"The arms: `{hashes[0]}` and `{hashes[1]}`.\n")
+    register(root, root / "registered.json")
     return root
 
 
 def look(root: Path, k: int, script: Path = SCRIPT, **extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "STORES": str(root), "OUT": str(root / "out"), "BLOCK": "2 1", "POLICY": "default",
+    env = {**os.environ, "STORES": str(root), "OUT": str(root / "out"), "BLOCK": " ".join(BLOCK), "POLICY": "default",
            "SFT": str(root / "sft" / "policy.pt"), "RULE": str(root / "tuning" / "best_rule.json"),
-           "VOTES": str(root / "votes" / "vote_temperatures.json"), "REGISTRATION": str(root / "REGISTRATION.md"),
+           "VOTES": str(root / "votes" / "vote_temperatures.json"), "REGISTRATION": str(root / "registered.json"),
            "DELIB": str(Path(sys.executable).parent / "delib"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **extra}
     return subprocess.run(["bash", str(script), str(k)], env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup):
-    done = look(setup, 2)  # look 2: the first 4 GSM8K and 2 MATH questions
+@pytest.fixture(scope="module")
+def looked(setup) -> Path:
+    """Look 1 taken into setup/out."""
+    done = look(setup, 1)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "look 2: z = " in done.stdout
-    summary = json.loads((setup / "out" / "summary.json").read_text())
-    assert [x["look"] for x in summary["looks"]] == [2]
+    assert "look 1: z = " in done.stdout
+    return setup
+
+
+def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked):
+    summary = json.loads((looked / "out" / "summary.json").read_text())
+    assert [x["look"] for x in summary["looks"]] == [1]
     record = summary["looks"][0]
-    assert record == json.loads((setup / "out" / "look-2" / "summary.json").read_text())
-    assert record["decision"]["boundary"] == 2.86 and record["reference"].startswith("best rule: ")
+    assert record == json.loads((looked / "out" / "look-1" / "summary.json").read_text())
+    assert record["decision"]["boundary"] == 4.05 and record["reference"].startswith("best rule: ")
     pooled = record["methods"]["mpdf [default]"]["pooled"]
     assert pooled["n"] == 4 + 2 and {"only_method", "only_reference", "mcnemar_p", "diff_ci95", "token_ratio",
                                      "token_ratio_ci95"} <= set(pooled)
@@ -73,8 +95,11 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     arms = record["methods"]
     adjusted = {label for label, cells in arms.items() if any("mcnemar_p_holm" in c for c in cells.values())}
     sft = next(label for label in arms if label.startswith("sft ["))
+    itself = record["reference"].removeprefix("best rule: ")
+    assert itself in {"always-resample", "agreement-resample"}  # here as in the registration: a RESAMPLE rule
     assert {"mpdf [default]", sft, "adaptive-consistency", "cisc", "cisc-logprob", "always-resample",
-            "agreement-resample"} <= adjusted  # the rule's grid has the RESAMPLE action (amendment 2)
+            "agreement-resample"} - {itself} <= adjusted  # the rule's grid has the RESAMPLE action (amendment 2)
+    assert itself in arms and itself not in adjusted  # the rule replayed under its own name: no test of itself
     assert not adjusted & {"oracle", "self-consistency [agents=3]"}  # headroom rows, not registered tests
     assert "mcnemar_p_holm" in arms["mpdf [default]"]["gsm8k/test"]  # per benchmark: a secondary
     registered = [c for label in adjusted for c in arms[label].values() if "mcnemar_p_holm" in c]
@@ -84,7 +109,7 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     assert set(against) == {"self-consistency [agents=3]", "self-consistency [agents=6]"}
     assert against["self-consistency [agents=3]"]["pooled"]["n"] == 6 and "diff_ci95" in against[
         "self-consistency [agents=6]"]["gsm8k/test"]
-    headline = (setup / "out" / "look-2" / "headline.md").read_text()
+    headline = (looked / "out" / "look-1" / "headline.md").read_text()
     assert headline.index("**pooled**") < headline.index("**gsm8k/test**") < headline.index("**math/test**")
     assert "\n| mpdf [default] | 6 | " in headline and "| best rule: " in headline
     assert f"decision: {record['decision']['reason']}" in headline
@@ -92,16 +117,35 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(setup)
     room = record["headroom"]
     assert set(room) == {"gsm8k/test", "math/test", "pooled"} and room["pooled"]["some_agent_right"]["n"] == 6
     assert room["pooled"]["auroc"]["critic"]["n"] == 6 * 6  # 6 questions x (3 round-0 answers + 3 REFINEs)
+    made = record["provenance"]
+    assert made["registered"] == json.loads((looked / "registered.json").read_text())
+    assert made["numpy"] and made["stores"] == [f"{looked / 'gsm8k-test'}:4", f"{looked / 'math-test'}:2"]
+    assert made["commit"] is None or len(made["commit"].removesuffix("+dirty")) == 40
 
 
-def test_the_cisc_arms_vote_at_the_temperatures_tuned_on_training_trees(setup):
-    done = look(setup, 2)
-    assert done.returncode == 0, done.stderr[-2000:]
-    tuned = json.loads((setup / "votes" / "vote_temperatures.json").read_text())["methods"]
+def test_the_headroom_table_has_the_registered_rows_in_order(looked):
+    """Amendment 1's headroom table: round-0 vote, some agent right, oracle, best rule, constants, learned, SFT,
+    self-consistency k = 1..6, per benchmark and pooled; then the AUROCs."""
+    record = json.loads((looked / "out" / "look-1" / "summary.json").read_text())
+    table = (looked / "out" / "look-1" / "headroom.md").read_text()
+    pooled = table[table.index("**pooled**"):table.index("AUROC for answer correctness, pooled")]
+    rows = [line.split(" | ")[0].removeprefix("| ") for line in pooled.splitlines() if line.startswith("| ")][2:]
+    sft = next(label for label in record["methods"] if label.startswith("sft ["))
+    constants = sorted(label for label in record["methods"] if label.startswith("always-"))
+    assert rows == ["round-0 vote (self-consistency, k = 3)", "some agent right at round 0", "oracle",
+                    record["reference"], *constants, "mpdf [default]", sft,
+                    *(f"self-consistency [agents={k}]" for k in range(1, 7))]
+    right = record["headroom"]["pooled"]["some_agent_right"]
+    assert f"| some agent right at round 0 | 6 | {100 * right['share']:.1f} | | |" in pooled
+    assert "AUROC for answer correctness, pooled" in table and "| critic | 36 |" in table
+
+
+def test_the_cisc_arms_vote_at_the_temperatures_tuned_on_training_trees(looked):
+    tuned = json.loads((looked / "votes" / "vote_temperatures.json").read_text())["methods"]
     assert set(tuned) == {"cisc", "cisc-logprob"}
     for store in ("gsm8k-test", "math-test"):
         for method, chosen in tuned.items():
-            config = json.loads((setup / "out" / "look-2" / "sampling" / store / "adaptive" / method /
+            config = json.loads((looked / "out" / "look-1" / "sampling" / store / "adaptive" / method /
                                  "config.json").read_text())
             assert config["vote_temperature"] == chosen["vote_temperature"] != 0.1  # scripted ties: the highest T
 
@@ -114,61 +158,120 @@ def test_a_look_without_tuned_vote_temperatures_is_refused(setup, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_look_with_a_checkpoint_the_registration_does_not_name_is_refused(setup, tmp_path):
-    """A policy retrained after the registration (here: the shipped grpo checkpoint in the primary arm's
-    place) runs no look: one line names its hash, and nothing is written."""
-    out = tmp_path / "out"
-    done = look(setup, 1, POLICY="grpo", OUT=str(out))
-    digest = sha256_hex(checkpoint_path("grpo"))
-    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        f"checkpoint grpo (sha256 {digest}) is not registered in {setup / 'REGISTRATION.md'}: a look runs only "
-        "the checkpoints an amendment committed before it"]
-    assert not out.exists()
+def edited(path: Path, folder: Path) -> str:
+    """A copy of the JSON file at ``path`` with one more key: the same content to a reader, another file."""
+    copy = folder / path.name
+    copy.write_text(json.dumps({**json.loads(path.read_text()), "edited": True}))
+    return str(copy)
 
 
-def test_the_committed_registration_names_the_looks_checkpoints():
-    """Amendment 5's hashes are those of the checkpoints the looks run (the shipped primary arm, the SFT arm)."""
+@pytest.mark.parametrize("role, given", [
+    ("policy", {"POLICY": "grpo"}),  # a policy retrained after the registration
+    ("policy", {"POLICY": "SFT", "SFT": "default"}),  # the two checkpoints in each other's roles
+    ("rule", {"RULE": "edited"}), ("votes", {"VOTES": "edited"}), ("block", {"BLOCK": "2 1"})])
+def test_a_look_runs_only_the_registered_files_in_their_roles(setup, tmp_path, role, given):
+    """One line names the role that differs; nothing is replayed or written."""
+    files = {"POLICY": "default", "SFT": str(setup / "sft" / "policy.pt"),
+             "RULE": str(setup / "tuning" / "best_rule.json"), "VOTES": str(setup / "votes" / "vote_temperatures.json")}
+    extra = {key: files["SFT"] if value == "SFT" else edited(Path(files[key]), tmp_path) if value == "edited" else value
+             for key, value in given.items()}
+    done = look(setup, 1, OUT=str(tmp_path / "out"), **extra)
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1 and f"is not the registered {role} (" in err[0]
+    assert "a look runs only what an amendment committed before it" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_committed_registration_names_the_looks_files():
+    """registered.json holds the hashes of the files the looks use, and amendment 5 names both checkpoints'."""
     repo = SCRIPT.parents[1]
-    text = (repo / "docs" / "results" / "paired" / "PREREGISTRATION.md").read_text()
-    for checkpoint in ("qwen2.5-coder-1.5b-trees", str(repo / "docs" / "results" / "paired" / "sft.pt")):
-        assert sha256_hex(checkpoint_path(checkpoint)) in text
+    paired = repo / "docs" / "results" / "paired"
+    registered = json.loads((paired / "registered.json").read_text())
+    assert registered["policy"]["file"] == "qwen2.5-coder-1.5b-trees" and registered["block"]["sizes"] == [100, 50]
+    for role, path in (("policy", checkpoint_path("qwen2.5-coder-1.5b-trees")), ("sft", paired / "sft.pt"),
+                       ("rule", paired / "best_rule.json"), ("votes", paired / "vote_temperatures.json")):
+        assert registered[role]["sha256"] == sha256_hex(path), role
+    text = (paired / "PREREGISTRATION.md").read_text()
+    assert registered["policy"]["sha256"] in text and registered["sft"]["sha256"] in text
 
 
-def test_a_look_at_an_unbuilt_block_is_refused(setup):
-    done = look(setup, 3)  # block 3 needs the first 6 GSM8K test questions; 4 are built
+def test_looks_are_taken_in_order(looked, tmp_path):
+    """Look 2 needs look 1 recorded (nothing is written without it); after look 1 (which continued), look 2
+    passes that check and is held back by its unbuilt block. tests/report/test_sequential.py has the rest."""
+    done = look(looked, 2, OUT=str(tmp_path / "out"))
+    assert done.returncode == 2 and "look 2 comes after look 1, which is not recorded" in done.stderr
+    assert not (tmp_path / "out").exists()
+    first = json.loads((looked / "out" / "summary.json").read_text())["looks"][0]["decision"]
+    assert not first["stop"], "the scripted look 1 continues (a precondition of the next line)"
+    again = look(looked, 2)
+    assert again.returncode == 2 and "has not built its first 8 questions yet" in again.stderr
+
+
+def test_a_look_at_an_unbuilt_block_is_refused(setup, tmp_path):
+    reg = register(setup, tmp_path / "registered.json", block="6,2")
+    done = look(setup, 1, BLOCK="6 2", REGISTRATION=str(reg), OUT=str(tmp_path / "out"))
     assert done.returncode == 2 and "has not built its first 6 questions yet" in done.stderr
 
 
-def test_a_look_whose_replays_miss_questions_of_its_block_is_refused(setup):
+def test_a_look_whose_replays_miss_questions_of_its_block_is_refused(looked):
     """paired_look.py holds the look to its whole block: here the block claims one more MATH question than
     the look replayed (its record would be decided on fewer questions)."""
-    done = look(setup, 2)
-    assert done.returncode == 0, done.stderr[-2000:]
     script = SCRIPT.with_name("paired_look.py")
-    short = subprocess.run([sys.executable, str(script), "2", str(setup / "out" / "look-2"),
-                            str(setup / "other-summary.json"), f"{setup / 'gsm8k-test'}:4", f"{setup / 'math-test'}:3"],
+    short = subprocess.run([sys.executable, str(script), "record", "1", str(looked / "out" / "look-1"),
+                            str(looked / "other-summary.json"), str(looked / "registered.json"),
+                            f"{looked / 'gsm8k-test'}:4", f"{looked / 'math-test'}:3"],
                            capture_output=True, text=True, timeout=120)
     assert short.returncode == 1 and "the learned arm answered 6 questions, its block has 7" in short.stderr
-    assert not (setup / "other-summary.json").exists()
+    assert not (looked / "other-summary.json").exists()
 
 
-def test_the_two_round_secondary_grows_round_2_for_the_primary_arms_only(setup, tmp_path):
-    """experiments/paired_two_rounds.sh: the learned policy and the best rule at two rounds over the look's
-    questions, round-2 nodes generated into the stores; a checkpoint the registration does not name is
-    refused before anything is generated."""
-    for store in ("gsm8k-test", "math-test"):
-        shutil.copytree(setup / store, tmp_path / store)
+def test_the_two_round_secondary_runs_after_the_look_that_stopped_the_design(setup, tmp_path):
+    """experiments/paired_two_rounds.sh: refused while no look has stopped the design; after look 1 stopped it
+    (one GSM8K and one MATH question on which the scripted agents agree at round 0: every arm answers as the
+    rule, so no policy can gain, futility), the learned policy and the best rule at two rounds over the look's
+    questions; a checkpoint other than the registered one is refused, and no look 2 is taken."""
+    tree(tmp_path / "gsm8k-test", "gsm8k", "test", 1)
+    tree(tmp_path / "math-test", "math", "test", 1, offset=2)
+    env = {"STORES": str(tmp_path), "OUT": str(tmp_path / "out"), "BLOCK": "1 1",
+           "REGISTRATION": str(register(setup, tmp_path / "registered.json", block="1,1"))}
     script = SCRIPT.with_name("paired_two_rounds.sh")
-    nodes = len(TreeStore.open(tmp_path / "gsm8k-test").nodes)
-    env = {"STORES": str(tmp_path), "OUT": str(tmp_path / "out")}
-    refused = look(setup, 2, script, **env, POLICY="grpo")
-    assert refused.returncode == 2 and "is not registered" in refused.stderr
-    assert len(TreeStore.open(tmp_path / "gsm8k-test").nodes) == nodes and not (tmp_path / "out").exists()
-    done = look(setup, 2, script, **env)
+    early = look(setup, 1, script, **env)
+    assert early.returncode == 2 and "look 1 is not recorded" in early.stderr
+    assert look(setup, 1, **env).returncode == 0
+    decision = json.loads((tmp_path / "out" / "summary.json").read_text())["looks"][0]["decision"]
+    assert decision["stop"] and decision["reason"].startswith("futility"), decision
+    after = look(setup, 2, **env)
+    assert after.returncode == 2 and f"look 1 stopped the design ({decision['reason']}); no look 2" in after.stderr
+    refused = look(setup, 1, script, **env, POLICY="grpo")
+    assert refused.returncode == 2 and "is not the registered policy" in refused.stderr
+    assert not (tmp_path / "out" / "look-1" / "rounds-2").exists()
+    done = look(setup, 1, script, **env)
     assert done.returncode == 0, done.stderr[-2000:]
-    team = json.loads((tmp_path / "out" / "look-2" / "rounds-2" / "team.json").read_text())
+    team = json.loads((tmp_path / "out" / "look-1" / "rounds-2" / "team.json").read_text())
     assert {r["label"] for r in team["rows"]} == {"mpdf [default]", team["reference"]}
-    assert {r["n"] for r in team["rows"] if r["column"] == "pooled"} == {4 + 2}
-    config = json.loads((tmp_path / "out" / "look-2" / "rounds-2" / "math-test" / "best-rule" / "config.json")
+    assert {r["n"] for r in team["rows"] if r["column"] == "pooled"} == {2}
+    config = json.loads((tmp_path / "out" / "look-1" / "rounds-2" / "math-test" / "best-rule" / "config.json")
                         .read_text())
-    assert config["engine"]["rounds"] == 2 and config["limit"] == 2  # look 2 of blocks of 1 MATH question
+    assert config["engine"]["rounds"] == 2 and config["limit"] == 1
+
+
+def test_a_look_missing_a_registered_comparison_with_self_consistency_is_refused(looked, tmp_path):
+    """The Holm family may not shrink silently: a reference report that does not pair the learned policy on
+    every benchmark, or a report without the equal-token rows, is refused with what is missing."""
+    look_dir = looked / "out" / "look-1"
+    record = json.loads((look_dir / "summary.json").read_text())
+    against = sorted((look_dir / "against").glob("*"))
+    assert look_record(1, look_dir / "report", record["learned"], against=against)["methods"] == record["methods"]
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    rows = json.loads((against[0] / "paired.json").read_text())
+    (partial / "paired.json").write_text(json.dumps(
+        [r for r in rows if not (r["label"] == record["learned"] and r["column"] == "math/test")]))
+    with pytest.raises(DelibError, match=r"against self-consistency \[agents=3\]: \['math/test'\]"):
+        look_record(1, look_dir / "report", record["learned"], against=[partial, against[1]])
+    report = tmp_path / "report"
+    shutil.copytree(look_dir / "report", report)
+    rows = json.loads((report / "paired.json").read_text())
+    (report / "paired.json").write_text(json.dumps([r for r in rows if r.get("budget") is None]))
+    with pytest.raises(DelibError, match=r"at equal tokens: \['gsm8k/test', 'math/test', 'pooled'\]"):
+        look_record(1, report, record["learned"], against=against)

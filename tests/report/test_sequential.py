@@ -7,7 +7,7 @@ import pytest
 
 from deliberation.errors import DelibError
 from deliberation.report.paired import Paired
-from deliberation.report.sequential import BOUNDARIES, decide, mcnemar_z
+from deliberation.report.sequential import BOUNDARIES, check_order, decide, mcnemar_z
 
 
 def paired(b: int, c: int, hi: float, n: int = 150) -> Paired:
@@ -56,3 +56,28 @@ def test_a_look_whose_arms_do_not_share_every_question_is_refused():
 def test_an_unregistered_look_is_refused():
     with pytest.raises(DelibError, match="looks 1-4"):
         decide(5, paired(1, 1, 0.1), paired(1, 1, 0.1))
+
+
+def taken(*looks: tuple[int, bool]) -> list[dict]:
+    """summary.json's looks: (look, whether it stopped)."""
+    return [{"look": k, "decision": {"stop": stop, "reason": "futility: learned" if stop else "continue"}}
+            for k, stop in looks]
+
+
+@pytest.mark.parametrize("look, looks", [(1, ()), (2, ((1, False),)), (3, ((1, False), (2, False))),
+                                         (2, ((1, False), (2, False)))])  # the latest look may be retaken
+def test_a_look_after_every_earlier_one_that_did_not_stop_is_taken(look, looks):
+    check_order(look, taken(*looks))
+
+
+@pytest.mark.parametrize("look, looks, says", [
+    (2, (), "look 2 comes after look 1, which is not recorded"),
+    (3, ((1, False),), "look 3 comes after look 2, which is not recorded"),
+    (2, ((1, True),), "look 1 stopped the design (futility: learned); no look 2 is taken"),
+    (3, ((1, False), (2, True)), "look 2 stopped the design"),
+    (1, ((1, False), (2, False)), "look 2 is recorded; look 1 cannot be retaken after it"),
+    (5, (), "look 5 is not registered"),
+])
+def test_a_look_out_of_order_or_after_a_stop_is_refused(look, looks, says):
+    with pytest.raises(DelibError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        check_order(look, taken(*looks))

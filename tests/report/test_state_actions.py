@@ -107,6 +107,13 @@ def test_the_arm_the_rule_chooses_is_shipped_with_its_hash_and_the_rule_tuned_on
     assert ids_in(tmp_path / "paired" / "votes") == names  # CISC's temperatures for the looks: every question too
     votes = (tmp_path / "paired" / "vote_temperatures.json").read_text()
     assert votes == (tmp_path / "paired" / "votes" / "vote_temperatures.json").read_text()
+    registered = json.loads((tmp_path / "paired" / "registered.json").read_text())  # what the looks check
+    assert {role: registered[role]["sha256"] for role in ("policy", "sft", "rule", "votes")} == {
+        role: hashlib.sha256(path.read_bytes()).hexdigest() for role, path in (
+            ("policy", shipped), ("sft", tmp_path / "paired" / "sft.pt"),
+            ("rule", tmp_path / "paired" / "best_rule.json"),
+            ("votes", tmp_path / "paired" / "vote_temperatures.json"))}
+    assert registered["block"] == {"sizes": [100, 50]}
 
 
 def test_preparing_without_the_table_is_refused(tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.report.compare import BEST
+from deliberation.report.compare import BEST, SFT_PREFIX
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
@@ -108,9 +108,25 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
                for label, by_column in table.items()}
     equal = _equal_tokens(paired)
     others = _learned_against(against, learned)
+    _require_secondaries(learned, set(methods[learned]), equal, others, len(against))
     _adjust_secondary(methods, equal, others, learned, pooled[learned].reference)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
             "decision": to_json(decision), "methods": methods, "equal_tokens": equal, "learned_against": others}
+
+
+def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[str, Any]],
+                         others: dict[str, dict[str, Any]], references: int) -> None:
+    """Refuse a look whose registered comparisons of the learned policy with self-consistency (at equal
+    tokens, and at each reference report given) miss a benchmark or the pooled column: the Holm family would
+    shrink silently (a learned arm cheaper than one sample, self-consistency runs of other settings)."""
+    gaps = [f"at equal tokens: {sorted(columns - set(equal.get(learned, {})))}"] if columns - set(
+        equal.get(learned, {})) else []
+    if len(others) != references:
+        gaps.append(f"{references} reference reports, {len(others)} pair it")
+    gaps += [f"against {ref}: {sorted(columns - set(by))}" for ref, by in others.items() if columns - set(by)]
+    if gaps:
+        raise DelibError(f"the look misses registered comparisons of {learned} with self-consistency "
+                         f"({'; '.join(gaps)}); rerun its replays with the same settings")
 
 
 def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[str, Any]]:
@@ -196,7 +212,8 @@ def headline_markdown(record: dict[str, Any]) -> str:
     parts.append(f"Look {record['look']}: McNemar z = {d['z']:+.2f} against the boundary {d['boundary']}; "
                  f"decision: {d['reason']} (stop: {'yes' if d['stop'] else 'no'}). As registered, efficacy is "
                  "decided on z against the O'Brien-Fleming boundary; the exact McNemar p above is reported "
-                 "beside it and may differ near the boundary.")
+                 "beside it and may differ near the boundary, and the 95% intervals are not adjusted for the "
+                 "looks.")
     return "\n\n".join(parts) + "\n"
 
 
@@ -216,3 +233,57 @@ def _headline_line(label: str, cell: dict[str, Any], equal: dict[str, Any] | Non
                f"{diff_points(equal['diff'], equal['diff_ci95'])} (k={'/'.join(map(str, equal['k']))})")
     return (f"| {label} | {cell['n']} | {100 * _share(cell):.1f} | {against} | {sampled} | "
             f"{cell['tokens_per_question']:.0f} |")
+
+
+HEADROOM_HEAD = ("| row | n | accuracy % | tokens / question | vs best rule, points [95% CI] |\n"
+                 "| --- | ---: | ---: | ---: | ---: |\n")
+
+
+def headroom_markdown(record: dict[str, Any]) -> str:
+    """The registered headroom table (PREREGISTRATION amendment 1) per benchmark and pooled (pooled first):
+    the round-0 vote (self-consistency at k = 3), some agent right at round 0, the oracle, the best rule, each
+    constant rule, the learned and SFT policies, self-consistency at k = 1..6, with accuracy, tokens a
+    question and the paired difference to the best rule; then each signal's AUROC for answer correctness
+    over every round-0 answer and every agent's REFINE of the look's questions (``trees/responses.py``)."""
+    methods, room = record["methods"], record.get("headroom", {})
+    columns = [POOLED] + sorted({c for cells in methods.values() for c in cells} - {POOLED})
+    parts = []
+    for column in columns:
+        lines = [_room_line(name, methods[label][column])
+                 for name, label in _room_rows(record) if column in methods.get(label, {})]
+        right = room.get(column, {}).get("some_agent_right")
+        if right is not None:
+            lines.insert(1, f"| some agent right at round 0 | {right['n']} | {100 * right['share']:.1f} | | |")
+        parts.append(f"**{column}** (reference: {record['reference']})\n\n{HEADROOM_HEAD}" + "\n".join(lines))
+        aurocs = room.get(column, {}).get("auroc", {})
+        if aurocs:
+            parts.append(f"AUROC for answer correctness, {column} (round-0 answers and REFINEs; 95% interval "
+                         "resampling questions)\n\n| signal | n | AUROC [95% CI] |\n| --- | ---: | ---: |\n" +
+                         "\n".join(_auroc_line(name, cell) for name, cell in aurocs.items()))
+    return "\n\n".join(parts) + "\n"
+
+
+def _room_rows(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(row name, the arm's label) in the registered order."""
+    labels = list(record["methods"])
+    sc = {label: label.split("=")[-1].rstrip("]") for label in labels if label.startswith("self-consistency [")}
+    constants = sorted(label for label in labels if label.startswith("always-"))
+    sft = [label for label in labels if label.startswith(SFT_PREFIX)]
+    k3 = [label for label, k in sc.items() if k == "3"]
+    rows = [("round-0 vote (self-consistency, k = 3)", k3[0])] if k3 else []
+    rows += [("oracle", "oracle"), (record["reference"], record["reference"]), *((c, c) for c in constants),
+             (record["learned"], record["learned"]), *((s, s) for s in sft)]
+    return rows + [(label, label) for label in sorted(sc, key=lambda label: int(sc[label]))]
+
+
+def _room_line(name: str, cell: dict[str, Any]) -> str:
+    against = diff_points(cell["diff"], cell["diff_ci95"]) if "diff_ci95" in cell else "reference"
+    return (f"| {name} | {cell['n']} | {100 * _share(cell):.1f} | {cell['tokens_per_question']:.0f} | "
+            f"{against} |")
+
+
+def _auroc_line(name: str, cell: dict[str, Any]) -> str:
+    if cell.get("auroc") is None:
+        return f"| {name} | {cell['n']} | - |"
+    ci = "" if cell.get("ci95") is None else " [{:.3f}, {:.3f}]".format(*cell["ci95"])
+    return f"| {name} | {cell['n']} | {cell['auroc']:.3f}{ci} |"

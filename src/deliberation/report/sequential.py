@@ -9,13 +9,15 @@ or of (learned minus best rule), is below +2 points: no policy over these action
 this one does not (an end at +2 points up to rounding is not below them, and a look whose learned or
 oracle arm does not share every question with the best rule is refused: amendment 3; that the look holds
 its whole block is checked by experiments/paired_look.py). The decision is a pure function of the paired
-comparisons, so a look's record says exactly which rule stopped it.
+comparisons, so a look's record says exactly which rule stopped it. ``check_order`` holds the looks to
+their registered order: the boundaries assume every earlier look was taken, and a stopped design takes none.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from deliberation.errors import DelibError
 from deliberation.report.paired import Paired
@@ -72,3 +74,22 @@ def decide(look: int, primary: Paired, oracle: Paired) -> LookDecision:
 def _below(upper: float) -> bool:
     """Whether an interval's upper end is below +2 points (``ROUNDING``)."""
     return upper < FUTILITY_POINTS - ROUNDING
+
+
+def check_order(look: int, taken: Sequence[dict[str, Any]]) -> None:
+    """Refuse look ``look`` (1-based) unless every earlier look is recorded in ``taken`` (summary.json's looks)
+    and none of them stopped; the latest look may be retaken (a rerun of its replays), an earlier one not."""
+    if not 1 <= look <= len(BOUNDARIES):
+        raise DelibError(f"look {look} is not registered; the design has looks 1-{len(BOUNDARIES)}")
+    done = {int(x["look"]): x for x in taken}
+    stopped = sorted(k for k, x in done.items() if k < look and x["decision"]["stop"])
+    if stopped:
+        raise DelibError(f"look {stopped[0]} stopped the design ({done[stopped[0]]['decision']['reason']}); "
+                         f"no look {look} is taken")
+    missing = [k for k in range(1, look) if k not in done]
+    if missing:
+        raise DelibError(f"look {look} comes after look {missing[0]}, which is not recorded; take the looks in "
+                         "order (the boundaries assume every earlier look)")
+    later = sorted(k for k in done if k > look)
+    if later:
+        raise DelibError(f"look {later[-1]} is recorded; look {look} cannot be retaken after it")
