@@ -114,6 +114,8 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     assert "\n| mpdf [default] | 6 | " in headline and "| best rule: " in headline
     assert f"decision: {record['decision']['reason']}" in headline
     assert "mpdf [default] against self-consistency [agents=6] (pooled, n = 6): " in headline
+    equal_p = record["equal_tokens"]["mpdf [default]"]["pooled"]
+    assert f", p {equal_p['mcnemar_p']:.3g} (Holm {equal_p['mcnemar_p_holm']:.3g}) |" in headline
     room = record["headroom"]
     assert set(room) == {"gsm8k/test", "math/test", "pooled"} and room["pooled"]["some_agent_right"]["n"] == 6
     assert room["pooled"]["auroc"]["critic"]["n"] == 6 * 6  # 6 questions x (3 round-0 answers + 3 REFINEs)

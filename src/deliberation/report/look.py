@@ -231,6 +231,8 @@ def _headline_line(label: str, cell: dict[str, Any], equal: dict[str, Any] | Non
         against += " | "
     sampled = ("" if equal is None else
                f"{diff_points(equal['diff'], equal['diff_ci95'])} (k={'/'.join(map(str, equal['k']))})")
+    if equal is not None and "mcnemar_p_holm" in equal:  # a registered test (the learned arm's): its p beside it
+        sampled += f", p {equal['mcnemar_p']:.3g} (Holm {equal['mcnemar_p_holm']:.3g})"
     return (f"| {label} | {cell['n']} | {100 * _share(cell):.1f} | {against} | {sampled} | "
             f"{cell['tokens_per_question']:.0f} |")
 
