@@ -3,8 +3,9 @@ into docs/results/paired/summary.json (one entry per look), write the look's hea
 (headline.md) and its headroom table (headroom.md), and print the decision. With STORE:N arguments (a test
 store and the look's question count in it) the record gains the headroom columns that come from the
 stores: some agent right at round 0, and each signal's AUROC. The record keeps what it was computed from:
-the commit, the registered files' hashes (registered.json), the stores and their counts, NumPy's version
-(the bootstrap's generator and percentile).
+the commit, registered.json as paired_look.sh checked the look's files against it, the stores and their
+counts, NumPy's version (the bootstrap's generator and percentile). A look is recorded only in its turn
+(``report/sequential.check_order``).
 
     python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON [STORE:N ...]
     python experiments/paired_look.py order K SUMMARY      # may look K be taken? (before its replays)
@@ -27,50 +28,86 @@ from deliberation.report.compare import TEAM_JSON
 from deliberation.report.look import headline_markdown, headroom, headroom_markdown, look_record
 from deliberation.report.sequential import check_order
 from deliberation.trees.store import TreeStore
-from deliberation.types import write_json_atomic
+from deliberation.types import write_json_atomic, write_text_atomic
 
 
 def taken(summary: Path) -> list[dict]:
-    """The looks summary.json records (none before the first)."""
-    return json.loads(summary.read_text())["looks"] if summary.is_file() else []
+    """The looks summary.json records (none before the first), or a DelibError naming a malformed file."""
+    if not summary.is_file():
+        return []
+    try:
+        looks = json.loads(summary.read_text())["looks"]
+        for x in looks:
+            if not (isinstance(x["look"], int) and isinstance(x["decision"]["stop"], bool)):
+                raise TypeError(f"look entry {x['look']!r} has no whole look number or stop decision")
+        return looks
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise DelibError(f"{summary} is not the looks' summary.json ({type(err).__name__}: {err}); restore it "
+                         "from git") from err
+
+
+def look_number(text: str) -> int:
+    """K as a look number (1, 2, ...), or a DelibError."""
+    if not (text.isdecimal() and text[0] != "0"):
+        raise DelibError(f"look {text!r} is not a look number (1, 2, ...)")
+    return int(text)
+
+
+def block_counts(stores: list[str]) -> list[tuple[str, TreeStore, int]]:
+    """STORE:N arguments opened: (argument, store, N)."""
+    opened = []
+    for arg in stores:
+        path, _, n = arg.rpartition(":")
+        if not (path and n.isdecimal()):
+            raise DelibError(f"{arg!r} is not STORE:N (a tree store and the look's question count in it)")
+        opened.append((arg, TreeStore.open(path), int(n)))
+    return opened
 
 
 def record(look: int, folder: Path, summary: Path, registered: Path, stores: list[str]) -> None:
-    learned = json.loads((folder / "compare" / TEAM_JSON).read_text())["learned"][0]
+    check_order(look, taken(summary))
+    try:
+        learned = json.loads((folder / "compare" / TEAM_JSON).read_text())["learned"][0]
+        kept = json.loads(registered.read_text())
+    except (OSError, ValueError, KeyError, IndexError) as err:
+        raise DelibError(f"look {look}: {err}; run experiments/paired_look.sh, which writes the look's compare "
+                         "folder and checks the registration") from err
     entry = look_record(look, folder / "report", learned, against=sorted((folder / "against").glob("*")))
-    opened = [(s, TreeStore.open(s.rsplit(":", 1)[0]), int(s.rsplit(":", 1)[1])) for s in stores]
+    opened = block_counts(stores)
     if opened:
         answered, block = entry["methods"][learned]["pooled"]["n"], sum(n for _, _, n in opened)
         if answered != block:
-            sys.exit(f"look {look}: the learned arm answered {answered} questions, its block has {block}; "
-                     "rerun the look's replays")
+            raise DelibError(f"look {look}: the learned arm answered {answered} questions, its block has {block}; "
+                             "rerun the look's replays")
         entry["headroom"] = headroom([(f"{st.manifest.benchmark}/{st.manifest.split}", st, n)
                                       for _, st, n in opened])
-    entry["provenance"] = {"commit": _commit(), "numpy": numpy.__version__, "stores": stores,
-                           "registered": json.loads(registered.read_text())}
+    entry["provenance"] = {"commit": _commit(), "numpy": numpy.__version__, "stores": stores, "registered": kept}
+    headline, room = headline_markdown(entry), headroom_markdown(entry)  # rendered before anything is written
     write_json_atomic(folder / "summary.json", entry)
-    (folder / "headline.md").write_text(headline_markdown(entry))
-    (folder / "headroom.md").write_text(headroom_markdown(entry))
+    write_text_atomic(folder / "headline.md", headline)
+    write_text_atomic(folder / "headroom.md", room)
     looks = [x for x in taken(summary) if x["look"] != look] + [entry]
-    write_json_atomic(summary, {"looks": sorted(looks, key=lambda x: x["look"])})
+    write_json_atomic(summary, {"looks": sorted(looks, key=lambda x: x["look"])})  # last: the look is recorded
     d = entry["decision"]
     print(f"look {look}: z = {d['z']:+.2f} (boundary {d['boundary']}), {d['reason']}; stop: {d['stop']}")
 
 
 def _commit() -> str | None:
-    """The repository's HEAD commit with ``+dirty`` when files differ from it, or None outside a git checkout."""
+    """The repository's HEAD commit, with ``+dirty`` when the code (src, experiments) differs from it; None
+    outside a git checkout. A look rewrites its own results, so those do not count."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
                               cwd=Path(__file__).parent).stdout.strip()
     try:
-        return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "src", "experiments")
+        return git("rev-parse", "HEAD") + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None
 
 
 def stopped(look: int, summary: Path) -> None:
     """Refuse unless look ``look`` is recorded and stopped the design (the two-round secondary runs after)."""
-    found = next((x for x in taken(summary) if x["look"] == look), None)
+    found = next((x for x in taken(summary) if x["look"] == look), None)  # taken() holds int looks
     if found is None or not found["decision"]["stop"]:
         raise DelibError(f"look {look} {'is not recorded' if found is None else 'did not stop the design'} in "
                          f"{summary}; the two-round secondary runs after the primary has stopped")
@@ -79,11 +116,11 @@ def stopped(look: int, summary: Path) -> None:
 def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["record"] and len(argv) >= 5:
-            record(int(argv[1]), Path(argv[2]), Path(argv[3]), Path(argv[4]), argv[5:])
+            record(look_number(argv[1]), Path(argv[2]), Path(argv[3]), Path(argv[4]), argv[5:])
         elif argv[:1] == ["order"] and len(argv) == 3:
-            check_order(int(argv[1]), taken(Path(argv[2])))
+            check_order(look_number(argv[1]), taken(Path(argv[2])))
         elif argv[:1] == ["stopped"] and len(argv) == 3:
-            stopped(int(argv[1]), Path(argv[2]))
+            stopped(look_number(argv[1]), Path(argv[2]))
         else:
             print("usage: python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON [STORE:N ...] | "
                   "order K SUMMARY | stopped K SUMMARY", file=sys.stderr)

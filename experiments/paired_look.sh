@@ -8,23 +8,26 @@
 # POLICY: the primary arm's checkpoint (its sha256 committed in PREREGISTRATION.md before the first look);
 # SFT: the SFT checkpoint; RULE (default docs/results/paired/best_rule.json, from `delib tune-rules` on the
 # training stores); VOTES (default docs/results/paired/vote_temperatures.json, from `delib tune-votes` on
-# them: the CISC arms' temperatures); REGISTRATION (default docs/results/paired/registered.json: POLICY, SFT,
-# RULE, VOTES and BLOCK must be the registered ones, experiments/registered.py); STORES (default data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired);
-# BLOCK (default "100 50": GSM8K test and MATH-500 questions a block adds; tests use smaller ones).
-# Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md} and merges the look into
-# OUT/summary.json.
+# them: the CISC arms' temperatures); REGISTRATION (default docs/results/paired/registered.json: POLICY,
+# SFT, RULE, VOTES and BLOCK must be the registered ones, experiments/registered.py); STORES (default
+# data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired); BLOCK (default: the registered sizes,
+# "100 50": GSM8K test and MATH-500 questions a block adds; tests register smaller ones).
+# Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md,headroom.md} and merges the
+# look into OUT/summary.json.
 # A look is taken only when its block is complete (`--questions` refuses an unbuilt block), and only after
 # every earlier look, none of which stopped the design (paired_look.py order).
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: POLICY=CKPT SFT=CKPT $0 K" >&2; exit 2; }
+[[ $# -eq 1 && $1 =~ ^[1-9][0-9]*$ ]] || { echo "usage: POLICY=CKPT SFT=CKPT $0 K (a look number: 1, 2, ...)" >&2
+  exit 2; }
 K=$1
 D=${STORES:-data/trees/qwen2.5-coder-1.5b}; OUT=${OUT:-docs/results/paired}; L=$OUT/look-$K
 RULE=${RULE:-$OUT/best_rule.json}; VOTES=${VOTES:-$OUT/vote_temperatures.json}; DELIB=${DELIB:-delib}
 POLICY=${POLICY:?name the checkpoint of the primary arm}; SFT=${SFT:?name the SFT checkpoint}
 [ -f "$VOTES" ] || { echo "$VOTES not found: run experiments/paired_prepare.sh (or delib tune-votes) first" >&2
   exit 2; }
-read -r GSM MATH <<< "${BLOCK:-100 50}"
 REG=${REGISTRATION:-docs/results/paired/registered.json}
+[ -n "${BLOCK:-}" ] || BLOCK=$(python "$(dirname "$0")/registered.py" block "$REG") || exit 2
+read -r GSM MATH <<< "$BLOCK"
 python "$(dirname "$0")/registered.py" check "$REG" policy="$POLICY" sft="$SFT" rule="$RULE" votes="$VOTES" \
   block="$GSM,$MATH" || exit 2
 python "$(dirname "$0")/paired_look.py" order "$K" "$OUT/summary.json" || exit 2
@@ -39,7 +42,8 @@ for pair in "${STORE_N[@]}"; do  # self-consistency at every k <= 6 (equal token
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['reference'])" "$L/compare/team.json")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "$reference" --out "$L/report"
-for k in 3 6; do  # the learned policy against self-consistency at k = 3 and 6 (registered secondaries)
+AGAINST=$(python -c "from deliberation.report.look import LEARNED_AGAINST_K as k; print(*k)")
+for k in $AGAINST; do  # the learned policy against self-consistency at k = 3 and 6 (registered secondaries)
   "$DELIB" report "$L/compare" "$L/sampling" --reference "self-consistency [agents=$k]" \
     --out "$L/against/self-consistency-$k" > /dev/null
 done

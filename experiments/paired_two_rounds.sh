@@ -12,14 +12,15 @@
 # BLOCK are the registered ones. Writes OUT/look-K/rounds-2/ (team.md, team.json, a run directory per store
 # and arm).
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: POLICY=CKPT $0 K" >&2; exit 2; }
+[[ $# -eq 1 && $1 =~ ^[1-9][0-9]*$ ]] || { echo "usage: POLICY=CKPT $0 K (a look number: 1, 2, ...)" >&2; exit 2; }
 K=$1
 D=${STORES:-data/trees/qwen2.5-coder-1.5b}; OUT=${OUT:-docs/results/paired}
 RULE=${RULE:-$OUT/best_rule.json}; DELIB=${DELIB:-delib}
 POLICY=${POLICY:?name the checkpoint of the primary arm}
-read -r GSM MATH <<< "${BLOCK:-100 50}"
-python "$(dirname "$0")/registered.py" check "${REGISTRATION:-docs/results/paired/registered.json}" \
-  policy="$POLICY" rule="$RULE" block="$GSM,$MATH" || exit 2
+REG=${REGISTRATION:-docs/results/paired/registered.json}
+[ -n "${BLOCK:-}" ] || BLOCK=$(python "$(dirname "$0")/registered.py" block "$REG") || exit 2
+read -r GSM MATH <<< "$BLOCK"
+python "$(dirname "$0")/registered.py" check "$REG" policy="$POLICY" rule="$RULE" block="$GSM,$MATH" || exit 2
 python "$(dirname "$0")/paired_look.py" stopped "$K" "$OUT/summary.json" || exit 2
 "$DELIB" compare --trees "$D/gsm8k-test,$D/math-test" --questions "$((GSM * K)),$((MATH * K))" --policy "$POLICY" \
   --rule "$RULE" --arms primary --rounds 2 --out "$OUT/look-$K/rounds-2"

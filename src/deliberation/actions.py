@@ -27,7 +27,9 @@ ACTION_ORDER: tuple[Action, ...] = (*ACTIONS, Action.RESAMPLE)
 """Every action; each action set is a prefix of it, so an action's index is the same in every set."""
 PAPER_ACTIONS = "paper"
 """The default action set's name: the paper's three actions."""
-ACTION_SETS: dict[str, tuple[Action, ...]] = {PAPER_ACTIONS: ACTIONS, "resample": ACTION_ORDER}
+EXTENDED_ACTIONS = "resample"
+"""The extended set's name: the paper's three actions and RESAMPLE (issue 37)."""
+ACTION_SETS: dict[str, tuple[Action, ...]] = {PAPER_ACTIONS: ACTIONS, EXTENDED_ACTIONS: ACTION_ORDER}
 """The action sets a policy may choose from (``--actions``): the paper's three (the default), or with RESAMPLE."""
 COST_ORDER: tuple[Action, ...] = (Action.PERSIST, Action.CONCEDE, Action.RESAMPLE, Action.REFINE)
 """Cheapest first: no call, no call, a call on the short round-0 prompt, a call on the long update prompt.

@@ -124,7 +124,7 @@ def test_a_tuning_store_not_found_is_warned_about_not_silently_passed(setup, tmp
     assert (tmp_path / "c" / "team.json").is_file() and (tmp_path / "c" / "team.md").is_file()
 
 
-def test_the_primary_arms_at_two_rounds_grow_the_stores_then_replay_offline(setup, tmp_path):
+def test_the_primary_arms_at_two_rounds_grow_the_stores_then_replay_offline(setup, tmp_path, capsys):
     """`--arms primary` (the paired experiment's two-round secondary): the learned policy and the best rule
     only; their round-2 nodes are generated with the store's backend and recorded, so the same comparison
     then replays offline to the same table."""
@@ -138,12 +138,13 @@ def test_the_primary_arms_at_two_rounds_grow_the_stores_then_replay_offline(setu
     common = ("compare", "--trees", trees, "--policy", "default", "--rule", str(rule), "--arms", "primary",
               "--rounds", "2")
     assert delib(*common, "--offline", "--out", str(tmp_path / "before")) == 2  # round 2 is not built yet
+    assert "has no" in capsys.readouterr().err and not (tmp_path / "before" / "team.json").exists()
     nodes = len(TreeStore.open(tmp_path / "gsm8k-test").nodes)
     assert delib(*common, "--out", str(tmp_path / "grown")) == 0
     assert len(TreeStore.open(tmp_path / "gsm8k-test").nodes) > nodes
     assert delib(*common, "--offline", "--out", str(tmp_path / "replayed")) == 0
     grown, replayed = (json.loads((tmp_path / d / "team.json").read_text()) for d in ("grown", "replayed"))
-    assert {r["label"] for r in grown["rows"]} == {"mpdf [default]", grown["reference"]}
+    assert {r["label"] for r in grown["rows"]} == {"mpdf [default]", grown["reference"]} and grown["arms"] == "primary"
     assert grown["rows"] == replayed["rows"] and grown["paired"] == replayed["paired"]
     run = tmp_path / "grown" / "gsm8k-test" / "best-rule"
     assert json.loads((run / "config.json").read_text())["engine"]["rounds"] == 2

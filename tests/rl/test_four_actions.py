@@ -82,7 +82,7 @@ def test_a_learned_policy_resamples_only_where_split_and_concedes_away_from_flag
 def test_a_four_action_signals_policy_replays_offline_as_online(tmp_path):
     """The primary arm's kind of checkpoint (signals state, here with RESAMPLE too): the policy learned on
     the synthetic situations reads the agreement share and the arithmetic flags from a scripted store's
-    nodes; its offline replay equals its live run, RESAMPLE and the other actions included."""
+    nodes; its offline replay equals its live run, with RESAMPLE taken on some decisions and PERSIST on others."""
     torch.manual_seed(0)
     data = situation_decisions()
     cfg = TrainConfig(algo="sft", features="signals", actions="resample", epochs=20, lr=1e-2, batch_size=64,

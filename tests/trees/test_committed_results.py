@@ -33,9 +33,9 @@ def replay_argv(config: dict, out: Path) -> list[str]:
             "--method", config["method"], "--agents", str(engine["agents"]), "--rounds", str(engine["rounds"]),
             "--offline", "--quiet", "--out", str(out)]
     for name, default in DEFAULTS.items():
-        value = config[name]
+        value = config.get(name, default)  # a config written before the option existed holds its default
         if value != default:
-            argv += [f"--{name.replace('_', '-')}", str(REPO / value) if name == "policy" else str(value)]
+            argv += [f"--{name.replace('_', '-')}", str(value)]
     return argv
 
 
@@ -49,6 +49,6 @@ def test_a_committed_run_replays_to_its_committed_episodes(run, tmp_path, monkey
     committed = TABLE / run
     config = json.loads((committed / "config.json").read_text())
     assert config["trees"] == STORE and config["engine"]["rounds"] == 1
-    monkeypatch.chdir(REPO)  # a shipped policy name or a relative path reads as when the table was run
+    monkeypatch.chdir(REPO)  # a policy's relative path, or a shipped name, reads as when the table was run
     assert main(replay_argv(config, tmp_path / "replay")) == 0
     assert episodes(tmp_path / "replay") == episodes(committed)

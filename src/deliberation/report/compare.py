@@ -33,12 +33,10 @@ TEAM_JSON, TEAM_MD = "team.json", "team.md"
 LOG = logging.getLogger("deliberation")
 BEST = "best rule: "  # the best rule's row label is this and the rule's label
 SFT_PREFIX = "sft ["  # the SFT checkpoint's row label is this, the checkpoint and "]"
-ARM_SETS: dict[str, str] = {
-    "all": "the learned policies, the SFT checkpoint, the best rule, the other constant rules and the oracle",
-    "primary": "the learned policies and the best rule only: at two rounds (grown lazily) every other arm's "
-               "round-2 nodes would be generated too, the oracle's for every joint round-1 action",
-}
-"""The arm sets ``delib compare --arms`` replays (the paired experiment's two-round secondary: ``primary``)."""
+ALL_ARMS, PRIMARY_ARMS = "all", "primary"
+ARM_SETS = (ALL_ARMS, PRIMARY_ARMS)
+"""The arm sets ``delib compare --arms`` replays (``Comparison.arms``; the paired experiment's two-round
+secondary replays ``primary``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,14 +49,16 @@ class Comparison(StoreSettings):
     """mpdf checkpoints (paths or shipped names), one row each."""
     sft: str | None = None
     """The SFT checkpoint (the reference policy of training), a row of its own."""
-    arms: str = "all"
-    """Which arms to replay (``ARM_SETS``): ``all``, or ``primary`` (the learned policies and the best rule)."""
+    arms: str = ALL_ARMS
+    """Which arms to replay: all (the learned policies, the SFT checkpoint, the best rule, the other constant
+    rules and the oracle) or primary (the learned policies and the best rule only: at two rounds every other
+    arm's round-2 nodes would be generated too, the oracle's for every joint round-1 action)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.arms not in ARM_SETS:
             raise DelibError(f"unknown arms {self.arms!r}; choose one of {', '.join(ARM_SETS)}")
-        if self.arms == "primary" and self.sft is not None:
+        if self.arms == PRIMARY_ARMS and self.sft is not None:
             raise DelibError("--sft is a row of --arms all only; leave it out with --arms primary")
 
 
@@ -101,7 +101,7 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     learned = [Variant(learned_label(p), "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
     sft = [Variant(f"{SFT_PREFIX}{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []
     best = replace(rule.variant(), label=BEST + rule.label, directory="best-rule")
-    if cmp.arms == "primary":
+    if cmp.arms == PRIMARY_ARMS:
         return [*learned, best]
     others = [Variant(c, c, c) for c in constants() if c != rule.method]
     return [*learned, *sft, best, *others, Variant("oracle", "oracle", "oracle")]
@@ -182,7 +182,8 @@ def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
 
 def team_record(cmp: Comparison, rule: Rule, rows: Sequence[TeamRow], paired: Sequence[Paired]) -> dict[str, Any]:
     """team.json: the settings, the reference rule, the rows and the paired comparisons."""
-    return {"trees": list(cmp.trees), "rounds": cmp.rounds, "rule_file": cmp.rule, "reference": BEST + rule.label,
+    return {"trees": list(cmp.trees), "rounds": cmp.rounds, "arms": cmp.arms, "rule_file": cmp.rule,
+            "reference": BEST + rule.label,
             "learned": [learned_label(p) for p in cmp.policies], "rule": to_json(rule),
             "rows": [to_json(r) for r in rows], "paired": [to_json(p) for p in paired]}
 

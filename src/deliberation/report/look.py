@@ -17,19 +17,25 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
+from deliberation.actions import EXTENDED_ACTIONS
 from deliberation.report.compare import BEST, SFT_PREFIX
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
+from deliberation.runs.tune_rules import constants
 from deliberation.trees.responses import Response, responses
 from deliberation.trees.store import TreeStore
 from deliberation.types import from_json, to_json
 
 
+LEARNED_AGAINST_K = (3, 6)
+"""The learned policy is also paired with self-consistency at these k (registered secondaries; the look's
+``against/self-consistency-k`` reports, experiments/paired_look.sh reads the k from here)."""
 HEADROOM_METHODS = ("oracle", "self-consistency")
 """Methods whose rows (``self-consistency [agents=k]`` at every k) the headroom table reports as bounds and
 baselines: no secondary test is made of them."""
@@ -108,25 +114,33 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
                for label, by_column in table.items()}
     equal = _equal_tokens(paired)
     others = _learned_against(against, learned)
-    _require_secondaries(learned, set(methods[learned]), equal, others, len(against))
+    _require_secondaries(learned, set(methods[learned]), equal, others)
     _adjust_secondary(methods, equal, others, learned, pooled[learned].reference)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
             "decision": to_json(decision), "methods": methods, "equal_tokens": equal, "learned_against": others}
 
 
 def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[str, Any]],
-                         others: dict[str, dict[str, Any]], references: int) -> None:
+                         others: dict[str, dict[str, Any]]) -> None:
     """Refuse a look whose registered comparisons of the learned policy with self-consistency (at equal
-    tokens, and at each reference report given) miss a benchmark or the pooled column: the Holm family would
-    shrink silently (a learned arm cheaper than one sample, self-consistency runs of other settings)."""
-    gaps = [f"at equal tokens: {sorted(columns - set(equal.get(learned, {})))}"] if columns - set(
-        equal.get(learned, {})) else []
-    if len(others) != references:
-        gaps.append(f"{references} reference reports, {len(others)} pair it")
-    gaps += [f"against {ref}: {sorted(columns - set(by))}" for ref, by in others.items() if columns - set(by)]
+    tokens, and at each k of ``LEARNED_AGAINST_K``) are not all there, each on every benchmark and pooled: the
+    Holm family would shrink, or grow, silently (a learned arm cheaper than one sample, self-consistency runs
+    of other settings, a reference report missing or extra)."""
+    wanted = {sc_label(k) for k in LEARNED_AGAINST_K}
+    gaps = [f"references {sorted(others)} instead of {sorted(wanted)}"] if set(others) != wanted else []
+    for name, cells in (("at equal tokens", equal.get(learned, {})), *((f"against {r}", others[r]) for r in sorted(
+            wanted & set(others)))):
+        missing = sorted(columns - set(cells))
+        if missing:
+            gaps.append(f"{name}: {missing}")
     if gaps:
         raise DelibError(f"the look misses registered comparisons of {learned} with self-consistency "
                          f"({'; '.join(gaps)}); rerun its replays with the same settings")
+
+
+def sc_label(k: int) -> str:
+    """The row label of self-consistency with k samples."""
+    return f"self-consistency [agents={k}]"
 
 
 def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[str, Any]]:
@@ -251,11 +265,11 @@ def headroom_markdown(record: dict[str, Any]) -> str:
     columns = [POOLED] + sorted({c for cells in methods.values() for c in cells} - {POOLED})
     parts = []
     for column in columns:
-        lines = [_room_line(name, methods[label][column])
-                 for name, label in _room_rows(record) if column in methods.get(label, {})]
         right = room.get(column, {}).get("some_agent_right")
-        if right is not None:
-            lines.insert(1, f"| some agent right at round 0 | {right['n']} | {100 * right['share']:.1f} | | |")
+        lines = [_room_line(name, methods[label][column]) if label is not None else
+                 f"| {name} | {right['n']} | {100 * right['share']:.1f} | | |"
+                 for name, label in _room_rows(record)
+                 if (label is None and right is not None) or column in methods.get(label or "", {})]
         parts.append(f"**{column}** (reference: {record['reference']})\n\n{HEADROOM_HEAD}" + "\n".join(lines))
         aurocs = room.get(column, {}).get("auroc", {})
         if aurocs:
@@ -265,17 +279,21 @@ def headroom_markdown(record: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _room_rows(record: dict[str, Any]) -> list[tuple[str, str]]:
-    """(row name, the arm's label) in the registered order."""
-    labels = list(record["methods"])
-    sc = {label: label.split("=")[-1].rstrip("]") for label in labels if label.startswith("self-consistency [")}
-    constants = sorted(label for label in labels if label.startswith("always-"))
+def _room_rows(record: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """(row name, the arm's label) in the registered order; None: some agent right at round 0 (from the
+    stores, not an arm)."""
+    labels = record["methods"]
     sft = [label for label in labels if label.startswith(SFT_PREFIX)]
-    k3 = [label for label, k in sc.items() if k == "3"]
-    rows = [("round-0 vote (self-consistency, k = 3)", k3[0])] if k3 else []
-    rows += [("oracle", "oracle"), (record["reference"], record["reference"]), *((c, c) for c in constants),
-             (record["learned"], record["learned"]), *((s, s) for s in sft)]
-    return rows + [(label, label) for label in sorted(sc, key=lambda label: int(sc[label]))]
+    sampled = {label: int(found.group(1)) for label in labels
+               if label.startswith("self-consistency [") and (found := re.search(r"\bagents=(\d+)", label))}
+    vote = next((label for label, k in sampled.items() if k == 3), sc_label(3))
+    rows: list[tuple[str, str | None]] = [("round-0 vote (self-consistency, k = 3)", vote),
+                                          ("some agent right at round 0", None), ("oracle", "oracle"),
+                                          (record["reference"], record["reference"])]
+    itself = record["reference"].removeprefix(BEST)  # the best rule's method is its row already
+    rows += [(c, c) for c in constants(EXTENDED_ACTIONS) if c in labels and c != itself]
+    rows += [(record["learned"], record["learned"]), *((s, s) for s in sft)]
+    return rows + [(label, label) for label in sorted(sampled, key=sampled.__getitem__)]
 
 
 def _room_line(name: str, cell: dict[str, Any]) -> str:

@@ -78,7 +78,8 @@ def _below(upper: float) -> bool:
 
 def check_order(look: int, taken: Sequence[dict[str, Any]]) -> None:
     """Refuse look ``look`` (1-based) unless every earlier look is recorded in ``taken`` (summary.json's looks)
-    and none of them stopped; the latest look may be retaken (a rerun of its replays), an earlier one not."""
+    and none of them stopped. The latest look may be retaken (a rerun of its replays, which are deterministic:
+    the same record again), also one that stopped; a look before a recorded one may not be taken."""
     if not 1 <= look <= len(BOUNDARIES):
         raise DelibError(f"look {look} is not registered; the design has looks 1-{len(BOUNDARIES)}")
     done = {int(x["look"]): x for x in taken}
@@ -92,4 +93,4 @@ def check_order(look: int, taken: Sequence[dict[str, Any]]) -> None:
                          "order (the boundaries assume every earlier look)")
     later = sorted(k for k in done if k > look)
     if later:
-        raise DelibError(f"look {later[-1]} is recorded; look {look} cannot be retaken after it")
+        raise DelibError(f"look {later[-1]} is recorded; look {look} cannot be taken after it")
