@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, exit_status
 from deliberation.report.compare import TEAM_JSON
 from deliberation.report.look import headline_markdown, headroom, headroom_markdown, look_record
 from deliberation.report.sequential import check_order
@@ -113,23 +113,17 @@ def stopped(look: int, summary: Path) -> None:
                          f"{summary}; the two-round secondary runs after the primary has stopped")
 
 
-def main(argv: list[str]) -> int:
-    try:
-        if argv[:1] == ["record"] and len(argv) >= 5:
-            record(look_number(argv[1]), Path(argv[2]), Path(argv[3]), Path(argv[4]), argv[5:])
-        elif argv[:1] == ["order"] and len(argv) == 3:
-            check_order(look_number(argv[1]), taken(Path(argv[2])))
-        elif argv[:1] == ["stopped"] and len(argv) == 3:
-            stopped(look_number(argv[1]), Path(argv[2]))
-        else:
-            print("usage: python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON [STORE:N ...] | "
-                  "order K SUMMARY | stopped K SUMMARY", file=sys.stderr)
-            return 2
-    except DelibError as err:
-        print(err, file=sys.stderr)
-        return 2
-    return 0
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["record"] and len(argv) >= 5:
+        record(look_number(argv[1]), Path(argv[2]), Path(argv[3]), Path(argv[4]), argv[5:])
+    elif argv[:1] == ["order"] and len(argv) == 3:
+        check_order(look_number(argv[1]), taken(Path(argv[2])))
+    elif argv[:1] == ["stopped"] and len(argv) == 3:
+        stopped(look_number(argv[1]), Path(argv[2]))
+    else:
+        raise DelibError("usage: python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON "
+                         "[STORE:N ...] | order K SUMMARY | stopped K SUMMARY")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(exit_status(lambda: main(sys.argv[1:])))

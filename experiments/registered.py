@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, exit_status
 from deliberation.policy.shipped import SHIPPED, checkpoint_path, sha256_hex
 from deliberation.types import write_json_atomic
 
@@ -105,25 +105,19 @@ def write(registered: Path, given: dict[str, str]) -> None:
     write_json_atomic(registered, {role: entry(role, value) for role, value in given.items()})
 
 
-def main(argv: list[str]) -> int:
-    try:
-        if argv[:1] == ["block"] and len(argv) == 2:
-            print(*read(Path(argv[1]))["block"]["sizes"])
-        elif argv[:1] in (["write"], ["check"]) and len(argv) >= 3:
-            given = parse(argv[2:])
-            if argv[0] == "write":
-                write(Path(argv[1]), given)
-                print(f"-> {argv[1]}")
-            else:
-                print("\n".join(check(Path(argv[1]), given)))
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["block"] and len(argv) == 2:
+        print(*read(Path(argv[1]))["block"]["sizes"])
+    elif argv[:1] in (["write"], ["check"]) and len(argv) >= 3:
+        given = parse(argv[2:])
+        if argv[0] == "write":
+            write(Path(argv[1]), given)
+            print(f"-> {argv[1]}")
         else:
-            print(USAGE, file=sys.stderr)
-            return 2
-    except DelibError as err:
-        print(err, file=sys.stderr)
-        return 2
-    return 0
+            print("\n".join(check(Path(argv[1]), given)))
+    else:
+        raise DelibError(USAGE)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(exit_status(lambda: main(sys.argv[1:])))

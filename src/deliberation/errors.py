@@ -4,7 +4,9 @@ text files the user wrote (UTF-8, a byte order mark allowed) and paths to write 
 
 import math
 import os
+import sys
 from pathlib import Path
+from typing import Callable
 
 
 class DelibError(Exception):
@@ -16,6 +18,17 @@ class Interrupted(DelibError):
 
     def __init__(self) -> None:
         super().__init__("this backend was interrupted (Ctrl-C); create a new one to generate again")
+
+
+def exit_status(script: Callable[[], None]) -> int:
+    """Run a script beside the CLI (the experiments' helpers): 0, or 2 with a DelibError's one line on stderr,
+    so such a script refuses bad input as ``delib`` does."""
+    try:
+        script()
+    except DelibError as err:
+        print(err, file=sys.stderr)
+        return 2
+    return 0
 
 
 def install_hint(package: str, extra: str) -> str:
