@@ -38,7 +38,8 @@ replay=(--rounds 1 --offline --quiet)
   --sft "$SFT" --rule "$RULE" --out "$L/compare" "${replay[@]}"
 for pair in "${STORE_N[@]}"; do  # self-consistency at every k <= 6 (equal tokens is read off these), ...
   store=${pair%%:*}; n=${pair##*:}
-  DELIB=$DELIB SAMPLES=6 VOTES=$VOTES bash "$(dirname "$0")/sampling_replays.sh" "$D/$store" "$L/sampling/$store" --questions "$n"
+  DELIB=$DELIB SAMPLES=6 VOTES=$VOTES bash "$(dirname "$0")/sampling_replays.sh" "$D/$store" "$L/sampling/$store" \
+    --questions "$n"
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['reference'])" "$L/compare/team.json")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "$reference" --out "$L/report"
