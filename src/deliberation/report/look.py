@@ -128,11 +128,9 @@ def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[
     of other settings, a reference report missing or extra)."""
     wanted = {sc_label(k) for k in LEARNED_AGAINST_K}
     gaps = [f"references {sorted(others)} instead of {sorted(wanted)}"] if set(others) != wanted else []
-    for name, cells in (("at equal tokens", equal.get(learned, {})), *((f"against {r}", others[r]) for r in sorted(
-            wanted & set(others)))):
-        missing = sorted(columns - set(cells))
-        if missing:
-            gaps.append(f"{name}: {missing}")
+    comparisons = {"at equal tokens": equal.get(learned, {}),
+                   **{f"against {r}": others[r] for r in sorted(wanted & set(others))}}
+    gaps += [f"{name}: {sorted(columns - set(cells))}" for name, cells in comparisons.items() if columns - set(cells)]
     if gaps:
         raise DelibError(f"the look misses registered comparisons of {learned} with self-consistency "
                          f"({'; '.join(gaps)}); rerun its replays with the same settings")
@@ -266,10 +264,12 @@ def headroom_markdown(record: dict[str, Any]) -> str:
     parts = []
     for column in columns:
         right = room.get(column, {}).get("some_agent_right")
-        lines = [_room_line(name, methods[label][column]) if label is not None else
-                 f"| {name} | {right['n']} | {100 * right['share']:.1f} | | |"
-                 for name, label in _room_rows(record)
-                 if (label is None and right is not None) or column in methods.get(label or "", {})]
+        lines = []
+        for name, label in _room_rows(record):
+            if label is None and right is not None:  # from the stores, not an arm
+                lines.append(f"| {name} | {right['n']} | {100 * right['share']:.1f} | | |")
+            elif label is not None and column in methods.get(label, {}):
+                lines.append(_room_line(name, methods[label][column]))
         parts.append(f"**{column}** (reference: {record['reference']})\n\n{HEADROOM_HEAD}" + "\n".join(lines))
         aurocs = room.get(column, {}).get("auroc", {})
         if aurocs:
