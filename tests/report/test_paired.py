@@ -72,8 +72,25 @@ def test_delib_report_pairs_rows_with_the_best_fixed_rule_by_default(tmp_path):
                 for m in ("agreement-threshold", "always-persist")}
     best = max(sorted(accuracy), key=accuracy.__getitem__)
     assert {p["reference"] for p in paired} == {best} and all(p["n"] == 8 for p in paired)
-    assert "## Paired against" in (tmp_path / "rep" / "report.md").read_text()
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Paired against" in text and f"![paired difference to {best}](paired.png)" in text
+    assert (tmp_path / "rep" / "paired.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep2"), "--reference", "nope"]) == 2
+
+
+def test_the_paired_figure_draws_plain_self_consistency_as_one_curve_in_k_order():
+    from deliberation.report.compare_plot import sampling_curve
+    from deliberation.report.paired import Paired
+
+    def row(label: str) -> Paired:
+        return Paired(label, "rule", "pooled", 4, 2, 1, 1, 0, 1.0, 0.0, (-0.5, 0.5), 1.0, (0.9, 1.1))
+
+    rows = [row(label) for label in ("self-consistency [agents=6]", "mpdf [x]", "self-consistency [agents=1]",
+                                     "self-consistency [agents=3, temperature=0.3]", "self-consistency [agents=3]")]
+    curve, others = sampling_curve(rows)
+    assert [k for k, _ in curve] == [1, 3, 6] and [p.label for _, p in curve][0] == "self-consistency [agents=1]"
+    assert [p.label for p in others] == ["mpdf [x]", "self-consistency [agents=3, temperature=0.3]"]
+    assert sampling_curve(rows[:2]) == ([], rows[:2])  # one sample count: no curve, a row of its own
 
 
 def test_budget_k_is_the_largest_sample_count_within_the_rows_tokens():

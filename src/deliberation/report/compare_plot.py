@@ -1,44 +1,76 @@
-"""``delib compare``'s figure: each arm's paired difference to the best rule, accuracy against tokens.
+"""The paired figure: each arm's paired difference to the reference, accuracy against tokens.
 
 One point per arm on the pooled questions (or the only benchmark split): x = tokens per question as a ratio
-to the best rule's, y = accuracy difference in points; both with their paired bootstrap 95% intervals
-(``report/paired.py``). The best rule sits at (1, 0) by construction; a point above the zero line and left
-of x = 1 is better and cheaper. Written as team.png beside team.md.
+to the reference's, y = accuracy difference in points; both with their paired bootstrap 95% intervals
+(``report/paired.py``). The reference sits at (1, 0) by construction; a point above the zero line and left
+of x = 1 is better and cheaper. ``delib compare`` writes it as team.png beside team.md (reference: the best
+rule); ``delib report`` as paired.png beside paired.json, with every row it pairs (self-consistency,
+adaptive sampling and CISC included, so the strongest simple alternatives sit in the same figure).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from deliberation.errors import install_hint
 from deliberation.report.paired import POOLED, Paired
 from deliberation.report.plots import PlotOutcome, error_bar, method_style, new_figure, save_figure
 
-TEAM_PNG = "team.png"
+TEAM_PNG, PAIRED_PNG = "team.png", "paired.png"
+_SAMPLING_LABEL = re.compile(r"self-consistency \[agents=(\d+)\]")
 
 
-def paired_plot(paired: Sequence[Paired], path: Path) -> PlotOutcome:
-    """The arms' paired differences to the reference (see the module docstring)."""
-    name = "paired difference to the best rule"
+def paired_plot(paired: Sequence[Paired], path: Path,
+                name: str = "paired difference to the best rule") -> PlotOutcome:
+    """The arms' paired differences to the reference (see the module docstring); ``name`` titles the figure
+    in the markdown that links it."""
     if importlib.util.find_spec("matplotlib") is None:
         return PlotOutcome(name, None, install_hint("matplotlib", "plot"))
     points = plotted(paired)
     if not points:
-        return PlotOutcome(name, None, "no arm paired with the best rule")
+        return PlotOutcome(name, None, "no row paired with the reference")
+    curve, arms = sampling_curve(points)
     fig, (ax,) = new_figure(1, size=(7.0, 4.6))
-    for i, p in enumerate(points):
-        xerr = error_bar(p.token_ratio, *p.token_ratio_ci95)
-        yerr = error_bar(100 * p.accuracy_diff, *(100 * end for end in p.accuracy_diff_ci95))
-        ax.errorbar([p.token_ratio], [100 * p.accuracy_diff], xerr=xerr, yerr=yerr, capsize=3,
-                    label=short_label(p.label), **method_style(i))
+    for i, p in enumerate(arms):
+        _point(ax, p, label=short_label(p.label), **method_style(i))
+    _curve(ax, curve)
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.axvline(1, color="grey", linewidth=0.8, linestyle=":")
     ax.set(xlabel="tokens per question, ratio to the reference", ylabel="accuracy difference (points)")
     ax.set_title(f"paired against {points[0].reference}\n(n = {points[0].n}, 95% paired bootstrap)", fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: many arms, no point hidden
     return save_figure(fig, path, name)
+
+
+def _point(ax: Any, p: Paired, **style: Any) -> None:
+    """One row at (token ratio, accuracy difference) with both paired intervals as error bars."""
+    xerr = error_bar(p.token_ratio, *p.token_ratio_ci95)
+    yerr = error_bar(100 * p.accuracy_diff, *(100 * end for end in p.accuracy_diff_ci95))
+    ax.errorbar([p.token_ratio], [100 * p.accuracy_diff], xerr=xerr, yerr=yerr, capsize=3, **style)
+
+
+def _curve(ax: Any, curve: Sequence[tuple[int, Paired]]) -> None:
+    """Self-consistency's rows joined in k order, each labelled with its k, one legend entry for all."""
+    for k, p in curve:
+        _point(ax, p, label=f"self-consistency (k = {curve[0][0]}..{curve[-1][0]})" if k == curve[0][0] else None,
+               fmt="o", color="black", markersize=3)
+        ax.annotate(f"k={k}", (p.token_ratio, 100 * p.accuracy_diff), textcoords="offset points", xytext=(4, -9),
+                    fontsize=6, color="black")
+    ax.plot([p.token_ratio for _, p in curve], [100 * p.accuracy_diff for _, p in curve], color="black",
+            linewidth=0.8)
+
+
+def sampling_curve(points: Sequence[Paired]) -> tuple[list[tuple[int, Paired]], list[Paired]]:
+    """Plain self-consistency at each sample count k (``self-consistency [agents=k]``, the label
+    ``report/loading.py`` gives a run whose only setting is its team size), as (k, row) in k order, drawn as
+    one curve; and every other row. Fewer than two such rows make no curve: they stay rows of their own."""
+    found = [(int(m.group(1)), p) for p in points if (m := _SAMPLING_LABEL.fullmatch(p.label))]
+    if len(found) < 2:
+        return [], list(points)
+    return sorted(found, key=lambda kp: kp[0]), [p for p in points if not _SAMPLING_LABEL.fullmatch(p.label)]
 
 
 def plotted(paired: Sequence[Paired]) -> list[Paired]:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError, writable_folder
 from deliberation.report.loading import RunResult, discover, load_results, load_training
+from deliberation.report.compare_plot import PAIRED_PNG, paired_plot
 from deliberation.report.paired import Paired, paired_markdown, paired_table
 from deliberation.report.plots import write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
@@ -20,8 +21,9 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     """Write report.md, report.csv (when there are evaluation runs) and the plots into ``out_dir``; return
     the files written. Without matplotlib the tables are still written and report.md says how to get plots.
     Rows run on the same questions are also compared with ``reference`` (default: the best fixed rule
-    present) question by question: report.md's paired section and paired.json (``report/paired.py``); with
-    ``trees``, also with self-consistency at each row's token budget (``report/equal_tokens.py``).
+    present) question by question: report.md's paired section, paired.json (``report/paired.py``) and
+    paired.png (``report/compare_plot.py``); with ``trees``, also with self-consistency at each row's token
+    budget (``report/equal_tokens.py``).
 
     DelibError, before anything is written, when a path does not exist, a file in it cannot be read, or
     neither a run nor a training directory is found."""
@@ -36,6 +38,9 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     paired = paired + _equal_tokens(results, trees, out)
     out.mkdir(parents=True, exist_ok=True)
     outcomes = write_plots(tab, results, training, out)
+    fixed = [p for p in paired if p.budget is None]
+    if fixed:  # every row against the reference in one figure, the sampling baselines included
+        outcomes.append(paired_plot(fixed, out / PAIRED_PNG, f"paired difference to {fixed[0].reference}"))
     texts = {"report.md": _report_text(tab, results, outcomes, training, paired)}
     if tab is not None:
         texts["report.csv"] = to_csv(tab)
