@@ -44,9 +44,8 @@ VAL=$(ids held); FIT=$(ids fit)
 T=$OUT/train
 POLICIES=$T/full/policy.pt,$T/sft-signals/policy.pt,$T/full-signals/policy.pt
 POLICIES=$POLICIES,$T/sft-resample/policy.pt,$T/full-resample/policy.pt
-grep -qs '"learned"' "$OUT/compare/team.json" || "$DELIB" compare --trees "$TRAIN" --ids "$VAL" --sft "$T/sft/policy.pt" \
-  --policy "$POLICIES" \
-  --rule "$OUT/tuning/best_rule.json" --out "$OUT/compare" "${replay[@]}"
+grep -qs '"learned"' "$OUT/compare/team.json" || "$DELIB" compare --trees "$TRAIN" --ids "$VAL" \
+  --sft "$T/sft/policy.pt" --policy "$POLICIES" --rule "$OUT/tuning/best_rule.json" --out "$OUT/compare" "${replay[@]}"
 for store in "${STORES[@]}"; do
   held=$(ids held "$store")
   [ -n "$held" ] || continue  # a store without validation questions
