@@ -112,6 +112,7 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     headline = (looked / "out" / "look-1" / "headline.md").read_text()
     assert headline.index("**pooled**") < headline.index("**gsm8k/test**") < headline.index("**math/test**")
     assert "\n| mpdf [default] | 6 | " in headline and "| best rule: " in headline
+    assert f"\n| {itself} | " not in headline  # the reference's own method again: not a row of its own
     assert f"decision: {record['decision']['reason']}" in headline
     assert "mpdf [default] against self-consistency [agents=6] (pooled, n = 6): " in headline
     equal_p = record["equal_tokens"]["mpdf [default]"]["pooled"]

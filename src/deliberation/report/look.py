@@ -161,13 +161,19 @@ def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[
     RESAMPLE action), and issue 37's arms (its sampling baselines and agreement-resample), but the best
     rule's own method replayed again under its name (``reference``: a comparison with itself). The oracle's
     and self-consistency's own rows are the headroom table's, not tests."""
-    itself = reference.removeprefix(BEST)
+    itself = rule_method(reference)
     tested = [label for label in methods if not _headroom(label) and label != itself]
     cells = [cell for label in tested for column, cell in methods[label].items()
              if "mcnemar_p" in cell and not (label == learned and column == POOLED)]
     cells += [*equal.get(learned, {}).values(), *(cell for by_column in others.values() for cell in by_column.values())]
     for cell, adjusted in zip(cells, holm([cell["mcnemar_p"] for cell in cells])):
         cell["mcnemar_p_holm"] = adjusted
+
+
+def rule_method(reference: str) -> str:
+    """The best rule's method from its row label (``best rule: agreement-resample`` -> ``agreement-resample``):
+    the look replays it again under this plain name among the constants, a row that repeats the reference."""
+    return reference.removeprefix(BEST)
 
 
 def _headroom(label: str) -> bool:
@@ -204,11 +210,14 @@ def headline_markdown(record: dict[str, Any]) -> str:
     """The look's headline for the README: every arm per benchmark and pooled (pooled first) with n,
     accuracy, the paired difference to the best rule and to self-consistency at equal tokens, each with its
     95% interval, McNemar p and tokens a question; then the registered decision. Arms in the order: the
-    learned policy, then by pooled accuracy."""
+    learned policy, then by pooled accuracy. The best rule's own method, replayed again under its plain name
+    (the record keeps it), is left out: its row would repeat the reference's."""
     methods, equal = record["methods"], record.get("equal_tokens", {})
     columns = [POOLED] + sorted({c for cells in methods.values() for c in cells} - {POOLED})
     accuracy = {label: _share(cells.get(POOLED, {})) for label, cells in methods.items()}
-    order = sorted(methods, key=lambda label: (label != record["learned"], -accuracy[label], label))
+    itself = rule_method(record["reference"])
+    order = sorted((label for label in methods if label != itself),
+                   key=lambda label: (label != record["learned"], -accuracy[label], label))
     parts = []
     for column in columns:
         lines = [_headline_line(label, methods[label][column], equal.get(label, {}).get(column))
@@ -290,7 +299,7 @@ def _room_rows(record: dict[str, Any]) -> list[tuple[str, str | None]]:
     rows: list[tuple[str, str | None]] = [("round-0 vote (self-consistency, k = 3)", vote),
                                           ("some agent right at round 0", None), ("oracle", "oracle"),
                                           (record["reference"], record["reference"])]
-    itself = record["reference"].removeprefix(BEST)  # the best rule's method is its row already
+    itself = rule_method(record["reference"])  # the best rule's method is its row already
     rows += [(c, c) for c in constants(EXTENDED_ACTIONS) if c in labels and c != itself]
     rows += [(record["learned"], record["learned"]), *((s, s) for s in sft)]
     return rows + [(label, label) for label in sorted(sampled, key=sampled.__getitem__)]
