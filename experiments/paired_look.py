@@ -99,7 +99,7 @@ def _commit() -> str | None:
         return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
                               cwd=Path(__file__).parent).stdout.strip()
     try:
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "src", "experiments")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/src", ":/experiments")  # from the top
         return git("rev-parse", "HEAD") + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None

@@ -270,3 +270,53 @@ def test_a_look_missing_a_registered_comparison_with_self_consistency_is_refused
     (report / "paired.json").write_text(json.dumps([r for r in rows if r.get("budget") is None]))
     with pytest.raises(DelibError, match=r"at equal tokens: \['gsm8k/test', 'math/test', 'pooled'\]"):
         look_record(1, report, record["learned"], against=against)
+
+
+@pytest.mark.parametrize("change", ["fewer", "unpaired"])
+def test_a_look_in_which_an_arm_misses_questions_is_refused(looked, tmp_path, change):
+    """Every arm answers the block's questions: an arm paired with the best rule on fewer of them (both failed on
+    one), or on questions the best rule did not run, is refused, not tested on a smaller set."""
+    look_dir = looked / "out" / "look-1"
+    record = json.loads((look_dir / "summary.json").read_text())
+    report = tmp_path / "report"
+    shutil.copytree(look_dir / "report", report)
+    rows = json.loads((report / "paired.json").read_text())
+    sft = next(r for r in rows if r["label"].startswith("sft [") and r["column"] == "math/test")
+    sft["n" if change == "fewer" else "unpaired"] += -1 if change == "fewer" else 1
+    (report / "paired.json").write_text(json.dumps(rows))
+    against = sorted((look_dir / "against").glob("*"))
+    with pytest.raises(DelibError, match=r"look 1: sft \[.*\] against best rule: .* on math/test .*does not cover "
+                                         r"the block's 6 questions"):
+        look_record(1, report, record["learned"], against=against)
+
+
+def test_the_recorded_commit_is_marked_dirty_when_the_code_differs_from_it(tmp_path):
+    """The look's provenance: HEAD, with +dirty when src/ or experiments/ differ from it (wherever the script
+    sits in the checkout), not when only results do."""
+    repo = tmp_path / "repo"
+    for folder in ("experiments", "src", "docs"):
+        (repo / folder).mkdir(parents=True)
+    shutil.copy(SCRIPT.with_name("paired_look.py"), repo / "experiments")
+    (repo / "src" / "code.py").write_text("x = 1\n")
+    (repo / "docs" / "summary.json").write_text("{}\n")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    def recorded() -> str:
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import paired_look; print(paired_look._commit())"
+        return subprocess.run([sys.executable, "-c", code, str(repo / "experiments")], cwd=tmp_path, check=True,
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "x")
+    head = git("rev-parse", "HEAD")
+    (repo / "docs" / "summary.json").write_text('{"looks": []}\n')  # a look rewrites its own results
+    assert recorded() == head
+    (repo / "src" / "code.py").write_text("x = 2\n")
+    assert recorded() == head + "+dirty"
+    git("checkout", "--", "src")
+    (repo / "experiments" / "paired_look.py").write_text((repo / "experiments" / "paired_look.py").read_text() + "\n")
+    assert recorded() == head + "+dirty"

@@ -109,6 +109,7 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
         raise DelibError(f"{report / 'paired.json'} has no pooled row of {', '.join(missing)}; the look needs the "
                          "learned policy and the oracle paired with the best rule")
     decision = decide(look, pooled[learned], pooled[oracle])
+    _require_same_questions(look, [*paired, *(p for r in against for p in read_paired(r / "paired.json"))], learned)
     table = counts(report / "report.csv")
     methods = {label: {column: {**cells, **_against(paired, label, column)} for column, cells in by_column.items()}
                for label, by_column in table.items()}
@@ -118,6 +119,19 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
     _adjust_secondary(methods, equal, others, learned, pooled[learned].reference)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
             "decision": to_json(decision), "methods": methods, "equal_tokens": equal, "learned_against": others}
+
+
+def _require_same_questions(look: int, paired: Sequence[Paired], learned: str) -> None:
+    """Refuse a look in which any row, against any reference, does not cover exactly the learned arm's questions
+    per benchmark and pooled (an arm that failed on a question would otherwise be paired on fewer, silently):
+    every arm of a look answers the same question ids. A row against self-consistency at equal tokens may
+    cover fewer columns (no k fits its budget there), never fewer questions of a column."""
+    size = {p.column: p.n for p in paired if p.label == learned and p.budget is None}
+    short = sorted({f"{p.label} against {p.reference} on {p.column} (n = {p.n}, {p.unpaired} unpaired)"
+                    for p in paired if p.unpaired or (p.budget is None and p.n != size.get(p.column, p.n))})
+    if short:
+        raise DelibError(f"look {look}: {short[0]} does not cover the block's {size.get(POOLED, '?')} questions "
+                         f"({len(short)} such rows); rerun the look's replays")
 
 
 def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[str, Any]],
