@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -285,11 +286,36 @@ def test_a_look_in_which_an_arm_misses_questions_is_refused(looked, tmp_path, ch
     sft["n" if change == "fewer" else "unpaired"] += -1 if change == "fewer" else 1
     (report / "paired.json").write_text(json.dumps(rows))
     against = sorted((look_dir / "against").glob("*"))
-    with pytest.raises(DelibError, match=r"look 1: sft \[.*\] against best rule: .* on math/test .*does not cover "
-                                         r"the block's 6 questions"):
+    with pytest.raises(DelibError, match=r"look 1: sft \[.*\] against best rule: .* on math/test covers [12] of its "
+                                         r"2 questions \([01] unpaired\) \(1 such rows\)"):
         look_record(1, report, record["learned"], against=against)
 
 
+def test_every_row_against_every_reference_covers_the_learned_arms_questions():
+    """The guard itself: rows against self-consistency (the against/ reports) are held to the same questions;
+    a row at equal tokens may lack a column (no k fits its budget there) but not questions of one."""
+    from deliberation.report.look import _require_same_questions
+    from deliberation.report.paired import Paired
+
+    def row(label: str, reference: str, column: str, n: int, unpaired: int = 0, budget=None) -> Paired:
+        return Paired(label, reference, column, n, n, 0, 0, 0, 1.0, 0.0, (0.0, 0.0), 1.0, (1.0, 1.0), unpaired,
+                      budget)
+
+    main = [row("mpdf", "rule", c, n) for c, n in (("gsm8k/test", 4), ("pooled", 6))]
+    main += [row("sft", "rule", c, n) for c, n in (("gsm8k/test", 4), ("pooled", 6))]
+    main.append(row("mpdf", "self-consistency at equal tokens", "gsm8k/test", 4, budget=(6,)))
+    sc3 = [row("mpdf", "self-consistency [agents=3]", c, n) for c, n in (("gsm8k/test", 4), ("pooled", 6))]
+    _require_same_questions(1, main, sc3, "mpdf")  # the equal-tokens row has no pooled column: fine
+    for bad, of in ((row("sft", "self-consistency [agents=3]", "pooled", 5), 6),
+                    (row("mpdf", "self-consistency [agents=6]", "gsm8k/test", 4, unpaired=1), 4),
+                    (row("mpdf", "self-consistency at equal tokens", "pooled", 6, unpaired=2, budget=(6, 6)), 6)):
+        with pytest.raises(DelibError, match=rf"^look 1: {re.escape(bad.label)} against {re.escape(bad.reference)} "
+                                             rf"on {bad.column} covers {bad.n} of its {of} questions "
+                                             rf"\({bad.unpaired} unpaired\) \(1 such rows\)"):
+            _require_same_questions(1, main, [*sc3, bad], "mpdf")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git (the provenance reads the checkout)")
 def test_the_recorded_commit_is_marked_dirty_when_the_code_differs_from_it(tmp_path):
     """The look's provenance: HEAD, with +dirty when src/ or experiments/ differ from it (wherever the script
     sits in the checkout), not when only results do."""
@@ -301,8 +327,9 @@ def test_the_recorded_commit_is_marked_dirty_when_the_code_differs_from_it(tmp_p
     (repo / "docs" / "summary.json").write_text("{}\n")
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
-                              capture_output=True, text=True).stdout.strip()
+        config = ("-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false")
+        return subprocess.run(["git", *config, *args], cwd=repo, check=True, capture_output=True,
+                              text=True).stdout.strip()
 
     def recorded() -> str:
         code = "import sys; sys.path.insert(0, sys.argv[1]); import paired_look; print(paired_look._commit())"

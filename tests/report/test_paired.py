@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -73,8 +74,12 @@ def test_delib_report_pairs_rows_with_the_best_fixed_rule_by_default(tmp_path):
     best = max(sorted(accuracy), key=accuracy.__getitem__)
     assert {p["reference"] for p in paired} == {best} and all(p["n"] == 8 for p in paired)
     text = (tmp_path / "rep" / "report.md").read_text()
-    assert "## Paired against" in text and f"![paired difference to {best}](paired.png)" in text
-    assert (tmp_path / "rep" / "paired.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "## Paired against" in text
+    if importlib.util.find_spec("matplotlib") is not None:  # the plot extra (make test installs it)
+        assert f"![paired difference to {best}](paired.png)" in text
+        assert (tmp_path / "rep" / "paired.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert text.count("pip install 'deliberation[plot]'") == 1 and not (tmp_path / "rep" / "paired.png").exists()
     assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep2"), "--reference", "nope"]) == 2
 
 
@@ -91,6 +96,18 @@ def test_the_paired_figure_draws_plain_self_consistency_as_one_curve_in_k_order(
     assert [k for k, _ in curve] == [1, 3, 6] and [p.label for _, p in curve][0] == "self-consistency [agents=1]"
     assert [p.label for p in others] == ["mpdf [x]", "self-consistency [agents=3, temperature=0.3]"]
     assert sampling_curve(rows[:2]) == ([], rows[:2])  # one sample count: no curve, a row of its own
+
+
+def test_without_matplotlib_the_paired_figure_is_skipped_with_one_hint(tmp_path, monkeypatch):
+    for method in ("agreement-threshold", "always-persist"):
+        assert main(["run", "--method", method, "--backend", "scripted", "--limit", "4", "--quiet",
+                     "--out", str(tmp_path / "runs" / method)]) == 0
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep")]) == 0
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Paired against" in text and text.count("pip install 'deliberation[plot]'") == 1
+    assert not list((tmp_path / "rep").glob("*.png"))
 
 
 def test_budget_k_is_the_largest_sample_count_within_the_rows_tokens():

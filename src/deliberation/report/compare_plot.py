@@ -11,16 +11,15 @@ adaptive sampling and CISC included, so the strongest simple alternatives sit in
 from __future__ import annotations
 
 import importlib.util
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import install_hint
+from deliberation.report.loading import sampling_k
 from deliberation.report.paired import POOLED, Paired
 from deliberation.report.plots import PlotOutcome, error_bar, method_style, new_figure, save_figure
 
 TEAM_PNG, PAIRED_PNG = "team.png", "paired.png"
-_SAMPLING_LABEL = re.compile(r"self-consistency \[agents=(\d+)\]")
 
 
 def paired_plot(paired: Sequence[Paired], path: Path,
@@ -53,24 +52,29 @@ def _point(ax: Any, p: Paired, **style: Any) -> None:
 
 
 def _curve(ax: Any, curve: Sequence[tuple[int, Paired]]) -> None:
-    """Self-consistency's rows joined in k order, each labelled with its k, one legend entry for all."""
-    for k, p in curve:
-        _point(ax, p, label=f"self-consistency (k = {curve[0][0]}..{curve[-1][0]})" if k == curve[0][0] else None,
-               fmt="o", color="black", markersize=3)
-        ax.annotate(f"k={k}", (p.token_ratio, 100 * p.accuracy_diff), textcoords="offset points", xytext=(4, -9),
-                    fontsize=6, color="black")
-    ax.plot([p.token_ratio for _, p in curve], [100 * p.accuracy_diff for _, p in curve], color="black",
-            linewidth=0.8)
+    """Self-consistency's rows joined in k order, each labelled with its k, one legend entry for all; when the
+    reference is self-consistency itself, its k joins the line at (1, 0)."""
+    if not curve:
+        return
+    reference_k = sampling_k(curve[0][1].reference)
+    line = sorted([(k, p.token_ratio, 100 * p.accuracy_diff) for k, p in curve] +
+                  ([(reference_k, 1.0, 0.0)] if reference_k is not None else []))
+    for i, (k, p) in enumerate(curve):
+        _point(ax, p, label=None if i else f"self-consistency (k = {line[0][0]}..{line[-1][0]})", fmt="o",
+               color="black", markersize=3)
+    for k, x, y in line:
+        ax.annotate(f"k={k}", (x, y), textcoords="offset points", xytext=(4, -9), fontsize=6, color="black")
+    ax.plot([x for _, x, _ in line], [y for _, _, y in line], color="black", linewidth=0.8)
 
 
 def sampling_curve(points: Sequence[Paired]) -> tuple[list[tuple[int, Paired]], list[Paired]]:
-    """Plain self-consistency at each sample count k (``self-consistency [agents=k]``, the label
-    ``report/loading.py`` gives a run whose only setting is its team size), as (k, row) in k order, drawn as
-    one curve; and every other row. Fewer than two such rows make no curve: they stay rows of their own."""
-    found = [(int(m.group(1)), p) for p in points if (m := _SAMPLING_LABEL.fullmatch(p.label))]
+    """Plain self-consistency at each sample count k (``loading.sampling_label``) as (k, row) in k order,
+    drawn as one curve; and every other row. Fewer than two such rows make no curve: they stay rows of their
+    own."""
+    found = [(k, p) for p in points if (k := sampling_k(p.label)) is not None]
     if len(found) < 2:
         return [], list(points)
-    return sorted(found, key=lambda kp: kp[0]), [p for p in points if not _SAMPLING_LABEL.fullmatch(p.label)]
+    return sorted(found, key=lambda kp: kp[0]), [p for p in points if sampling_k(p.label) is None]
 
 
 def plotted(paired: Sequence[Paired]) -> list[Paired]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
@@ -26,6 +27,7 @@ from deliberation.actions import ACTION_ORDER, ACTIONS
 from deliberation.types import Episode, from_json
 
 METRICS = "metrics.jsonl"  # marks a training directory
+_SAMPLING_LABEL = re.compile(r"self-consistency \[agents=(\d+)\]")  # sampling_label's form
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,19 @@ def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
     copied without the experiment's cell.json) get the settings that differ in their label, e.g.
     ``self-consistency [agents=9]``, so one row never pools two configurations."""
     return _split_label(results, lambda r: r.engine, lambda r, seen: _differing(r.engine, seen))
+
+
+def sampling_label(k: int) -> str:
+    """The row label of self-consistency with k samples among runs of other sample counts (``split_engines``
+    marks the one differing setting): ``self-consistency [agents=k]``."""
+    return f"self-consistency [agents={k}]"
+
+
+def sampling_k(label: str) -> int | None:
+    """k of a ``sampling_label(k)`` row; None for any other label (other methods, or self-consistency that
+    differs in more settings than its sample count)."""
+    found = _SAMPLING_LABEL.fullmatch(label)
+    return int(found.group(1)) if found else None
 
 
 def split_models(results: Sequence[RunResult]) -> list[RunResult]:

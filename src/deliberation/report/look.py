@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
 from deliberation.actions import EXTENDED_ACTIONS
 from deliberation.report.compare import BEST, SFT_PREFIX
+from deliberation.report.loading import sampling_k, sampling_label
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
@@ -109,29 +109,32 @@ def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
         raise DelibError(f"{report / 'paired.json'} has no pooled row of {', '.join(missing)}; the look needs the "
                          "learned policy and the oracle paired with the best rule")
     decision = decide(look, pooled[learned], pooled[oracle])
-    _require_same_questions(look, [*paired, *(p for r in against for p in read_paired(r / "paired.json"))], learned)
+    against_rows = [read_paired(r / "paired.json") for r in against]
+    _require_same_questions(look, paired, [p for rows in against_rows for p in rows], learned)
     table = counts(report / "report.csv")
     methods = {label: {column: {**cells, **_against(paired, label, column)} for column, cells in by_column.items()}
                for label, by_column in table.items()}
     equal = _equal_tokens(paired)
-    others = _learned_against(against, learned)
+    others = _learned_against(against_rows, learned)
     _require_secondaries(learned, set(methods[learned]), equal, others)
     _adjust_secondary(methods, equal, others, learned, pooled[learned].reference)
     return {"look": look, "reference": pooled[learned].reference, "learned": learned,
             "decision": to_json(decision), "methods": methods, "equal_tokens": equal, "learned_against": others}
 
 
-def _require_same_questions(look: int, paired: Sequence[Paired], learned: str) -> None:
-    """Refuse a look in which any row, against any reference, does not cover exactly the learned arm's questions
-    per benchmark and pooled (an arm that failed on a question would otherwise be paired on fewer, silently):
-    every arm of a look answers the same question ids. A row against self-consistency at equal tokens may
-    cover fewer columns (no k fits its budget there), never fewer questions of a column."""
+def _require_same_questions(look: int, paired: Sequence[Paired], against: Sequence[Paired], learned: str) -> None:
+    """Refuse a look in which any row, against the best rule (``paired``) or another reference (``against``),
+    does not cover exactly the learned arm's questions per benchmark and pooled, as paired with the best rule
+    (an arm that failed on a question would otherwise be paired on fewer, silently): every arm of a look
+    answers the same question ids. A row against self-consistency at equal tokens may cover fewer columns (no
+    k fits its budget there), never fewer questions of a column."""
     size = {p.column: p.n for p in paired if p.label == learned and p.budget is None}
-    short = sorted({f"{p.label} against {p.reference} on {p.column} (n = {p.n}, {p.unpaired} unpaired)"
-                    for p in paired if p.unpaired or (p.budget is None and p.n != size.get(p.column, p.n))})
+    short = sorted(f"{p.label} against {p.reference} on {p.column} covers {p.n} of its {size.get(p.column)} "
+                   f"questions ({p.unpaired} unpaired)" for p in (*paired, *against)
+                   if p.unpaired or (p.budget is None and p.n != size.get(p.column)))
     if short:
-        raise DelibError(f"look {look}: {short[0]} does not cover the block's {size.get(POOLED, '?')} questions "
-                         f"({len(short)} such rows); rerun the look's replays")
+        raise DelibError(f"look {look}: {short[0]} ({len(short)} such rows); every arm answers the block's "
+                         "questions: rerun the look's replays")
 
 
 def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[str, Any]],
@@ -140,7 +143,7 @@ def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[
     tokens, and at each k of ``LEARNED_AGAINST_K``) are not all there, each on every benchmark and pooled: the
     Holm family would shrink, or grow, silently (a learned arm cheaper than one sample, self-consistency runs
     of other settings, a reference report missing or extra)."""
-    wanted = {sc_label(k) for k in LEARNED_AGAINST_K}
+    wanted = {sampling_label(k) for k in LEARNED_AGAINST_K}
     gaps = [f"references {sorted(others)} instead of {sorted(wanted)}"] if set(others) != wanted else []
     comparisons = {"at equal tokens": equal.get(learned, {}),
                    **{f"against {r}": others[r] for r in sorted(wanted & set(others))}}
@@ -150,16 +153,12 @@ def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[
                          f"({'; '.join(gaps)}); rerun its replays with the same settings")
 
 
-def sc_label(k: int) -> str:
-    """The row label of self-consistency with k samples."""
-    return f"self-consistency [agents={k}]"
-
-
-def _learned_against(reports: Sequence[Path], learned: str) -> dict[str, dict[str, Any]]:
-    """reference -> benchmark column (or pooled) -> the learned policy against that reference."""
+def _learned_against(against: Sequence[Sequence[Paired]], learned: str) -> dict[str, dict[str, Any]]:
+    """reference -> benchmark column (or pooled) -> the learned policy against that reference (``against``:
+    each reference report's paired rows)."""
     table: dict[str, dict[str, Any]] = {}
-    for report in reports:
-        for p in read_paired(report / "paired.json"):
+    for rows in against:
+        for p in rows:
             if p.label == learned and p.budget is None:
                 table.setdefault(p.reference, {})[p.column] = {"n": p.n, **_against([p], learned, p.column)}
     return table
@@ -185,8 +184,9 @@ def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[
 
 
 def rule_method(reference: str) -> str:
-    """The best rule's method from its row label (``best rule: agreement-resample`` -> ``agreement-resample``):
-    the look replays it again under this plain name among the constants, a row that repeats the reference."""
+    """The label under which the look replays the best rule again among the constants (``best rule:
+    agreement-resample`` -> ``agreement-resample``; a tuned threshold stays in it, ``... t=0.7``, and then
+    matches no constant): a row that repeats the reference."""
     return reference.removeprefix(BEST)
 
 
@@ -307,9 +307,8 @@ def _room_rows(record: dict[str, Any]) -> list[tuple[str, str | None]]:
     stores, not an arm)."""
     labels = record["methods"]
     sft = [label for label in labels if label.startswith(SFT_PREFIX)]
-    sampled = {label: int(found.group(1)) for label in labels
-               if label.startswith("self-consistency [") and (found := re.search(r"\bagents=(\d+)", label))}
-    vote = next((label for label, k in sampled.items() if k == 3), sc_label(3))
+    sampled = {label: k for label in labels if (k := sampling_k(label)) is not None}
+    vote = next((label for label, k in sampled.items() if k == 3), sampling_label(3))
     rows: list[tuple[str, str | None]] = [("round-0 vote (self-consistency, k = 3)", vote),
                                           ("some agent right at round 0", None), ("oracle", "oracle"),
                                           (record["reference"], record["reference"])]

@@ -8,7 +8,6 @@ from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError, writable_folder
 from deliberation.report.loading import RunResult, discover, load_results, load_training
-from deliberation.report.compare_plot import PAIRED_PNG, paired_plot
 from deliberation.report.paired import Paired, paired_markdown, paired_table
 from deliberation.report.plots import write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
@@ -34,18 +33,15 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
                          "directory holds summary.json or episodes.jsonl, a training directory metrics.jsonl")
     results, training = load_results(run_dirs), load_training(train_dirs)
     tab = table(results) if results else None
-    paired = paired_table(results, reference) if results else []
-    paired = paired + _equal_tokens(results, trees, out)
+    fixed = paired_table(results, reference) if results else []  # every row against the reference
+    equal = _equal_tokens(results, trees, out)
     out.mkdir(parents=True, exist_ok=True)
-    outcomes = write_plots(tab, results, training, out)
-    fixed = [p for p in paired if p.budget is None]
-    if fixed:  # every row against the reference in one figure, the sampling baselines included
-        outcomes.append(paired_plot(fixed, out / PAIRED_PNG, f"paired difference to {fixed[0].reference}"))
-    texts = {"report.md": _report_text(tab, results, outcomes, training, paired)}
+    outcomes = write_plots(tab, results, training, out, fixed)
+    texts = {"report.md": _report_text(tab, results, outcomes, training, fixed, equal)}
     if tab is not None:
         texts["report.csv"] = to_csv(tab)
-    if paired:
-        texts["paired.json"] = strict_json([to_json(p) for p in paired], indent=2) + "\n"
+    if fixed or equal:
+        texts["paired.json"] = strict_json([to_json(p) for p in (*fixed, *equal)], indent=2) + "\n"
     for name, text in texts.items():
         (out / name).write_text(text)
     return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
@@ -65,16 +61,16 @@ def _equal_tokens(results: Sequence[RunResult], trees: str | None, out: Path) ->
 
 
 def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequence[Any],
-                 training: Sequence[Any], paired: Sequence[Paired]) -> str:
-    """report.md: the table, the figures (or why each was skipped), the runs and the training runs."""
+                 training: Sequence[Any], fixed: Sequence[Paired], equal: Sequence[Paired]) -> str:
+    """report.md: the table, the paired rows (against the reference, and against self-consistency at equal
+    tokens), the figures (or why each was skipped), the runs and the training runs."""
     parts = ["# Deliberation report\n"]
     if tab is not None:
         parts += [f"Models: {', '.join(tab.models)}.\n", to_markdown(tab)]
-    fixed = [p for p in paired if p.budget is None]
     if fixed:
         parts += [f"## Paired against {fixed[0].reference}\n", paired_markdown(fixed)]
-    if len(fixed) < len(paired):
-        parts += ["## Against self-consistency at equal tokens\n", paired_markdown(paired[len(fixed):])]
+    if equal:
+        parts += ["## Against self-consistency at equal tokens\n", paired_markdown(equal)]
     parts.append("## Plots\n")
     parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
     if results:
