@@ -10,14 +10,13 @@ adaptive sampling and CISC included, so the strongest simple alternatives sit in
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import install_hint
 from deliberation.report.loading import sampling_k
 from deliberation.report.paired import POOLED, Paired
-from deliberation.report.plots import PlotOutcome, error_bar, method_style, new_figure, save_figure
+from deliberation.report.plots import PlotOutcome, error_bar, method_style, new_figure, plotting, save_figure
 
 TEAM_PNG, PAIRED_PNG = "team.png", "paired.png"
 
@@ -26,7 +25,7 @@ def paired_plot(paired: Sequence[Paired], path: Path,
                 name: str = "paired difference to the best rule") -> PlotOutcome:
     """The arms' paired differences to the reference (see the module docstring); ``name`` titles the figure
     in the markdown that links it."""
-    if importlib.util.find_spec("matplotlib") is None:
+    if not plotting():
         return PlotOutcome(name, None, install_hint("matplotlib", "plot"))
     points = plotted(paired)
     if not points:

@@ -21,7 +21,6 @@ from deliberation.actions import ACTION_ORDER
 from deliberation.report.loading import RunResult, TrainingPoint, TrainingRun
 
 if TYPE_CHECKING:
-    from deliberation.report.paired import Paired
     from deliberation.report.tables import Table
 
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3")  # persist, refine, concede, resample
@@ -39,22 +38,21 @@ class PlotOutcome:
     note: str = ""
 
 
-def write_plots(tab: "Table | None", results: Sequence[RunResult], training: Sequence[TrainingRun],
-                out: Path, paired: Sequence[Paired] = ()) -> list[PlotOutcome]:
-    """Every figure of the report, into ``out`` (none, with the install hint, when matplotlib is absent);
-    with ``paired`` rows (against one reference), also their paired figure (``compare_plot.py``)."""
-    if importlib.util.find_spec("matplotlib") is None:
-        return [PlotOutcome("plots", None, install_hint("matplotlib", "plot"))]
-    from deliberation.report.compare_plot import PAIRED_PNG, paired_plot  # it draws with this module's helpers
+def plotting() -> bool:
+    """Whether matplotlib (the ``plot`` extra) is installed; without it figures are skipped with its install hint."""
+    return importlib.util.find_spec("matplotlib") is not None
 
-    figures = [accuracy_vs_tokens(tab, out / "accuracy_vs_tokens.png"),
-               action_distribution(results, out / "actions_per_round.png"),
-               training_curves(training, out / "training_curves.png"),
-               training_actions(training, out / "training_actions.png"),
-               reward_scale_ablation(training, out / "reward_scale_ablation.png")]
-    if paired:
-        figures.append(paired_plot(paired, out / PAIRED_PNG, f"paired difference to {paired[0].reference}"))
-    return figures
+
+def write_plots(tab: "Table | None", results: Sequence[RunResult], training: Sequence[TrainingRun],
+                out: Path) -> list[PlotOutcome]:
+    """Every figure of the report, into ``out`` (none, with the install hint, when matplotlib is absent)."""
+    if not plotting():
+        return [PlotOutcome("plots", None, install_hint("matplotlib", "plot"))]
+    return [accuracy_vs_tokens(tab, out / "accuracy_vs_tokens.png"),
+            action_distribution(results, out / "actions_per_round.png"),
+            training_curves(training, out / "training_curves.png"),
+            training_actions(training, out / "training_actions.png"),
+            reward_scale_ablation(training, out / "reward_scale_ablation.png")]
 
 
 # --- figures --------------------------------------------------------------------------------------------
