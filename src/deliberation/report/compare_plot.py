@@ -70,10 +70,11 @@ def sampling_curve(points: Sequence[Paired]) -> tuple[list[tuple[int, Paired]], 
     """Plain self-consistency at each sample count k (``loading.sampling_label``) as (k, row) in k order,
     drawn as one curve; and every other row. Fewer than two such rows make no curve: they stay rows of their
     own."""
-    found = [(k, p) for p in points if (k := sampling_k(p.label)) is not None]
+    keyed = [(sampling_k(p.label), p) for p in points]
+    found = sorted(((k, p) for k, p in keyed if k is not None), key=lambda kp: kp[0])
     if len(found) < 2:
         return [], list(points)
-    return sorted(found, key=lambda kp: kp[0]), [p for p in points if sampling_k(p.label) is None]
+    return found, [p for k, p in keyed if k is None]
 
 
 def plotted(paired: Sequence[Paired]) -> list[Paired]:
