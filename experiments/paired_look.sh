@@ -43,10 +43,11 @@ for pair in "${STORE_N[@]}"; do  # self-consistency at every k <= 6 (equal token
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['reference'])" "$L/compare/team.json")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "$reference" --out "$L/report"
-AGAINST=$(python -c "from deliberation.report.look import LEARNED_AGAINST_K as k; print(*k)")
-for k in $AGAINST; do  # the learned policy against self-consistency at k = 3 and 6 (registered secondaries)
-  "$DELIB" report "$L/compare" "$L/sampling" --reference "self-consistency [agents=$k]" \
-    --out "$L/against/self-consistency-$k" > /dev/null
-done
+AGAINST=$(python -c "from deliberation.report.look import LEARNED_AGAINST_K as ks
+from deliberation.report.loading import sampling_label
+for k in ks: print(k, sampling_label(k), sep='\t')")
+while IFS=$'\t' read -r k label; do  # the learned policy against self-consistency at k = 3 and 6 (secondaries)
+  "$DELIB" report "$L/compare" "$L/sampling" --reference "$label" --out "$L/against/self-consistency-$k" > /dev/null
+done <<< "$AGAINST"
 python "$(dirname "$0")/paired_look.py" record "$K" "$L" "$OUT/summary.json" "$REG" \
   "$D/gsm8k-test:$((GSM * K))" "$D/math-test:$((MATH * K))"

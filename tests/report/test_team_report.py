@@ -94,6 +94,8 @@ def test_the_figure_is_written_and_named_in_team_md(setup):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![paired difference to the best rule](team.png)" in (setup["out"] / "team.md").read_text()
     assert short_label("mpdf [runs/x/softrankpo-full/policy.pt]") == "mpdf [x/softrankpo-full]"
+    assert short_label("sft [docs/results/paired/sft.pt]") == "sft [paired/sft]"
+    assert short_label("mpdf [policy.pt]") == "mpdf [policy.pt]" and short_label("sft [sft.pt]") == "sft [sft]"
     assert short_label("mpdf [default]") == "mpdf [default]" and short_label("oracle") == "oracle"
 
 

@@ -17,6 +17,7 @@ from deliberation.errors import install_hint
 from deliberation.report.loading import sampling_k
 from deliberation.report.paired import POOLED, Paired
 from deliberation.report.plots import PlotOutcome, error_bar, method_style, new_figure, plotting, save_figure
+from deliberation.rl.config import CHECKPOINT_NAME
 
 TEAM_PNG, PAIRED_PNG = "team.png", "paired.png"
 
@@ -84,10 +85,15 @@ def plotted(paired: Sequence[Paired]) -> list[Paired]:
 
 
 def short_label(label: str) -> str:
-    """``mpdf [runs/x/softrankpo/policy.pt]`` -> ``mpdf [softrankpo]``: the checkpoint's folder names the arm."""
+    """A checkpoint's arm named by its last folders: ``mpdf [runs/x/softrankpo/policy.pt]`` -> ``mpdf
+    [x/softrankpo]`` (a training run's own file name, ``CHECKPOINT_NAME``, says nothing), ``sft
+    [docs/results/paired/sft.pt]`` -> ``sft [paired/sft]`` (any other file name does). Other labels as they
+    are."""
     if "[" not in label or not label.endswith("]"):
         return label
     head, ckpt = label[:-1].split("[", 1)
-    parts = Path(ckpt).parts
-    named = "/".join(parts[-3:-1]) if len(parts) >= 3 and parts[-1].endswith(".pt") else ckpt
-    return f"{head}[{named}]"
+    path = Path(ckpt)
+    if path.suffix != ".pt":
+        return label
+    kept = path.parts[-3:-1] if path.name == CHECKPOINT_NAME else (*path.parts[-2:-1], path.stem)
+    return f"{head}[{'/'.join(kept) or ckpt}]"

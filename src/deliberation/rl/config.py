@@ -17,6 +17,9 @@ from deliberation.actions import PAPER_ACTIONS, check_action_set
 SPLIT_FILE = "split.json"
 """Beside a training run's checkpoint: the question ids it trained on and held out, so a run started from
 it (``--init``) or a comparison on its checkpoint (``delib compare``) can check for leaks."""
+CHECKPOINT_NAME = "policy.pt"
+"""The file a training run writes its policy to (``rl/trainer.py``); ``rl/iterate.py`` and the figures' arm
+names (``report/compare_plot.short_label``) read it."""
 
 
 @dataclass(frozen=True)

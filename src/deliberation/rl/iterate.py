@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from deliberation.errors import DelibError, require_at_least
 from deliberation.rl.collect import CollectSpec, collect
+from deliberation.rl.config import CHECKPOINT_NAME
 from deliberation.rl.train_cli import TrainRequest, run_training
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class IterateSpec:
 
 def policy_file(out: str | Path, iteration: int) -> Path:
     """The checkpoint iteration ``iteration`` trains."""
-    return Path(out) / f"iter-{iteration}" / "policy" / "policy.pt"
+    return Path(out) / f"iter-{iteration}" / "policy" / CHECKPOINT_NAME
 
 
 def iterate(spec: IterateSpec, out: str, progress: bool = True,

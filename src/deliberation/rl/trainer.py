@@ -24,7 +24,7 @@ from torch import Tensor
 from deliberation.errors import DelibError
 from deliberation.policy.checkpoint import save_policy
 from deliberation.policy.network import MetaPolicyNet
-from deliberation.rl.config import TrainConfig
+from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
 from deliberation.rl.data import DecisionBatch, first_samples, split_by_example, tensorize
 from deliberation.rl.held_out import held_out
 from deliberation.rl.algorithms import ALGORITHMS
@@ -32,7 +32,6 @@ from deliberation.rl.losses import entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss
 from deliberation.types import Decision, strict_json, to_json
 
-CHECKPOINT_NAME = "policy.pt"
 
 
 @dataclass(frozen=True)
