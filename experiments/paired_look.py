@@ -3,9 +3,9 @@ into docs/results/paired/summary.json (one entry per look), write the look's hea
 (headline.md) and its headroom table (headroom.md), and print the decision. With STORE:N arguments (a test
 store and the look's question count in it) the record gains the headroom columns that come from the
 stores: some agent right at round 0, and each signal's AUROC. The record keeps what it was computed from:
-the commit, registered.json as paired_look.sh checked the look's files against it, the stores and their
-counts, NumPy's version (the bootstrap's generator and percentile). A look is recorded only in its turn
-(``report/sequential.check_order``).
+the commit (``+dirty`` when the code or a registered file differs from it), registered.json as
+paired_look.sh checked the look's files against it, the stores and their counts, NumPy's version (the
+bootstrap's generator and percentile). A look is recorded only in its turn (``report/sequential.check_order``).
 
     python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON [STORE:N ...]
     python experiments/paired_look.py order K SUMMARY      # may look K be taken? (before its replays)
@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import numpy
 
@@ -81,7 +82,8 @@ def record(look: int, folder: Path, summary: Path, registered: Path, stores: lis
                              "rerun the look's replays")
         entry["headroom"] = headroom([(f"{st.manifest.benchmark}/{st.manifest.split}", st, n)
                                       for _, st, n in opened])
-    entry["provenance"] = {"commit": _commit(), "numpy": numpy.__version__, "stores": stores, "registered": kept}
+    entry["provenance"] = {"commit": _commit([registered, *registered_files(kept)]), "numpy": numpy.__version__,
+                           "stores": stores, "registered": kept}
     headline, room = headline_markdown(entry), headroom_markdown(entry)  # rendered before anything is written
     write_json_atomic(folder / "summary.json", entry)
     write_text_atomic(folder / "headline.md", headline)
@@ -92,14 +94,25 @@ def record(look: int, folder: Path, summary: Path, registered: Path, stores: lis
     print(f"look {look}: z = {d['z']:+.2f} (boundary {d['boundary']}), {d['reason']}; stop: {d['stop']}")
 
 
-def _commit() -> str | None:
-    """The repository's HEAD commit, with ``+dirty`` when the code (src, experiments) differs from it; None
-    outside a git checkout. A look rewrites its own results, so those do not count."""
+def registered_files(kept: dict) -> list[Path]:
+    """The files registered.json names by path (best_rule.json, vote_temperatures.json, a checkpoint given
+    as a path; a shipped checkpoint is named, and lives under src/)."""
+    return [Path(v["file"]) for v in kept.values() if isinstance(v, dict) and Path(str(v.get("file"))).is_file()]
+
+
+def _commit(registered: Sequence[Path] = ()) -> str | None:
+    """The repository's HEAD commit, with ``+dirty`` when the code (src, experiments) differs from it, or a
+    file of the registration (``registered``: registered.json and the files it names) inside the checkout is
+    changed or not committed; None outside a git checkout. A look rewrites its own results, so those do not
+    count."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
                               cwd=Path(__file__).parent).stdout.strip()
     try:
+        top = Path(git("rev-parse", "--show-toplevel")).resolve()
+        inside = [str(p.resolve()) for p in registered if p.resolve().is_relative_to(top)]
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/src", ":/experiments")  # from the top
+        dirty += git("status", "--porcelain", "--", *inside) if inside else ""  # untracked counts here
         return git("rev-parse", "HEAD") + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None

@@ -92,6 +92,7 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     equal = record["equal_tokens"]["mpdf [default]"]  # against self-consistency at its budget, k <= 6
     assert set(equal) == {"gsm8k/test", "math/test", "pooled"} and equal["pooled"]["n"] == 6
     assert 1 <= equal["gsm8k/test"]["k"][0] <= 6 and len(equal["pooled"]["k"]) == 2  # one k per benchmark
+    assert len(equal["pooled"]["token_ratio_ci95"]) == 2  # every comparison's token ratio with its interval
     assert "mcnemar_p_holm" not in pooled  # the primary comparison: the sequential boundary tests it alone
     arms = record["methods"]
     adjusted = {label for label, cells in arms.items() if any("mcnemar_p_holm" in c for c in cells.values())}
@@ -128,6 +129,20 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=SCRIPT.parent, capture_output=True, text=True)
     assert made["commit"] == (None if head.returncode else made["commit"]) and (  # None outside a git checkout
         head.returncode or made["commit"].removesuffix("+dirty") == head.stdout.strip())
+
+
+def test_a_retaken_look_replays_every_arm_afresh(looked):
+    """The latest look may be retaken (amendment 6): its folder is replayed from the stores, not resumed from
+    the runs already in it (which a code change would leave stale), and the same code records the same look."""
+    folder = looked / "out" / "look-1"
+    before = json.loads((folder / "summary.json").read_text())
+    stale = folder / "compare" / "stale.txt"
+    stale.write_text("left by an earlier take\n")
+    done = look(looked, 1)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not stale.exists()
+    after = json.loads((folder / "summary.json").read_text())
+    assert {**after, "provenance": None} == {**before, "provenance": None}
 
 
 def test_the_headroom_table_has_the_registered_rows_in_order(looked):
@@ -313,28 +328,47 @@ def test_every_row_against_every_reference_covers_the_learned_arms_questions():
                                              rf"on {bad.column} covers {bad.n} of its {of} questions "
                                              rf"\({bad.unpaired} unpaired\) \(1 such rows\)"):
             _require_same_questions(1, main, [*sc3, bad], "mpdf")
+    elsewhere = row("sft", "rule", "math/test", 2)  # a benchmark the learned arm has no row of
+    with pytest.raises(DelibError, match=r"^look 1: sft against rule on math/test, a benchmark the learned arm "
+                                         r"does not answer \(2 questions\) \(1 such rows\)"):
+        _require_same_questions(1, [*main, elsewhere], sc3, "mpdf")
+
+
+@pytest.mark.parametrize("text", [None, "method,gsm8k/test:n\nmpdf,four\n", "label\nmpdf\n"])
+def test_a_missing_or_malformed_report_csv_is_one_clear_error(tmp_path, text):
+    from deliberation.report.look import counts
+
+    path = tmp_path / "report.csv"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(DelibError, match=r"report\.csv is not a report's report\.csv \(.*\); rerun `delib report`"):
+        counts(path)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git (the provenance reads the checkout)")
 def test_the_recorded_commit_is_marked_dirty_when_the_code_differs_from_it(tmp_path):
     """The look's provenance: HEAD, with +dirty when src/ or experiments/ differ from it (wherever the script
-    sits in the checkout), not when only results do."""
+    sits in the checkout) or a registered file inside the checkout is changed or uncommitted, not when only
+    results do."""
     repo = tmp_path / "repo"
     for folder in ("experiments", "src", "docs"):
         (repo / folder).mkdir(parents=True)
     shutil.copy(SCRIPT.with_name("paired_look.py"), repo / "experiments")
     (repo / "src" / "code.py").write_text("x = 1\n")
     (repo / "docs" / "summary.json").write_text("{}\n")
+    rule = repo / "docs" / "best_rule.json"
+    rule.write_text('{"method": "always-persist"}\n')
 
     def git(*args: str) -> str:
         config = ("-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false")
         return subprocess.run(["git", *config, *args], cwd=repo, check=True, capture_output=True,
                               text=True).stdout.strip()
 
-    def recorded() -> str:
-        code = "import sys; sys.path.insert(0, sys.argv[1]); import paired_look; print(paired_look._commit())"
-        return subprocess.run([sys.executable, "-c", code, str(repo / "experiments")], cwd=tmp_path, check=True,
-                              capture_output=True, text=True, timeout=60).stdout.strip()
+    def recorded(*registered: Path) -> str:
+        code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import paired_look; "
+                "print(paired_look._commit([Path(p) for p in sys.argv[2:]]))")
+        return subprocess.run([sys.executable, "-c", code, str(repo / "experiments"), *map(str, registered)],
+                              cwd=tmp_path, check=True, capture_output=True, text=True, timeout=60).stdout.strip()
 
     git("init", "-q")
     git("add", ".")
@@ -347,3 +381,13 @@ def test_the_recorded_commit_is_marked_dirty_when_the_code_differs_from_it(tmp_p
     git("checkout", "--", "src")
     (repo / "experiments" / "paired_look.py").write_text((repo / "experiments" / "paired_look.py").read_text() + "\n")
     assert recorded() == head + "+dirty"
+    git("checkout", "--", "experiments")
+    outside = tmp_path / "rule.json"  # a registration outside the checkout (the tests' own) is not git's to judge
+    outside.write_text("{}\n")
+    assert recorded(rule, outside) == head
+    rule.write_text('{"method": "always-refine"}\n')  # a registered file changed after its commit
+    assert recorded(rule) == head + "+dirty" and recorded() == head
+    git("checkout", "--", "docs")
+    fresh = repo / "docs" / "votes.json"  # ... or never committed
+    fresh.write_text("{}\n")
+    assert recorded(rule, fresh) == head + "+dirty"

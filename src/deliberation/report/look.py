@@ -53,14 +53,18 @@ def counts(path: Path) -> dict[str, dict[str, dict[str, float]]]:
     """label -> benchmark column -> {n, correct, tokens_per_question}, from a report's report.csv (the pooled
     column summed over the benchmarks, tokens weighted by questions)."""
     table: dict[str, dict[str, dict[str, float]]] = {}
-    with path.open(newline="") as f:
-        for row in csv.DictReader(f):
-            # a column is "<benchmark/split>:<field>"; own-data benchmarks hold colons too ("numeric:<path>")
-            columns = sorted({key.rsplit(":", 1)[0] for key in row if key.endswith(":n") and row[key]})
-            table[row["method"]] = {c: {"n": int(row[f"{c}:n"]), "correct": int(row[f"{c}:correct"]),
-                                        "tokens_per_question": float(row[f"{c}:tokens_per_question"])}
-                                    for c in columns}
-            table[row["method"]][POOLED] = _pooled(table[row["method"]].values())
+    try:
+        with path.open(newline="") as f:
+            for row in csv.DictReader(f):
+                # a column is "<benchmark/split>:<field>"; own-data benchmarks hold colons too ("numeric:<path>")
+                columns = sorted({key.rsplit(":", 1)[0] for key in row if key.endswith(":n") and row[key]})
+                table[row["method"]] = {c: {"n": int(row[f"{c}:n"]), "correct": int(row[f"{c}:correct"]),
+                                            "tokens_per_question": float(row[f"{c}:tokens_per_question"])}
+                                        for c in columns}
+                table[row["method"]][POOLED] = _pooled(table[row["method"]].values())
+    except (OSError, ValueError, KeyError) as err:
+        raise DelibError(f"{path} is not a report's report.csv ({type(err).__name__}: {err}); rerun "
+                         "`delib report`") from err
     return table
 
 
@@ -129,12 +133,20 @@ def _require_same_questions(look: int, paired: Sequence[Paired], against: Sequen
     answers the same question ids. A row against self-consistency at equal tokens may cover fewer columns (no
     k fits its budget there), never fewer questions of a column."""
     size = {p.column: p.n for p in paired if p.label == learned and p.budget is None}
-    short = sorted(f"{p.label} against {p.reference} on {p.column} covers {p.n} of its {size.get(p.column)} "
-                   f"questions ({p.unpaired} unpaired)" for p in (*paired, *against)
+    short = sorted(_shortfall(p, size.get(p.column)) for p in (*paired, *against)
                    if p.unpaired or (p.budget is None and p.n != size.get(p.column)))
     if short:
         raise DelibError(f"look {look}: {short[0]} ({len(short)} such rows); every arm answers the block's "
                          "questions: rerun the look's replays")
+
+
+def _shortfall(p: Paired, size: int | None) -> str:
+    """What a row misses of the learned arm's ``size`` questions on its column (None: the learned arm has no
+    such column)."""
+    where = f"{p.label} against {p.reference} on {p.column}"
+    if size is None:
+        return f"{where}, a benchmark the learned arm does not answer ({p.n} questions)"
+    return f"{where} covers {p.n} of its {size} questions ({p.unpaired} unpaired)"
 
 
 def _require_secondaries(learned: str, columns: set[str], equal: dict[str, dict[str, Any]],
@@ -160,7 +172,7 @@ def _learned_against(against: Sequence[Sequence[Paired]], learned: str) -> dict[
     for rows in against:
         for p in rows:
             if p.label == learned and p.budget is None:
-                table.setdefault(p.reference, {})[p.column] = {"n": p.n, **_against([p], learned, p.column)}
+                table.setdefault(p.reference, {})[p.column] = {"n": p.n, **_cell(p)}
     return table
 
 
@@ -199,20 +211,21 @@ def _equal_tokens(paired: list[Paired]) -> dict[str, dict[str, Any]]:
     """label -> benchmark column (or pooled) -> the row against self-consistency at its token budget."""
     table: dict[str, dict[str, Any]] = {}
     for p in (p for p in paired if p.budget is not None):
-        table.setdefault(p.label, {})[p.column] = {
-            "k": list(p.budget), "n": p.n, "only_method": p.only_row, "only_reference": p.only_reference,
-            "mcnemar_p": p.mcnemar_p, "diff": p.accuracy_diff, "diff_ci95": list(p.accuracy_diff_ci95),
-            "token_ratio": p.token_ratio}
+        table.setdefault(p.label, {})[p.column] = {"k": list(p.budget), "n": p.n, **_cell(p)}
     return table
 
 
 def _against(paired: list[Paired], label: str, column: str) -> dict[str, Any]:
     row = next((p for p in paired if p.label == label and p.column == column and p.budget is None), None)
-    if row is None:
-        return {}
-    return {"only_method": row.only_row, "only_reference": row.only_reference, "mcnemar_p": row.mcnemar_p,
-            "diff": row.accuracy_diff, "diff_ci95": list(row.accuracy_diff_ci95), "token_ratio": row.token_ratio,
-            "token_ratio_ci95": list(row.token_ratio_ci95)}
+    return {} if row is None else _cell(row)
+
+
+def _cell(p: Paired) -> dict[str, Any]:
+    """One paired comparison as the record keeps it: the discordant counts, exact McNemar p, the accuracy
+    difference and the token ratio, each with its paired bootstrap 95% interval."""
+    return {"only_method": p.only_row, "only_reference": p.only_reference, "mcnemar_p": p.mcnemar_p,
+            "diff": p.accuracy_diff, "diff_ci95": list(p.accuracy_diff_ci95), "token_ratio": p.token_ratio,
+            "token_ratio_ci95": list(p.token_ratio_ci95)}
 
 
 HEADLINE_HEAD = ("| arm | n | accuracy % | vs best rule, points [95% CI] | McNemar p (Holm) | "
