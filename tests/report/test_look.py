@@ -155,7 +155,8 @@ def test_the_headroom_table_has_the_registered_rows_in_order(looked):
     sft = next(label for label in record["methods"] if label.startswith("sft ["))
     constants = [c for c in ("always-persist", "always-refine", "always-concede", "always-resample")
                  if c != record["reference"].removeprefix("best rule: ")]  # the best rule is its own row
-    assert rows == ["round-0 vote (self-consistency, k = 3)", "some agent right at round 0", "oracle",
+    assert rows == ["round-0 vote (self-consistency, k = 3)", "some agent right at round 0",
+                    "oracle (persist, concede, refine; in hindsight)",
                     record["reference"], *constants, "mpdf [default]", sft,
                     *(f"self-consistency [agents={k}]" for k in range(1, 7))]
     right = record["headroom"]["pooled"]["some_agent_right"]

@@ -53,6 +53,12 @@ class Memo:
         """The inner backend belongs to the caller."""
 
 
+SEARCHED = ACTIONS
+"""The actions the oracle tries for each agent: the paper's three, not RESAMPLE. So it bounds what a policy
+over them can reach from the same round 0, not what a rule with RESAMPLE reaches (the best rule can beat it
+on a question)."""
+
+
 def one_round(engine: EngineConfig) -> EngineConfig:
     """The oracle's engine: one deliberation round, every candidate played out (no early stop)."""
     return replace(engine, rounds=1, early_stop=False)
@@ -60,7 +66,7 @@ def one_round(engine: EngineConfig) -> EngineConfig:
 
 def candidates(agents: int) -> list[tuple[Action, ...]]:
     """Every joint action, cheapest first (agent 0 the most significant)."""
-    return list(itertools.product(by_cost(ACTIONS), repeat=agents))
+    return list(itertools.product(by_cost(SEARCHED), repeat=agents))
 
 
 def tokens(episode: Episode) -> int:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
-from deliberation.actions import EXTENDED_ACTIONS
+from deliberation.actions import EXTENDED_ACTIONS, by_cost
+from deliberation.methods.oracle import SEARCHED
 from deliberation.report.compare import BEST, SFT_PREFIX
 from deliberation.report.loading import sampling_k, sampling_label
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
@@ -323,12 +324,16 @@ def _room_rows(record: dict[str, Any]) -> list[tuple[str, str | None]]:
     sampled = {label: k for label in labels if (k := sampling_k(label)) is not None}
     vote = next((label for label, k in sampled.items() if k == 3), sampling_label(3))
     rows: list[tuple[str, str | None]] = [("round-0 vote (self-consistency, k = 3)", vote),
-                                          ("some agent right at round 0", None), ("oracle", "oracle"),
+                                          ("some agent right at round 0", None), (ORACLE_ROW, "oracle"),
                                           (record["reference"], record["reference"])]
     itself = rule_method(record["reference"])  # the best rule's method is its row already
     rows += [(c, c) for c in constants(EXTENDED_ACTIONS) if c in labels and c != itself]
     rows += [(record["learned"], record["learned"]), *((s, s) for s in sft)]
     return rows + [(label, label) for label in sorted(sampled, key=sampled.__getitem__)]
+
+
+ORACLE_ROW = f"oracle ({', '.join(a.value for a in by_cost(SEARCHED))}; in hindsight)"
+"""The headroom table's oracle row, named by the actions it searches (``methods/oracle.SEARCHED``)."""
 
 
 def _room_line(name: str, cell: dict[str, Any]) -> str:
