@@ -11,7 +11,9 @@
 # them: the CISC arms' temperatures); REGISTRATION (default docs/results/paired/registered.json: POLICY,
 # SFT, RULE, VOTES and BLOCK must be the registered ones, experiments/registered.py); STORES (default
 # data/trees/qwen2.5-coder-1.5b); OUT (default docs/results/paired); BLOCK (default: the registered sizes,
-# "100 50": GSM8K test and MATH-500 questions a block adds; tests register smaller ones).
+# "100 50": GSM8K test and MATH-500 questions a block adds; tests register smaller ones). DELIB (default
+# delib) and python must come from one environment, the project's venv: the bootstrap runs in delib, and the
+# record names python's NumPy as the one it ran with.
 # Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md,headroom.md} and merges the
 # look into OUT/summary.json.
 # A look is taken only when its block is complete (`--questions` refuses an unbuilt block), and only after
