@@ -7,7 +7,8 @@
 #   to OUT/vote_temperatures.json (the looks' CISC arms vote at them);
 # - the primary arm's checkpoint: the training run of experiments/state_actions.sh that amendment 2's rule
 #   chooses from its validation table (experiments/choose_arm.py: full or full-signals), shipped as
-#   SHIP/NAME.pt, with its SFT run (sft or sft-signals) copied to OUT/sft.pt.
+#   SHIP/NAME.pt, with its SFT run (sft or sft-signals) copied to OUT/sft.pt and that run's split.json
+#   (the questions it trained on) to OUT/split.json.
 # Prints the chosen run, the sha256 of both checkpoints for the registration's next amendment, and the
 # look's command; writes OUT/registered.json (experiments/registered.py: every file a look may use, by role
 # and sha256, and the block sizes), committed with that amendment.
@@ -34,6 +35,7 @@ cp "$OUT/tuning/best_rule.json" "$OUT/best_rule.json"
 cp "$OUT/votes/vote_temperatures.json" "$OUT/vote_temperatures.json"
 cp "$SA/train/$ARM/policy.pt" "$SHIP/$NAME.pt"
 cp "$SA/train/$SFT_ARM/policy.pt" "$OUT/sft.pt"
+cp "$SA/train/$SFT_ARM/split.json" "$OUT/split.json"  # beside sft.pt: a look checks it trained on no test question
 sha256sum "$SHIP/$NAME.pt" "$OUT/sft.pt"
 "$PY" "$(dirname "$0")/registered.py" write "$OUT/registered.json" policy="$SHIP/$NAME.pt" sft="$OUT/sft.pt" \
   rule="$OUT/best_rule.json" votes="$OUT/vote_temperatures.json" block=100,50

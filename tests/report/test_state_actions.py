@@ -99,6 +99,7 @@ def test_the_arm_the_rule_chooses_is_shipped_with_its_hash_and_the_rule_tuned_on
     assert shipped.read_bytes() == (out / "train" / arm / "policy.pt").read_bytes()
     sft = arm.replace("full", "sft")
     assert (tmp_path / "paired" / "sft.pt").read_bytes() == (out / "train" / sft / "policy.pt").read_bytes()
+    assert (tmp_path / "paired" / "split.json").read_bytes() == (out / "train" / sft / "split.json").read_bytes()
     assert hashlib.sha256(shipped.read_bytes()).hexdigest() in done.stdout and "POLICY=trees" in done.stdout
     names = {q for s in stores for q in TreeStore.open(s).built}
     assert ids_in(tmp_path / "paired" / "tuning") == names  # every training question, the validation fifth too

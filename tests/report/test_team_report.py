@@ -123,6 +123,7 @@ def test_a_tuning_store_not_found_is_warned_about_not_silently_passed(setup, tmp
         assert delib("compare", "--trees", str(setup["root"] / "math-test"), "--policy", "default",
                      "--rule", str(moved), "--offline", "--out", str(tmp_path / "c")) == 0
     assert "cannot check" in caplog.text and "elsewhere/gsm8k-train" in caplog.text
+    assert "cannot check that default did not train on the held-out questions (no split.json" in caplog.text
     assert (tmp_path / "c" / "team.json").is_file() and (tmp_path / "c" / "team.md").is_file()
 
 

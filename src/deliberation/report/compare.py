@@ -112,7 +112,7 @@ def check_held_out(cmp: Comparison) -> None:
     ``trees``) or with the questions a checkpoint trained on (the split.json beside it; a policy-gradient
     run's lists its own training questions, so pass its SFT start as ``--sft`` to check those too). What
     cannot be checked (a tuning store not found from here, a checkpoint without split.json, e.g. a shipped
-    one) is passed over, the stores with a warning."""
+    one) is passed over with a warning."""
     held_out = {q: store for store in cmp.trees for q in _questions(store) if not cmp.ids or q in cmp.ids}
     for why, questions in _seen(cmp):
         leaked = sorted(questions & held_out.keys())
@@ -138,6 +138,10 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
         split = checkpoint_path(ckpt).parent / SPLIT_FILE
         if split.is_file():
             sources.append((f"{ckpt} trained on it", set(read_object(split).get("train", []))))
+        else:
+            LOG.warning("cannot check that %s did not train on the held-out questions (no %s beside it: a shipped "
+                        "checkpoint, or one copied without it); copy its training run's %s beside it to check",
+                        ckpt, SPLIT_FILE, SPLIT_FILE)
     return sources
 
 
