@@ -115,6 +115,25 @@ def test_stores_the_rule_or_a_policy_saw_are_refused(setup, tmp_path, capsys):
     assert "trained on it" in err and len(err.splitlines()) == 1 and not (tmp_path / "trained").exists()
 
 
+def test_a_shipped_checkpoint_is_held_to_the_questions_it_trained_on(setup, tmp_path, capsys):
+    """The shipped 1.5B trees policy carries its training run's split (``<name>.split.json`` beside it), so
+    comparing it on questions it trained on is refused like a training run's checkpoint."""
+    from deliberation.policy.shipped import checkpoint_path
+    from deliberation.rl.config import split_file
+
+    split = split_file(checkpoint_path("qwen2.5-coder-1.5b-trees"))
+    assert split.name == "qwen2.5-coder-1.5b-trees.split.json" and "gsm8k/train/10" in json.loads(
+        split.read_text())["train"]
+    assert delib("tree", "--backend", "scripted", "--split", "train", "--offset", "10", "--limit", "2", "--out",
+                 str(tmp_path / "seen"), "--quiet") == 0
+    capsys.readouterr()
+    assert delib("compare", "--trees", str(tmp_path / "seen"), "--policy", "qwen2.5-coder-1.5b-trees", "--rule",
+                 str(setup["root"] / "tuning" / "best_rule.json"), "--out", str(tmp_path / "c")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gsm8k/train/10" in err and "qwen2.5-coder-1.5b-trees trained on it" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "c").exists()
+
+
 def test_a_tuning_store_not_found_is_warned_about_not_silently_passed(setup, tmp_path, caplog):
     rule = json.loads((setup["root"] / "tuning" / "best_rule.json").read_text())
     moved = tmp_path / "best_rule.json"

@@ -24,7 +24,7 @@ from deliberation.report.loading import RunResult, load_results, read_object
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
 from deliberation.report.compare_plot import TEAM_PNG, paired_plot
-from deliberation.rl.config import SPLIT_FILE
+from deliberation.rl.config import SPLIT_FILE, split_file
 from deliberation.runs.tune_rules import Rule, constants
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants, store_names
 from deliberation.types import to_json, write_json_atomic, write_text_atomic
@@ -135,13 +135,13 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
     sources = [(f"the rule was tuned on {t}", {q for q in _questions(t) if not only or q in only})
                for t in tuned if t not in missing]
     for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
-        split = checkpoint_path(ckpt).parent / SPLIT_FILE
+        split = split_file(checkpoint_path(ckpt))
         if split.is_file():
             sources.append((f"{ckpt} trained on it", set(read_object(split).get("train", []))))
         else:
             LOG.warning("cannot check that %s did not train on the held-out questions (no %s beside it: a shipped "
-                        "checkpoint, or one copied without it); copy its training run's %s beside it to check",
-                        ckpt, SPLIT_FILE, SPLIT_FILE)
+                        "checkpoint without one, or one copied without it); copy its training run's %s beside it to "
+                        "check", ckpt, SPLIT_FILE, SPLIT_FILE)
     return sources
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from deliberation.engine.features import PAPER
 from deliberation.errors import DelibError
 from deliberation.rl.algorithms import ALGORITHMS
-from deliberation.rl.config import SPLIT_FILE, TrainConfig
+from deliberation.rl.config import SPLIT_FILE, TrainConfig, split_file
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
@@ -132,9 +132,10 @@ def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
     """Refuse an ``--init`` policy that trained on questions this run holds out. With the start run's
     split.json the check is exact; older runs have only config.json, and holding out by (seed, hash) below
     val_fraction is safe then only with the same seed and a val_fraction no larger. A checkpoint with
-    neither beside it (e.g. one shipped in the package) is taken as is."""
-    if (init.parent / SPLIT_FILE).exists():
-        leaked = sorted(set(held_out) & set(json.loads((init.parent / SPLIT_FILE).read_text())["train"]))
+    neither beside it (e.g. one shipped in the package without its ``<name>.split.json``) is taken as is."""
+    split = split_file(init)
+    if split.exists():
+        leaked = sorted(set(held_out) & set(json.loads(split.read_text())["train"]))
         if leaked:
             raise DelibError(f"--init {init} trained on {len(leaked)} of this run's held-out questions (e.g. "
                              f"{leaked[0]}), so they would leak into validation; train with the --seed and "
