@@ -10,7 +10,7 @@ from deliberation.errors import DelibError, writable_folder
 from deliberation.report.compare_plot import PAIRED_PNG, paired_plot
 from deliberation.report.loading import RunResult, discover, load_results, load_training
 from deliberation.report.paired import Paired, paired_markdown, paired_table
-from deliberation.report.plots import write_plots
+from deliberation.report.plots import plotting, write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
 from deliberation.types import strict_json, to_json
@@ -38,7 +38,8 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     equal = _equal_tokens(results, trees, out)
     out.mkdir(parents=True, exist_ok=True)
     outcomes = write_plots(tab, results, training, out)
-    if fixed:  # every row against the reference in one figure, the sampling baselines included
+    if fixed and plotting():  # every row against the reference in one figure, the sampling baselines included;
+        # without matplotlib the other figures' one install hint covers it
         outcomes.append(paired_plot(fixed, out / PAIRED_PNG, f"paired difference to {fixed[0].reference}"))
     texts = {"report.md": _report_text(tab, results, outcomes, training, fixed, equal)}
     if tab is not None:
