@@ -18,7 +18,7 @@
 # look into OUT/summary.json.
 # A look is taken only when its block is complete (`--questions` refuses an unbuilt block), and only after
 # every earlier look, none of which stopped the design (paired_look.py order). The latest look may be
-# retaken: its folder is replayed from the stores again, not resumed.
+# retaken: its replays are run from the stores again, not resumed.
 set -euo pipefail
 [[ $# -eq 1 && $1 =~ ^[1-9][0-9]*$ ]] || { echo "usage: POLICY=CKPT SFT=CKPT $0 K (a look number: 1, 2, ...)" >&2
   exit 2; }
@@ -34,7 +34,9 @@ read -r GSM MATH <<< "$BLOCK"
 python "$(dirname "$0")/registered.py" check "$REG" policy="$POLICY" sft="$SFT" rule="$RULE" votes="$VOTES" \
   block="$GSM,$MATH" || exit 2
 python "$(dirname "$0")/paired_look.py" order "$K" "$OUT/summary.json" || exit 2
-rm -rf "$L"  # a retaken look replays every arm afresh (runs resume finished questions: stale ones would stay)
+# A retaken look replays every arm afresh (runs resume finished questions: stale ones would stay); the
+# two-round secondary's rounds-2/ beside them is another job's and stays.
+rm -rf "$L/compare" "$L/sampling" "$L/report" "$L/against"
 STORE_N=("gsm8k-test:$((GSM * K))" "math-test:$((MATH * K))")
 replay=(--rounds 1 --offline --quiet)
 

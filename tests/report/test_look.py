@@ -132,15 +132,19 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
 
 
 def test_a_retaken_look_replays_every_arm_afresh(looked):
-    """The latest look may be retaken (amendment 6): its folder is replayed from the stores, not resumed from
-    the runs already in it (which a code change would leave stale), and the same code records the same look."""
+    """The latest look may be retaken (amendment 6): its replays are run from the stores, not resumed from
+    the runs already in it (which a code change would leave stale), and the same code records the same look;
+    the two-round secondary's folder beside them stays."""
     folder = looked / "out" / "look-1"
     before = json.loads((folder / "summary.json").read_text())
     stale = folder / "compare" / "stale.txt"
     stale.write_text("left by an earlier take\n")
+    secondary = folder / "rounds-2" / "team.json"  # the two-round secondary's, another job's: kept
+    secondary.parent.mkdir()
+    secondary.write_text("{}\n")
     done = look(looked, 1)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert not stale.exists()
+    assert not stale.exists() and secondary.read_text() == "{}\n"
     after = json.loads((folder / "summary.json").read_text())
     assert {**after, "provenance": None} == {**before, "provenance": None}
 
