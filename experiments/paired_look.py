@@ -9,7 +9,10 @@ bootstrap's generator and percentile). A look is recorded only in its turn (``re
 
     python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON [STORE:N ...]
     python experiments/paired_look.py order K SUMMARY      # may look K be taken? (before its replays)
-    python experiments/paired_look.py stopped K SUMMARY    # did look K stop the design? (two-round secondary)
+    python experiments/paired_look.py stopped K SUMMARY [STORE:N ...]  # did look K stop the design, on
+        # these stores? (before the two-round secondary)
+    python experiments/paired_look.py provenance FILE REGISTERED_JSON STORE:N ...  # the secondary's record
+        # of what it ran with, as a look's
 
 The learned policy is the first ``--policy`` of the look's ``delib compare`` (its team.json names its label).
 """
@@ -82,8 +85,7 @@ def record(look: int, folder: Path, summary: Path, registered: Path, stores: lis
                              "rerun the look's replays")
         entry["headroom"] = headroom([(f"{st.manifest.benchmark}/{st.manifest.split}", st, n)
                                       for _, st, n in opened])
-    entry["provenance"] = {"commit": _commit([registered, *registered_files(kept)]), "numpy": numpy.__version__,
-                           "stores": stores, "registered": kept}
+    entry["provenance"] = provenance(registered, kept, stores)
     headline, room = headline_markdown(entry), headroom_markdown(entry)  # rendered before anything is written
     write_json_atomic(folder / "summary.json", entry)
     write_text_atomic(folder / "headline.md", headline)
@@ -92,6 +94,23 @@ def record(look: int, folder: Path, summary: Path, registered: Path, stores: lis
     write_json_atomic(summary, {"looks": sorted(looks, key=lambda x: x["look"])})  # last: the look is recorded
     d = entry["decision"]
     print(f"look {look}: z = {d['z']:+.2f} (boundary {d['boundary']}), {d['reason']}; stop: {d['stop']}")
+
+
+def provenance(registered: Path, kept: dict, stores: list[str]) -> dict:
+    """What a result was computed with: the commit (``_commit``), NumPy's version, the STORE:N arguments and
+    the registration's contents (``kept``, read from ``registered``)."""
+    return {"commit": _commit([registered, *registered_files(kept)]), "numpy": numpy.__version__,
+            "stores": stores, "registered": kept}
+
+
+def write_provenance(path: Path, registered: Path, stores: list[str]) -> None:
+    """The two-round secondary's provenance file (a look keeps its own inside its record)."""
+    try:
+        kept = json.loads(registered.read_text())
+    except (OSError, ValueError) as err:
+        raise DelibError(f"{registered} is not a registration ({err}); pass registered.json") from err
+    block_counts(stores)  # each a STORE:N of an existing store
+    write_json_atomic(path, provenance(registered, kept, stores))
 
 
 def registered_files(kept: dict) -> list[Path]:
@@ -118,12 +137,17 @@ def _commit(registered: Sequence[Path] = ()) -> str | None:
         return None
 
 
-def stopped(look: int, summary: Path) -> None:
-    """Refuse unless look ``look`` is recorded and stopped the design (the two-round secondary runs after)."""
+def stopped(look: int, summary: Path, stores: list[str]) -> None:
+    """Refuse unless look ``look`` is recorded and stopped the design (the two-round secondary runs after),
+    and, given ``stores`` (STORE:N), unless the look was taken on exactly those."""
     found = next((x for x in taken(summary) if x["look"] == look), None)  # taken() holds int looks
     if found is None or not found["decision"]["stop"]:
         raise DelibError(f"look {look} {'is not recorded' if found is None else 'did not stop the design'} in "
                          f"{summary}; the two-round secondary runs after the primary has stopped")
+    recorded = found.get("provenance", {}).get("stores")
+    if stores and stores != recorded:
+        raise DelibError(f"look {look} was taken on {recorded}, not {stores}; run the secondary on the look's "
+                         "stores (STORES as the look had it)")
 
 
 def main(argv: list[str]) -> None:
@@ -131,11 +155,14 @@ def main(argv: list[str]) -> None:
         record(look_number(argv[1]), Path(argv[2]), Path(argv[3]), Path(argv[4]), argv[5:])
     elif argv[:1] == ["order"] and len(argv) == 3:
         check_order(look_number(argv[1]), taken(Path(argv[2])))
-    elif argv[:1] == ["stopped"] and len(argv) == 3:
-        stopped(look_number(argv[1]), Path(argv[2]))
+    elif argv[:1] == ["stopped"] and len(argv) >= 3:
+        stopped(look_number(argv[1]), Path(argv[2]), argv[3:])
+    elif argv[:1] == ["provenance"] and len(argv) >= 4:
+        write_provenance(Path(argv[1]), Path(argv[2]), argv[3:])
     else:
         raise DelibError("usage: python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON "
-                         "[STORE:N ...] | order K SUMMARY | stopped K SUMMARY")
+                         "[STORE:N ...] | order K SUMMARY | stopped K SUMMARY [STORE:N ...] | provenance FILE "
+                         "REGISTERED_JSON STORE:N ...")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@
 #   POLICY=CKPT experiments/paired_two_rounds.sh K
 #
 # POLICY: the primary arm's checkpoint; RULE, REGISTRATION, STORES, OUT and BLOCK as in paired_look.sh.
-# Refused unless look K is recorded in OUT/summary.json and stopped the design, and unless POLICY, RULE and
-# BLOCK are the registered ones. Writes OUT/look-K/rounds-2/ (team.md, team.json, a run directory per store
-# and arm).
+# Refused unless look K is recorded in OUT/summary.json, stopped the design and was taken on these stores,
+# and unless POLICY, RULE and BLOCK are the registered ones. Writes OUT/look-K/rounds-2/ (team.md, team.json,
+# team.png, a run directory per store and arm, and provenance.json: the commit, NumPy, stores and
+# registration it ran with, as a look records them). Run it from the repository root (the stores name their
+# response cache relative to it).
 set -euo pipefail
 [[ $# -eq 1 && $1 =~ ^[1-9][0-9]*$ ]] || { echo "usage: POLICY=CKPT $0 K (a look number: 1, 2, ...)" >&2; exit 2; }
 K=$1
@@ -21,6 +23,8 @@ REG=${REGISTRATION:-docs/results/paired/registered.json}
 [ -n "${BLOCK:-}" ] || BLOCK=$(python "$(dirname "$0")/registered.py" block "$REG") || exit 2
 read -r GSM MATH <<< "$BLOCK"
 python "$(dirname "$0")/registered.py" check "$REG" policy="$POLICY" rule="$RULE" block="$GSM,$MATH" || exit 2
-python "$(dirname "$0")/paired_look.py" stopped "$K" "$OUT/summary.json" || exit 2
+STORE_N=("$D/gsm8k-test:$((GSM * K))" "$D/math-test:$((MATH * K))")  # as look K recorded them
+python "$(dirname "$0")/paired_look.py" stopped "$K" "$OUT/summary.json" "${STORE_N[@]}" || exit 2
 "$DELIB" compare --trees "$D/gsm8k-test,$D/math-test" --questions "$((GSM * K)),$((MATH * K))" --policy "$POLICY" \
   --rule "$RULE" --arms primary --rounds 2 --out "$OUT/look-$K/rounds-2"
+python "$(dirname "$0")/paired_look.py" provenance "$OUT/look-$K/rounds-2/provenance.json" "$REG" "${STORE_N[@]}"

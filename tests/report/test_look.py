@@ -245,7 +245,8 @@ def test_the_two_round_secondary_runs_after_the_look_that_stopped_the_design(set
     """experiments/paired_two_rounds.sh: refused while no look has stopped the design; after look 1 stopped it
     (one GSM8K and one MATH question on which the scripted agents agree at round 0: every arm answers as the
     rule, so no policy can gain, futility), the learned policy and the best rule at two rounds over the look's
-    questions; a checkpoint other than the registered one is refused, and no look 2 is taken."""
+    questions, with the provenance a look records; a checkpoint other than the registered one, or stores other
+    than the look's, are refused, and no look 2 is taken."""
     tree(tmp_path / "gsm8k-test", "gsm8k", "test", 1)
     tree(tmp_path / "math-test", "math", "test", 1, offset=2)
     env = {"STORES": str(tmp_path), "OUT": str(tmp_path / "out"), "BLOCK": "1 1",
@@ -260,9 +261,15 @@ def test_the_two_round_secondary_runs_after_the_look_that_stopped_the_design(set
     assert after.returncode == 2 and f"look 1 stopped the design ({decision['reason']}); no look 2" in after.stderr
     refused = look(setup, 1, script, **env, POLICY="grpo")
     assert refused.returncode == 2 and "is not the registered policy" in refused.stderr
+    elsewhere = look(setup, 1, script, **{**env, "STORES": str(setup)})  # stores other than the look's
+    assert elsewhere.returncode == 2 and "look 1 was taken on [" in elsewhere.stderr
     assert not (tmp_path / "out" / "look-1" / "rounds-2").exists()
     done = look(setup, 1, script, **env)
     assert done.returncode == 0, done.stderr[-2000:]
+    made = json.loads((tmp_path / "out" / "look-1" / "rounds-2" / "provenance.json").read_text())
+    assert made["stores"] == [f"{tmp_path / 'gsm8k-test'}:1", f"{tmp_path / 'math-test'}:1"]
+    assert made["numpy"] == numpy.__version__ and made["registered"] == json.loads(
+        (tmp_path / "registered.json").read_text()) and "commit" in made
     team = json.loads((tmp_path / "out" / "look-1" / "rounds-2" / "team.json").read_text())
     assert {r["label"] for r in team["rows"]} == {"mpdf [default]", team["reference"]}
     assert {r["n"] for r in team["rows"] if r["column"] == "pooled"} == {2}
