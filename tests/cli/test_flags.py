@@ -27,17 +27,26 @@ class Toy:
     loud: bool = True
     """Speak up."""
     quiet: bool = False
+    start: str | None = None
+    """Where to start (default: the beginning)."""
 
 
 def test_a_hand_built_dataclass_becomes_these_flags():
     p = argparse.ArgumentParser()
     flags.add_flags(p, Toy)
-    assert vars(p.parse_args([])) == {"count": 3, "rate": 0.5, "names": (), "loud": True, "quiet": False}
+    assert vars(p.parse_args([])) == {"count": 3, "rate": 0.5, "names": (), "loud": True, "quiet": False,
+                                      "start": None}
     args = p.parse_args(["--count", "4", "--rate", "none", "--names", "a, b", "--no-loud", "--quiet"])
-    assert flags.values(args, Toy) == {"count": 4, "rate": None, "names": ("a", "b"), "loud": False, "quiet": True}
+    assert flags.values(args, Toy) == {"count": 4, "rate": None, "names": ("a", "b"), "loud": False, "quiet": True,
+                                       "start": None}
     assert flags.field_docs(Toy) == {"count": "How many, with 100%% certainty.", "rate": "A rate; none turns it off.",
-                                     "names": "Some names.", "loud": "Speak up."}
-    assert "How many, with 100% certainty. (default 3)" in " ".join(p.format_help().split())
+                                     "names": "Some names.", "loud": "Speak up.",
+                                     "start": "Where to start (default: the beginning)."}
+    text = " ".join(p.format_help().split())
+    assert "How many, with 100% certainty. (default 3)" in text
+    assert "--no-loud turns it off (on by default): Speak up." in text
+    assert "--quiet turns it on (off by default)" in text
+    assert text.endswith("Where to start (default: the beginning).")  # its own words, no "(default: none)" after
 
 
 def test_suppressed_flags_leave_absent_fields_to_the_dataclass():

@@ -38,8 +38,12 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
     """Backend choice and options shared by run, collect and iterate (``cache_help`` says where the
     command's default cache lives); ``questions`` False (``delib ask``, one question) leaves out --data-dir and
     --concurrency."""
+    from deliberation.backends.team import TEAM
+
     _, _, backends = registry_names()
-    p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(backends) + " (default llamacpp)")
+    shown = [b for b in backends if b != TEAM]  # a team is made by `delib run --team`, not named
+    p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(shown) + " (default llamacpp; "
+                   "each agent on its own model: `delib run --team`)")
     p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
                    "folder (hf) or the server's model id (openai, vllm); default: the backend's")
     p.add_argument("--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")

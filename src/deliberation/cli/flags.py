@@ -134,11 +134,18 @@ def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: st
         switch = flag(f.name) if not default else "--no-" + f.name.replace("_", "-")
         parser.add_argument(switch, dest=f.name, action="store_false" if default else "store_true",
                             default=SUPPRESS if suppress else default,
-                            help=f"sets {f.name} to {not default} (default {default}): {doc}")
+                            help=f"turns it off (on by default): {doc}" if default else
+                            f"turns it on (off by default): {doc}")
         return
     parser.add_argument(flag(f.name), dest=f.name, type=FIELD_PARSERS.get(f.name, converter(tp)),
                         metavar="ID,ID|@FILE" if f.name in FIELD_PARSERS else _metavar(tp),
-                        default=SUPPRESS if suppress else default, help=f"{doc} ({_default_text(default)})")
+                        default=SUPPRESS if suppress else default, help=_help(doc, default))
+
+
+def _help(doc: str, default: Any) -> str:
+    """A field's docstring, with its default appended unless the docstring says it (a generated "default:
+    none" would contradict "(default: the shipped checkpoint)")."""
+    return doc if "(default" in doc or "default:" in doc else f"{doc} ({_default_text(default)})"
 
 
 def _metavar(tp: Any) -> str:

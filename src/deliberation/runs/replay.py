@@ -51,7 +51,7 @@ class Replay(MethodOptions, ReplaySettings):
     agents: int | None = None
     """Agents (self-consistency: samples) when not the store's; deliberating methods need the store's."""
     cache: str | None = None
-    """Response cache for nodes a replay adds (default: the cache the store was built with)."""
+    """Response cache for nodes a replay adds (default: the cache the store was built with; 'none' means it too)."""
     questions: int | None = None
     """Replay the store's first N questions only (default: every built one), e.g. one block of a sequential
     experiment while the build adds the next."""

@@ -44,7 +44,8 @@ class TreeSpec(Workload):
     """What to build; saved (with the command) in the store's manifest.json."""
 
     samples: int = 0
-    """Round-0 samples recorded per question (at least --agents; more serve self-consistency at k <= K)."""
+    """Round-0 samples recorded per question: at least --agents, more serve self-consistency at k <= K
+    (default: as many as --agents)."""
     methods: tuple[str, ...] = ()
     """Record only the round-1 nodes these methods read (their update prompts, with the critic where one of
     them computes confidence); other methods then replay offline only where they need nothing else.
