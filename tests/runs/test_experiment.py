@@ -97,6 +97,14 @@ def test_failed_cell_does_not_stop_the_others(tmp_path):
     assert "| cot |" in (out / "report" / "report.md").read_text()
 
 
+def test_a_ray_address_without_workers_is_refused_not_ignored(tmp_path):
+    """One process runs every cell at workers 1, so an address there would be silently ignored."""
+    cfg = load_experiment(write_config(tmp_path, GRID))
+    with pytest.raises(DelibError, match=r"^a Ray address \(auto\) is used only with workers > 1 \(--workers N\)"):
+        run_experiment(cfg, progress=False, ray_address="auto")
+    assert not (tmp_path / "out").exists()
+
+
 def test_workers_send_each_cell_to_ray_actors_sharing_the_cache_file(tmp_path, monkeypatch):
     """workers > 1 routes every cell, in plan order, to distributed.execute_distributed (stubbed here by the
     local runner: Ray itself is tested in tests/test_distributed.py)."""

@@ -31,6 +31,7 @@ def registry_names() -> tuple[list[str], list[str], list[str]]:
     return list(METHODS), sorted(BENCHMARKS), sorted(BACKENDS)
 
 
+DATA_DIR_HELP = "benchmark data directory (default: $DELIB_DATA_DIR, installed packages, then the Hugging Face hub)"
 CACHE_HELP = "SQLite response cache (default: <out>/../responses.sqlite shared by sibling runs; 'none' disables)"
 
 
@@ -55,8 +56,7 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
     p.add_argument("--cache", type=cache_file, default=None, help=cache_help)
     if not questions:
         return
-    p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, installed "
-                   "packages, then the Hugging Face hub)")
+    p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.add_argument("--concurrency", type=positive, default=1, metavar="N",
                    help="questions in flight at once, their requests merged into one batch per step (default 1; "
                    "on a CPU, 3 lets llama.cpp batch 9 requests instead of 3; outputs then depend on the batch)")
@@ -251,7 +251,8 @@ def selection(args: argparse.Namespace):
 
 def add_ray_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=positive, default=1, help="Ray workers (default 1: no Ray)")
-    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1)")
+    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1; "
+                   "an experiment uses it only with --workers > 1)")
 
 
 def _option_value(text: str, kind: tuple[type, bool] | None) -> object:

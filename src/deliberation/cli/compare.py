@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from deliberation.cli import flags
-from deliberation.cli.common import command_line, out_folder, set_data_dir
+from deliberation.cli.common import DATA_DIR_HELP, command_line, out_folder, set_data_dir
 
 EPILOG = """examples:
   delib tune-rules --trees trees/gsm8k-train,trees/math-train --out runs/tuning   # -> runs/tuning/best_rule.json
@@ -29,7 +29,7 @@ def _common(p: argparse.ArgumentParser, cls: type) -> None:
                    help="tree stores from `delib tree`, pooled")
     p.add_argument("--out", required=True, type=out_folder,
                    help="folder of the run directories (one per store and row)")
-    p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
+    p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     flags.add_flags(p, cls, only=("rounds", "offline", "questions", "ids"))
 
@@ -66,8 +66,10 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("compare", help="learned policies against the tuned best rule on held-out trees",
                        description="Replays the learned policies, the SFT checkpoint, the best rule, the constant "
-                       "rules and the oracle over held-out stores; writes team.md and team.json (accuracy, tokens "
-                       "per question, and the paired difference to the best rule).", epilog=EPILOG,
+                       "rules and the oracle over held-out stores; writes team.md, team.json and team.png "
+                       "(accuracy, tokens per question, and the paired difference to the best rule). Stores "
+                       "sharing a question with those the rule was tuned on, or with those a checkpoint trained on "
+                       "(its split.json), are refused.", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, Comparison)
     p.add_argument("--policy", required=True, type=flags.names, metavar="CKPT[,CKPT]",

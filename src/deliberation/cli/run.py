@@ -73,7 +73,8 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
                        description="Finds run directories (summary.json / episodes.jsonl) and training "
                        "directories (metrics.jsonl) under the paths given.")
     p.add_argument("dirs", nargs="+", help="run, experiment or training directories")
-    p.add_argument("--out", required=True, type=out_folder, help="where report.md, report.csv and the PNGs go")
+    p.add_argument("--out", required=True, type=out_folder, help="where report.md, report.csv, paired.json (the "
+                   "rows paired with --reference) and the PNGs go; with --trees also self-consistency-replays/")
     p.add_argument("--reference", metavar="LABEL", help="row every other row is compared with question by "
                    "question (default: the best fixed rule present)")
     p.add_argument("--trees", help="tree store the runs were replayed from: replay self-consistency at every k "

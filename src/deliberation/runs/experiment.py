@@ -74,6 +74,9 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backen
     answers are still shared across cells. ``notify`` receives a line as each cell starts. Cells that fail
     are raised together, as one DelibError, after the others ran and the report is written."""
     require_at_least("workers", workers)
+    if ray_address is not None and workers == 1:  # would be ignored: one process runs every cell
+        raise DelibError(f"a Ray address ({ray_address}) is used only with workers > 1 (--workers N), which spread "
+                         "each cell over that many Ray actors; give workers, or leave the address out")
     if workers > 1 and backend is not None:
         raise DelibError("a backend object cannot be shared with Ray workers; pass workers=1 or no backend")
     cells = plan(cfg)

@@ -34,7 +34,8 @@ class ReplaySettings:
     offline: bool = False
     """Never call a backend: a node a store lacks is an error naming it."""
     ids: tuple[str, ...] = ()
-    """Replay only these questions of the stores (e.g. a policy's validation fifth, its split.json)."""
+    """Replay only these questions of the stores (e.g. a policy's validation fifth: the held_out ids of its
+    split.json, one a line in @FILE)."""
     command: str = ""
     """The command line that asked for the replay (recorded in each run's config.json)."""
 
