@@ -122,7 +122,7 @@ def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed", skip: 
 
     flags.add_flags(p, TrainConfig, skip=(*TRAIN_SKIP, *skip), suppress=True)
     seed = flags.field_docs(TrainConfig)["seed"]
-    p.add_argument(seed_flag, dest="train_seed", type=int, default=argparse.SUPPRESS,
+    p.add_argument(seed_flag, dest="train_seed", type=int, default=argparse.SUPPRESS, metavar="N",
                    help=f"{seed} (default {TrainConfig.seed})")
 
 
