@@ -50,7 +50,8 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
         "experiment", help="run a grid of methods x benchmarks x seeds from a TOML file",
         description="Every cell is a resumable run directory under the file's `out` (default runs/<name>); all "
         "cells share one response cache (<out>/responses.sqlite), so round-0 answers are generated once, "
-        "and one backend (with --workers > 1, each Ray actor builds its own over the same cache file). Ends with the report table in <out>/report.",
+        "and one backend (with --workers > 1, each Ray actor builds its own over the same cache file). Ends "
+        "with the report table in <out>/report.",
         epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
         "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first\n"
         "  delib experiment experiments/table1.toml --benchmarks mmlu,gsm8k   # only these, in this order\n"
