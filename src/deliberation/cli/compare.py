@@ -54,7 +54,8 @@ def _votes_parser(sub: argparse._SubParsersAction) -> None:
                        description="Replays each confidence-weighted vote (cisc, cisc-logprob) over the stores at "
                        f"T in {', '.join(map(str, TEMPERATURES))} and picks, per method, the T of the highest pooled "
                        "accuracy, then the higher T; pass the file to experiments/sampling_replays.sh (VOTES) or a "
-                       "method's T to --vote-temperature.",
+                       "method's T to --vote-temperature. The votes read round 0 only, so --rounds and --offline "
+                       "change nothing here (every node they read is in a store).",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, VoteTuning)
     flags.add_flags(p, VoteTuning, only=("agents",))
