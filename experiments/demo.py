@@ -13,7 +13,8 @@
 
 Outputs go to OUT: ask.sqlite (the live question's responses), replay/ (a run directory per method) and
 report/. Rerunning resumes: the replays skip finished questions and extend to those the store built since
-(a build may be growing it: a replay reads its built questions), and the live answer comes from ask.sqlite.
+(a store a build is growing replays once its built questions are the split's first N), and the live answer
+comes from ask.sqlite.
 """
 
 from __future__ import annotations

@@ -15,11 +15,13 @@
 #    its training report (action shares over training)            -> OUT/scale, OUT/compare/scale
 # 7. team size: with WIDE=STORE (held-out trees of a larger team, e.g. `delib tree --agents 5`), the main
 #    arms replayed on it                                           -> OUT/compare/team-NAME
-# 8. depth: the main arms replayed at DEPTH rounds (nodes the stores lack are generated and recorded)
+# 8. depth: softrankpo-full-s0 and softrankpo at DEPTH rounds, with the SFT policy, the best rule, the
+#    constants and the oracle (nodes the stores lack are generated and recorded)
 #                                                                  -> OUT/compare/depth-DEPTH
 # Every training runs before the first comparison (the held-out stores are read last). Every replay before
-# step 8 is offline at ROUNDS rounds (default 1: every node is in the stores). Steps whose output exists
-# are skipped (rerun = resume). DEPTH= (empty) skips step 8; WIDE unset skips step 7.
+# step 8 is offline at ROUNDS rounds (default 1: every node is in the stores; more is not supported, since
+# training at more rounds needs nodes the stores lack). Steps whose output exists are skipped (rerun =
+# resume). DELIB (default delib) is the delib to run. DEPTH= (empty) skips step 8; WIDE unset skips step 7.
 set -euo pipefail
 if [ $# -ne 3 ]; then
   echo "usage: [ROUNDS=1] [DEPTH=2] [WIDE=STORE] $0 OUT TRAIN_STORE[,STORE] HELDOUT_STORE[,STORE]" >&2

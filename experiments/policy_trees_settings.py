@@ -1,7 +1,8 @@
 """Team size and depth (project issue 27): each arm of `experiments/policy_trees.sh` at a larger team or more
 rounds, paired with the same arm at the base setting (3 agents, one round) on the same held-out questions.
 
-    python experiments/policy_trees_settings.py OUT    # markdown on stdout, OUT/settings.png
+    python experiments/policy_trees_settings.py [OUT]  # markdown on stdout, OUT/settings.png
+                                                       # (OUT default: docs/results/policy-trees, rewriting its figure)
 
 The base setting is OUT/compare/main; the others are OUT/compare/team-* (a larger team's held-out store,
 one round) and OUT/compare/depth-* (the same store at more rounds). For each arm present in both, the

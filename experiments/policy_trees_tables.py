@@ -1,8 +1,9 @@
 """The tables of docs/results/policy-trees/README.md from the comparisons `experiments/policy_trees.sh` wrote.
 
-    python experiments/policy_trees_tables.py OUT    # OUT/compare/*/team.json -> markdown on stdout
+    python experiments/policy_trees_tables.py [OUT]  # OUT/compare/*/team.json -> markdown on stdout
+                                                     # (OUT default: docs/results/policy-trees)
 
-One table per comparison (main, components, features, scale, depth-N): each row's whole-episode accuracy
+One table per comparison (main, components, features, scale, depth-N, team-NAME): each row's whole-episode accuracy
 and tokens per question on the held-out questions (pooled), and its paired difference to the best rule
 (points, paired bootstrap 95% interval) with the exact McNemar p. Arms are named by their checkpoint folder.
 """

@@ -8,7 +8,8 @@
 # SAMPLES: the most samples (default: all the store holds; the paired looks register 6). VOTES: the
 # vote_temperatures.json of `delib tune-votes` on training trees, whose T each CISC variant votes at
 # (default: the method option's default). Writes OUT/self-consistency-<k>, OUT/adaptive and OUT/resample
-# (run directories; rerun = resume).
+# (run directories; rerun = resume). DELIB (default delib) and PYTHON (default python, one that imports
+# nothing of the project here) name the programs to run.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 STORE OUT [--questions N | --ids A,B]" >&2; exit 2; }
 STORE=$1; OUT=$2; shift 2; DELIB=${DELIB:-delib}; PY=${PYTHON:-python}

@@ -2,15 +2,16 @@
 # Issue 37's table, on training trees only: policies with the paper's state, with the signals feature set,
 # and with the four actions (RESAMPLE), against the best fixed rule, adaptive-consistency, CISC and
 # self-consistency at equal tokens, team-level and paired, on the validation fifth of the training questions
-# (the questions every training run below holds out: same seed, same fraction, ids hashed into the last
-# fifth, questions agreed at round 0 included). The best rule, and CISC's vote temperatures (`delib
+# (the questions every training run below holds out: same seed, same fraction, ids whose hash falls below
+# 0.2, questions agreed at round 0 included). The best rule, and CISC's vote temperatures (`delib
 # tune-votes`), are tuned on the other four fifths. Nothing here reads a test question.
 #
 #   experiments/state_actions.sh OUT TRAIN_STORE[,STORE]
 #
-# Steps whose output exists are skipped (rerun = resume). Replays are offline at one round (stores built
-# with --samples 6 hold every node: RESAMPLE included). TRAIN_ARGS: extra `delib train` flags (tests: fewer
-# epochs).
+# Steps whose output exists are skipped (rerun = resume; the sampling replays resume and the report is
+# written again). Replays are offline at one round (stores built with --samples 6 hold every node: RESAMPLE
+# included). TRAIN_ARGS: extra `delib train` flags (tests: fewer epochs). DELIB (default delib) and PYTHON
+# (default python; it must import deliberation: the project's venv) name the programs to run.
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 OUT TRAIN_STORE[,STORE]" >&2; exit 2; }
 OUT=$1; TRAIN=$2; DELIB=${DELIB:-delib}; PY=${PYTHON:-python}

@@ -14,7 +14,8 @@
 #
 # Every step reads the same rollouts and the same held-out questions (--seed 0, --val-fraction default).
 # TRAIN_ARGS is added to every `delib train` call, e.g. TRAIN_ARGS="--ignore-features confidence".
-# Policy training is small: minutes on one CPU core. Steps whose output exists are skipped (rerun = resume).
+# Policy training is small: minutes on one CPU core. Steps whose output exists are skipped (rerun = resume;
+# the report is always written again). DELIB (default delib) is the delib to run.
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: [SOURCE=--trees] $0 OUT ROLLOUT_DIR|TREE_STORE..." >&2
