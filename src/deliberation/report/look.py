@@ -40,6 +40,8 @@ LEARNED_AGAINST_K = (3, 6)
 HEADROOM_METHODS = ("oracle", "self-consistency")
 """Methods whose rows (``self-consistency [agents=k]`` at every k) the headroom table reports as bounds and
 baselines: no secondary test is made of them."""
+ORACLE_ROW = f"oracle ({', '.join(a.value for a in by_cost(SEARCHED))}; in hindsight)"
+"""The headroom table's oracle row, named by the actions it searches (``methods/oracle.SEARCHED``)."""
 
 
 def read_paired(path: Path) -> list[Paired]:
@@ -330,10 +332,6 @@ def _room_rows(record: dict[str, Any]) -> list[tuple[str, str | None]]:
     rows += [(c, c) for c in constants(EXTENDED_ACTIONS) if c in labels and c != itself]
     rows += [(record["learned"], record["learned"]), *((s, s) for s in sft)]
     return rows + [(label, label) for label in sorted(sampled, key=sampled.__getitem__)]
-
-
-ORACLE_ROW = f"oracle ({', '.join(a.value for a in by_cost(SEARCHED))}; in hindsight)"
-"""The headroom table's oracle row, named by the actions it searches (``methods/oracle.SEARCHED``)."""
 
 
 def _room_line(name: str, cell: dict[str, Any]) -> str:
