@@ -23,7 +23,7 @@ from typing import Any, Callable
 from deliberation.errors import DelibError, require_at_least
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME
-from deliberation.rl.train_cli import TrainRequest, run_training
+from deliberation.rl.train_cli import TrainRequest, not_in_rollouts, run_training
 
 @dataclass(frozen=True)
 class IterateSpec:
@@ -52,25 +52,16 @@ class IterateSpec:
         """Refuse, before hours of collection, training settings that would fail after it: bad values, a
         group larger than the samples collected, a start policy blind to other features, a reward rollouts
         do not hold."""
-        from deliberation.actions import PAPER_ACTIONS
-        from deliberation.engine.features import PAPER
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
         from deliberation.rl.config import TrainConfig
-        from deliberation.rl.rewards import REWARDS
         from deliberation.rl.trainer import check_ignored
 
         cfg = TrainConfig(**{"algo": self.algo, **self.overrides})
-        if not REWARDS[cfg.reward].in_rollouts:
-            raise DelibError(f"--reward {cfg.reward} is not in the rollouts `delib iterate` collects (they hold "
-                             "the round reward); train with --reward round")
-        if cfg.reward_components != "both":
-            raise DelibError(f"--reward-components {cfg.reward_components} needs each term apart, and the rollouts "
-                             "`delib iterate` collects hold r_local + r_global: train with `delib train --trees`")
-        if cfg.actions != PAPER_ACTIONS or cfg.features != PAPER.name:  # what collected rollouts hold
-            given = f"--actions {cfg.actions}" if cfg.actions != PAPER_ACTIONS else f"--features {cfg.features}"
-            raise DelibError(f"{given} is not in the rollouts `delib iterate` collects (the paper's features and "
-                             "three actions): train on tree stores with `delib train --trees` instead")
+        beyond = not_in_rollouts(cfg)
+        if beyond:
+            raise DelibError(f"{beyond[0]} is not in the rollouts `delib iterate` collects ({beyond[1]}): train on "
+                             "tree stores with `delib train --trees`")
         if cfg.group_size is not None and cfg.group_size > self.collect.samples:
             raise DelibError(f"--group-size {cfg.group_size} is more than the --samples {self.collect.samples} "
                              "collected per question; lower it or collect more samples")

@@ -78,6 +78,21 @@ def run_training(req: TrainRequest) -> str:
     return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
 
 
+def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str] | None:
+    """(the flag, why) of a setting of ``cfg`` that rollout files (``delib collect``, ``delib iterate``)
+    cannot train, or None: they score the paper's three actions on its features, with the round reward
+    summed."""
+    if not REWARDS[cfg.reward].in_rollouts:
+        return f"--reward {cfg.reward}", "they hold the round reward"
+    if cfg.actions != PAPER_ACTIONS:
+        return f"--actions {cfg.actions}", "they score the paper's three actions"
+    if cfg.features != PAPER.name:
+        return f"--features {cfg.features}", "they hold the paper's features"
+    if cfg.reward_components != "both":
+        return f"--reward-components {cfg.reward_components}", "they hold r_local + r_global, not each term"
+    return None
+
+
 def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
     """The decisions of the rollout directories and of the tree stores, rewards by ``cfg.reward``; a question
     may come from one source only."""
@@ -87,22 +102,13 @@ def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
         raise DelibError("nothing to train on: pass --rollouts from `delib collect` or --trees from `delib tree`")
     if not req.trees and (req.tree_rounds or req.grow_trees):
         raise DelibError("--tree-rounds and --grow-trees are about --trees stores; pass --trees or drop them")
-    reward = REWARDS[cfg.reward]
-    if req.rollouts and not reward.in_rollouts:
-        raise DelibError(f"--reward {cfg.reward} is not in rollout files (they hold the round reward); derive it "
-                         "from tree stores with --trees instead of --rollouts, or train with --reward round")
-    if req.rollouts and cfg.actions != PAPER_ACTIONS:
-        raise DelibError(f"--actions {cfg.actions} is not in rollout files (they score the paper's three actions); "
-                         "derive the decisions from tree stores with --trees, or train with --actions paper")
-    if req.rollouts and cfg.features != PAPER.name:
-        raise DelibError(f"--features {cfg.features} is not in rollout files (they hold the paper's features); "
-                         "derive the decisions from tree stores with --trees, or train with --features paper")
-    if req.rollouts and cfg.reward_components != "both":
-        raise DelibError(f"--reward-components {cfg.reward_components} needs each term apart, and rollout files hold "
-                         "r_local + r_global: derive the decisions from tree stores with --trees")
+    beyond = not_in_rollouts(cfg) if req.rollouts else None
+    if beyond:
+        raise DelibError(f"{beyond[0]} is not in rollout files ({beyond[1]}): derive the decisions from tree "
+                         "stores with --trees instead of --rollouts")
     decisions = load_decisions([Path(p) for p in req.rollouts]) if req.rollouts else []
     seen = {d.example_id for d in decisions}
-    rounds = req.tree_rounds or reward.tree_rounds
+    rounds = req.tree_rounds or REWARDS[cfg.reward].tree_rounds
     for path in req.trees:
         new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees,
                                    components=cfg.reward_components, features=cfg.features, actions=cfg.actions)
