@@ -40,7 +40,8 @@ def test_bad_settings_are_refused_before_anything_runs():
                             ({"overrides": {"group_size": 9}}, "--group-size 9 is more than the --samples 8"),
                             ({"overrides": {"ignore_features": ("nope",)}}, "unknown features"),
                             ({"overrides": {"reward": "episode"}}, "--reward episode is not in the rollouts"),
-                            ({"overrides": {"reward_components": "local"}}, "--reward-components local is not in the rollouts"),
+                            ({"overrides": {"reward_components": "local"}},
+                             "--reward-components local is not in the rollouts"),
                             ({"overrides": {"actions": "resample"}}, "--actions resample is not in the rollouts"),
                             ({"overrides": {"features": "signals"}}, "--features signals is not in the rollouts")):
         with pytest.raises(DelibError, match=message):
