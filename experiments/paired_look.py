@@ -129,7 +129,7 @@ def _commit(registered: Sequence[Path] = ()) -> str | None:
                               cwd=Path(__file__).parent).stdout.strip()
     try:
         top = Path(git("rev-parse", "--show-toplevel")).resolve()
-        inside = [str(p.resolve()) for p in registered if p.resolve().is_relative_to(top)]
+        inside = [str(p) for p in (q.resolve() for q in registered) if p.is_relative_to(top)]
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/src", ":/experiments")  # from the top
         dirty += git("status", "--porcelain", "--", *inside) if inside else ""  # untracked counts here
         return git("rev-parse", "HEAD") + ("+dirty" if dirty else "")

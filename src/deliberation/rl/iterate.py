@@ -60,8 +60,8 @@ class IterateSpec:
         cfg = TrainConfig(**{"algo": self.algo, **self.overrides})
         beyond = not_in_rollouts(cfg)
         if beyond:
-            raise DelibError(f"{beyond[0]} is not in the rollouts `delib iterate` collects ({beyond[1]}): train on "
-                             "tree stores with `delib train --trees`")
+            raise DelibError(f"{beyond[0]} is not in the rollouts `delib iterate` collects ({beyond[1]}): train "
+                             f"with {beyond[2]}, or on tree stores with `delib train --trees`")
         if cfg.group_size is not None and cfg.group_size > self.collect.samples:
             raise DelibError(f"--group-size {cfg.group_size} is more than the --samples {self.collect.samples} "
                              "collected per question; lower it or collect more samples")

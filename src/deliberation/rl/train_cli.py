@@ -78,18 +78,19 @@ def run_training(req: TrainRequest) -> str:
     return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
 
 
-def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str] | None:
-    """(the flag, why) of a setting of ``cfg`` that rollout files (``delib collect``, ``delib iterate``)
-    cannot train, or None: they score the paper's three actions on its features, with the round reward
-    summed."""
+def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str, str] | None:
+    """(the flag, why, the setting rollouts do hold) of a setting of ``cfg`` that rollout files (``delib
+    collect``, ``delib iterate``) cannot train, or None: they score the paper's three actions on its
+    features, with the round reward summed."""
     if not REWARDS[cfg.reward].in_rollouts:
-        return f"--reward {cfg.reward}", "they hold the round reward"
+        return f"--reward {cfg.reward}", "they hold the round reward", "--reward round"
     if cfg.actions != PAPER_ACTIONS:
-        return f"--actions {cfg.actions}", "they score the paper's three actions"
+        return f"--actions {cfg.actions}", "they score the paper's three actions", f"--actions {PAPER_ACTIONS}"
     if cfg.features != PAPER.name:
-        return f"--features {cfg.features}", "they hold the paper's features"
+        return f"--features {cfg.features}", "they hold the paper's features", f"--features {PAPER.name}"
     if cfg.reward_components != "both":
-        return f"--reward-components {cfg.reward_components}", "they hold r_local + r_global, not each term"
+        return (f"--reward-components {cfg.reward_components}", "they hold r_local + r_global, not each term",
+                "--reward-components both")
     return None
 
 
@@ -105,7 +106,7 @@ def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
     beyond = not_in_rollouts(cfg) if req.rollouts else None
     if beyond:
         raise DelibError(f"{beyond[0]} is not in rollout files ({beyond[1]}): derive the decisions from tree "
-                         "stores with --trees instead of --rollouts")
+                         f"stores with --trees instead of --rollouts, or train with {beyond[2]}")
     decisions = load_decisions([Path(p) for p in req.rollouts]) if req.rollouts else []
     seen = {d.example_id for d in decisions}
     rounds = req.tree_rounds or REWARDS[cfg.reward].tree_rounds
