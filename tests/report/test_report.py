@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -284,6 +285,20 @@ def test_the_accuracy_legend_sits_inside_the_panel_above_every_point_and_interva
     assert panel.x0 <= legend.x0 and legend.x1 <= panel.x1 and legend.y1 <= panel.y1
     assert legend.y0 > top_of_data
     assert max(ax.get_yticks()) <= 100 < ax.get_ylim()[1]
+
+
+def test_the_action_legend_names_every_action_any_panel_drew(tmp_path, monkeypatch):
+    """A rule without RESAMPLE first and one that resamples after it: the one legend (first panel) names all
+    four actions. It named only the first panel's three, so look 1's resample bars had no entry."""
+    pytest.importorskip("matplotlib")
+    drawn = {}
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path, name: drawn.setdefault("figure", fig))
+    results = [replace(result("always-concede", "gsm8k", 1, 2, 10), actions_by_round=((0, 0, 6),)),
+               replace(result("agreement-resample", "gsm8k", 1, 2, 10), actions_by_round=((2, 0, 1, 3),))]
+    plots.action_distribution(results, tmp_path / "actions.png")
+    first, second = drawn["figure"].axes
+    assert [t.get_text() for t in first.get_legend().get_texts()] == ["persist", "refine", "concede", "resample"]
+    assert second.get_legend() is None
 
 
 def test_an_interval_end_past_its_value_by_rounding_draws_no_arm_instead_of_failing():

@@ -79,8 +79,8 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
 
 
 def action_distribution(results: Sequence[RunResult], path: Path) -> PlotOutcome:
-    """Share of persist / refine / concede per deliberation round, one panel per method label (pooled over
-    benchmarks and seeds)."""
+    """Share of each meta-action (persist, refine, concede, resample) per deliberation round, one panel per
+    method label (pooled over benchmarks and seeds); one legend names every action any panel drew."""
     name = "meta-actions per round"
     counts = _actions_by_label(results)
     if not counts:
@@ -96,8 +96,18 @@ def action_distribution(results: Sequence[RunResult], path: Path) -> PlotOutcome
             bottom = [b + s for b, s in zip(bottom, shares)]
         ax.set(title=label, xlabel="round (decisions)", ylabel="share of agent decisions", ylim=(0, 1))
         ax.set_xticks(rounds, [f"{r}\n({sum(c)})" for r, c in zip(rounds, per_round)])
-    axes[0].legend(fontsize=7)
+    legend_of_all(axes[0], axes)
     return save_figure(fig, path, name)
+
+
+def legend_of_all(target: Any, axes: Sequence[Any]) -> None:
+    """One legend in ``target`` with every entry any of ``axes`` drew, in first-drawn order: the first panel
+    may lack an entry a later one has (a constant rule without RESAMPLE before a rule that resamples)."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    target.legend(list(entries.values()), list(entries), fontsize=7)
 
 
 def _actions_by_label(results: Sequence[RunResult]) -> dict[str, list[list[int]]]:
@@ -124,7 +134,7 @@ def training_curves(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
             for j, (stage, xs, ys) in enumerate(_series(run, lambda p, f=field: getattr(p, f))):
                 ax.plot(xs, ys, color=f"C{i % 10}", label=None if j else run.name, **_line_style(stage, xs))
         ax.set(title=title, xlabel="optimizer step (stages in sequence; dashed: sft)")
-    axes[0].legend(fontsize=7)
+    legend_of_all(axes[0], axes)
     return save_figure(fig, path, name)
 
 
