@@ -2,7 +2,8 @@
 into docs/results/paired/summary.json (one entry per look), write the look's headline table for the README
 (headline.md) and its headroom table (headroom.md), and print the decision. With STORE:N arguments (a test
 store and the look's question count in it) the record gains the headroom columns that come from the
-stores: some agent right at round 0, and each signal's AUROC. The record keeps what it was computed from:
+stores: some agent right at round 0, and each signal's AUROC. It also keeps the meta-actions each arm took,
+per benchmark and pooled (from the look's run folders). The record keeps what it was computed from:
 the commit (``+dirty`` when the code or a registered file differs from it), registered.json as
 paired_look.sh checked the look's files against it, the stores and their counts, NumPy's version (the
 bootstrap's generator and percentile). A look is recorded only in its turn (``report/sequential.check_order``).
@@ -29,7 +30,9 @@ import numpy
 
 from deliberation.errors import DelibError, exit_status
 from deliberation.report.compare import TEAM_JSON
+from deliberation.report.loading import load_runs
 from deliberation.report.look import headline_markdown, headroom, headroom_markdown, look_record
+from deliberation.report.look_actions import action_counts
 from deliberation.report.sequential import check_order
 from deliberation.trees.store import TreeStore
 from deliberation.types import write_json_atomic, write_text_atomic
@@ -85,6 +88,7 @@ def record(look: int, folder: Path, summary: Path, registered: Path, stores: lis
                              "rerun the look's replays")
         entry["headroom"] = headroom([(f"{st.manifest.benchmark}/{st.manifest.split}", st, n)
                                       for _, st, n in opened])
+    entry["actions"] = action_counts(load_runs([folder / "compare", folder / "sampling"]))  # as the report's labels
     entry["provenance"] = provenance(registered, kept, stores)
     headline, room = headline_markdown(entry), headroom_markdown(entry)  # rendered before anything is written
     write_json_atomic(folder / "summary.json", entry)

@@ -168,6 +168,27 @@ def test_the_headroom_table_has_the_registered_rows_in_order(looked):
     assert "AUROC for answer correctness, pooled" in table and "| critic | 36 |" in table
 
 
+def test_the_record_keeps_the_meta_actions_each_arm_took_per_benchmark_and_pooled(looked):
+    """The registration reports the learned policy's action distribution; the record counts, per benchmark
+    and pooled, what each arm's episodes took at rounds 1..R, and headroom.md shows them as shares."""
+    folder = looked / "out" / "look-1"
+    record = json.loads((folder / "summary.json").read_text())
+    actions = record["actions"]
+    learned = actions["mpdf [default]"]
+    for store, column in (("gsm8k-test", "gsm8k/test"), ("math-test", "math/test")):
+        episodes = [json.loads(line) for line in (folder / "compare" / store / "policy-1" / "episodes.jsonl").open()]
+        taken = [t["action"] for e in episodes for t in e["turns"] if t["round"] >= 1]
+        assert learned[column] == {"decisions": len(taken), **{a: taken.count(a) for a in
+                                                               ("persist", "refine", "concede", "resample")}}
+    assert learned["pooled"]["decisions"] == learned["gsm8k/test"]["decisions"] + learned["math/test"]["decisions"]
+    assert set(actions["always-refine"]["pooled"]) == {"decisions", "persist", "refine", "concede", "resample"}
+    assert actions["always-refine"]["pooled"]["refine"] == actions["always-refine"]["pooled"]["decisions"] > 0
+    assert not any(label.startswith("self-consistency") for label in actions)  # took no meta-action
+    table = (folder / "headroom.md").read_text()
+    first = table[table.index("Meta-actions at rounds 1..R"):].splitlines()[4]
+    assert first.startswith("| mpdf [default] | pooled | ")  # the learned policy first, pooled first
+
+
 def test_the_cisc_arms_vote_at_the_temperatures_tuned_on_training_trees(looked):
     tuned = json.loads((looked / "votes" / "vote_temperatures.json").read_text())["methods"]
     assert set(tuned) == {"cisc", "cisc-logprob"}

@@ -10,7 +10,8 @@ boundary it met; each method against self-consistency at its own token budget, p
 where the look replayed self-consistency at several k (``report/equal_tokens.py``); the learned policy
 against self-consistency at k = 3 and 6 (reports of the same runs with those references); Holm-adjusted
 p-values beside the raw ones of every secondary comparison; and the headroom table's columns that come
-from the stores (some agent right at round 0, each signal's AUROC).
+from the stores (some agent right at round 0, each signal's AUROC); and the meta-actions each arm took
+(``report/look_actions.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Sequence
 from deliberation.errors import DelibError
 from deliberation.actions import EXTENDED_ACTIONS, by_cost
 from deliberation.methods.oracle import SEARCHED
+from deliberation.report.look_actions import actions_markdown
 from deliberation.report.compare import BEST, SFT_PREFIX
 from deliberation.report.loading import sampling_k, sampling_label
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
@@ -297,7 +299,8 @@ def headroom_markdown(record: dict[str, Any]) -> str:
     the round-0 vote (self-consistency at k = 3), some agent right at round 0, the oracle, the best rule, each
     constant rule, the learned and SFT policies, self-consistency at k = 1..6, with accuracy, tokens a
     question and the paired difference to the best rule; then each signal's AUROC for answer correctness
-    over every round-0 answer and every agent's REFINE of the look's questions (``trees/responses.py``)."""
+    over every round-0 answer and every agent's REFINE of the look's questions (``trees/responses.py``); then
+    the meta-actions each arm took, when the record holds them."""
     methods, room = record["methods"], record.get("headroom", {})
     columns = [POOLED] + sorted({c for cells in methods.values() for c in cells} - {POOLED})
     parts = []
@@ -315,6 +318,8 @@ def headroom_markdown(record: dict[str, Any]) -> str:
             parts.append(f"AUROC for answer correctness, {column} (round-0 answers and REFINEs; 95% interval "
                          "resampling questions)\n\n| signal | n | AUROC [95% CI] |\n| --- | ---: | ---: |\n" +
                          "\n".join(_auroc_line(name, cell) for name, cell in aurocs.items()))
+    if record.get("actions"):
+        parts.append(actions_markdown(record["actions"], record["learned"]))
     return "\n\n".join(parts) + "\n"
 
 
