@@ -45,7 +45,10 @@ PROBE = Method(spec=_probe_spec, options=frozenset(OPTION_NAMES))
 
 
 def _other(default: Any) -> Any:
-    """A value other than ``default`` that passes the options' checks (a text, or a number in [0, 1])."""
+    """A value other than ``default`` that passes the options' checks (a switch flipped, a text, or a number
+    in [0, 1])."""
+    if isinstance(default, bool):
+        return not default
     if default is None or isinstance(default, str):
         return "probe-value"
     return default / 2
@@ -55,7 +58,14 @@ GIVEN = {name: _other(DEFAULTS[name]) for name in OPTION_NAMES}
 
 
 def _flags() -> list[str]:
-    return [w for name, value in GIVEN.items() for w in (f"--{name.replace('_', '-')}", str(value))]
+    """The flags that give ``GIVEN``: a switch alone (``--no-NAME`` for one on by default), else flag and value."""
+    return [w for name, value in GIVEN.items() for w in _flag(name.replace("_", "-"), value)]
+
+
+def _flag(name: str, value: Any) -> list[str]:
+    if isinstance(value, bool):
+        return [f"--{name}" if value else f"--no-{name}"]
+    return [f"--{name}", str(value)]
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from deliberation.benchmarks.base import Benchmark
 from deliberation.config import EngineConfig
 from deliberation.engine import confidence as conf_mod
 from deliberation.engine import prompts
-from deliberation.engine.consensus import Ballot, support, vote
+from deliberation.engine.consensus import Ballot, support, unanimous, vote
 from deliberation.engine.signals import SIGNALS
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.state import AgentView, Observation, observe
@@ -159,12 +159,15 @@ def generate_as(ctx: Context, asked: Sequence[prompts.Prompt], agents: Sequence[
 
 
 def initial_round(ctx: Context) -> tuple[list[AgentRecord], list[Turn]]:
-    """Round 0: every agent answers independently; critic confidence if the method uses it."""
+    """Round 0: every agent answers independently; critic confidence if the method uses it, unless it skips
+    the critic of a team that agrees at once (``MethodSpec.lazy_critic``: the episode stops, nothing reads it)."""
     n = ctx.cfg.agents
     asked = prompts.initial_messages(ctx.question)
     outs = generate(ctx, [asked] * n, range(n), 0)
     records = [record_of(ctx, c, True, asked) for c in outs]
-    records, critics = score_confidence(ctx, records, 0)
+    critics: list[Completion | None] = [None] * n
+    if not (ctx.spec.lazy_critic and stops(ctx, records) and unanimous([r.key for r in records])):
+        records, critics = score_confidence(ctx, records, 0)
     turns = [turn_of(ctx, i, 0, None, records[i], [outs[i], critics[i]]) for i in range(n)]
     return records, turns
 

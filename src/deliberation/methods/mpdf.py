@@ -43,5 +43,6 @@ def _record(cfg: MethodConfig) -> dict[str, Any]:
     return {"policy_used": policy_name(cfg)}
 
 
-METHOD = Method(spec=lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True),
-                options=frozenset({"policy", "confidence_threshold"}), record=_record)
+METHOD = Method(spec=lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True,
+                                            lazy_critic=cfg.lazy_critic),
+                options=frozenset({"policy", "confidence_threshold", "lazy_critic"}), record=_record)

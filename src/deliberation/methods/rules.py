@@ -1,5 +1,6 @@
 """The fixed meta-policies as methods of their own: one per rule of ``deliberation.policy.rules.FIXED_RULES``,
-under the rule's name; a rule that reads the critic calls it and takes ``--confidence-threshold``.
+under the rule's name; a rule that reads the critic calls it and takes ``--confidence-threshold`` and
+``--lazy-critic``.
 ``methods.METHODS`` names each as ``deliberation.methods.rules:METHODS[name]``."""
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from deliberation.policy.rules import FIXED_RULES, FixedRule
 def rule_method(name: str, rule: FixedRule) -> Method:
     """The method that runs ``rule`` under ``name``: its policy at the config's threshold, the critic when the
     rule reads it."""
-    options = frozenset({"confidence_threshold"}) if rule.confidence else frozenset()
+    options = frozenset({"confidence_threshold", "lazy_critic"}) if rule.confidence else frozenset()
     return Method(spec=lambda cfg: MethodSpec(name=name, policy=rule.policy(cfg.confidence_threshold),
-                                              confidence=rule.confidence), options=options, fixed_rule=True)
+                                              confidence=rule.confidence, lazy_critic=cfg.lazy_critic),
+                  options=options, fixed_rule=True)
 
 
 METHODS: dict[str, Method] = {name: rule_method(name, rule) for name, rule in FIXED_RULES.items()}
