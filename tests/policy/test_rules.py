@@ -81,5 +81,5 @@ def test_every_registered_rule_is_a_fixed_rule_method_in_registry_order():
         method = methods.get(name)
         spec = method.spec(MethodConfig(confidence_threshold=0.9))
         assert spec.name == name and spec.policy == rule.policy(0.9) and spec.confidence == rule.confidence
-        assert method.options == ({"confidence_threshold"} if rule.confidence else set())
+        assert method.options == ({"confidence_threshold", "lazy_critic"} if rule.confidence else set())
     assert len({rule.simplicity for rule in FIXED_RULES.values()}) == len(FIXED_RULES)  # the tie-break decides
