@@ -109,7 +109,8 @@ print(json.dumps({{"methods": [m for m in methods.METHODS if methods.get(m).fixe
 
 def test_a_new_rule_is_one_entry_then_a_method_and_on_the_tune_grid(tmp_path):
     """A fresh interpreter registers the rule before anything reads the registry, as an edit of the source
-    would: it is then a method (with the critic, its threshold and lazy-critic options) and on the grid at every threshold."""
+    would: it is then a method (with the critic, its threshold and lazy-critic options) and on the grid at
+    every threshold."""
     done = subprocess.run([sys.executable, "-c", ONE_EDIT, str(tmp_path / "run")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
