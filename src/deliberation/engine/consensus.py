@@ -40,6 +40,12 @@ def vote(ballots: Sequence[Ballot], weighted: bool = False) -> str | None:
     return max(scores, key=lambda k: (scores[k][0], scores[k][1], -order[k]))
 
 
+def tied_at_top(keys: Sequence[str | None]) -> bool:
+    """Whether two parseable answers share the most votes, one vote each: the vote then reads confidences."""
+    counts = sorted((sum(k == key for k in keys) for key in set(keys) if key is not None), reverse=True)
+    return len(counts) > 1 and counts[0] == counts[1]
+
+
 def leave_one_out(ballots: Sequence[Ballot], agent: int, weighted: bool = False) -> str | None:
     """The vote of every agent but ``agent`` (for the global, counterfactual reward)."""
     return vote([b for i, b in enumerate(ballots) if i != agent], weighted)

@@ -28,7 +28,7 @@ from deliberation.benchmarks.base import Benchmark
 from deliberation.config import EngineConfig
 from deliberation.engine import confidence as conf_mod
 from deliberation.engine import prompts
-from deliberation.engine.consensus import Ballot, support, unanimous, vote
+from deliberation.engine.consensus import Ballot, support, tied_at_top, vote
 from deliberation.engine.signals import SIGNALS
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.state import AgentView, Observation, observe
@@ -159,15 +159,13 @@ def generate_as(ctx: Context, asked: Sequence[prompts.Prompt], agents: Sequence[
 
 
 def initial_round(ctx: Context) -> tuple[list[AgentRecord], list[Turn]]:
-    """Round 0: every agent answers independently; critic confidence if the method uses it, unless it skips
-    the critic of a team that agrees at once (``MethodSpec.lazy_critic``: the episode stops, nothing reads it)."""
+    """Round 0: every agent answers independently; critic confidence if the method uses it (and, under
+    ``MethodSpec.lazy_critic``, something reads it: ``critics_read``)."""
     n = ctx.cfg.agents
     asked = prompts.initial_messages(ctx.question)
     outs = generate(ctx, [asked] * n, range(n), 0)
     records = [record_of(ctx, c, True, asked) for c in outs]
-    critics: list[Completion | None] = [None] * n
-    if not (ctx.spec.lazy_critic and stops(ctx, records) and unanimous([r.key for r in records])):
-        records, critics = score_confidence(ctx, records, 0)
+    records, critics = score_confidence(ctx, records, 0)
     turns = [turn_of(ctx, i, 0, None, records[i], [outs[i], critics[i]]) for i in range(n)]
     return records, turns
 
@@ -175,8 +173,9 @@ def initial_round(ctx: Context) -> tuple[list[AgentRecord], list[Turn]]:
 def score_confidence(ctx: Context, records: list[AgentRecord],
                      round_: int = 0) -> tuple[list[AgentRecord], list[Completion | None]]:
     """Critic calls, one batch, for the records that changed in round ``round_`` (if the method computes
-    confidence)."""
-    todo = [i for i, r in enumerate(records) if r.changed] if ctx.spec.confidence else []
+    confidence, and something reads it: ``critics_read``)."""
+    todo = [i for i, r in enumerate(records) if r.changed] if ctx.spec.confidence and critics_read(
+        ctx, records, round_) else []
     verbal = ctx.cfg.verbal_confidence or not ctx.backend.supports_logprobs
     asked = {i: ctx.prompts.critic(ctx.question, history_of(ctx, records[i]), verbal) for i in todo}
     reqs = [conf_mod.critic_request(asked[i].messages, verbal, i, purpose(ctx, asked[i], round_)) for i in todo]
@@ -187,6 +186,17 @@ def score_confidence(ctx: Context, records: list[AgentRecord],
         critics[i] = out
         records[i] = replace(records[i], confidence=conf_mod.read_confidence(out, verbal))
     return records, critics
+
+
+def critics_read(ctx: Context, records: Sequence[AgentRecord], round_: int) -> bool:
+    """Whether anything reads the confidences of ``records``, the team after round ``round_``: always,
+    unless the method is lazy about its critic (``MethodSpec.lazy_critic``); then only when a later round's
+    decisions follow (the stop rule does not hold and rounds are left), or the final vote is weighted or tied
+    (its tie-break sums confidences)."""
+    if not ctx.spec.lazy_critic or (round_ < ctx.cfg.rounds and not stops(ctx, records)):
+        return True
+    keys = [r.key for r in records]
+    return ctx.spec.weighted_vote or ctx.spec.vote_weights is not None or tied_at_top(keys)
 
 
 def concede_target(records: Sequence[AgentRecord], i: int) -> int | None:

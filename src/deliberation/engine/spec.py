@@ -50,7 +50,7 @@ class MethodSpec:
     """What a REFINE turn shows and asks; the prompt set (``EngineConfig.prompts``) frames it."""
     confidence: bool = False
     lazy_critic: bool = False
-    """Skip round 0's critic calls when the team agrees at once and the episode stops (``engine.loop``)."""
+    """Call the critic only where a confidence is read (``engine.loop.critics_read``)."""
     stop: Callable[[Sequence[str | None]], bool] = unanimous
     weighted_vote: bool = False
     vote_weights: VoteWeights | None = None

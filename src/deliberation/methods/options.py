@@ -28,9 +28,10 @@ class MethodOptions:
     """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this
     critic P(Yes)."""
     lazy_critic: bool = False
-    """mpdf and the rules that read the critic: no round-0 critic call when the team already agrees at round 0
-    (the episode stops there, before any decision or tie-break reads a confidence), so the same answers for
-    fewer tokens. Off by default: every committed result, the paired experiment included, charges them."""
+    """mpdf and the rules that read the critic: call it only where a confidence is read, by a later round's
+    decisions or a tied final vote (none for a team that agrees at round 0 and stops, none after the last
+    round's REFINEs unless the vote is tied): the same answers for fewer tokens. Off by default: every
+    committed result, the paired experiment included, charges every critic call."""
     vote_temperature: float = 0.1
     """cisc, cisc-logprob: the softmax temperature T of the confidence-weighted vote (each ballot weighs
     softmax(confidence / T)): low T lets the most confident answer win, high T tends to the plain vote. CISC
