@@ -51,6 +51,24 @@ def test_a_lazy_critic_skips_exactly_the_critic_calls_nothing_reads(tmp_path, me
         assert tokens(lazy[q]) < tokens(e) or (q in tied or not any(calls(e, 1)))
 
 
+@pytest.mark.parametrize("settings", [("--rounds", "2"), ("--rounds", "0"), ("--rounds", "2", "--no-early-stop")])
+def test_a_lazy_critic_changes_no_answer_or_action_at_other_depths(tmp_path, settings):
+    """Two rounds (a team that agrees after round 1 stops with its critic skipped), round 0 alone (only a tie
+    reads it) and no early stop: the same episodes, fewer tokens; without the early stop exactly the critic
+    calls after the last round's REFINEs and RESAMPLEs of an untied vote are skipped."""
+    eager = run(tmp_path, "eager", "mpdf", *settings)
+    lazy = run(tmp_path, "lazy", "mpdf", *settings, "--lazy-critic")
+    assert {q: what(e) for q, e in lazy.items()} == {q: what(e) for q, e in eager.items()}
+    assert [lazy[q].final_answer for q in eager] == [e.final_answer for e in eager.values()]
+    if "--no-early-stop" not in settings:
+        assert sum(map(tokens, lazy.values())) < sum(map(tokens, eager.values()))
+        return
+    last = [[t for t in e.turns if t.round == 2] for e in eager.values()]
+    skipped = sum(t.action in ("refine", "resample") for turns in last if not tied_at_top([t.answer for t in turns])
+                  for t in turns)
+    assert sum(e.llm_calls for e in lazy.values()) == sum(e.llm_calls for e in eager.values()) - skipped
+
+
 def test_a_method_without_the_critic_refuses_it():
     with pytest.raises(DelibError, match="--lazy-critic means nothing to method always-persist"):
         method_entry(RunSpec(method="always-persist", lazy_critic=True))
