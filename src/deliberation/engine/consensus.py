@@ -43,8 +43,8 @@ def vote(ballots: Sequence[Ballot], weighted: bool = False) -> str | None:
 def tied_at_top(keys: Sequence[str | None]) -> bool:
     """Whether two parseable answers share the most agents (each agent's answer counted once, as an unweighted
     vote counts it): the vote's tie-break then reads confidences."""
-    counts = sorted((sum(k == key for k in keys) for key in set(keys) if key is not None), reverse=True)
-    return len(counts) > 1 and counts[0] == counts[1]
+    votes = sorted((v for v, _ in tally([Ballot(k) for k in keys]).values()), reverse=True)
+    return len(votes) > 1 and votes[0] == votes[1]
 
 
 def leave_one_out(ballots: Sequence[Ballot], agent: int, weighted: bool = False) -> str | None:

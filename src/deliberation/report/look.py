@@ -24,9 +24,9 @@ from typing import Any, Sequence
 from deliberation.errors import DelibError
 from deliberation.actions import EXTENDED_ACTIONS, by_cost
 from deliberation.methods.oracle import SEARCHED
-from deliberation.report.look_actions import actions_markdown
 from deliberation.report.compare import BEST, SFT_PREFIX
 from deliberation.report.loading import sampling_k, sampling_label
+from deliberation.report.look_actions import actions_markdown
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
 from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows

@@ -49,4 +49,3 @@ def actions_markdown(actions: dict[str, dict[str, dict[str, int]]], learned: str
     return ("Meta-actions at rounds 1..R (agent decisions; an arm that stops when its team agrees at round 0 "
             "takes none on that question, the oracle decides on every one)"
             f"\n\n{ACTIONS_HEAD}" + "\n".join(lines))
-
