@@ -23,13 +23,28 @@ def import_llama_cpp() -> Any:
     return llama_cpp
 
 
+AMX_BUILT = "AMX_INT8 = 1"
+"""How ``llama_print_system_info`` says the build has ggml's AMX kernels."""
+
+
+def model_params(lib: Any) -> Any:
+    """llama.cpp's default model parameters, less the extra weight buffers (AMX, repacking) where the build
+    has ggml's AMX kernels: those segfault on the first decode of Q4_K_M models on some AMX CPUs (llama.cpp
+    issue 20824; seen here with qwen2.5-coder-1.5b). The Makefile builds llama.cpp without them; this covers
+    a llama-cpp-python installed otherwise (a wheel, a plain pip install on such a CPU)."""
+    params = lib.llama_model_default_params()
+    if AMX_BUILT in lib.llama_print_system_info().decode("utf-8", errors="replace"):
+        params.use_extra_bufts = False
+    return params
+
+
 class Runtime:
     """A loaded model and its multi-sequence context: tokenizer, chat template and batched decode."""
 
     def __init__(self, path: os.PathLike, n_ctx: int, n_seq: int, n_batch: int, n_threads: int) -> None:
         self.lib = lib = import_llama_cpp()
         lib.llama_backend_init()
-        self.model = lib.llama_model_load_from_file(os.fsencode(path), lib.llama_model_default_params())
+        self.model = lib.llama_model_load_from_file(os.fsencode(path), model_params(lib))
         if not self.model:
             raise DelibError(f"llama.cpp could not load {path}; is it a valid GGUF file?")
         self.vocab = lib.llama_model_get_vocab(self.model)
