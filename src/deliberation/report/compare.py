@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
+from deliberation.methods.oracle import SPEC as ORACLE_SPEC
 from deliberation.policy.rules import FIXED_RULES
 from deliberation.report.loading import RunResult, load_results, read_object
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
@@ -33,6 +34,7 @@ TEAM_JSON, TEAM_MD = "team.json", "team.md"
 LOG = logging.getLogger("deliberation")
 BEST = "best rule: "  # the best rule's row label is this and the rule's label
 SFT_PREFIX = "sft ["  # the SFT checkpoint's row label is this, the checkpoint and "]"
+ORACLE = ORACLE_SPEC.name  # the oracle's row label: its method's name
 ALL_ARMS, PRIMARY_ARMS = "all", "primary"
 ARM_SETS = (ALL_ARMS, PRIMARY_ARMS)
 """The arm sets ``delib compare --arms`` replays (``Comparison.arms``; the paired experiment's two-round
@@ -104,7 +106,7 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     if cmp.arms == PRIMARY_ARMS:
         return [*learned, best]
     others = [Variant(c, c, c) for c in constants() if c != rule.method]
-    return [*learned, *sft, best, *others, Variant("oracle", "oracle", "oracle")]
+    return [*learned, *sft, best, *others, Variant(ORACLE, ORACLE, ORACLE)]
 
 
 def check_held_out(cmp: Comparison) -> None:

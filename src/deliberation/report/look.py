@@ -24,11 +24,11 @@ from typing import Any, Sequence
 from deliberation.errors import DelibError
 from deliberation.actions import EXTENDED_ACTIONS, by_cost
 from deliberation.methods.oracle import SEARCHED
-from deliberation.report.compare import BEST, SFT_PREFIX
+from deliberation.report.compare import BEST, ORACLE, SFT_PREFIX
 from deliberation.report.loading import sampling_k, sampling_label
 from deliberation.report.look_actions import actions_markdown
 from deliberation.report.paired import POOLED, Paired, diff_points, holm
-from deliberation.report.sequential import decide
+from deliberation.report.sequential import FUTILITY_POINTS, decide
 from deliberation.report.signals import signal_rows
 from deliberation.runs.tune_rules import constants
 from deliberation.trees.responses import Response, responses
@@ -39,7 +39,7 @@ from deliberation.types import from_json, to_json
 LEARNED_AGAINST_K = (3, 6)
 """The learned policy is also paired with self-consistency at these k (registered secondaries; the look's
 ``against/self-consistency-k`` reports, experiments/paired_look.sh reads the k from here)."""
-HEADROOM_METHODS = ("oracle", "self-consistency")
+HEADROOM_METHODS = (ORACLE, "self-consistency")
 """Methods whose rows (``self-consistency [agents=k]`` at every k) the headroom table reports as bounds and
 baselines: no secondary test is made of them."""
 ORACLE_ROW = f"oracle ({', '.join(a.value for a in by_cost(SEARCHED))}; in hindsight)"
@@ -106,18 +106,17 @@ def _aurocs(rows: Sequence[Response]) -> dict[str, Any]:
     return {row.signal: {"n": row.n, "auroc": row.auroc, "ci95": row.ci95} for row in signal_rows(rows)}
 
 
-def look_record(look: int, report: Path, learned: str, oracle: str = "oracle",
-                against: Sequence[Path] = ()) -> dict[str, Any]:
+def look_record(look: int, report: Path, learned: str, against: Sequence[Path] = ()) -> dict[str, Any]:
     """The look's record (module docstring) from the report folder ``report``; ``learned`` is the primary
     arm's label there. ``against``: report folders of the same runs paired with other references
     (self-consistency at k = 3 and 6), whose learned rows the record keeps under ``learned_against``."""
     paired = read_paired(report / "paired.json")
     pooled = {p.label: p for p in paired if p.column == POOLED and p.budget is None}
-    missing = [label for label in (learned, oracle) if label not in pooled]
+    missing = [label for label in (learned, ORACLE) if label not in pooled]
     if missing:
         raise DelibError(f"{report / 'paired.json'} has no pooled row of {', '.join(missing)}; the look needs the "
                          "learned policy and the oracle paired with the best rule")
-    decision = decide(look, pooled[learned], pooled[oracle])
+    decision = decide(look, pooled[learned], pooled[ORACLE])
     against_rows = [read_paired(r / "paired.json") for r in against]
     _require_same_questions(look, paired, [p for rows in against_rows for p in rows], learned)
     table = counts(report / "report.csv")
@@ -263,11 +262,20 @@ def headline_markdown(record: dict[str, Any]) -> str:
                      f"(Holm {holm_p:.3g}), token ratio {cell['token_ratio']:.2f}.")
     d = record["decision"]
     parts.append(f"Look {record['look']}: McNemar z = {d['z']:+.2f} against the boundary {d['boundary']}; "
+                 f"{_futility_ends(record)}; "
                  f"decision: {d['reason']} (stop: {'yes' if d['stop'] else 'no'}). As registered, efficacy is "
                  "decided on z against the O'Brien-Fleming boundary; the exact McNemar p above is reported "
                  "beside it and may differ near the boundary, and the 95% intervals are not adjusted for the "
                  "looks.")
     return "\n\n".join(parts) + "\n"
+
+
+def _futility_ends(record: dict[str, Any]) -> str:
+    """The two upper ends the registered futility rule reads (``report/sequential.decide``), pooled."""
+    ends = [f"{label} {100 * record['methods'][arm][POOLED]['diff_ci95'][1]:+.1f}"
+            for label, arm in (("oracle", ORACLE), ("learned", record["learned"]))]
+    return (f"futility reads the upper ends of the 95% intervals against the best rule, {' and '.join(ends)} "
+            f"points (it stops below +{100 * FUTILITY_POINTS:.0f})")
 
 
 def _share(cell: dict[str, Any]) -> float:
@@ -331,7 +339,7 @@ def _room_rows(record: dict[str, Any]) -> list[tuple[str, str | None]]:
     sampled = {label: k for label in labels if (k := sampling_k(label)) is not None}
     vote = next((label for label, k in sampled.items() if k == 3), sampling_label(3))
     rows: list[tuple[str, str | None]] = [("round-0 vote (self-consistency, k = 3)", vote),
-                                          ("some agent right at round 0", None), (ORACLE_ROW, "oracle"),
+                                          ("some agent right at round 0", None), (ORACLE_ROW, ORACLE),
                                           (record["reference"], record["reference"])]
     itself = rule_method(record["reference"])  # the best rule's method is its row already
     rows += [(c, c) for c in constants(EXTENDED_ACTIONS) if c in labels and c != itself]
