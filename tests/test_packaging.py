@@ -92,7 +92,7 @@ def conflict(output: str) -> str:
 
 
 def test_every_llama_cpp_build_the_makefile_makes_leaves_amx_out():
-    """ggml's AMX kernels segfault on Q4_K_M models on some AMX machines (llama.cpp issue 20824): every
+    """ggml's AMX kernels segfault on quantized models on some AMX machines (llama.cpp issue 20824): every
     llama.cpp install of the Makefile (first install, native and portable rebuilds) passes flags that turn AMX
     off, wherever the compiler knows them (an Arm compiler does not; it has no AMX to leave out)."""
     knows = subprocess.run(["cc", "-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16", "-E", "-x", "c", "/dev/null"],

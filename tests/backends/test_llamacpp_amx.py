@@ -1,4 +1,4 @@
-"""ggml's AMX kernels segfault on Q4_K_M models on some AMX CPUs (llama.cpp issue 20824): a llama.cpp build
+"""ggml's AMX kernels segfault on quantized models on some AMX CPUs (llama.cpp issue 20824): a llama.cpp build
 that has them loads models without the extra weight buffers that route matrix products to them."""
 
 from __future__ import annotations

@@ -29,9 +29,10 @@ AMX_BUILT = "AMX_INT8 = 1"
 
 def model_params(lib: Any) -> Any:
     """llama.cpp's default model parameters, less the extra weight buffers (AMX, repacking) where the build
-    has ggml's AMX kernels: those segfault on the first decode of Q4_K_M models on some AMX CPUs (llama.cpp
-    issue 20824; seen here with qwen2.5-coder-1.5b). The Makefile builds llama.cpp without them; this covers
-    a llama-cpp-python installed otherwise (a wheel, a plain pip install on such a CPU)."""
+    has ggml's AMX kernels: those segfault on the first decode of quantized models on some AMX CPUs
+    (llama.cpp issue 20824; seen here with qwen2.5-coder-1.5b and smollm2-135m). The Makefile builds
+    llama.cpp without them; this covers a llama-cpp-python installed otherwise (a wheel, a plain pip install
+    on such a CPU)."""
     params = lib.llama_model_default_params()
     if AMX_BUILT in lib.llama_print_system_info().decode("utf-8", errors="replace"):
         params.use_extra_bufts = False
