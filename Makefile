@@ -15,7 +15,8 @@ DELIB := $(VENV)/bin/delib
 # Every build leaves out ggml's AMX kernels, where the compiler knows the flags: on a 2-core AMX machine here
 # they segfaulted on the first decode of both catalogue models, Q4_K_M and Q4_1 (ggml_backend_amx_mul_mat;
 # llama.cpp issue 20824, closed unfixed), while the same build without them runs. A native build would
-# otherwise take them from -march=native; CFLAGS and CXXFLAGS reach llama.cpp's CMake, yours kept in front.
+# otherwise take them from -march=native. CFLAGS and CXXFLAGS reach llama.cpp's CMake, yours kept in front
+# (a -DCMAKE_C_FLAGS or -DCMAKE_CXX_FLAGS in CMAKE_ARGS replaces them: add the flags there yourself).
 AMX_OFF := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 NO_AMX := $(shell $(CC) $(AMX_OFF) -E -x c /dev/null >/dev/null 2>&1 && echo $(AMX_OFF))
 LLAMA_ENV = CFLAGS="$(strip $(CFLAGS) $(NO_AMX))" CXXFLAGS="$(strip $(CXXFLAGS) $(NO_AMX))"

@@ -21,10 +21,11 @@ from pathlib import Path
 from deliberation.report.loading import load_runs
 from deliberation.report.paired import Outcome, Paired, Question, compare, diff_points, outcomes
 from deliberation.report.plots import method_style, new_figure, save_figure
+from deliberation.report.compare import ORACLE
 from deliberation.report.compare_plot import short_label
 
 BASE = "main"
-ONE_ROUND = "oracle"  # methods/oracle.py plays one round whatever --rounds says: left out of the depth rows
+ONE_ROUND = ORACLE  # methods/oracle.py plays one round whatever --rounds says: left out of the depth rows
 Arms = dict[str, dict[Question, Outcome]]
 
 

@@ -3,10 +3,12 @@ that has them loads models without the extra weight buffers that route matrix pr
 
 from __future__ import annotations
 
+import re
+
 import llama_cpp
 import pytest
 
-from deliberation.backends.llamacpp_runtime import AMX_BUILT, model_params
+from deliberation.backends.llamacpp_runtime import AMX_BUILT, llama_loads_as_backend, model_params
 
 
 class Reporting:
@@ -30,7 +32,17 @@ def test_a_build_with_amx_kernels_loads_models_without_extra_weight_buffers(amx:
     assert params.load_mode == llama_cpp.llama_model_default_params().load_mode  # the rest: llama.cpp's defaults
 
 
-def test_the_marker_is_what_an_amx_build_reports() -> None:
-    """The string is llama.cpp's own: ggml-cpu's feature list names AMX_INT8 so (llama_print_system_info)."""
-    assert AMX_BUILT == "AMX_INT8 = 1"
-    assert "AVX2 = 1" in llama_cpp.llama_print_system_info().decode()  # the same "NAME = 1" form, in this build
+def test_the_marker_has_the_form_this_build_reports_its_instruction_sets_in() -> None:
+    """llama_print_system_info lists "NAME = 1 | " per compiled feature; AMX_BUILT is ggml's AMX_INT8 so."""
+    info = llama_cpp.llama_print_system_info().decode()
+    assert re.search(r"\b[A-Z0-9_]+ = 1 \| ", info) and re.fullmatch(r"[A-Z0-9_]+ = 1", AMX_BUILT)
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_plain_llama_loads_with_the_backends_parameters_while_asked(amx: bool) -> None:
+    """The bench's raw ``llama_cpp.Llama`` reads the low-level defaults itself: inside the context they are
+    ``model_params``'s (so no AMX buffers on an AMX build), and llama.cpp's own again after it."""
+    lib = Reporting(f"CPU : AVX2 = 1 | {AMX_BUILT if amx else 'AVX512 = 1'} | ")
+    with llama_loads_as_backend(lib):
+        assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is (not amx)
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True

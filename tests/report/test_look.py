@@ -117,7 +117,8 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     assert f"\n| {itself} | " not in headline  # the reference's own method again: not a row of its own
     assert f"decision: {record['decision']['reason']}" in headline
     ends = [100 * arms[arm]["pooled"]["diff_ci95"][1] for arm in ("oracle", "mpdf [default]")]
-    assert f"oracle {ends[0]:+.1f} and learned {ends[1]:+.1f} points (it stops below +2)" in headline
+    assert ends[0] != ends[1]  # the fixture tells the two apart, so a swap would fail
+    assert f"oracle {ends[0]:+.2f} and learned {ends[1]:+.2f} points (it stops below +2)" in headline
     assert "mpdf [default] against self-consistency [agents=6] (pooled, n = 6): " in headline
     equal_p = record["equal_tokens"]["mpdf [default]"]["pooled"]
     assert f", p {equal_p['mcnemar_p']:.3g} (Holm {equal_p['mcnemar_p_holm']:.3g}) |" in headline

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -34,9 +35,28 @@ def model_params(lib: Any) -> Any:
     llama.cpp without them; this covers a llama-cpp-python installed otherwise (a wheel, a plain pip install
     on such a CPU)."""
     params = lib.llama_model_default_params()
-    if AMX_BUILT in lib.llama_print_system_info().decode("utf-8", errors="replace"):
+    if amx_built(lib):
         params.use_extra_bufts = False
     return params
+
+
+def amx_built(lib: Any) -> bool:
+    """Whether the loaded llama.cpp build has ggml's AMX kernels (``llama_print_system_info``)."""
+    return AMX_BUILT in lib.llama_print_system_info().decode("utf-8", errors="replace")
+
+
+@contextmanager
+def llama_loads_as_backend(lib: Any) -> Iterator[None]:
+    """While open, ``llama_cpp.Llama``, which reads the default model parameters itself (from the low-level
+    module), loads models with ``model_params``: the bench's raw side stays like for like with the backend,
+    and does not crash on an AMX build."""
+    low = lib.llama_cpp
+    default = low.llama_model_default_params
+    low.llama_model_default_params = lambda: model_params(lib)
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = default
 
 
 class Runtime:

@@ -18,7 +18,6 @@ from deliberation.perf.results import (OVERHEAD_TARGET_MS, BatchResult, BenchSet
                                         OverheadResult, PrefixReuseResult, Throughput, UpdateResult)
 from deliberation.perf.timing import TimedBackend, profile_run, timed_execute
 from deliberation.config import EngineConfig
-from deliberation.errors import DelibError, install_hint
 from deliberation.runs.runner import RunSpec
 from deliberation.types import Completion, Decision, GenerationRequest
 
@@ -82,14 +81,13 @@ def raw_llama(settings: BenchSettings) -> Any:
     ``Llama`` keeps every layer on the CPU unless told (``n_gpu_layers=0``) while the engine's backend loads
     with llama.cpp's defaults (all layers on a GPU when the build has one), so -1 here; CPU builds ignore it."""
     from deliberation.backends import catalogue as models
+    from deliberation.backends.llamacpp_runtime import import_llama_cpp, llama_loads_as_backend
 
-    try:
-        import llama_cpp
-    except ImportError as err:
-        raise DelibError(install_hint("llama-cpp-python", "llamacpp")) from err
-    return llama_cpp.Llama(model_path=str(models.resolve(settings.model)), n_ctx=settings.n_ctx, n_gpu_layers=-1,
-                           n_threads=settings.threads, n_threads_batch=settings.threads, seed=settings.seed,
-                           verbose=False)
+    llama_cpp = import_llama_cpp()
+    with llama_loads_as_backend(llama_cpp):  # the same model parameters as the backend's (model_params)
+        return llama_cpp.Llama(model_path=str(models.resolve(settings.model)), n_ctx=settings.n_ctx,
+                               n_gpu_layers=-1, n_threads=settings.threads, n_threads_batch=settings.threads,
+                               seed=settings.seed, verbose=False)
 
 
 def raw_generate(llm: Any, request: GenerationRequest, fresh: bool = False) -> tuple[int, int, float]:

@@ -271,8 +271,9 @@ def headline_markdown(record: dict[str, Any]) -> str:
 
 
 def _futility_ends(record: dict[str, Any]) -> str:
-    """The two upper ends the registered futility rule reads (``report/sequential.decide``), pooled."""
-    ends = [f"{label} {100 * record['methods'][arm][POOLED]['diff_ci95'][1]:+.1f}"
+    """The two upper ends the registered futility rule reads (``report/sequential.decide``), pooled; to two
+    decimals, so an end just below +2 points never reads as +2.0."""
+    ends = [f"{label} {100 * record['methods'][arm][POOLED]['diff_ci95'][1]:+.2f}"
             for label, arm in (("oracle", ORACLE), ("learned", record["learned"]))]
     return (f"futility reads the upper ends of the 95% intervals against the best rule, {' and '.join(ends)} "
             f"points (it stops below +{100 * FUTILITY_POINTS:.0f})")
