@@ -4,6 +4,7 @@ merged into summary.json; and the refusal of a look whose block is not built."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
-from deliberation.report.look import look_record
+from deliberation.report.look import headline_markdown, look_record
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 
@@ -117,8 +118,11 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     assert f"\n| {itself} | " not in headline  # the reference's own method again: not a row of its own
     assert f"decision: {record['decision']['reason']}" in headline
     ends = [100 * arms[arm]["pooled"]["diff_ci95"][1] for arm in ("oracle", "mpdf [default]")]
-    assert ends[0] != ends[1]  # the fixture tells the two apart, so a swap would fail
     assert f"oracle {ends[0]:+.2f} and learned {ends[1]:+.2f} points (it stops below +2)" in headline
+    apart = copy.deepcopy(record)  # the fixture's two ends are equal: set them apart, one just below +2
+    apart["methods"]["oracle"]["pooled"]["diff_ci95"][1] = 0.031
+    apart["methods"]["mpdf [default]"]["pooled"]["diff_ci95"][1] = 0.0196
+    assert "oracle +3.10 and learned +1.96 points (it stops below +2)" in headline_markdown(apart)
     assert "mpdf [default] against self-consistency [agents=6] (pooled, n = 6): " in headline
     equal_p = record["equal_tokens"]["mpdf [default]"]["pooled"]
     assert f", p {equal_p['mcnemar_p']:.3g} (Holm {equal_p['mcnemar_p_holm']:.3g}) |" in headline
