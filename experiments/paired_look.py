@@ -1,8 +1,9 @@
 """Record look K of the paired experiment from its report folder into the look's summary.json, merge it
 into docs/results/paired/summary.json (one entry per look), write the look's headline table for the README
-(headline.md) and its headroom table (headroom.md), and print the decision. With STORE:N arguments (a test
-store and the look's question count in it) the record gains the headroom columns that come from the
-stores: some agent right at round 0, and each signal's AUROC. It also keeps the meta-actions each arm took,
+(headline.md) and its headroom table (headroom.md), rewrite the table of every look taken beside
+summary.json (looks.md), and print the decision. With STORE:N arguments (a test store and the look's
+question count in it) the record gains the headroom columns that come from the stores: some agent right at
+round 0, and each signal's AUROC. It also keeps the meta-actions each arm took,
 per benchmark and pooled (from the look's run folders). The record keeps what it was computed from:
 the commit (``+dirty`` when the code or a registered file differs from it), registered.json as
 paired_look.sh checked the look's files against it, the stores and their counts, NumPy's version (the
@@ -31,11 +32,16 @@ import numpy
 from deliberation.errors import DelibError, exit_status
 from deliberation.report.compare import TEAM_JSON
 from deliberation.report.loading import load_runs
-from deliberation.report.look import headline_markdown, headroom, headroom_markdown, look_record
+from deliberation.report.look import headroom, look_record
+from deliberation.report.look_markdown import headline_markdown, headroom_markdown, looks_markdown
 from deliberation.report.look_actions import action_counts
 from deliberation.report.sequential import check_order
 from deliberation.trees.store import TreeStore
 from deliberation.types import write_json_atomic, write_text_atomic
+
+
+LOOKS_MD = "looks.md"
+"""Beside summary.json: the table of every look taken (``report/look_markdown.looks_markdown``)."""
 
 
 def taken(summary: Path) -> list[dict]:
@@ -94,8 +100,9 @@ def record(look: int, folder: Path, summary: Path, registered: Path, stores: lis
     write_json_atomic(folder / "summary.json", entry)
     write_text_atomic(folder / "headline.md", headline)
     write_text_atomic(folder / "headroom.md", room)
-    looks = [x for x in taken(summary) if x["look"] != look] + [entry]
-    write_json_atomic(summary, {"looks": sorted(looks, key=lambda x: x["look"])})  # last: the look is recorded
+    looks = sorted([x for x in taken(summary) if x["look"] != look] + [entry], key=lambda x: x["look"])
+    write_text_atomic(summary.parent / LOOKS_MD, looks_markdown(looks))
+    write_json_atomic(summary, {"looks": looks})  # last: the look is recorded
     d = entry["decision"]
     print(f"look {look}: z = {d['z']:+.2f} (boundary {d['boundary']}), {d['reason']}; stop: {d['stop']}")
 

@@ -14,8 +14,8 @@
 # "100 50": GSM8K test and MATH-500 questions a block adds; tests register smaller ones). DELIB (default
 # delib) and python must come from one environment, the project's venv: the bootstrap runs in delib, and the
 # record names python's NumPy as the one it ran with.
-# Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md,headroom.md} and merges the
-# look into OUT/summary.json.
+# Writes OUT/look-K/{compare,sampling,report,against,summary.json,headline.md,headroom.md}, merges the
+# look into OUT/summary.json and rewrites OUT/looks.md (the table of every look taken).
 # A look is taken only when its block is complete (`--questions` refuses an unbuilt block), and only after
 # every earlier look, none of which stopped the design (paired_look.py order). The latest look may be
 # retaken: its replays are run from the stores again, not resumed.

@@ -18,7 +18,9 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
-from deliberation.report.look import headline_markdown, look_record
+from deliberation.report.look import look_record
+from deliberation.report.look_markdown import headline_markdown, looks_markdown
+from deliberation.report.paired import diff_points
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 
@@ -123,6 +125,13 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     apart["methods"]["oracle"]["pooled"]["diff_ci95"][1] = 0.031
     apart["methods"]["mpdf [default]"]["pooled"]["diff_ci95"][1] = 0.0196
     assert "oracle +3.10 and learned +1.96 points (it stops below +2)" in headline_markdown(apart)
+    looks = (looked / "out" / "looks.md").read_text()  # every look taken, one row each, from the records
+    d, primary = record["decision"], diff_points(pooled["diff"], pooled["diff_ci95"])
+    assert looks.startswith("| look | n (gsm8k/test + math/test) | ") and looks.count("\n| 1 | ") == 1
+    assert f"| 1 | 4 + 2 | {primary} | {d['z']:+.2f} (4.05) | {ends[0]:+.2f} / {ends[1]:+.2f} | " in looks
+    second = {**apart, "look": 2, "decision": {**d, "look": 2, "boundary": 2.86, "reason": "futility: learned"}}
+    table = looks_markdown([second, record])  # in look order, whatever the order given
+    assert table.index("\n| 1 | ") < table.index("\n| 2 | ") and "| +3.10 / +1.96 | futility: learned |" in table
     assert "mpdf [default] against self-consistency [agents=6] (pooled, n = 6): " in headline
     equal_p = record["equal_tokens"]["mpdf [default]"]["pooled"]
     assert f", p {equal_p['mcnemar_p']:.3g} (Holm {equal_p['mcnemar_p_holm']:.3g}) |" in headline
