@@ -131,6 +131,24 @@ def test_raw_side_places_layers_like_the_engine(smollm2_path):
         llm.close()
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("amx", [True, False])
+def test_raw_side_loads_with_the_engines_model_parameters(smollm2_path, monkeypatch, amx):
+    """On a llama.cpp build with ggml's AMX kernels the engine loads without the extra weight buffers (they
+    segfault: backends/llamacpp_runtime.model_params); the raw ``Llama`` must load the same way, or it would
+    crash, and otherwise compare unlike builds. Outside ``raw_llama`` the defaults are llama.cpp's own."""
+    import llama_cpp
+
+    info = b"CPU : AVX2 = 1 | AMX_INT8 = 1 | " if amx else b"CPU : AVX2 = 1 | "
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: info)
+    llm = raw_llama(BenchSettings.for_mode(True, str(smollm2_path)))
+    try:
+        assert llm.model_params.use_extra_bufts is (not amx)
+        assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
+    finally:
+        llm.close()
+
+
 def test_presets():
     quick, full = BenchSettings.for_mode(True), BenchSettings.for_mode(False)
     assert (quick.model, quick.quick, full.model, full.quick) == ("smollm2-135m", True, "qwen2.5-coder-1.5b", False)
