@@ -10,7 +10,11 @@ engine's backend crashed loading the model, GPU or not (a bare ``llama_model_loa
 ``llama_backend_init`` loaded); and torch (with its own CUDA 13 libraries) could not share the process in
 either import order (an abort in ``free()``, or a silent exit). This script never imports torch, and
 ``--no-extra-bufts`` turns those buffer types off on both sides of the comparison (the engine's backend and
-raw ``llama_cpp.Llama``), so the ratio stays like for like.
+raw ``llama_cpp.Llama``), so the ratio stays like for like. That host's CPU had AMX and its native build
+ggml's AMX kernels, which segfault on other AMX machines too (llama.cpp issue 20824; the likely cause of
+the first crash); the backend and ``delib bench``'s raw side now leave those buffers out on such a build
+by themselves (``backends/llamacpp_runtime.model_params``), so the flag matters only for a build without
+AMX that still crashes.
 """
 
 from __future__ import annotations
