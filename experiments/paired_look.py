@@ -96,15 +96,24 @@ def record(look: int, folder: Path, summary: Path, registered: Path, stores: lis
                                       for _, st, n in opened])
     entry["actions"] = action_counts(load_runs([folder / "compare", folder / "sampling"]))  # as the report's labels
     entry["provenance"] = provenance(registered, kept, stores)
-    headline, room = headline_markdown(entry), headroom_markdown(entry)  # rendered before anything is written
-    write_json_atomic(folder / "summary.json", entry)
+    looks = sorted([x for x in taken(summary) if x["look"] != look] + [entry], key=lambda x: x["look"])
+    headline, room, table = headline_markdown(entry), headroom_markdown(entry), _looks_table(looks, summary)
+    write_json_atomic(folder / "summary.json", entry)  # everything rendered before anything is written
     write_text_atomic(folder / "headline.md", headline)
     write_text_atomic(folder / "headroom.md", room)
-    looks = sorted([x for x in taken(summary) if x["look"] != look] + [entry], key=lambda x: x["look"])
-    write_text_atomic(summary.parent / LOOKS_MD, looks_markdown(looks))
+    write_text_atomic(summary.parent / LOOKS_MD, table)
     write_json_atomic(summary, {"looks": looks})  # last: the look is recorded
     d = entry["decision"]
     print(f"look {look}: z = {d['z']:+.2f} (boundary {d['boundary']}), {d['reason']}; stop: {d['stop']}")
+
+
+def _looks_table(looks: list[dict], summary: Path) -> str:
+    """looks.md from every recorded look, or a DelibError naming a record that lacks what it shows."""
+    try:
+        return looks_markdown(looks)
+    except (KeyError, IndexError, TypeError) as err:
+        raise DelibError(f"{summary}: a look's record lacks {err} (its learned arm's cells, the oracle's or its "
+                         "decision); restore summary.json from git") from err
 
 
 def provenance(registered: Path, kept: dict, stores: list[str]) -> dict:

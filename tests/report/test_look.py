@@ -127,11 +127,18 @@ def test_a_look_is_recorded_with_its_decision_and_merged_into_the_summary(looked
     assert "oracle +3.10 and learned +1.96 points (it stops below +2)" in headline_markdown(apart)
     looks = (looked / "out" / "looks.md").read_text()  # every look taken, one row each, from the records
     d, primary = record["decision"], diff_points(pooled["diff"], pooled["diff_ci95"])
-    assert looks.startswith("| look | n (gsm8k/test + math/test) | ") and looks.count("\n| 1 | ") == 1
-    assert f"| 1 | 4 + 2 | {primary} | {d['z']:+.2f} (4.05) | {ends[0]:+.2f} / {ends[1]:+.2f} | " in looks
+    assert looks.startswith("| look | commit | n (gsm8k/test + math/test) | ") and looks.count("\n| 1 | ") == 1
+    row = next(line for line in looks.splitlines() if line.startswith("| 1 | "))
+    assert row.endswith(f" | 4 + 2 | {primary} | {d['z']:+.2f} (4.05) | {ends[0]:+.2f} / {ends[1]:+.2f} | "
+                        f"{d['reason']} |")
+    assert row.startswith(f"| 1 | {(record['provenance']['commit'] or '-')[:7]}")  # the commit it was taken under
     second = {**apart, "look": 2, "decision": {**d, "look": 2, "boundary": 2.86, "reason": "futility: learned"}}
-    table = looks_markdown([second, record])  # in look order, whatever the order given
-    assert table.index("\n| 1 | ") < table.index("\n| 2 | ") and "| +3.10 / +1.96 | futility: learned |" in table
+    third = copy.deepcopy({**second, "look": 3})
+    del third["methods"]["mpdf [default]"]["math/test"]  # a look without a benchmark's questions: "-"
+    table = looks_markdown([third, second, record])  # in look order, whatever the order given
+    assert table.index("\n| 1 | ") < table.index("\n| 2 | ") < table.index("\n| 3 | ")
+    assert " | 4 + 2 | " in table.split("\n| 2 | ")[1].split("\n")[0] and "| 4 + - |" in table.split("\n| 3 | ")[1]
+    assert "(2.86) | +3.10 / +1.96 | futility: learned |" in table
     assert "mpdf [default] against self-consistency [agents=6] (pooled, n = 6): " in headline
     equal_p = record["equal_tokens"]["mpdf [default]"]["pooled"]
     assert f", p {equal_p['mcnemar_p']:.3g} (Holm {equal_p['mcnemar_p_holm']:.3g}) |" in headline
@@ -163,6 +170,7 @@ def test_a_retaken_look_replays_every_arm_afresh(looked):
     assert not stale.exists() and secondary.read_text() == "{}\n"
     after = json.loads((folder / "summary.json").read_text())
     assert {**after, "provenance": None} == {**before, "provenance": None}
+    assert (looked / "out" / "looks.md").read_text().count("\n| 1 | ") == 1  # the retake's row replaces the first
 
 
 def test_the_headroom_table_has_the_registered_rows_in_order(looked):
@@ -276,6 +284,25 @@ def test_a_look_whose_replays_miss_questions_of_its_block_is_refused(looked):
     assert short.returncode == 2 and short.stderr.strip() == (
         "look 1: the learned arm answered 6 questions, its block has 7; rerun the look's replays")
     assert not (looked / "other-summary.json").exists()
+
+
+def test_an_earlier_look_whose_record_is_malformed_is_one_clear_error_and_nothing_is_written(looked, tmp_path):
+    """looks.md is rendered from every recorded look before anything is written: a summary.json whose look 1
+    lacks its cells stops look 2 with one line, and no file of look 2, looks.md or summary.json changes."""
+    folder = tmp_path / "look-2"
+    shutil.copytree(looked / "out" / "look-1", folder)
+    for name in ("summary.json", "headline.md", "headroom.md"):
+        (folder / name).unlink()
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"looks": [{"look": 1, "decision": {"stop": False}}]}) + "\n")
+    before = summary.read_text()
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name("paired_look.py")), "record", "2", str(folder),
+                           str(summary), str(looked / "registered.json")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        f"{summary}: a look's record lacks 'methods' (its learned arm's cells, the oracle's or its decision); "
+        "restore summary.json from git")
+    assert summary.read_text() == before and not (tmp_path / "looks.md").exists()
+    assert not any((folder / name).exists() for name in ("summary.json", "headline.md", "headroom.md"))
 
 
 def test_the_two_round_secondary_runs_after_the_look_that_stopped_the_design(setup, tmp_path):

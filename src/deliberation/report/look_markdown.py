@@ -1,6 +1,6 @@
 """A look's record as markdown: the headline table the README's headline becomes (headline.md), the
 registered headroom table (headroom.md), and the table of every look taken (looks.md). The record is
-``report/look.py``'s; rendering lives here so the numbers are computed in one module and shown in another.
+``report/look.py``'s: the comparisons and the decision are computed there, and only shown here.
 """
 
 from __future__ import annotations
@@ -61,28 +61,34 @@ def headline_markdown(record: dict[str, Any]) -> str:
 
 def _futility_ends(record: dict[str, Any]) -> str:
     """The two upper ends the registered futility rule reads, as the headline's decision line gives them."""
-    ends = [f"{label} {end:+.2f}" for label, end in upper_ends(record)]
+    ends = [f"{label} {_end(end)}" for label, end in upper_ends(record)]
     return (f"futility reads the upper ends of the 95% intervals against the best rule, {' and '.join(ends)} "
             f"points (it stops below +{100 * FUTILITY_POINTS:.0f})")
 
 
 def upper_ends(record: dict[str, Any]) -> list[tuple[str, float]]:
     """(``oracle`` | ``learned``, the upper end in points of its pooled 95% interval against the best rule):
-    what the registered futility rule reads (``report/sequential.decide``). Shown to two decimals, so an end
-    just below +2 points never reads as +2.0."""
+    what the registered futility rule reads (``report/sequential.decide``)."""
     return [(label, 100 * record["methods"][arm][POOLED]["diff_ci95"][1])
             for label, arm in (("oracle", ORACLE), ("learned", record["learned"]))]
 
 
-LOOKS_HEAD = ("| look | n ({columns}) | learned - best rule, points [95% CI] | McNemar z (boundary) | "
+def _end(points: float) -> str:
+    """A futility end to two decimals, so an end just below +2 points never reads as +2.0."""
+    return f"{points:+.2f}"
+
+
+LOOKS_HEAD = ("| look | commit | n ({columns}) | learned - best rule, points [95% CI] | McNemar z (boundary) | "
               "futility: upper ends, oracle / learned (stop below +{stop:.0f}) | decision |\n"
-              "| --- | ---: | ---: | ---: | ---: | --- |\n")
+              "| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
 
 
 def looks_markdown(looks: Sequence[dict[str, Any]]) -> str:
-    """Every look taken, one row each from its record (summary.json's ``looks``): n per benchmark, the
-    primary difference with its interval, the McNemar z against the look's boundary, the two futility ends
-    and the decision. Written beside summary.json as looks.md, so no one copies these numbers by hand."""
+    """Every look taken, one row each from its record (summary.json's ``looks``): the commit it was computed
+    under, n per benchmark ("-" where a look has no question of one), the primary difference with its
+    interval, the McNemar z against the look's boundary, the two futility ends and the decision. Written
+    beside summary.json as looks.md, so no one copies these numbers by hand. A record without these fields
+    raises KeyError."""
     columns = sorted({c for x in looks for c in x["methods"][x["learned"]]} - {POOLED})
     lines = [_look_line(x, columns) for x in sorted(looks, key=lambda x: x["look"])]
     return LOOKS_HEAD.format(columns=" + ".join(columns), stop=100 * FUTILITY_POINTS) + "\n".join(lines) + "\n"
@@ -90,10 +96,13 @@ def looks_markdown(looks: Sequence[dict[str, Any]]) -> str:
 
 def _look_line(record: dict[str, Any], columns: Sequence[str]) -> str:
     cells, d = record["methods"][record["learned"]], record["decision"]
+    commit = record.get("provenance", {}).get("commit") or "-"
+    commit = commit[:7] + ("+dirty" if commit.endswith("+dirty") else "")
     n = " + ".join(str(cells[c]["n"]) if c in cells else "-" for c in columns)
-    ends = " / ".join(f"{end:+.2f}" for _, end in upper_ends(record))
+    ends = " / ".join(_end(end) for _, end in upper_ends(record))
     primary = diff_points(cells[POOLED]["diff"], cells[POOLED]["diff_ci95"])
-    return f"| {record['look']} | {n} | {primary} | {d['z']:+.2f} ({d['boundary']}) | {ends} | {d['reason']} |"
+    return (f"| {record['look']} | {commit} | {n} | {primary} | {d['z']:+.2f} ({d['boundary']}) | {ends} | "
+            f"{d['reason']} |")
 
 
 def _share(cell: dict[str, Any]) -> float:
