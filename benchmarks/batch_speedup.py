@@ -9,37 +9,21 @@ llama.cpp's extra buffer types on (``use_extra_bufts``, the CPU repack/AMX weigh
 engine's backend crashed loading the model, GPU or not (a bare ``llama_model_load_from_file`` without
 ``llama_backend_init`` loaded); and torch (with its own CUDA 13 libraries) could not share the process in
 either import order (an abort in ``free()``, or a silent exit). This script never imports torch, and
-``--no-extra-bufts`` turns those buffer types off on both sides of the comparison (the engine's backend and
-raw ``llama_cpp.Llama``), so the ratio stays like for like. That host's CPU had AMX and its native build
-ggml's AMX kernels, which segfault on other AMX machines too (llama.cpp issue 20824; the likely cause of
-the first crash); the backend and ``delib bench``'s raw side now leave those buffers out on such a build
-by themselves (``backends/llamacpp_runtime.model_params``), so the flag matters only for a build without
-AMX that still crashes.
+``--no-extra-bufts`` turns those buffer types off on both sides of the comparison (the engine's backend
+and raw ``llama_cpp.Llama``; ``llamacpp_runtime.llama_loads_as_backend``), so the ratio stays like for
+like. That host's CPU had AMX and its native build ggml's AMX kernels, which segfault on other AMX
+machines too (llama.cpp issue 20824; the likely cause of the first crash); the backend and ``delib
+bench``'s raw side now leave those buffers out on such a build by themselves
+(``backends/llamacpp_runtime.model_params``), so the flag matters only for a build without AMX that still
+crashes.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
-
-
-def disable_extra_bufts() -> None:
-    """Make ``llama_model_default_params`` return ``use_extra_bufts=False`` for every caller in this process
-    (the backend reads it from ``llama_cpp``, ``Llama`` from ``llama_cpp.llama_cpp``)."""
-    import llama_cpp
-    import llama_cpp.llama_cpp as low
-
-    default = low.llama_model_default_params
-
-    def without_extra_bufts() -> Any:
-        params = default()
-        params.use_extra_bufts = False
-        return params
-
-    llama_cpp.llama_model_default_params = low.llama_model_default_params = without_extra_bufts
 
 
 def main() -> None:
@@ -48,19 +32,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the --quick preset's sizes (else the full one's)")
     parser.add_argument("--no-extra-bufts", action="store_true", help="llama.cpp extra buffer types off, both sides")
     args = parser.parse_args()
-    if args.no_extra_bufts:
-        disable_extra_bufts()
     from deliberation.backends.llamacpp import LlamaCppBackend
+    from deliberation.backends.llamacpp_runtime import import_llama_cpp, llama_loads_as_backend
     from deliberation.perf.measure import measure_llamacpp_batch
     from deliberation.perf.results import BenchSettings
 
     settings = BenchSettings.for_mode(args.quick, args.model)
-    backend = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
-                              max_parallel=settings.agents)
-    try:
-        result = measure_llamacpp_batch(settings, backend)
-    finally:
-        backend.close()
+    with llama_loads_as_backend(import_llama_cpp(), extra_bufts=not args.no_extra_bufts):
+        backend = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
+                                  max_parallel=settings.agents)
+        try:
+            result = measure_llamacpp_batch(settings, backend)
+        finally:
+            backend.close()
     print(json.dumps({"model": args.model, "quick": args.quick, "extra_bufts": not args.no_extra_bufts,
                       "threads": settings.threads, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                       "engine_tok_s": result.engine.tokens_per_s, "raw_tok_s": result.raw.tokens_per_s,

@@ -46,3 +46,19 @@ def test_plain_llama_loads_with_the_backends_parameters_while_asked(amx: bool) -
     with llama_loads_as_backend(lib):
         assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is (not amx)
     assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
+def test_asked_to_leave_extra_buffers_out_both_sides_load_without_them_until_closed() -> None:
+    """``extra_bufts=False`` (batch_speedup.py --no-extra-bufts): the backend's ``model_params`` and the
+    low-level defaults raw ``Llama`` reads both leave them out, nested opens (the raw side's own) included,
+    and every default is llama.cpp's own after the outer one closes."""
+    lib = Reporting("CPU : AVX2 = 1 | AVX512 = 1 | ")
+    with llama_loads_as_backend(llama_cpp, extra_bufts=False):
+        with llama_loads_as_backend(llama_cpp):
+            assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is False
+        assert model_params(lib).use_extra_bufts is False
+        assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is False
+        assert model_params(lib).n_gpu_layers == -1  # the rest: llama.cpp's defaults
+    assert model_params(lib).use_extra_bufts is True
+    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True

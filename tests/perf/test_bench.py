@@ -194,27 +194,51 @@ def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_pat
     assert "AVX2 = 1" in meta["llama_cpp_build"].split(" | ")  # the Makefile's builds, portable or native
 
 
-def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(monkeypatch):
-    """benchmarks/batch_speedup.py --no-extra-bufts: the engine's backend reads the defaults from
-    ``llama_cpp``, raw ``Llama`` from ``llama_cpp.llama_cpp``; both must see the switch."""
+@pytest.mark.parametrize("flag", [True, False])
+def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(flag, monkeypatch, capsys):
+    """benchmarks/batch_speedup.py --no-extra-bufts: the engine's backend (``model_params``) and raw ``Llama``
+    (the low-level defaults) load without the extra buffer types while it measures; without the flag they
+    keep llama.cpp's default; either way the defaults are llama.cpp's own again afterwards."""
     import importlib.util
+    import json
+    import sys
     from pathlib import Path
+    from types import SimpleNamespace
 
     import llama_cpp
-    import llama_cpp.llama_cpp as low
 
-    for module in (llama_cpp, low):  # restored after the test
-        monkeypatch.setattr(module, "llama_model_default_params", module.llama_model_default_params)
+    from deliberation.backends import llamacpp
+    from deliberation.backends.llamacpp_runtime import model_params
+    from deliberation.perf import measure
+
+    seen = {}
+
+    class Backend:
+        def __init__(self, *args, **kwargs):
+            seen["backend"] = model_params(llama_cpp).use_extra_bufts
+
+        def close(self):
+            pass
+
+    def fake_measure(settings, backend):
+        seen["raw"] = llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
+        side = SimpleNamespace(tokens_per_s=1.0)
+        return SimpleNamespace(engine=side, raw=side, raw_fresh=side, speedup=1.0, speedup_vs_fresh=1.0)
+
+    monkeypatch.setattr(llamacpp, "LlamaCppBackend", Backend)
+    monkeypatch.setattr(measure, "measure_llamacpp_batch", fake_measure)
+    monkeypatch.setattr(sys, "argv", ["batch_speedup.py", "--quick"] + ([] if flag else ["--no-extra-bufts"]))
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "batch_speedup.py"
     spec = importlib.util.spec_from_file_location("batch_speedup", script)
     assert spec is not None and spec.loader is not None
     batch_speedup = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(batch_speedup)
-    assert llama_cpp.llama_model_default_params().use_extra_bufts  # llama.cpp's default: on
-    batch_speedup.disable_extra_bufts()
-    assert not llama_cpp.llama_model_default_params().use_extra_bufts
-    assert not low.llama_model_default_params().use_extra_bufts
-    assert llama_cpp.llama_model_default_params().n_gpu_layers == -1  # the rest of the defaults kept
+    batch_speedup.main()
+    amx = "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode()
+    assert seen == {"backend": flag and not amx, "raw": flag and not amx}
+    assert json.loads(capsys.readouterr().out)["extra_bufts"] is flag
+    assert llama_cpp.llama_model_default_params().use_extra_bufts  # llama.cpp's defaults again
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
 
 
 @pytest.mark.parametrize("script", ["batch_speedup", "llamacpp_batch", "offline_replay", "prefix_reuse", "run_bench"])

@@ -35,9 +35,7 @@ def model_params(lib: Any) -> Any:
     llama.cpp without them; this covers a llama-cpp-python installed otherwise (a wheel, a plain pip install
     on such a CPU)."""
     params = lib.llama_model_default_params()
-    if amx_built(lib):
-        params.use_extra_bufts = False
-    return params
+    return _without_extra_bufts(params) if amx_built(lib) else params
 
 
 def amx_built(lib: Any) -> bool:
@@ -46,17 +44,26 @@ def amx_built(lib: Any) -> bool:
 
 
 @contextmanager
-def llama_loads_as_backend(lib: Any) -> Iterator[None]:
+def llama_loads_as_backend(lib: Any, extra_bufts: bool = True) -> Iterator[None]:
     """While open, ``llama_cpp.Llama``, which reads the default model parameters itself (from the low-level
     module), loads models with ``model_params``: the bench's raw side stays like for like with the backend,
-    and does not crash on an AMX build."""
+    and does not crash on an AMX build. ``extra_bufts=False`` also turns the extra weight buffers off for
+    the backend itself, i.e. for every load on either side (``benchmarks/batch_speedup.py
+    --no-extra-bufts``: a build that crashes with them although it has no AMX kernels)."""
     low = lib.llama_cpp
-    default = low.llama_model_default_params
+    saved = lib.llama_model_default_params, low.llama_model_default_params
+    if not extra_bufts:
+        lib.llama_model_default_params = lambda: _without_extra_bufts(saved[0]())
     low.llama_model_default_params = lambda: model_params(lib)
     try:
         yield
     finally:
-        low.llama_model_default_params = default
+        lib.llama_model_default_params, low.llama_model_default_params = saved
+
+
+def _without_extra_bufts(params: Any) -> Any:
+    params.use_extra_bufts = False
+    return params
 
 
 class Runtime:
