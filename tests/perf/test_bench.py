@@ -21,6 +21,7 @@ from deliberation.perf.timing import TimedBackend
 from deliberation.errors import DelibError
 from deliberation.rl.data import tensorize
 from deliberation.types import Completion, GenerationRequest, Message
+from scripts import script
 
 SLEEP_S = 0.05  # per request
 
@@ -199,10 +200,8 @@ def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(flag, 
     """benchmarks/batch_speedup.py --no-extra-bufts: the engine's backend (``model_params``) and raw ``Llama``
     (the low-level defaults) load without the extra buffer types while it measures; without the flag they
     keep llama.cpp's default; either way the defaults are llama.cpp's own again afterwards."""
-    import importlib.util
     import json
     import sys
-    from pathlib import Path
     from types import SimpleNamespace
 
     import llama_cpp
@@ -228,12 +227,8 @@ def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(flag, 
     monkeypatch.setattr(llamacpp, "LlamaCppBackend", Backend)
     monkeypatch.setattr(measure, "measure_llamacpp_batch", fake_measure)
     monkeypatch.setattr(sys, "argv", ["batch_speedup.py", "--quick"] + ([] if flag else ["--no-extra-bufts"]))
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "batch_speedup.py"
-    spec = importlib.util.spec_from_file_location("batch_speedup", script)
-    assert spec is not None and spec.loader is not None
-    batch_speedup = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(batch_speedup)
-    batch_speedup.main()
+    with script("benchmarks/batch_speedup.py") as batch_speedup:
+        batch_speedup.main()
     amx = "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode()
     assert seen == {"backend": flag and not amx, "raw": flag and not amx}
     assert json.loads(capsys.readouterr().out)["extra_bufts"] is flag
@@ -241,19 +236,19 @@ def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(flag, 
     assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
 
 
-@pytest.mark.parametrize("script", ["batch_speedup", "llamacpp_batch", "offline_replay", "prefix_reuse", "run_bench"])
-def test_benchmark_scripts_refuse_an_abbreviated_flag(script, tmp_path):
+@pytest.mark.parametrize("name", ["batch_speedup", "llamacpp_batch", "offline_replay", "prefix_reuse", "run_bench"])
+def test_benchmark_scripts_refuse_an_abbreviated_flag(name, tmp_path):
     """benchmarks/*.py parse like delib: a prefix (--mod for --model, --ou for --out) is a one-line error, never
     taken for the flag (the required --out is given, so the refusal can only be the prefix's)."""
     import subprocess
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{script}.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
     needs_out = "--out" in path.read_text()
     args = ["--out", str(tmp_path / "out.json"), "--ou", str(tmp_path / "x")] if needs_out else ["--mod", "x"]
     done = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=120)
     err = done.stderr.strip()
     assert done.returncode == 2 and len(err.splitlines()) == 1, err
-    assert f"error: unrecognized arguments: {args[-2]}" in err and err.endswith(f"see `{script}.py --help`")
+    assert f"error: unrecognized arguments: {args[-2]}" in err and err.endswith(f"see `{name}.py --help`")
     assert not (tmp_path / "x").exists() and not (tmp_path / "out.json").exists()

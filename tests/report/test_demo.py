@@ -4,17 +4,16 @@ self-consistency at equal tokens, a rerun resumes, and the printed `delib run` l
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
 
 from deliberation import methods
 from deliberation.cli.main import main
+from scripts import script
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = 3
@@ -22,12 +21,8 @@ QUESTIONS = 3
 
 @pytest.fixture(scope="module")
 def demo():
-    spec = importlib.util.spec_from_file_location("demo", REPO / "experiments" / "demo.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with script("experiments/demo.py") as module:
+        yield module
 
 
 @pytest.fixture(scope="module")

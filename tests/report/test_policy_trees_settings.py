@@ -4,26 +4,21 @@ accuracy at a larger team or more rounds, paired with itself at the base setting
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from scripts import script
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "docs" / "results" / "policy-trees"
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("policy_trees_settings",
-                                                  REPO / "experiments" / "policy_trees_settings.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+def tool():
+    with script("experiments/policy_trees_settings.py") as module:
+        yield module
 
 
 def accuracies(name: str) -> dict[str, tuple[float, int]]:
@@ -32,20 +27,20 @@ def accuracies(name: str) -> dict[str, tuple[float, int]]:
     return {r["label"]: (r["accuracy"], r["n"]) for r in team["rows"]}
 
 
-def test_each_setting_is_read_from_its_runs_not_from_its_folder_name(script):
-    found = {s.folder: s for s in script.settings(RESULTS)}
-    assert script.settings(RESULTS)[0] == script.Setting("main", 3, 1)
-    assert found["depth-2"] == script.Setting("depth-2", 3, 2) and found["depth-2"].label == "3 agents, 2 rounds"
+def test_each_setting_is_read_from_its_runs_not_from_its_folder_name(tool):
+    found = {s.folder: s for s in tool.settings(RESULTS)}
+    assert tool.settings(RESULTS)[0] == tool.Setting("main", 3, 1)
+    assert found["depth-2"] == tool.Setting("depth-2", 3, 2) and found["depth-2"].label == "3 agents, 2 rounds"
     for name, at in found.items():
         config = next((RESULTS / "compare" / name).glob("*/*/config.json"))
         assert at.agents == json.loads(config.read_text())["engine"]["agents"]
 
 
-def test_each_setting_pairs_every_shared_arm_with_itself_and_matches_team_json(script):
-    found = script.settings(RESULTS)
-    base = script.arms(RESULTS, "main")
+def test_each_setting_pairs_every_shared_arm_with_itself_and_matches_team_json(tool):
+    found = tool.settings(RESULTS)
+    base = tool.arms(RESULTS, "main")
     for at in found[1:]:
-        rows = script.paired_rows(base, script.arms(RESULTS, at.folder), at, found[0])
+        rows = tool.paired_rows(base, tool.arms(RESULTS, at.folder), at, found[0])
         at_setting, at_base = accuracies(at.folder), accuracies("main")
         assert rows, f"no arm of {at.folder} is shared with main"
         for p in rows:
@@ -56,11 +51,11 @@ def test_each_setting_pairs_every_shared_arm_with_itself_and_matches_team_json(s
                 assert (p.both_right + p.only_reference) / p.n == pytest.approx(at_base[label][0])
 
 
-def test_the_one_round_oracle_is_left_out_of_the_depth_rows_only(script):
-    base_setting = script.settings(RESULTS)[0]
-    base = script.arms(RESULTS, "main")
-    deeper = script.paired_rows(base, script.arms(RESULTS, "depth-2"), script.Setting("depth-2", 3, 2), base_setting)
-    assert "oracle" in script.arms(RESULTS, "depth-2")
+def test_the_one_round_oracle_is_left_out_of_the_depth_rows_only(tool):
+    base_setting = tool.settings(RESULTS)[0]
+    base = tool.arms(RESULTS, "main")
+    deeper = tool.paired_rows(base, tool.arms(RESULTS, "depth-2"), tool.Setting("depth-2", 3, 2), base_setting)
+    assert "oracle" in tool.arms(RESULTS, "depth-2")
     assert deeper and all(not p.label.startswith("oracle @") for p in deeper)
-    wider = script.paired_rows(base, base, script.Setting("team-x", 5, 1), base_setting)
+    wider = tool.paired_rows(base, base, tool.Setting("team-x", 5, 1), base_setting)
     assert any(p.label.startswith("oracle @ 5 agents, 1 round") for p in wider)

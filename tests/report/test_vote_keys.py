@@ -5,33 +5,28 @@ math/train/39 (the figure docs/results/paired/README.md reports)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from deliberation.cli.main import main
+from scripts import script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("vote_keys", REPO / "experiments" / "vote_keys.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+def vote_keys():
+    with script("experiments/vote_keys.py") as module:
+        yield module
 
 
 def turn(agent: int, round_: int, boxed: str, key: str, correct: bool) -> dict:
     return {"agent": agent, "round": round_, "answer": key, "text": f"So \\boxed{{{boxed}}}.", "correct": correct}
 
 
-def test_equal_answers_under_different_keys_are_one_class_and_a_tie_they_lose_is_a_changed_verdict(script, tmp_path):
+def test_equal_answers_under_different_keys_are_one_class_and_a_tie_they_lose_is_a_changed_verdict(vote_keys, tmp_path):
     """Three singleton keys tie and the first agent's wrong answer wins; math-verify's classes give the two
     right forms a majority: "changed". A pool whose keys already match its classes is not reported."""
     split = {"example_id": "q1", "correct": False, "turns": [
@@ -42,17 +37,17 @@ def test_equal_answers_under_different_keys_are_one_class_and_a_tie_they_lose_is
     tie = {"example_id": "q3", "correct": True, "turns": [
         turn(0, 0, "\\frac{1}{2}", "1/2", True), turn(1, 0, "0.5", "0.5000", True),
         turn(2, 0, "4", "4", False), turn(3, 0, "2^2", "2**2", False)]}
-    assert script.voted(split) == split["turns"][1:]  # each agent's last answer
-    assert script.classes(["7(x-3)(x+3)", "7(x^2-9)", "-56x^2"]) == [0, 0, 1]
+    assert vote_keys.voted(split) == split["turns"][1:]  # each agent's last answer
+    assert vote_keys.classes(["7(x-3)(x+3)", "7(x^2-9)", "-56x^2"]) == [0, 0, 1]
     run = tmp_path / "run"
     run.mkdir()
     (run / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in (split, plain, tie)))
-    assert script.check(run) == {"run": str(run), "episodes": 3, "finer": ["q1", "q3"], "changed": ["q1"],
+    assert vote_keys.check(run) == {"run": str(run), "episodes": 3, "finer": ["q1", "q3"], "changed": ["q1"],
                                  "tied": ["q3"]}
 
 
-def test_on_the_committed_math_training_store_it_changes_the_best_rules_vote_once(script, tmp_path):
+def test_on_the_committed_math_training_store_it_changes_the_best_rules_vote_once(vote_keys, tmp_path):
     out = tmp_path / "rule"
     main(["evaluate", "--trees", str(REPO / "data/trees/qwen2.5-coder-1.5b/math-train"), "--method",
           "agreement-resample", "--rounds", "1", "--offline", "--quiet", "--out", str(out)])
-    assert script.check(out)["changed"] == ["math/train/39"]
+    assert vote_keys.check(out)["changed"] == ["math/train/39"]
