@@ -32,19 +32,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the --quick preset's sizes (else the full one's)")
     parser.add_argument("--no-extra-bufts", action="store_true", help="llama.cpp extra buffer types off, both sides")
     args = parser.parse_args()
-    from deliberation.backends.llamacpp import LlamaCppBackend
     from deliberation.backends.llamacpp_runtime import import_llama_cpp, llama_loads_as_backend
+    from deliberation.perf import bench_backend
     from deliberation.perf.measure import measure_llamacpp_batch
     from deliberation.perf.results import BenchSettings
 
     settings = BenchSettings.for_mode(args.quick, args.model)
     with llama_loads_as_backend(import_llama_cpp(), extra_bufts=not args.no_extra_bufts):
-        backend = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
-                                  max_parallel=settings.agents)
-        try:
+        with bench_backend(settings) as backend:
             result = measure_llamacpp_batch(settings, backend)
-        finally:
-            backend.close()
     print(json.dumps({"model": args.model, "quick": args.quick, "extra_bufts": not args.no_extra_bufts,
                       "threads": settings.threads, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                       "engine_tok_s": result.engine.tokens_per_s, "raw_tok_s": result.raw.tokens_per_s,

@@ -24,19 +24,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, help="GSM8K test questions (default: the preset's)")
     parser.add_argument("--out", required=True, help="JSON file to write")
     args = parser.parse_args()
-    from deliberation.perf import prefix_reuse
+    from deliberation.perf import bench_backend, prefix_reuse
     from deliberation.perf.results import BenchSettings, with_properties
-    from deliberation.backends.llamacpp import LlamaCppBackend
 
     settings = BenchSettings.for_mode(args.quick, args.model)
     settings = replace(settings, prefix_questions=args.questions or settings.prefix_questions)
     load = os.getloadavg()
-    on = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
-                         max_parallel=settings.agents)
-    try:
+    with bench_backend(settings) as on:
         result = prefix_reuse(settings, on)
-    finally:
-        on.close()
     record = {**with_properties(result), "off": with_properties(result.off), "on": with_properties(result.on),
               "settings": with_properties(settings), "cpu_count": os.cpu_count(), "threads": settings.threads,
               "load_average_at_start": load, "platform": platform.platform()}

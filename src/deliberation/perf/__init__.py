@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import os
 import platform
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from deliberation import __version__
 from deliberation.perf.measure import (measure_cache_rerun, measure_llamacpp_batch, measure_overhead,
@@ -58,7 +59,6 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
     """Every measurement under ``settings``; a tqdm bar on stderr names the stage when ``progress``."""
     from tqdm import tqdm
 
-    from deliberation.backends.llamacpp import LlamaCppBackend
     from deliberation.backends.scripted import ScriptedBackend
 
     meta = collect_meta(settings)  # before the work: its load average is the background load
@@ -69,27 +69,31 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
                          for m in settings.overhead_methods)
         updates = (step("softrankpo updates", measure_updates, settings),
                    step("softrankpo updates, 1 thread", measure_updates, settings, 1))
-        llama = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
-                                max_parallel=settings.agents)
-        try:
+        with bench_backend(settings) as llama:
             batch = step("llamacpp batch", measure_llamacpp_batch, settings, llama)
             cache = step("cache rerun", measure_cache_rerun, settings, llama)
             prefix = step("prefix reuse", prefix_reuse, settings, llama)
-        finally:
-            llama.close()
     return BenchResult(meta, overhead, batch, cache, updates, prefix, settings)
+
+
+@contextmanager
+def bench_backend(settings: BenchSettings, **options: Any) -> Iterator[Any]:
+    """The llamacpp backend the bench measures (``settings``' model, context, threads and team size, plus
+    ``options``), closed when the ``with`` block ends (also ``benchmarks/*.py``)."""
+    from deliberation.backends.llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
+                              max_parallel=settings.agents, **options)
+    try:
+        yield backend
+    finally:
+        backend.close()
 
 
 def prefix_reuse(settings: BenchSettings, on: Any) -> Any:
     """``measure_prefix_reuse`` against a second backend on the same model with its prefix cache off."""
-    from deliberation.backends.llamacpp import LlamaCppBackend
-
-    off = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,
-                          max_parallel=settings.agents, prefix_cache_mb=0)
-    try:
+    with bench_backend(settings, prefix_cache_mb=0) as off:
         return measure_prefix_reuse(settings, off, on)
-    finally:
-        off.close()
 
 
 def _stepper(bar: Any) -> Callable[..., Any]:
