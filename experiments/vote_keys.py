@@ -1,16 +1,19 @@
 """How often MATH votes split answers that math-verify calls equal, and whether it changes a vote's verdict.
 
-    delib evaluate --trees STORE --method self-consistency --agents 6 --rounds 1 --offline --out RUN
+    delib evaluate --trees STORE --method NAME [--agents K] --rounds 1 --offline --out RUN   # each arm
     python experiments/vote_keys.py RUN [RUN ...]   # one JSON line per run on stdout
 
 The engine groups a team's answers by a normalised key (``benchmarks/math.answer_key``: math-verify's
 parse as a string), which is finer than math-verify's equality: ``7(x-3)(x+3)`` and ``7(x^2-9)`` key
-apart and verify equal. For each episode of a run this regroups the answers the vote counted (each
-agent's last answer) by math-verify's ``equivalent`` and reports: the pools whose keys outnumber their
-classes ("finer"), and the episodes whose verdict would differ if the largest class won instead of the
-largest key group ("changed"; a tie between the largest classes is counted apart as "tied", since the
-vote's tie-break reads confidences this script does not have). Read a run of training trees: it is a
-measurement of the engine, not a look at test data.
+apart and verify equal. For each episode of a run this regroups the ballots of the final vote (each
+agent's last turn, when it has an answer: an unparseable last answer casts none, as in the engine) by
+math-verify's ``equivalent``, and reports the pools whose keys outnumber their classes ("finer"), and
+the episodes whose verdict would differ if the largest class won instead of the largest key group
+("changed"; a tie between the largest classes is listed apart as "tied", since the engine breaks ties by
+confidences this script does not read). Runs of methods whose vote is weighted (CISC, ReConcile) are
+refused: their winner is not the largest group. Read runs of training trees: it measures the engine, it
+is not a look at test data. The measurement on the 1.5B MATH training store, with its commands, is
+docs/results/vote-keys/.
 """
 
 from __future__ import annotations
@@ -20,16 +23,19 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from deliberation import methods
 from deliberation.benchmarks.math import equivalent, extract
+from deliberation.errors import DelibError, exit_status
+from deliberation.methods import MethodConfig
 
 
 def voted(episode: dict) -> list[dict]:
-    """Each agent's last turn with an answer: the ballots of the episode's final vote."""
+    """The ballots of the episode's final vote: each agent's last turn, unless it has no answer."""
     last: dict[int, dict] = {}
     for turn in episode["turns"]:
-        if turn["answer"] is not None and turn["round"] >= last.get(turn["agent"], {"round": -1})["round"]:
+        if turn["round"] >= last.get(turn["agent"], {"round": -1})["round"]:
             last[turn["agent"]] = turn
-    return [last[agent] for agent in sorted(last)]
+    return [last[agent] for agent in sorted(last) if last[agent]["answer"] is not None]
 
 
 def classes(answers: list[str]) -> list[int]:
@@ -53,14 +59,15 @@ def _equal(a: str, b: str) -> bool:
 
 
 def check(run: Path) -> dict:
-    """The run's counts (module docstring), with the ids of the finer pools."""
+    """The run's counts (module docstring): the ids of the finer pools, and of the changed and tied verdicts."""
+    method = _plain_vote(run)
     finer, changed, tied = [], [], []
     episodes = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines() if line.strip()]
     for episode in episodes:
         ballots = voted(episode)
         answers = [extract(turn["text"]) or "" for turn in ballots]
         labels = classes(answers)
-        if len(set(labels)) == len({turn["answer"] for turn in ballots}):
+        if len(set(labels)) >= len({turn["answer"] for turn in ballots}):
             continue
         finer.append(episode["example_id"])
         ranked = Counter(labels).most_common()
@@ -70,15 +77,29 @@ def check(run: Path) -> dict:
         winner = next(turn for turn, label in zip(ballots, labels) if label == ranked[0][0])
         if winner["correct"] != episode["correct"]:
             changed.append(episode["example_id"])
-    return {"run": str(run), "episodes": len(episodes), "finer": finer, "changed": changed, "tied": tied}
+    return {"run": str(run), "method": method, "episodes": len(episodes), "finer": finer, "changed": changed,
+            "tied": tied}
+
+
+def _plain_vote(run: Path) -> str:
+    """The run's method, refused unless its final vote gives every ballot one vote."""
+    try:
+        config = json.loads((run / "config.json").read_text())
+    except (OSError, ValueError) as err:
+        raise DelibError(f"{run} is not a run directory ({err}); give the --out of `delib evaluate`") from err
+    spec = methods.get(config["method"]).spec(MethodConfig(config["benchmark"]))
+    if spec.weighted_vote or spec.vote_weights is not None:
+        raise DelibError(f"{run}: {config['method']} weighs its ballots, so its winner is not the largest group; "
+                         "give runs of methods with a plain vote")
+    return config["method"]
 
 
 def main(argv: list[str]) -> None:
     if not argv:
-        raise SystemExit("usage: python experiments/vote_keys.py RUN [RUN ...] (run directories of `delib evaluate`)")
-    for run in argv:
-        print(json.dumps(check(Path(run))))
+        raise DelibError("usage: python experiments/vote_keys.py RUN [RUN ...] (run directories of `delib evaluate`)")
+    lines = [json.dumps(check(Path(run))) for run in argv]  # every run checked before anything is printed
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(exit_status(lambda: main(sys.argv[1:])))

@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from deliberation.report.paired import POOLED
+from deliberation.report.sequential import BOUNDARIES
+
 REPO = Path(__file__).resolve().parents[2]
 PAIRED = REPO / "docs" / "results" / "paired"
 
@@ -15,17 +18,18 @@ def latest_look() -> dict:
     return max(json.loads((PAIRED / "summary.json").read_text())["looks"], key=lambda look: look["look"])
 
 
-def first_table(markdown: str) -> list[str]:
-    """The lines of the first markdown table (the pooled one in a look's headline.md)."""
+def pooled_table(markdown: str) -> list[str]:
+    """The lines of a look's headline.md table under its pooled heading."""
     lines = markdown.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    heading = next(i for i, line in enumerate(lines) if line.startswith(f"**{POOLED}**"))
+    start = next(i for i in range(heading, len(lines)) if lines[i].startswith("| "))
     end = next((i for i in range(start, len(lines)) if not lines[i].startswith("| ")), len(lines))
     return lines[start:end]
 
 
 def test_the_readme_table_is_the_latest_looks_pooled_table():
     look = latest_look()
-    table = first_table((PAIRED / f"look-{look['look']}" / "headline.md").read_text())
+    table = pooled_table((PAIRED / f"look-{look['look']}" / "headline.md").read_text())
     readme = (REPO / "README.md").read_text()
     assert len(table) > 3 and "\n".join(table) in readme, f"README.md lacks look {look['look']}'s pooled table"
 
@@ -34,6 +38,6 @@ def test_the_readme_names_the_latest_look_and_its_decision():
     look = latest_look()
     readme = " ".join((REPO / "README.md").read_text().split())
     k, reason = look["look"], look["decision"]["reason"]
-    assert f"**Result so far** (look {k} of 4" in readme
-    assert f"### The paired experiment, look {k} of 4" in readme
+    assert f"**Result so far** (look {k} of {len(BOUNDARIES)}" in readme
+    assert f"### The paired experiment, look {k} of {len(BOUNDARIES)}" in readme
     assert f"Decision at look {k}: **{reason}**" in readme

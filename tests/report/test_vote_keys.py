@@ -1,7 +1,7 @@
 """experiments/vote_keys.py: MATH votes key answers more finely than math-verify's equality. The script finds
 the pools where that splits equal answers, and the episodes whose verdict it changes: on synthetic
 episodes, and on the committed 1.5B MATH training store, where it changes the best rule's vote on
-math/train/39 (the figure docs/results/paired/README.md reports)."""
+math/train/39 (docs/results/vote-keys/)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.errors import DelibError
 from scripts import script
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,6 +27,14 @@ def turn(agent: int, round_: int, boxed: str, key: str, correct: bool) -> dict:
     return {"agent": agent, "round": round_, "answer": key, "text": f"So \\boxed{{{boxed}}}.", "correct": correct}
 
 
+def run_of(folder: Path, method: str, *episodes: dict) -> Path:
+    """A run directory as `delib evaluate` leaves it, as far as the script reads one."""
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"method": method, "benchmark": "math"}))
+    (folder / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    return folder
+
+
 def test_equal_answers_under_different_keys_are_one_class_and_a_tie_they_lose_is_a_changed_verdict(vote_keys, tmp_path):
     """Three singleton keys tie and the first agent's wrong answer wins; math-verify's classes give the two
     right forms a majority: "changed". A pool whose keys already match its classes is not reported."""
@@ -39,15 +48,34 @@ def test_equal_answers_under_different_keys_are_one_class_and_a_tie_they_lose_is
         turn(2, 0, "4", "4", False), turn(3, 0, "2^2", "2**2", False)]}
     assert vote_keys.voted(split) == split["turns"][1:]  # each agent's last answer
     assert vote_keys.classes(["7(x-3)(x+3)", "7(x^2-9)", "-56x^2"]) == [0, 0, 1]
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in (split, plain, tie)))
-    assert vote_keys.check(run) == {"run": str(run), "episodes": 3, "finer": ["q1", "q3"], "changed": ["q1"],
-                                 "tied": ["q3"]}
+    run = run_of(tmp_path / "run", "agreement-resample", split, plain, tie)
+    assert vote_keys.check(run) == {"run": str(run), "method": "agreement-resample", "episodes": 3,
+                                    "finer": ["q1", "q3"], "changed": ["q1"], "tied": ["q3"]}
 
 
-def test_on_the_committed_math_training_store_it_changes_the_best_rules_vote_once(vote_keys, tmp_path):
-    out = tmp_path / "rule"
+def test_an_agent_whose_last_answer_does_not_parse_casts_no_ballot(vote_keys, tmp_path):
+    """As in the engine's final vote: its earlier answer is not counted in its place. Here the earlier
+    answer would have made the pool finer (0.5 against 1/2) and its class the winner."""
+    refined = {"example_id": "q1", "correct": True, "turns": [
+        turn(0, 0, "0.5", "0.5000", True), {**turn(0, 1, "", None, False), "text": "no answer"},
+        turn(1, 1, "\\frac{1}{2}", "1/2", True), turn(2, 1, "4", "4", False)]}
+    assert [t["agent"] for t in vote_keys.voted(refined)] == [1, 2]
+    assert vote_keys.check(run_of(tmp_path / "run", "always-refine", refined))["finer"] == []
+
+
+@pytest.mark.parametrize("method", ["cisc", "cisc-logprob", "reconcile"])
+def test_runs_of_methods_that_weigh_their_ballots_are_refused(vote_keys, tmp_path, method):
+    with pytest.raises(DelibError, match=rf"{method} weighs its ballots, so its winner is not the largest group"):
+        vote_keys.check(run_of(tmp_path / "run", method))
+
+
+def test_the_committed_measurement_replays_for_the_best_rule(vote_keys, tmp_path):
+    """docs/results/vote-keys/math-train.jsonl's line of the best rule, measured again from the committed store."""
+    out = tmp_path / "agreement-resample"
     main(["evaluate", "--trees", str(REPO / "data/trees/qwen2.5-coder-1.5b/math-train"), "--method",
           "agreement-resample", "--rounds", "1", "--offline", "--quiet", "--out", str(out)])
-    assert vote_keys.check(out)["changed"] == ["math/train/39"]
+    lines = (REPO / "docs/results/vote-keys/math-train.jsonl").read_text().splitlines()
+    committed = [json.loads(line) for line in lines]
+    rule = next(line for line in committed if line["method"] == "agreement-resample")
+    assert {**vote_keys.check(out), "run": rule["run"]} == rule
+    assert rule["changed"] == ["math/train/39"] and rule["tied"] == []

@@ -51,17 +51,20 @@ def llama_loads_as_backend(lib: Any, extra_bufts: bool = True) -> Iterator[None]
     the backend itself, i.e. for every load on either side (``benchmarks/batch_speedup.py
     --no-extra-bufts``: a build that crashes with them although it has no AMX kernels)."""
     low = lib.llama_cpp
-    saved = lib.llama_model_default_params, low.llama_model_default_params
+    top_default, low_default = lib.llama_model_default_params, low.llama_model_default_params
     if not extra_bufts:
-        lib.llama_model_default_params = lambda: _without_extra_bufts(saved[0]())
+        lib.llama_model_default_params = lambda: _without_extra_bufts(top_default())
     low.llama_model_default_params = lambda: model_params(lib)
     try:
         yield
     finally:
-        lib.llama_model_default_params, low.llama_model_default_params = saved
+        low.llama_model_default_params = low_default
+        if not extra_bufts:
+            lib.llama_model_default_params = top_default
 
 
 def _without_extra_bufts(params: Any) -> Any:
+    """``params`` with llama.cpp's extra weight buffers (repacked and AMX layouts) turned off."""
     params.use_extra_bufts = False
     return params
 

@@ -33,7 +33,8 @@ many-fold when another process holds one (seen here with 2 cores and one busy: S
 
 Layout: ``results`` (settings and records, JSON), ``timing`` (timed/replay backends, profiling),
 ``measure`` (one function per measurement), ``prefix_round`` (the round the prefix-reuse measurement
-times), and here the entry point ``run_bench``.
+times), and here the entry point ``run_bench`` and ``bench_backend``, the llamacpp backend every stage
+and ``benchmarks/*.py`` measure.
 """
 
 from __future__ import annotations
@@ -128,4 +129,4 @@ def collect_meta(settings: BenchSettings) -> BenchMeta:
                      datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
-__all__ = ["BenchResult", "BenchSettings", "llama_build", "prefix_reuse", "run_bench", "run_settings"]
+__all__ = ["BenchResult", "BenchSettings", "bench_backend", "llama_build", "prefix_reuse", "run_bench", "run_settings"]
