@@ -27,15 +27,17 @@ from deliberation import methods
 from deliberation.benchmarks.math import equivalent, extract
 from deliberation.errors import DelibError, exit_status
 from deliberation.methods import MethodConfig
+from deliberation.report.loading import read_episodes, read_object
+from deliberation.types import Episode, Turn
 
 
-def voted(episode: dict) -> list[dict]:
+def voted(episode: Episode) -> list[Turn]:
     """The ballots of the episode's final vote: each agent's last turn, unless it has no answer."""
-    last: dict[int, dict] = {}
-    for turn in episode["turns"]:
-        if turn["round"] >= last.get(turn["agent"], {"round": -1})["round"]:
-            last[turn["agent"]] = turn
-    return [last[agent] for agent in sorted(last) if last[agent]["answer"] is not None]
+    last: dict[int, Turn] = {}
+    for turn in episode.turns:
+        if turn.agent not in last or turn.round >= last[turn.agent].round:
+            last[turn.agent] = turn
+    return [last[agent] for agent in sorted(last) if last[agent].answer is not None]
 
 
 def classes(answers: list[str]) -> list[int]:
@@ -61,32 +63,30 @@ def _equal(a: str, b: str) -> bool:
 def check(run: Path) -> dict:
     """The run's counts (module docstring): the ids of the finer pools, and of the changed and tied verdicts."""
     method = _plain_vote(run)
+    episodes = read_episodes(run / "episodes.jsonl")
+    if not episodes:
+        raise DelibError(f"{run} holds no episodes; give the --out of a finished `delib evaluate`")
     finer, changed, tied = [], [], []
-    episodes = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines() if line.strip()]
     for episode in episodes:
         ballots = voted(episode)
-        answers = [extract(turn["text"]) or "" for turn in ballots]
-        labels = classes(answers)
-        if len(set(labels)) >= len({turn["answer"] for turn in ballots}):
+        labels = classes([extract(turn.text) or "" for turn in ballots])
+        if len(set(labels)) >= len({turn.answer for turn in ballots}):
             continue
-        finer.append(episode["example_id"])
+        finer.append(episode.example_id)
         ranked = Counter(labels).most_common()
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-            tied.append(episode["example_id"])
-            continue
-        winner = next(turn for turn, label in zip(ballots, labels) if label == ranked[0][0])
-        if winner["correct"] != episode["correct"]:
-            changed.append(episode["example_id"])
+            tied.append(episode.example_id)
+        elif next(t for t, label in zip(ballots, labels) if label == ranked[0][0]).correct != episode.correct:
+            changed.append(episode.example_id)
     return {"run": str(run), "method": method, "episodes": len(episodes), "finer": finer, "changed": changed,
             "tied": tied}
 
 
 def _plain_vote(run: Path) -> str:
     """The run's method, refused unless its final vote gives every ballot one vote."""
-    try:
-        config = json.loads((run / "config.json").read_text())
-    except (OSError, ValueError) as err:
-        raise DelibError(f"{run} is not a run directory ({err}); give the --out of `delib evaluate`") from err
+    config = read_object(run / "config.json")
+    if not isinstance(config.get("method"), str) or not isinstance(config.get("benchmark"), str):
+        raise DelibError(f"{run / 'config.json'} names no method and benchmark; give the --out of `delib evaluate`")
     spec = methods.get(config["method"]).spec(MethodConfig(config["benchmark"]))
     if spec.weighted_vote or spec.vote_weights is not None:
         raise DelibError(f"{run}: {config['method']} weighs its ballots, so its winner is not the largest group; "
