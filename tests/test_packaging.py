@@ -110,6 +110,16 @@ def test_every_llama_cpp_build_the_makefile_makes_leaves_amx_out():
         assert f'CFLAGS="-O1{extra}" CXXFLAGS="-O2{extra}"' in install, install
 
 
+def test_make_trees_sets_up_the_model_and_runs_the_registered_build_script():
+    """`make trees` (data/trees/COMMANDS.md) on a fresh clone: the demo's setup, which pulls the 1.5B model, then
+    data/trees/build-1.5b.sh with the venv's delib first on PATH, from the repository root (the script's paths)."""
+    dry = subprocess.run(["make", "-n", "-B", "trees"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    lines = dry.splitlines()
+    pull = next(i for i, line in enumerate(lines) if "models pull qwen2.5-coder-1.5b" in line)
+    assert lines[-1].startswith(f'PATH="{REPO / ".venv" / "bin"}:$PATH"') and pull < len(lines) - 1
+    assert lines[-1].endswith(" data/trees/build-1.5b.sh")
+
+
 def test_the_installed_llama_cpp_has_no_amx_kernels():
     """The venv's llama.cpp, as the Makefile built it, reports no AMX among its compiled instruction sets. A
     llama-cpp-python installed otherwise may have them (the backend then loads without them: test_llamacpp_amx);
