@@ -118,6 +118,9 @@ def test_make_trees_sets_up_the_model_and_runs_the_registered_build_script():
     pull = next(i for i, line in enumerate(lines) if "models pull qwen2.5-coder-1.5b" in line)
     assert lines[-1].startswith(f'PATH="{REPO / ".venv" / "bin"}:$PATH"') and pull < len(lines) - 1
     assert lines[-1].endswith(" data/trees/build-1.5b.sh")
+    without_data = subprocess.run(["make", "-n", "-B", "trees", "DATA="], cwd=REPO, capture_output=True, text=True,
+                                  check=True).stdout.splitlines()
+    assert '.[hub]"' in without_data[-2] and "DELIB_DATA_DIR" not in without_data[-1]  # GSM8K train from the hub
 
 
 def test_the_installed_llama_cpp_has_no_amx_kernels():
