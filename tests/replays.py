@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from deliberation.methods.options import DEFAULTS
+
 
 def episodes(run: Path) -> list[dict]:
     """The episodes of run directory ``run`` without the fields that differ between equal runs."""
@@ -17,3 +19,20 @@ def episodes(run: Path) -> list[dict]:
         for turn in row["turns"]:
             del turn["cached"]
     return rows
+
+
+def replay_argv(config: dict, out: Path, repo: Path, questions: int | None = None) -> list[str]:
+    """The `delib evaluate` line that replays the run ``config`` describes (its store under ``repo``, method,
+    agents, rounds and every method option it set), offline: on its selected questions, or on the store's first
+    ``questions``."""
+    engine = config["engine"]
+    chosen = (["--questions", str(questions)] if questions is not None
+              else ["--ids", ",".join(config["selection"]["ids"])])
+    argv = ["evaluate", "--trees", str(repo / config["trees"]), *chosen, "--method", config["method"],
+            "--agents", str(engine["agents"]), "--rounds", str(engine["rounds"]), "--offline", "--quiet",
+            "--out", str(out)]
+    for name, default in DEFAULTS.items():
+        value = config.get(name, default)  # a config written before the option existed holds its default
+        if value != default:
+            argv += [f"--{name.replace('_', '-')}", str(value)]
+    return argv

@@ -15,28 +15,13 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
-from deliberation.methods.options import DEFAULTS
-from replays import episodes
+from replays import episodes, replay_argv
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = REPO / "docs" / "results" / "state-actions"
 STORE = "data/trees/qwen2.5-coder-1.5b/math-train"
 RUNS = sorted(p.parent.relative_to(TABLE).as_posix() for part in ("compare", "sampling")
                for p in (TABLE / part / "math-train").glob("**/config.json"))  # the tuning grids are not committed
-
-
-def replay_argv(config: dict, out: Path) -> list[str]:
-    """The `delib evaluate` line that replays the run ``config`` describes (its store, questions, method,
-    agents, rounds and every method option it set), offline."""
-    engine = config["engine"]
-    argv = ["evaluate", "--trees", str(REPO / config["trees"]), "--ids", ",".join(config["selection"]["ids"]),
-            "--method", config["method"], "--agents", str(engine["agents"]), "--rounds", str(engine["rounds"]),
-            "--offline", "--quiet", "--out", str(out)]
-    for name, default in DEFAULTS.items():
-        value = config.get(name, default)  # a config written before the option existed holds its default
-        if value != default:
-            argv += [f"--{name.replace('_', '-')}", str(value)]
-    return argv
 
 
 def test_the_table_has_every_arm_on_the_store():
@@ -50,5 +35,5 @@ def test_a_committed_run_replays_to_its_committed_episodes(run, tmp_path, monkey
     config = json.loads((committed / "config.json").read_text())
     assert config["trees"] == STORE and config["engine"]["rounds"] == 1
     monkeypatch.chdir(REPO)  # a policy's relative path, or a shipped name, reads as when the table was run
-    assert main(replay_argv(config, tmp_path / "replay")) == 0
+    assert main(replay_argv(config, tmp_path / "replay", REPO)) == 0
     assert episodes(tmp_path / "replay") == episodes(committed)

@@ -1,0 +1,77 @@
+"""The paired experiment's committed looks (docs/results/paired/), held to what they claim. For every look
+recorded in summary.json: every arm's episodes hold the look's questions of each benchmark, the same ids,
+each once; the record's n and correct per arm and benchmark are those of its episodes; looks.md is rendered
+from the records, not typed; and the learned arm and the best rule replay, on the first questions of each
+test store, to their committed episodes (the stores only grow, so a later block leaves them as they were)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.report.loading import load_runs
+from deliberation.report.look_markdown import looks_markdown
+from replays import episodes, replay_argv
+
+REPO = Path(__file__).resolve().parents[2]
+PAIRED = REPO / "docs" / "results" / "paired"
+LOOKS = json.loads((PAIRED / "summary.json").read_text())["looks"]
+SIZES = json.loads((PAIRED / "registered.json").read_text())["block"]["sizes"]
+STORES = {"gsm8k": "gsm8k-test", "math": "math-test"}  # benchmark -> its test store, in the block sizes' order
+REPLAYED = ("policy-1", "best-rule")  # the primary comparison's two arms (compare/<store>/...)
+FIRST = 5
+
+
+def runs(look: int) -> list[Path]:
+    """Every run directory of look ``look``: the compared arms and the sampling baselines."""
+    folder = PAIRED / f"look-{look}"
+    return sorted(p.parent for part in ("compare", "sampling") for p in (folder / part).glob("**/episodes.jsonl"))
+
+
+def ids(run: Path) -> list[str]:
+    return [json.loads(line)["example_id"] for line in (run / "episodes.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("record", LOOKS, ids=lambda record: f"look-{record['look']}")
+def test_every_arm_answers_the_looks_questions_each_once(record):
+    found = runs(record["look"])
+    by_benchmark: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for run in found:
+        benchmark = json.loads((run / "config.json").read_text())["benchmark"]
+        answered = ids(run)
+        assert len(answered) == len(set(answered)), f"{run} answers a question twice"
+        by_benchmark[benchmark].add(tuple(sorted(answered)))
+    assert len(found) >= 30 and set(by_benchmark) == set(STORES)
+    for (benchmark, sets), size in zip(sorted(by_benchmark.items(), key=lambda kv: list(STORES).index(kv[0])), SIZES):
+        assert len(sets) == 1, f"{benchmark}: the arms answer different questions"
+        assert len(next(iter(sets))) == record["look"] * size
+
+
+@pytest.mark.parametrize("record", LOOKS, ids=lambda record: f"look-{record['look']}")
+def test_the_records_counts_are_the_episodes(record):
+    """n and correct of each arm per benchmark in summary.json, against its episodes, by the report's label."""
+    folder = PAIRED / f"look-{record['look']}"
+    results = load_runs([folder / "compare", folder / "sampling"])  # labels as the look's report gives them
+    for result in results:
+        rows = [json.loads(line) for line in (result.path / "episodes.jsonl").read_text().splitlines()]
+        cell = record["methods"][result.label][f"{result.benchmark}/{result.split}"]
+        assert (cell["n"], cell["correct"]) == (len(rows), sum(row["correct"] for row in rows)), result.path
+    assert len(results) == len(runs(record["look"]))
+
+
+def test_looks_md_is_rendered_from_the_records():
+    assert (PAIRED / "looks.md").read_text() == looks_markdown(LOOKS)
+
+
+@pytest.mark.parametrize("store", STORES.values())
+@pytest.mark.parametrize("arm", REPLAYED)
+def test_the_primary_arms_replay_to_their_committed_episodes(arm, store, tmp_path, monkeypatch):
+    committed = PAIRED / f"look-{LOOKS[-1]['look']}" / "compare" / store / arm
+    config = json.loads((committed / "config.json").read_text())
+    monkeypatch.chdir(REPO)  # the policy's shipped name and the rule's path read as when the look was taken
+    assert main(replay_argv(config, tmp_path / "replay", REPO, questions=FIRST)) == 0
+    assert episodes(tmp_path / "replay") == episodes(committed)[:FIRST]
