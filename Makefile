@@ -69,9 +69,9 @@ demo: setup-demo
 
 # The paired experiment's tree stores (data/trees/COMMANDS.md): every step resumable, so `make trees` after an
 # interruption, or on a new machine (it sets up .venv and the 1.5B model first), continues where it stopped.
-# GSM8K train comes from a data folder, else from the Hugging Face hub (online), which needs the `hub` extra.
+# GSM8K train comes from a data folder; without one, from the Hugging Face hub, online, with the `hub` extra
+# (`pip install -e '.[hub]'`, not pinned here: the error names it).
 trees: setup-demo
-	$(if $(DATA),,$(PIP_INSTALL) -e ".[hub]")
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(WITH_DATA) data/trees/build-1.5b.sh
 
 llama-native: | $(VENV)/bin/python

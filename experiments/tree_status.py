@@ -13,6 +13,7 @@ they are arguments, not defaults. Read with the build paused: a record being app
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from deliberation.errors import DelibError, exit_status
 from deliberation.report.sequential import BOUNDARIES
 from deliberation.trees.store import TreeStore
 
+REPO = Path(__file__).resolve().parents[1]
 STORES = ("gsm8k-test", "math-test")
 """The test stores in the order of the registered block sizes (GSM8K, MATH-500)."""
 
@@ -44,12 +46,15 @@ def main(argv: list[str]) -> None:
     parser = Parser(description=__doc__.split("\n")[0])
     parser.add_argument("minutes", nargs=2, type=float, metavar=("MINUTES_GSM8K", "MINUTES_MATH"),
                         help="measured minutes a question in each store")
-    parser.add_argument("--stores", default="data/trees/qwen2.5-coder-1.5b", help="folder of the test stores")
-    parser.add_argument("--registration", default="docs/results/paired/registered.json",
-                        help="registered.json (the block sizes)")
+    parser.add_argument("--stores", default=str(REPO / "data/trees/qwen2.5-coder-1.5b"),
+                        help="folder of the test stores (default: the 1.5B stores of this checkout)")
+    parser.add_argument("--registration", default=str(REPO / "docs/results/paired/registered.json"),
+                        help="registered.json, for the block sizes (default: this checkout's)")
     args = parser.parse_args(argv)
-    if min(args.minutes) <= 0:
-        raise DelibError(f"minutes a question must be positive, not {args.minutes}")
+    if not all(m > 0 and math.isfinite(m) for m in args.minutes):
+        raise DelibError(f"minutes a question must be positive numbers, not {args.minutes}")
+    if not Path(args.registration).is_file():
+        raise DelibError(f"registration {args.registration} not found; pass --registration FILE")
     sizes = registered.read(Path(args.registration))["block"]["sizes"]
     built = tuple(len(TreeStore.open(str(Path(args.stores) / name)).built) for name in STORES)
     print(status(built, tuple(sizes), tuple(args.minutes)))

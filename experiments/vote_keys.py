@@ -65,7 +65,7 @@ def check(run: Path) -> dict:
     method = _plain_vote(run)
     episodes = read_episodes(run / "episodes.jsonl")
     if not episodes:
-        raise DelibError(f"{run} holds no episodes; give the --out of a finished `delib evaluate`")
+        raise DelibError(f"{run} holds no episodes; give the --out of a `delib evaluate` that ran")
     finer, changed, tied = [], [], []
     for episode in episodes:
         ballots = voted(episode)
@@ -84,6 +84,8 @@ def check(run: Path) -> dict:
 
 def _plain_vote(run: Path) -> str:
     """The run's method, refused unless its final vote gives every ballot one vote."""
+    if not (run / "config.json").is_file():
+        raise DelibError(f"{run} is not a run directory (no config.json); give the --out of `delib evaluate`")
     config = read_object(run / "config.json")
     if not isinstance(config.get("method"), str) or not isinstance(config.get("benchmark"), str):
         raise DelibError(f"{run / 'config.json'} names no method and benchmark; give the --out of `delib evaluate`")

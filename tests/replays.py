@@ -1,4 +1,5 @@
-"""Run directories compared episode by episode: a replay against an online run, or two replays.
+"""Run directories compared episode by episode (a replay against an online run, or two replays), and the
+`delib evaluate` line that replays a committed run offline.
 
 Wall-clock and generation seconds differ between any two runs, and ``cached`` between a replay (every call
 served) and a live run; everything else must be equal."""

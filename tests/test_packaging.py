@@ -93,19 +93,26 @@ def conflict(output: str) -> str:
     return "; ".join(line.strip() for line in reason) or "pip gave no reason"
 
 
+def dry_run(*args: str, **env: str) -> list[str]:
+    """The commands ``make -n -B ARGS`` would run with ``env`` added, in a fresh make (a parent make's
+    MAKELEVEL and MAKEFLAGS, as under `make test`, would add its directory lines and variables)."""
+    fresh = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-B", *args], cwd=REPO, env={**fresh, **env},
+                          capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
+
+
 def test_every_llama_cpp_build_the_makefile_makes_leaves_amx_out():
     """ggml's AMX kernels segfault on quantized models on some AMX machines (llama.cpp issue 20824): every
     llama.cpp install of the Makefile (first install, native and portable rebuilds) passes C and C++ flags
     that turn AMX off, after the user's own, wherever the compiler knows them (an Arm compiler does not; it
     has no AMX to leave out)."""
-    env = {**os.environ, "CFLAGS": "-O1", "CXXFLAGS": "-O2"}
+    env = {"CFLAGS": "-O1", "CXXFLAGS": "-O2"}
     off = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-    knows = subprocess.run([env.get("CC", "cc"), *off.split(), "-E", "-x", "c", "/dev/null"],
+    knows = subprocess.run([os.environ.get("CC", "cc"), *off.split(), "-E", "-x", "c", "/dev/null"],
                            capture_output=True).returncode == 0
     for target in (".venv/.llama-installed", "llama-native", "llama-portable"):
-        dry = subprocess.run(["make", "-n", "-B", target], cwd=REPO, env=env, capture_output=True, text=True,
-                             check=True).stdout
-        install = next(line for line in dry.splitlines() if "install" in line and "llama-cpp-python" in line)
+        install = next(line for line in dry_run(target, **env) if "install" in line and "llama-cpp-python" in line)
         extra = f" {off}" if knows else ""
         assert f'CFLAGS="-O1{extra}" CXXFLAGS="-O2{extra}"' in install, install
 
@@ -113,14 +120,10 @@ def test_every_llama_cpp_build_the_makefile_makes_leaves_amx_out():
 def test_make_trees_sets_up_the_model_and_runs_the_registered_build_script():
     """`make trees` (data/trees/COMMANDS.md) on a fresh clone: the demo's setup, which pulls the 1.5B model, then
     data/trees/build-1.5b.sh with the venv's delib first on PATH, from the repository root (the script's paths)."""
-    dry = subprocess.run(["make", "-n", "-B", "trees"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    lines = dry.splitlines()
+    lines = dry_run("trees")
     pull = next(i for i, line in enumerate(lines) if "models pull qwen2.5-coder-1.5b" in line)
-    assert lines[-1].startswith(f'PATH="{REPO / ".venv" / "bin"}:$PATH"') and pull < len(lines) - 1
-    assert lines[-1].endswith(" data/trees/build-1.5b.sh")
-    without_data = subprocess.run(["make", "-n", "-B", "trees", "DATA="], cwd=REPO, capture_output=True, text=True,
-                                  check=True).stdout.splitlines()
-    assert '.[hub]"' in without_data[-2] and "DELIB_DATA_DIR" not in without_data[-1]  # GSM8K train from the hub
+    build = next(i for i, line in enumerate(lines) if line.endswith(" data/trees/build-1.5b.sh"))
+    assert pull < build and lines[build].startswith(f'PATH="{REPO / ".venv" / "bin"}:$PATH"')
 
 
 def test_the_installed_llama_cpp_has_no_amx_kernels():

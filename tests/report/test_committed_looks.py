@@ -15,6 +15,8 @@ import pytest
 from deliberation.cli.main import main
 from deliberation.report.loading import load_runs
 from deliberation.report.look_markdown import looks_markdown
+from deliberation.report.paired import POOLED
+from deliberation.trees.store import TreeStore, split_examples
 from replays import episodes, replay_argv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,27 +35,34 @@ def runs(look: int) -> list[Path]:
 
 
 def ids(run: Path) -> list[str]:
+    """The question ids a run answered, in its episodes' order."""
     return [json.loads(line)["example_id"] for line in (run / "episodes.jsonl").read_text().splitlines()]
+
+
+def first_questions(store: str, n: int) -> list[str]:
+    """The ids of the first ``n`` questions of a test store's split: what look K reads of it."""
+    return [e.id for e in split_examples(TreeStore.open(REPO / "data/trees/qwen2.5-coder-1.5b" / store), None)[:n]]
 
 
 @pytest.mark.parametrize("record", LOOKS, ids=lambda record: f"look-{record['look']}")
 def test_every_arm_answers_the_looks_questions_each_once(record):
     found = runs(record["look"])
-    by_benchmark: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    answered: dict[str, set[tuple[str, ...]]] = defaultdict(set)
     for run in found:
         benchmark = json.loads((run / "config.json").read_text())["benchmark"]
-        answered = ids(run)
-        assert len(answered) == len(set(answered)), f"{run} answers a question twice"
-        by_benchmark[benchmark].add(tuple(sorted(answered)))
-    assert len(found) >= 30 and set(by_benchmark) == set(STORES)
-    for (benchmark, sets), size in zip(sorted(by_benchmark.items(), key=lambda kv: list(STORES).index(kv[0])), SIZES):
-        assert len(sets) == 1, f"{benchmark}: the arms answer different questions"
-        assert len(next(iter(sets))) == record["look"] * size
+        run_ids = ids(run)
+        assert len(run_ids) == len(set(run_ids)), f"{run} answers a question twice"
+        answered[benchmark].add(tuple(sorted(run_ids)))
+    assert len(found) >= 30 and set(answered) == set(STORES)
+    for (benchmark, store), size in zip(STORES.items(), SIZES):
+        want = tuple(sorted(first_questions(store, record["look"] * size)))
+        assert answered[benchmark] == {want}, f"{benchmark}: an arm answers other questions than the look's"
 
 
 @pytest.mark.parametrize("record", LOOKS, ids=lambda record: f"look-{record['look']}")
 def test_the_records_counts_are_the_episodes(record):
-    """n and correct of each arm per benchmark in summary.json, against its episodes, by the report's label."""
+    """n and correct of each arm per benchmark in summary.json, against its episodes, by the report's label;
+    every arm of the record has runs, and its pooled counts are its benchmarks' summed."""
     folder = PAIRED / f"look-{record['look']}"
     results = load_runs([folder / "compare", folder / "sampling"])  # labels as the look's report gives them
     for result in results:
@@ -61,6 +70,11 @@ def test_the_records_counts_are_the_episodes(record):
         cell = record["methods"][result.label][f"{result.benchmark}/{result.split}"]
         assert (cell["n"], cell["correct"]) == (len(rows), sum(row["correct"] for row in rows)), result.path
     assert len(results) == len(runs(record["look"]))
+    assert set(record["methods"]) == {result.label for result in results}  # no arm without its runs
+    for label, cells in record["methods"].items():
+        columns = [cell for column, cell in cells.items() if column != POOLED]
+        assert (cells[POOLED]["n"], cells[POOLED]["correct"]) == (sum(c["n"] for c in columns),
+                                                                  sum(c["correct"] for c in columns)), label
 
 
 def test_looks_md_is_rendered_from_the_records():

@@ -75,15 +75,17 @@ def test_runs_of_methods_that_weigh_their_ballots_are_refused(vote_keys, tmp_pat
 
 
 @pytest.mark.parametrize("config, episodes, message", [
-    (None, "", r"config\.json"), ({"benchmark": "math"}, "", "names no method and benchmark"),
+    (None, "", r"is not a run directory \(no config\.json\)"),
+    ({"benchmark": "math"}, "", "names no method and benchmark"),
     ({"method": "mpdf", "benchmark": "math"}, "", "holds no episodes"),
     ({"method": "mpdf", "benchmark": "math"}, '{"example_id": 1}\n', r"episodes\.jsonl")])
-def test_a_folder_that_is_not_a_finished_run_is_one_clear_error(vote_keys, tmp_path, config, episodes, message):
+def test_a_folder_that_is_not_a_run_is_one_clear_error(vote_keys, tmp_path, config, episodes, message):
     if config is not None:
         (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "episodes.jsonl").write_text(episodes)
-    with pytest.raises(DelibError, match=message):
+    with pytest.raises(DelibError, match=message) as err:
         vote_keys.check(tmp_path)
+    assert "\n" not in str(err.value)
 
 
 def test_the_committed_measurement_replays_for_the_best_rule(vote_keys, tmp_path):
