@@ -62,3 +62,12 @@ def test_asked_to_leave_extra_buffers_out_both_sides_load_without_them_until_clo
     assert model_params(lib).use_extra_bufts is True
     assert llama_cpp.llama_model_default_params().use_extra_bufts is True
     assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
+def test_an_error_inside_restores_llama_cpps_defaults() -> None:
+    """A load that raises inside the context (a missing file, say) leaves llama.cpp's defaults as they were."""
+    with pytest.raises(RuntimeError, match="load failed"):
+        with llama_loads_as_backend(llama_cpp, extra_bufts=False):
+            raise RuntimeError("load failed")
+    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
