@@ -77,6 +77,24 @@ def test_the_records_counts_are_the_episodes(record):
                                                                   sum(c["correct"] for c in columns)), label
 
 
+def by_id(run: Path) -> dict[str, dict]:
+    """A run's episodes by question id, without the fields that differ between equal runs."""
+    return {row["example_id"]: row for row in episodes(run)}
+
+
+@pytest.mark.parametrize("earlier,later", [(a["look"], b["look"]) for a, b in zip(LOOKS, LOOKS[1:])],
+                         ids=lambda look: f"look-{look}")
+def test_a_later_look_answers_the_earlier_looks_questions_as_it_did(earlier, later):
+    """The stores only grow, so look K+1's replay of look K's questions is look K's, episode for episode: the
+    same answers, actions and tokens for every arm both looks ran."""
+    folder = PAIRED / f"look-{later}"
+    shared = [(run, folder / run.relative_to(PAIRED / f"look-{earlier}")) for run in runs(earlier)]
+    assert len(shared) >= 30 and all((pair / "episodes.jsonl").exists() for _, pair in shared)
+    for before, after in shared:
+        old, new = by_id(before), by_id(after)
+        assert len(new) > len(old) and {key: new[key] for key in old} == old, after
+
+
 def test_looks_md_is_rendered_from_the_records():
     assert (PAIRED / "looks.md").read_text() == looks_markdown(LOOKS)
 
