@@ -1,6 +1,7 @@
 """The README's headline is the paired experiment's latest look, copied from its record and not retyped: the
 pooled table of docs/results/paired/look-K/headline.md (K the last look in summary.json) stands in the
-README row for row, and the README names look K and its decision."""
+README row for row, and the README names look K and its decision (a result "so far" until a look stops the
+design)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def test_the_readme_names_the_latest_look_and_its_decision():
     look = latest_look()
     readme = " ".join((REPO / "README.md").read_text().split())
     k, reason = look["look"], look["decision"]["reason"]
-    assert f"**Result so far** (look {k} of {len(BOUNDARIES)}" in readme
+    result = "**Result**" if look["decision"]["stop"] else "**Result so far**"  # final once a look stops
+    assert f"{result} (look {k} of {len(BOUNDARIES)}" in readme
     assert f"### The paired experiment, look {k} of {len(BOUNDARIES)}" in readme
     assert f"Decision at look {k}: **{reason}**" in readme
