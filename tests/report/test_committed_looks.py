@@ -2,7 +2,9 @@
 recorded in summary.json: every arm's episodes hold the look's questions of each benchmark, the same ids,
 each once; the record's n and correct per arm and benchmark are those of its episodes; looks.md is rendered
 from the records, not typed; and the learned arm and the best rule replay, on the first questions of each
-test store, to their committed episodes (the stores only grow, so a later block leaves them as they were)."""
+test store, to their committed episodes (the stores only grow, so a later block leaves them as they were).
+The same holds for the two-round secondary of the look that stopped the design (look-K/rounds-2/,
+experiments/paired_two_rounds.sh)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ SIZES = json.loads((PAIRED / "registered.json").read_text())["block"]["sizes"]
 STORES = {"gsm8k": "gsm8k-test", "math": "math-test"}  # benchmark -> its test store, in the block sizes' order
 REPLAYED = ("policy-1", "best-rule")  # the primary comparison's two arms (compare/<store>/...)
 FIRST = 5
+STOPPED = [record for record in LOOKS if record["decision"]["stop"]]  # a look that stopped runs two rounds
+ROUNDS_2 = "rounds-2"  # its two-round secondary's folder, inside the look's
 
 
 def runs(look: int) -> list[Path]:
@@ -105,5 +109,47 @@ def test_the_primary_arms_replay_to_their_committed_episodes(arm, store, tmp_pat
     committed = PAIRED / f"look-{LOOKS[-1]['look']}" / "compare" / store / arm
     config = json.loads((committed / "config.json").read_text())
     monkeypatch.chdir(REPO)  # the policy's shipped name and the rule's path read as when the look was taken
+    assert main(replay_argv(config, tmp_path / "replay", REPO, questions=FIRST)) == 0
+    assert episodes(tmp_path / "replay") == episodes(committed)[:FIRST]
+
+
+@pytest.mark.parametrize("record", STOPPED, ids=lambda record: f"look-{record['look']}")
+def test_the_two_round_secondary_answers_the_looks_questions_as_its_record_says(record):
+    """The registered two-round secondary (PREREGISTRATION.md, amendment 1, "Rounds") of the look that stopped
+    the design: the learned arm and the best rule at two rounds, each answering the look's questions of each
+    store once; team.json's n and accuracy per arm and column are its episodes'; and its provenance names the
+    look's stores and registration."""
+    folder = PAIRED / f"look-{record['look']}" / ROUNDS_2
+    team = json.loads((folder / "team.json").read_text())
+    assert team["rounds"] == 2 and team["arms"] == "primary"
+    cells = {(row["label"], row["column"]): row for row in team["rows"]}
+    results = load_runs([folder])
+    assert sorted(str(r.path.relative_to(folder)) for r in results) == sorted(
+        f"{store}/{arm}" for store in STORES.values() for arm in REPLAYED)
+    pooled: dict[str, list[int]] = defaultdict(list)
+    for result in results:
+        rows = [json.loads(line) for line in (result.path / "episodes.jsonl").read_text().splitlines()]
+        store, size = STORES[result.benchmark], SIZES[list(STORES).index(result.benchmark)]
+        assert json.loads((result.path / "config.json").read_text())["engine"]["rounds"] == 2
+        assert sorted(ids(result.path)) == sorted(first_questions(store, record["look"] * size)), result.path
+        cell = cells[(result.label, f"{result.benchmark}/{result.split}")]
+        assert cell["n"] == len(rows) and cell["accuracy"] == pytest.approx(
+            sum(row["correct"] for row in rows) / len(rows)), result.path
+        pooled[result.label] += [row["correct"] for row in rows]
+    for label, correct in pooled.items():
+        assert (cells[(label, POOLED)]["n"], cells[(label, POOLED)]["accuracy"]) == (
+            len(correct), pytest.approx(sum(correct) / len(correct))), label
+    kept = json.loads((folder / "provenance.json").read_text())
+    assert (kept["stores"], kept["registered"]) == (record["provenance"]["stores"], record["provenance"]["registered"])
+
+
+@pytest.mark.parametrize("store", STORES.values())
+@pytest.mark.parametrize("arm", REPLAYED)
+@pytest.mark.parametrize("record", STOPPED, ids=lambda record: f"look-{record['look']}")
+def test_the_two_round_arms_replay_to_their_committed_episodes(record, arm, store, tmp_path, monkeypatch):
+    """Every round-2 node the secondary generated is in the committed stores: its arms replay offline."""
+    committed = PAIRED / f"look-{record['look']}" / ROUNDS_2 / store / arm
+    config = json.loads((committed / "config.json").read_text())
+    monkeypatch.chdir(REPO)
     assert main(replay_argv(config, tmp_path / "replay", REPO, questions=FIRST)) == 0
     assert episodes(tmp_path / "replay") == episodes(committed)[:FIRST]
