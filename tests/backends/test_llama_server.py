@@ -19,6 +19,12 @@ from deliberation.types import GenerationRequest, Message
 
 pytestmark = pytest.mark.integration
 STARTUP_S = 120.0  # loading a 93 MB model takes seconds; the bound only guards against a hang
+# Two llama.cpp runs of one model agree on greedy tokens but not to the last bit on their log-probabilities:
+# the server evaluates prompt and steps in other batch shapes than the in-process backend, so its logits
+# differ by the build's rounding. Measured on the three answers below (2026-11-28, an AVX2 build): at most
+# 0.15 nats per token, both signs, the same on a rerun. A server that reported its samplers' probabilities
+# instead of the raw logits' (1, log 0, for every greedy token) would be off by whole log-probabilities.
+LOGPROB_NOISE = 0.3
 
 
 def free_port() -> int:
@@ -115,7 +121,10 @@ def test_plain_greedy_answers_equal_the_in_process_backend(llama_server: str, sm
     got = [plain.generate([r])[0] for r in requests]
     assert [c.text for c in got] == [c.text for c in expected]
     assert [server.generate([r])[0].text for r in requests] != [c.text for c in expected]
-    # The log-probability summaries agree too: the server reports the raw logits' log-probabilities.
+    # The log-probability summaries agree too, to the rounding of the build (LOGPROB_NOISE): the server
+    # reports the raw logits' log-probabilities.
     for mine, theirs in zip(got, expected):
         assert mine.summary.tail_bounds == theirs.summary.tail_bounds
-        assert mine.summary.mean == pytest.approx(theirs.summary.mean, abs=0.02)
+        assert mine.summary.tail == pytest.approx(theirs.summary.tail, abs=LOGPROB_NOISE)
+        assert mine.summary.mean == pytest.approx(theirs.summary.mean, abs=LOGPROB_NOISE / 2)
+    assert min(min(c.summary.tail) for c in expected) < -2 * LOGPROB_NOISE  # so reporting log 1 = 0 would fail
