@@ -30,6 +30,10 @@ REPLAYED = ("policy-1", "best-rule")  # the primary comparison's two arms (compa
 FIRST = 5
 STOPPED = [record for record in LOOKS if record["decision"]["stop"]]  # a look that stopped runs two rounds
 ROUNDS_2 = "rounds-2"  # its two-round secondary's folder, inside the look's
+REPLAYED_IN = [PAIRED / f"look-{LOOKS[-1]['look']}" / "compare",
+               *(PAIRED / f"look-{record['look']}" / ROUNDS_2 for record in STOPPED)]
+"""Where the replayed arms' committed runs lie: the last look's comparison at one round and the two-round
+secondary of the look that stopped the design."""
 
 
 def runs(look: int) -> list[Path]:
@@ -105,8 +109,11 @@ def test_looks_md_is_rendered_from_the_records():
 
 @pytest.mark.parametrize("store", STORES.values())
 @pytest.mark.parametrize("arm", REPLAYED)
-def test_the_primary_arms_replay_to_their_committed_episodes(arm, store, tmp_path, monkeypatch):
-    committed = PAIRED / f"look-{LOOKS[-1]['look']}" / "compare" / store / arm
+@pytest.mark.parametrize("part", REPLAYED_IN, ids=lambda part: str(part.relative_to(PAIRED)))
+def test_the_primary_arms_replay_to_their_committed_episodes(part, arm, store, tmp_path, monkeypatch):
+    """At one round and at two: every node the arms read, round-2 nodes the secondary generated among them,
+    is in the committed stores."""
+    committed = part / store / arm
     config = json.loads((committed / "config.json").read_text())
     monkeypatch.chdir(REPO)  # the policy's shipped name and the rule's path read as when the look was taken
     assert main(replay_argv(config, tmp_path / "replay", REPO, questions=FIRST)) == 0
@@ -129,9 +136,9 @@ def test_the_two_round_secondary_answers_the_looks_questions_as_its_record_says(
     pooled: dict[str, list[int]] = defaultdict(list)
     for result in results:
         rows = [json.loads(line) for line in (result.path / "episodes.jsonl").read_text().splitlines()]
-        store, size = STORES[result.benchmark], SIZES[list(STORES).index(result.benchmark)]
+        store, size = STORES[result.benchmark], dict(zip(STORES, SIZES))[result.benchmark]
         assert json.loads((result.path / "config.json").read_text())["engine"]["rounds"] == 2
-        assert sorted(ids(result.path)) == sorted(first_questions(store, record["look"] * size)), result.path
+        assert sorted(row["example_id"] for row in rows) == sorted(first_questions(store, record["look"] * size))
         cell = cells[(result.label, f"{result.benchmark}/{result.split}")]
         assert cell["n"] == len(rows) and cell["accuracy"] == pytest.approx(
             sum(row["correct"] for row in rows) / len(rows)), result.path
@@ -142,14 +149,3 @@ def test_the_two_round_secondary_answers_the_looks_questions_as_its_record_says(
     kept = json.loads((folder / "provenance.json").read_text())
     assert (kept["stores"], kept["registered"]) == (record["provenance"]["stores"], record["provenance"]["registered"])
 
-
-@pytest.mark.parametrize("store", STORES.values())
-@pytest.mark.parametrize("arm", REPLAYED)
-@pytest.mark.parametrize("record", STOPPED, ids=lambda record: f"look-{record['look']}")
-def test_the_two_round_arms_replay_to_their_committed_episodes(record, arm, store, tmp_path, monkeypatch):
-    """Every round-2 node the secondary generated is in the committed stores: its arms replay offline."""
-    committed = PAIRED / f"look-{record['look']}" / ROUNDS_2 / store / arm
-    config = json.loads((committed / "config.json").read_text())
-    monkeypatch.chdir(REPO)
-    assert main(replay_argv(config, tmp_path / "replay", REPO, questions=FIRST)) == 0
-    assert episodes(tmp_path / "replay") == episodes(committed)[:FIRST]
