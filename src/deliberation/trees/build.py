@@ -34,7 +34,7 @@ from deliberation.methods.base import MethodConfig
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.lock import refuse_if_locked
 from deliberation.trees.manifest import TreeManifest
-from deliberation.trees.store import BUSY_FIX, MissingNode, TreeBackend, TreeStore
+from deliberation.trees.store import BUSY_FIX, MissingNode, TreeBackend, TreeStore, split_examples
 from deliberation.actions import Action
 from deliberation.types import Example
 
@@ -45,7 +45,8 @@ class TreeSpec(Workload):
 
     samples: int = 0
     """Round-0 samples recorded per question: at least --agents, more serve self-consistency at k <= K
-    (default: as many as --agents)."""
+    (default: as many as --agents). More than an existing store holds extends it in place: only the missing
+    samples (and their critic calls) are generated, with the seeds a fresh build would give them."""
     methods: tuple[str, ...] = ()
     """Record only the round-1 nodes these methods read (their update prompts, with the critic where one of
     them computes confidence); other methods then replay offline only where they need nothing else.
@@ -164,11 +165,16 @@ def _store(out: str, spec: TreeSpec, inner: Backend, examples: list[Example],
     """The tree store as the build's output, its one writer until left: questions run through a
     ``TreeBackend`` that records their nodes, a built question is marked so (one lacking a node this build
     records is built again: its stored nodes are served, the missing ones generated); the count of built
-    questions."""
-    store = TreeStore.create(out, manifest(spec, inner))
+    questions. The manifest promises what every built question holds: a build that adds samples or methods
+    widens it once no built question lacks them, never before (an interrupted extension promises the old)."""
+    wanted = manifest(spec, inner)
+    store = TreeStore.create(out, wanted)
     try:
         done = frozenset(store.built - lacking(store, examples, spec, updates))
         yield Ledger(done, lambda ex, _: store.mark_built(ex.id), lambda: len(store.built),
                      TreeBackend(store, inner))
+        held = [e for e in split_examples(store, spec.data_dir) if e.id in store.built]
+        if not lacking(store, held, spec, updates):  # built questions outside --limit may still lack some
+            store.complete(wanted)
     finally:
         store.unlock()

@@ -92,6 +92,14 @@ class TreeManifest:
         resumes = self.resumes + ((wanted.command,) if wanted.command and wanted.command not in known else ())
         return replace(self, samples=min(self.samples, wanted.samples), methods=methods, resumes=resumes)
 
+    def completed(self, wanted: "TreeManifest") -> "TreeManifest":
+        """This store's manifest once every built question holds what a build with ``wanted`` records: more
+        round-0 samples (an extension, ``delib tree --samples 12`` on a store of 6) or more methods widen
+        what it promises."""
+        ours, theirs = self.methods, wanted.methods
+        methods = None if ours is None or theirs is None else tuple(dict.fromkeys(ours + theirs))
+        return replace(self, samples=max(self.samples, wanted.samples), methods=methods)
+
     def check_matches(self, wanted: "TreeManifest", path: Path) -> None:
         """Refuse to mix outcomes made under other settings, or questions of another selection, into (or out
         of) one store."""

@@ -149,6 +149,14 @@ class TreeStore:
             self.manifest = updated
             updated.write(self.path)
 
+    def complete(self, wanted: TreeManifest) -> None:
+        """Every built question now holds what a build with ``wanted`` records: the manifest promises it
+        (``TreeManifest.completed``)."""
+        updated = self.manifest.completed(wanted)
+        if updated != self.manifest:
+            self.manifest = updated
+            updated.write(self.path)
+
     def add(self, example_id: str, nodes: Sequence[Node]) -> None:
         """Record ``nodes`` of ``example_id`` durably (one gzip member), skipping keys already held."""
         with self._lock:
