@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from deliberation.cli import ask, compare, run, tools, train, trees
+from deliberation.cli import allocate, ask, compare, run, tools, train, trees
 from deliberation.cli.common import Parser, flag_words
 from deliberation.errors import DelibError
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parsers(sub)
     ask.add_parsers(sub)
     train.add_parsers(sub)
+    allocate.add_parsers(sub)
     trees.add_parsers(sub)
     compare.add_parsers(sub)
     tools.add_parsers(sub)

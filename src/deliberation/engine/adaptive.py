@@ -41,7 +41,8 @@ def settled(keys: Sequence[str | None], threshold: float = THRESHOLD) -> bool:
 
 
 def adaptive_episode(ctx: Context, rng: np.random.Generator) -> Episode:
-    """Samples 0, 1, ... (at most ``ctx.cfg.agents``) until ``settled``; the majority of those drawn."""
+    """Samples 0, 1, ... (at most ``ctx.cfg.agents``) until the spec's stop rule (``settled`` at its threshold)
+    holds; the majority of those drawn."""
     start = time.perf_counter()
     asked = prompts.initial_messages(ctx.question)
     records, turns = [], []
@@ -49,6 +50,6 @@ def adaptive_episode(ctx: Context, rng: np.random.Generator) -> Episode:
         [out] = generate(ctx, [asked], [agent], 0)
         records.append(record_of(ctx, out, True, asked))
         turns.append(turn_of(ctx, agent, 0, None, records[-1], [out]))
-        if settled([r.key for r in records]):
+        if ctx.spec.stop([r.key for r in records]):
             break
     return episode_of(ctx, records, turns, 0, start)

@@ -4,7 +4,7 @@ is computed, a stop rule and the vote weighting (DESIGN.md section 1). Methods d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -55,10 +55,13 @@ class MethodSpec:
     weighted_vote: bool = False
     vote_weights: VoteWeights | None = None
     """Weigh each ballot by its confidence signal (CISC); None: one vote each (``weighted_vote`` aside)."""
+    allocation: Any = None
+    """How many samples a sampling method draws (``allocate.episode.Allocation``: an allocator, its cap and
+    its deliberation); None for every other method. Typed loosely: the engine does not import ``allocate``."""
 
     @property
     def reads_summaries(self) -> bool:
         """Whether it reads completions' log-probability summaries: a vote weighed by one, or a policy whose
         features hold them (``TrainedPolicy.reads_summaries``)."""
         voting = self.vote_weights is not None and self.vote_weights.signal in SUMMARY_SIGNALS
-        return voting or bool(getattr(self.policy, "reads_summaries", False))
+        return voting or any(bool(getattr(part, "reads_summaries", False)) for part in (self.policy, self.allocation))

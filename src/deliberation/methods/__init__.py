@@ -18,12 +18,14 @@ METHODS: dict[str, str] = {
     "cot": "deliberation.methods.cot:METHOD",
     "self-consistency": "deliberation.methods.self_consistency:METHOD",
     "adaptive-consistency": "deliberation.methods.adaptive_consistency:METHOD",
+    "early-stopping-sc": "deliberation.methods.allocate:ESC",
     "cisc": "deliberation.methods.cisc:CRITIC",
     "cisc-logprob": "deliberation.methods.cisc:LOGPROB",
     "debate": "deliberation.methods.debate:METHOD",
     "reconcile": "deliberation.methods.reconcile:METHOD",
     "dylan": "deliberation.methods.dylan:METHOD",
     "mpdf": "deliberation.methods.mpdf:METHOD",
+    "mpdf-allocate": "deliberation.methods.allocate:ALLOCATE",
     **{name: f"deliberation.methods.rules:METHODS[{name}]" for name in FIXED_RULES},  # the fixed rules
     "oracle": "deliberation.methods.oracle:METHOD",
 }

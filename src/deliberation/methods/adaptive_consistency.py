@@ -5,8 +5,12 @@ samples agree enough (engine/adaptive.py); ``--agents`` is the most samples it d
 
 from __future__ import annotations
 
-from deliberation.engine.adaptive import adaptive_episode
-from deliberation.engine.spec import MethodSpec
-from deliberation.methods.base import fixed, samples_only
+from functools import partial
 
-METHOD = fixed(MethodSpec(name="adaptive-consistency", policy=None), engine=samples_only, episode=adaptive_episode)
+from deliberation.engine.adaptive import adaptive_episode, settled
+from deliberation.engine.spec import MethodSpec
+from deliberation.methods.base import Method, samples_only
+
+METHOD = Method(spec=lambda cfg: MethodSpec(name="adaptive-consistency", policy=None,
+                                            stop=partial(settled, threshold=cfg.adaptive_threshold)),
+                engine=samples_only, episode=adaptive_episode, options=frozenset({"adaptive_threshold"}))

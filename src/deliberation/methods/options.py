@@ -23,7 +23,9 @@ class MethodOptions:
     """The method options (see the module docstring); keyword-only, so any record can inherit them."""
 
     policy: str | None = None
-    """mpdf: a policy checkpoint, a path or a shipped name (default: the checkpoint shipped in the package)."""
+    """mpdf: a policy checkpoint, a path or a shipped name (default: the checkpoint shipped in the package);
+    mpdf-allocate: an allocator checkpoint from `delib train-allocator`, a path or a shipped name (default:
+    the allocator trained on qwen2.5-coder-1.5b's training trees)."""
     confidence_threshold: float = 0.7
     """confidence-threshold, agreement-then-confidence (and mpdf's fallback rule): persist at or above this
     critic P(Yes)."""
@@ -37,7 +39,16 @@ class MethodOptions:
     softmax(confidence / T)): low T lets the most confident answer win, high T tends to the plain vote. CISC
     tunes it per model and confidence; ``delib tune-votes`` does on training trees."""
 
+    adaptive_threshold: float = 0.95
+    """adaptive-consistency: stop once the leader's posterior probability of staying the leader (its Beta
+    criterion) exceeds this; 0.95 is the paper's default (Aggarwal et al. 2023). Lower: fewer samples."""
+    esc_window: int = 5
+    """early-stopping-sc: samples a window draws; sampling stops once one window's answers all agree (5 in Li
+    et al. 2024, Figure 1). Smaller: fewer samples."""
+
     def __post_init__(self) -> None:
+        require_number("--adaptive-threshold", self.adaptive_threshold, 0.5, 1, "(a probability above 1/2)")
+        require_number("--esc-window", self.esc_window, 1, 1000, "(samples per window)")
         require_number("--confidence-threshold", self.confidence_threshold, 0, 1,
                        "like the critic's P(Yes) it is compared with")
         require_number("--vote-temperature", self.vote_temperature, 0.001, 1000, "(a softmax temperature)")

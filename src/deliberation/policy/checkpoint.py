@@ -17,7 +17,8 @@ import json
 import os
 import zipfile
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -29,6 +30,23 @@ from deliberation.policy.shipped import checkpoint_path
 
 CHECKPOINT_FORMAT = "deliberation-policy"
 CHECKPOINT_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of checkpoint this format stores: its format mark, what it is called, how to get one, and the
+    module its ``arch`` builds."""
+
+    format: str
+    what: str
+    fix: str
+    build: Callable[[Mapping[str, Any]], torch.nn.Module]
+
+
+POLICY = Kind(CHECKPOINT_FORMAT, "deliberation policy checkpoint",
+              "train one with `delib train` or pass the path of an existing policy.pt", net_from_arch)
+KINDS: list[Kind] = [POLICY]
+"""Every kind of checkpoint (the allocator's joins in ``allocate/network.py``), to name what a file is."""
 _FIELDS = {"arch": dict, "state_dict": dict, "feature_names": list, "feature_version": int, "meta": dict}
 """The fields ``save_policy`` writes besides the format marks, and their types."""
 
@@ -38,7 +56,7 @@ def load_learned(policy: str) -> TrainedPolicy:
     """The policy ``policy`` names (a path or a shipped name), loaded once per process, refusing one
     built for a feature set this build does not register (engine/features.py)."""
     path = Path(checkpoint_path(policy))
-    payload = _read_checkpoint(path)  # read and verified once
+    payload = read_checkpoint(path)  # read and verified once
     found = contract(payload["feature_names"], payload["feature_version"]) or PAPER
     return _policy(path, payload, found.names, found.version)
 
@@ -47,9 +65,15 @@ def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequ
                 feature_version: int, meta: Mapping[str, Any]) -> Path:
     """Write a checkpoint (state dict, architecture, feature contract, ``meta`` of JSON-able values; a
     TypeError names anything else) atomically: a temporary file in the same folder is renamed over ``path``."""
+    return save_checkpoint(path, POLICY, net, feature_names, feature_version, meta)
+
+
+def save_checkpoint(path: str | os.PathLike, kind: Kind, net: torch.nn.Module, feature_names: Sequence[str],
+                    feature_version: int, meta: Mapping[str, Any]) -> Path:
+    """``save_policy`` for any kind of checkpoint (a network with an ``arch()``)."""
     target = Path(path)
     payload = {
-        "format": CHECKPOINT_FORMAT,
+        "format": kind.format,
         "format_version": CHECKPOINT_FORMAT_VERSION,
         "arch": net.arch(),
         "state_dict": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
@@ -66,13 +90,13 @@ def save_policy(path: str | os.PathLike, net: MetaPolicyNet, feature_names: Sequ
 
 def load_policy(path: str | os.PathLike, feature_names: Sequence[str], feature_version: int) -> TrainedPolicy:
     """Load a checkpoint written by ``save_policy``; refuse one trained on other features (DelibError)."""
-    return _policy(Path(path), _read_checkpoint(Path(path)), feature_names, feature_version)
+    return _policy(Path(path), read_checkpoint(Path(path)), feature_names, feature_version)
 
 
 def _policy(path: Path, payload: dict[str, Any], feature_names: Sequence[str], feature_version: int) -> TrainedPolicy:
     """The policy of checkpoint ``payload`` (read from ``path``), refused when trained on other features."""
     _check_features(payload, tuple(feature_names), int(feature_version))
-    net = _net_for(path, payload)
+    net = net_for(path, payload)
     net.load_state_dict(payload["state_dict"])
     net.eval()
     return TrainedPolicy(net=net, feature_names=tuple(feature_names), feature_version=int(feature_version))
@@ -80,27 +104,26 @@ def _policy(path: Path, payload: dict[str, Any], feature_names: Sequence[str], f
 
 def load_meta(path: str | os.PathLike) -> dict[str, Any]:
     """The ``meta`` dict stored in a checkpoint (training config, metrics summary) without building a net."""
-    return dict(_read_checkpoint(Path(path))["meta"])
+    return dict(read_checkpoint(Path(path))["meta"])
 
 
-def _read_checkpoint(path: Path) -> dict[str, Any]:
+def read_checkpoint(path: Path, kind: Kind = POLICY) -> dict[str, Any]:
     """The payload of the checkpoint at ``path``, its archive intact and its fields of the right types."""
     if not path.is_file():
-        raise DelibError(f"policy checkpoint {path} not found; train one with `delib train` or pass the path "
-                         "of an existing policy.pt")
+        raise DelibError(f"{kind.what} {path} not found; {kind.fix}")
     _check_archive(path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # an odd pickle can fail anywhere in the unpickler (IndexError, struct.error, ...)
-        raise DelibError(f"{path} is not a deliberation policy checkpoint (torch.load: {type(err).__name__}); "
-                         "pass a policy.pt written by `delib train`") from err
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise DelibError(f"{path} is not a deliberation policy checkpoint; pass a policy.pt written by "
-                         "`delib train`")
-    for field, kind in _FIELDS.items():
-        if not isinstance(payload.get(field), kind):
-            wrong = "missing" if field not in payload else f"not a {kind.__name__}"
-            raise _damaged(path, f"its {field!r} is {wrong}")
+        raise DelibError(f"{path} is not a {kind.what} (torch.load: {type(err).__name__}); {kind.fix}") from err
+    if not isinstance(payload, dict) or payload.get("format") != kind.format:
+        other = next((k for k in KINDS if isinstance(payload, dict) and payload.get("format") == k.format), None)
+        found = f" but a {other.what}" if other is not None else ""
+        raise DelibError(f"{path} is not a {kind.what}{found}; {kind.fix}")
+    for field, type_ in _FIELDS.items():
+        if not isinstance(payload.get(field), type_):
+            wrong = "missing" if field not in payload else f"not a {type_.__name__}"
+            raise damaged(path, f"its {field!r} is {wrong}")
     return payload
 
 
@@ -113,33 +136,33 @@ def _check_archive(path: Path) -> None:
         raise DelibError(f"{path} is not a deliberation policy checkpoint (no intact zip archive: "
                          f"{type(err).__name__}); pass a policy.pt written by `delib train`") from err
     if bad is not None:
-        raise _damaged(path, f"member {bad} fails its checksum")
+        raise damaged(path, f"member {bad} fails its checksum")
 
 
-def _net_for(path: Path, payload: Mapping[str, Any]) -> MetaPolicyNet:
+def net_for(path: Path, payload: Mapping[str, Any], kind: Kind = POLICY) -> Any:
     """The module the payload's ``arch`` describes, once its state dict fits it: the same keys, the same
     shapes, floating-point tensors, finite values. The shapes come from a module on the ``meta`` device
     (no memory), so a hand-made arch asking for a huge network is refused before anything is allocated."""
     try:
         with torch.device("meta"):
-            expected = net_from_arch(payload["arch"]).state_dict()
+            expected = kind.build(payload["arch"]).state_dict()
     except (DelibError, KeyError, TypeError, ValueError) as err:
-        raise _damaged(path, f"its arch describes no policy network ({err})") from err
+        raise damaged(path, f"its arch describes no policy network ({err})") from err
     stored = payload["state_dict"]
     if set(stored) != set(expected):
         odd = ", ".join(sorted(map(str, set(stored) ^ set(expected))))
-        raise _damaged(path, f"its weights do not fit its arch (keys missing or extra: {odd})")
+        raise damaged(path, f"its weights do not fit its arch (keys missing or extra: {odd})")
     for key, want in expected.items():
         have = stored[key]
         if not isinstance(have, torch.Tensor) or not have.is_floating_point() or have.shape != want.shape:
             got = tuple(have.shape) if isinstance(have, torch.Tensor) else type(have).__name__
-            raise _damaged(path, f"weight {key} is {got}, its arch needs a float tensor of {tuple(want.shape)}")
+            raise damaged(path, f"weight {key} is {got}, its arch needs a float tensor of {tuple(want.shape)}")
         if not bool(torch.isfinite(have).all()):
-            raise _damaged(path, f"weight {key} holds NaN or infinite values")
-    return net_from_arch(payload["arch"])
+            raise damaged(path, f"weight {key} holds NaN or infinite values")
+    return kind.build(payload["arch"])
 
 
-def _damaged(path: Path, what: str) -> DelibError:
+def damaged(path: Path, what: str) -> DelibError:
     """The one line for a checkpoint that cannot be trusted, and the ways out."""
     return DelibError(f"policy checkpoint {path} cannot be used: {what}; copy it again from where it came from "
                       "or retrain with `delib train`")

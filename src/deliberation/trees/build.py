@@ -25,7 +25,7 @@ from deliberation.backends.base import Backend, cache_scope_of
 from deliberation.backends.jobs import Ledger, QuestionJob, run_job
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import Workload
+from deliberation.config import EngineConfig, Workload
 from deliberation.engine import prompts
 from deliberation.engine.loop import act, generate, initial_round, make_context, record_of, score_confidence
 from deliberation.engine.spec import MethodSpec
@@ -66,12 +66,22 @@ def recorded_methods(spec: TreeSpec) -> tuple[str, ...]:
     return spec.methods or tuple(methods.METHODS)
 
 
+def deliberating_spec(name: str) -> MethodSpec | None:
+    """The spec of method ``name`` at its defaults when it deliberates, None for a sampling method (round 0
+    only: self-consistency, the allocators; their specs may need options a default config lacks)."""
+    method = methods.get(name)
+    if method.engine(EngineConfig()).rounds == 0:
+        return None
+    spec = method.spec(MethodConfig())
+    return spec if spec.policy is not None else None
+
+
 def update_specs(names: tuple[str, ...]) -> list[MethodSpec]:
     """One spec per update prompt the methods ``names`` use, with the critic on where any of them uses it."""
     found: dict[Any, MethodSpec] = {}
     for name in names:
-        spec = methods.get(name).spec(MethodConfig())
-        if spec.policy is None:
+        spec = deliberating_spec(name)
+        if spec is None:
             continue
         old = found.get(spec.update)
         found[spec.update] = MethodSpec(f"tree:{name}", ConstantPolicy(Action.REFINE), spec.update,
@@ -84,8 +94,8 @@ def replayable(recorded: Sequence[str]) -> tuple[str, ...]:
     sampling methods (round 0 only, its critic calls always recorded) and those whose update prompt is
     recorded, with the critic where they read it. The others (debate, say) replay offline nowhere."""
     prompts = {spec.update: spec.confidence for spec in update_specs(tuple(recorded))}
-    specs = {name: methods.get(name).spec(MethodConfig()) for name in methods.METHODS}
-    return tuple(name for name, spec in specs.items() if spec.policy is None
+    specs = {name: deliberating_spec(name) for name in methods.METHODS}
+    return tuple(name for name, spec in specs.items() if spec is None
                  or (spec.update in prompts and (prompts[spec.update] or not spec.confidence)))
 
 

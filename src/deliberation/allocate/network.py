@@ -1,0 +1,117 @@
+"""The learned allocator: a small MLP from the state's features to one logit per move, and its checkpoint.
+
+The checkpoint is the project's checkpoint format (``policy/checkpoint.py``: archive checksums, field types,
+weights against the arch, finite values, all verified on load) under its own format mark, so a PERSIST /
+REFINE / CONCEDE policy given where an allocator is wanted (or the reverse) is named for what it is. Its
+``meta`` holds what the episode needs besides the weights: ``step`` (samples a RESAMPLE draws; 0: the team
+size), ``vote`` (None, or the signal and temperature of a weighted final vote) and the training record
+(lambda, training questions, stores).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from deliberation.allocate.moves import MOVES, Move
+from deliberation.allocate.state import FEATURE_NAMES, FEATURE_VERSION, State, features
+from deliberation.errors import DelibError
+from deliberation.policy import checkpoint as ckpt
+from deliberation.policy.shipped import checkpoint_path
+
+
+class AllocatorNet(nn.Module):
+    """features (B, F) -> logits (B, M), M = 2 (STOP, RESAMPLE) or 3 (and DELIBERATE), ``MOVES`` order."""
+
+    def __init__(self, n_features: int, hidden: int = 32, n_moves: int = 2) -> None:
+        super().__init__()
+        if n_features < 1 or hidden < 1 or n_moves not in (2, 3):
+            raise DelibError(f"AllocatorNet needs n_features >= 1, hidden >= 1 and 2 or 3 moves, got "
+                             f"{n_features}, {hidden}, {n_moves}")
+        self.n_features, self.hidden, self.n_moves = n_features, hidden, n_moves
+        self.body = nn.Sequential(nn.Linear(n_features, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                                  nn.Linear(hidden, n_moves))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.body(x)  # (B, M)
+
+    def arch(self) -> dict[str, Any]:
+        return {"n_features": self.n_features, "hidden": self.hidden, "n_moves": self.n_moves}
+
+
+def net_from_arch(arch: Mapping[str, Any]) -> AllocatorNet:
+    return AllocatorNet(int(arch["n_features"]), int(arch["hidden"]), int(arch["n_moves"]))
+
+
+ALLOCATOR = ckpt.Kind("deliberation-allocator", "compute-allocation checkpoint",
+                      "train one with `delib train-allocator` or pass a shipped allocator's name", net_from_arch)
+ckpt.KINDS.append(ALLOCATOR)
+
+
+def allowed(n_moves: int, state: State, opening: bool) -> list[Move]:
+    """The moves open at ``state``: DELIBERATE only to a three-move allocator at its first decision."""
+    return list(MOVES[:n_moves]) if opening and not state.deliberated else list(MOVES[:2])
+
+
+@dataclass(frozen=True)
+class LearnedAllocator:
+    """A trained allocator: greedy over the moves open at a state."""
+
+    net: AllocatorNet
+    step: int
+    meta: Mapping[str, Any]
+    first: int | None = None
+
+    def with_first(self, first: int) -> "LearnedAllocator":
+        """The same allocator drawing ``first`` samples before its first decision (its team)."""
+        return replace(self, first=first)
+
+    def logits(self, state: State) -> np.ndarray:
+        with torch.inference_mode():
+            return self.net(torch.as_tensor(features(state))[None])[0].double().numpy()  # (M,)
+
+    def choose(self, state: State, opening: bool) -> Move:
+        """The open move of the highest logit (the first in ``MOVES`` order among equals)."""
+        scores = self.logits(state)
+        return max(allowed(self.net.n_moves, state, opening), key=lambda m: (scores[MOVES.index(m)], -MOVES.index(m)))
+
+    def decide(self, state: State, rng: np.random.Generator) -> Move:
+        return self.choose(state, False)
+
+    @property
+    def vote(self) -> tuple[str, float] | None:
+        """The weighted final vote it was trained with: (signal, temperature), or None (the plain vote)."""
+        found = self.meta.get("vote")
+        return None if found is None else (str(found[0]), float(found[1]))
+
+
+def save_allocator(path: str | Path, net: AllocatorNet, meta: Mapping[str, Any]) -> Path:
+    """Write an allocator checkpoint; ``meta`` must hold ``step`` (0: the team size) and ``vote``."""
+    if "step" not in meta or "vote" not in meta:
+        raise ValueError("an allocator's meta needs 'step' and 'vote'")
+    return ckpt.save_checkpoint(path, ALLOCATOR, net, FEATURE_NAMES, FEATURE_VERSION, meta)
+
+
+@functools.lru_cache(maxsize=8)
+def load_allocator(name: str) -> LearnedAllocator:
+    """The allocator ``name`` names (a path or a shipped name), verified, refused when it reads other features."""
+    path = Path(checkpoint_path(name))
+    payload = ckpt.read_checkpoint(path, ALLOCATOR)
+    names, version = tuple(payload["feature_names"]), int(payload["feature_version"])
+    if (names, version) != (FEATURE_NAMES, FEATURE_VERSION):
+        raise DelibError(f"{path} reads {len(names)} state features of version {version}, this build computes "
+                         f"{len(FEATURE_NAMES)} of version {FEATURE_VERSION}; retrain it with `delib train-allocator`")
+    net = ckpt.net_for(path, payload, ALLOCATOR)
+    net.load_state_dict(payload["state_dict"])
+    net.eval()
+    meta = payload["meta"]
+    step = meta.get("step")
+    if not isinstance(step, int) or step < 0 or "vote" not in meta:
+        raise ckpt.damaged(path, "its meta lacks a whole 'step' >= 0 or a 'vote'")
+    return LearnedAllocator(net, step, meta)

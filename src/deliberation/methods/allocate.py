@@ -1,0 +1,61 @@
+"""Sampling methods that decide how many samples to draw, through one allocation episode
+(``allocate/episode.py``); ``--agents`` is the most samples they draw, as for adaptive-consistency.
+
+- ``mpdf-allocate``: the learned allocator (``allocate/network.py``; ``--policy``: a checkpoint from
+  ``delib train-allocator``, default the one trained on qwen2.5-coder-1.5b's training trees). Its team of N
+  answers first (N from the checkpoint), then after every draw it chooses STOP or RESAMPLE (one sample or N,
+  as trained) from the vote so far and the samples' answer log-probabilities and checked arithmetic; a
+  three-move checkpoint may also DELIBERATE once, at its first decision: one round of the agreement rule's
+  PERSIST / REFINE / CONCEDE among the team. The vote is plain, or weighted as the checkpoint says.
+- ``early-stopping-sc``: early-stopping self-consistency (ESC; Li et al., ICLR 2024): windows of
+  ``--esc-window`` samples until one window agrees; the vote over every sample drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deliberation.allocate.episode import Allocation, run_allocation
+from deliberation.allocate.moves import WindowRule
+from deliberation.engine.spec import MethodSpec, VoteWeights
+from deliberation.errors import DelibError
+from deliberation.methods.base import Method, MethodConfig, samples_only
+from deliberation.policy import shipped
+from deliberation.policy.rules import AgreementThreshold
+
+DEFAULT_ALLOCATOR = "allocate-qwen2.5-coder-1.5b"
+"""The shipped allocator ``--policy`` defaults to (policy/checkpoints/; docs/results/allocation)."""
+DELIBERATION = MethodSpec(name="agreement-threshold", policy=AgreementThreshold())
+"""What DELIBERATE runs: the agreement rule (persist if a peer agrees, else concede to a pair, else refine),
+the fixed rule of the paper's three actions that beat debate and the learned policy at 1.5B."""
+
+
+def allocator_spec(cfg: MethodConfig) -> MethodSpec:
+    """mpdf-allocate's spec under ``cfg``: the checkpoint loaded and checked against ``--agents``."""
+    from deliberation.allocate.network import load_allocator
+
+    allocator = load_allocator(cfg.policy or DEFAULT_ALLOCATOR)
+    team = int(allocator.meta.get("team", 3))
+    if cfg.engine.agents <= team:
+        raise DelibError(f"mpdf-allocate draws up to --agents samples after its team of {team}; pass --agents "
+                         f"above {team} (it was trained with {allocator.meta.get('limit', 12)})")
+    vote = None if allocator.vote is None else VoteWeights(*allocator.vote)
+    three = allocator.net.n_moves == 3
+    allocation = Allocation(allocator.with_first(team), cfg.engine.agents, DELIBERATION if three else None,
+                            (lambda state: allocator.choose(state, True)) if three else None, reads_summaries=True)
+    return MethodSpec(name="mpdf-allocate", policy=None, vote_weights=vote, allocation=allocation)
+
+
+def _record(cfg: MethodConfig) -> dict[str, Any]:
+    name = cfg.policy or DEFAULT_ALLOCATOR
+    return {"policy_used": f"{name} {shipped.content_hash(shipped.checkpoint_path(name))}"}
+
+
+def _esc_spec(cfg: MethodConfig) -> MethodSpec:
+    return MethodSpec(name="early-stopping-sc", policy=None,
+                      allocation=Allocation(WindowRule(cfg.esc_window), cfg.engine.agents))
+
+
+ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy"}), record=_record,
+                  episode=run_allocation)
+ESC = Method(spec=_esc_spec, engine=samples_only, options=frozenset({"esc_window"}), episode=run_allocation)

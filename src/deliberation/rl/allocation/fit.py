@@ -1,0 +1,88 @@
+"""``delib train-allocator``: train an allocator on training stores and write it with its record.
+
+Reads every built question of each store (``allocate/paths.py``: ``samples`` round-0 samples each, offline),
+trains (``allocate/train.py``) and writes ``OUT/allocator.pt`` (its meta: team, cap, step, vote, lambda,
+the training questions and stores) and ``OUT/training.json`` (the same, and what it and self-consistency
+at every k score and spend on the training questions: in-sample figures, never results). A store of a test
+split is refused unless asked for knowingly: the allocator would learn the questions it is measured on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from deliberation.allocate.network import LearnedAllocator, save_allocator
+from deliberation.rl.allocation.paths import Path as QuestionPath
+from deliberation.rl.allocation.paths import question_paths, simulate
+from deliberation.rl.allocation.train import AllocatorTraining, train
+from deliberation.engine.spec import VoteWeights
+from deliberation.errors import DelibError
+from deliberation.methods.allocate import DELIBERATION
+from deliberation.policy.shipped import sha256_hex
+from deliberation.trees.store import open_store
+from deliberation.types import write_json_atomic
+
+ALLOCATOR_FILE = "allocator.pt"
+RECORD_FILE = "training.json"
+
+
+@dataclass(frozen=True)
+class AllocatorFit:
+    """What ``delib train-allocator`` trains on and writes."""
+
+    trees: tuple[str, ...]
+    out: str
+    training: AllocatorTraining
+    samples: int = 12
+    """Round-0 samples a question holds in the stores: the most an episode draws in training."""
+    vote: VoteWeights | None = None
+    """The final vote's weighting (None: the plain vote)."""
+    allow_test: bool = False
+    """Training on a test split's store learns the questions it is measured on: opt-in only."""
+    command: str = ""
+
+
+def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, moves: int,
+               allow_test: bool = False, data_dir: str | None = None) -> list[QuestionPath]:
+    """Every built question's path in ``trees`` (a deliberation branch for a three-move allocator)."""
+    found: list[QuestionPath] = []
+    for name in trees:
+        store = open_store(name)
+        if store.manifest.split == "test" and not allow_test:
+            raise DelibError(f"{name} holds {store.manifest.benchmark} test questions: an allocator trained on them "
+                             "learns the questions it is measured on; train on a train split's store (or pass "
+                             "--allow-test to do it knowingly)")
+        found += question_paths(store, samples, vote, DELIBERATION if moves == 3 else None, data_dir)
+    return found
+
+
+def fit(spec: AllocatorFit, data_dir: str | None = None) -> Path:
+    """Train and write (see the module docstring); returns the checkpoint's path."""
+    paths = load_paths(spec.trees, spec.samples, spec.vote, spec.training.moves, spec.allow_test, data_dir)
+    net, _ = train(paths, spec.training)
+    team = paths[0].team
+    meta = {"team": team, "limit": spec.samples, "step": spec.training.step,
+            "vote": None if spec.vote is None else [spec.vote.signal, spec.vote.temperature],
+            "training": asdict(spec.training), "stores": list(spec.trees), "command": spec.command,
+            "questions": [p.example_id for p in paths]}
+    out = Path(spec.out)
+    target = save_allocator(out / ALLOCATOR_FILE, net, meta)
+    allocator = LearnedAllocator(net, spec.training.step, meta, first=team)
+    write_json_atomic(out / RECORD_FILE, {**meta, "sha256": sha256_hex(target),
+                                          "in_sample": in_sample(paths, allocator, spec.training.moves == 3)})
+    return target
+
+
+def in_sample(paths: Sequence[QuestionPath], allocator: LearnedAllocator, three: bool) -> dict[str, object]:
+    """What the allocator and self-consistency at each k score and spend on the training questions."""
+    outs = [simulate(p, allocator, (lambda s: allocator.choose(s, True)) if three else None) for p in paths]
+    limit = paths[0].limit
+    return {"accuracy": float(np.mean([o.correct for o in outs])), "tokens": float(np.mean([o.tokens for o in outs])),
+            "samples": float(np.mean([o.drawn for o in outs])), "deliberated": float(np.mean([o.deliberated for o in outs])),
+            "self_consistency": {str(k): {"accuracy": float(np.mean([p.plain.correct[k] for p in paths])),
+                                          "tokens": float(np.mean([p.plain.tokens[k] for p in paths]))}
+                                 for k in range(1, limit + 1)}}

@@ -1,0 +1,163 @@
+"""The compute allocator end to end on the scripted backend: trained from a store, replayed offline by
+``delib evaluate`` exactly as the offline paths simulate it, run online as replayed, and refused in one line
+where it cannot run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from deliberation.allocate.network import AllocatorNet, load_allocator, save_allocator
+from deliberation.allocate.state import FEATURE_NAMES
+from deliberation.cli.main import main
+from deliberation.engine.spec import VoteWeights
+from deliberation.methods.allocate import DELIBERATION
+from deliberation.rl.allocation.paths import question_paths, simulate
+from deliberation.trees.store import open_store
+from replays import episodes
+
+QUESTIONS = 8
+LIMIT = 12
+
+
+def delib(*argv: str) -> int:
+    return main([*argv, "--quiet"] if argv[0] in ("tree", "evaluate", "run") else list(argv))
+
+
+def handmade(path: Path) -> Path:
+    """A three-move allocator with set weights that takes every move: DELIBERATE at the opening when the team
+    disagrees, STOP when every answer agrees, else RESAMPLE one at a time until 7 are drawn."""
+    net = AllocatorNet(len(FEATURE_NAMES), hidden=2, n_moves=3)
+    with torch.no_grad():
+        for layer in net.body:
+            if isinstance(layer, torch.nn.Linear):
+                layer.weight.zero_()
+                layer.bias.zero_()
+        first, second, last = net.body[0], net.body[2], net.body[4]
+        first.weight[0, FEATURE_NAMES.index("drawn")] = 40.0
+        first.bias[0] = -40.0 * 6.5 / 12  # h0 > 0 from 7 draws on
+        first.weight[1, FEATURE_NAMES.index("top_share")] = 40.0
+        first.bias[1] = -40.0 * 0.99  # h1 < 0 unless every sample agrees
+        second.weight.copy_(torch.eye(2) * 10.0)
+        last.weight[0, 0], last.weight[0, 1], last.bias[0] = 6.0, 4.0, 3.0  # STOP from 7 draws on, or when all agree
+        last.weight[2, 1] = -3.0  # DELIBERATE where the team disagrees
+    return save_allocator(path, net, {"team": 3, "limit": LIMIT, "step": 1, "vote": None})
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict[str, Path]:
+    """A store of 12 samples a question; a three-move allocator with set weights (one sample at a time) and a
+    two-move one trained on the store (batches of the team, a weighted vote)."""
+    root = tmp_path_factory.mktemp("allocate")
+    assert delib("tree", "--backend", "scripted", "--split", "train", "--limit", str(QUESTIONS), "--samples",
+                 str(LIMIT), "--methods", "mpdf", "--out", str(root / "store")) == 0
+    assert delib("train-allocator", "--trees", str(root / "store"), "--lam", "0.0", "--step", "0",
+                 "--vote-signal", "logprob-answer", "--vote-temperature", "0.5", "--sft-epochs", "40",
+                 "--rl-epochs", "20", "--out", str(root / "two")) == 0
+    return {"store": root / "store", "three": handmade(root / "three.pt"), "two": root / "two" / "allocator.pt"}
+
+
+def replay(trained: dict[str, Path], policy: str, out: Path) -> list[dict]:
+    assert delib("evaluate", "--trees", str(trained["store"]), "--method", "mpdf-allocate", "--policy",
+                 str(trained[policy]), "--agents", str(LIMIT), "--offline", "--out", str(out)) == 0
+    return episodes(out)
+
+
+@pytest.mark.parametrize("policy", ["three", "two"])
+def test_the_offline_paths_simulate_what_the_replay_runs(trained, tmp_path, policy):
+    allocator = load_allocator(str(trained[policy])).with_first(3)
+    three = allocator.net.n_moves == 3
+    vote = allocator.vote
+    paths = question_paths(open_store(str(trained["store"])), LIMIT, VoteWeights(*vote) if vote else None,
+                           DELIBERATION if three else None)
+    simulated = {p.example_id: simulate(p, allocator, (lambda s: allocator.choose(s, True)) if three else None)
+                 for p in paths}
+    rows = replay(trained, policy, tmp_path / "replay")
+    assert len(rows) == QUESTIONS
+    for row in rows:
+        sim = simulated[row["example_id"]]
+        tokens = sum(t["prompt_tokens"] + t["completion_tokens"] for t in row["turns"])
+        drawn = sum(t["round"] == 0 for t in row["turns"])
+        assert (row["correct"], tokens, drawn, row["rounds_run"] == 1) == (sim.correct, sim.tokens, sim.drawn,
+                                                                           sim.deliberated)
+    if policy == "three":  # every move taken somewhere
+        assert {s.deliberated for s in simulated.values()} == {True, False}
+        assert {s.drawn for s in simulated.values()} == {3, 7}
+
+
+def test_an_online_run_equals_the_replay(trained, tmp_path):
+    out = tmp_path / "online"
+    assert delib("run", "--method", "mpdf-allocate", "--policy", str(trained["three"]), "--backend", "scripted",
+                 "--split", "train", "--limit", str(QUESTIONS), "--agents", str(LIMIT), "--out", str(out)) == 0
+    online = [{k: v for k, v in row.items() if k != "turns"} | {"turns": [{k: v for k, v in t.items() if k != "cached"}
+              for t in row["turns"]]} for row in episodes(out)]
+    replayed = [{k: v for k, v in row.items() if k != "turns"} | {"turns": [{k: v for k, v in t.items() if k != "cached"}
+                for t in row["turns"]]} for row in replay(trained, "three", tmp_path / "replay")]
+    assert online == replayed
+    config = json.loads((out / "config.json").read_text())
+    assert config["policy_used"].startswith(str(trained["three"])) and "sha256:" in config["policy_used"]
+
+
+def test_the_training_record_holds_the_questions_and_self_consistency(trained):
+    record = json.loads((trained["two"].parent / "training.json").read_text())
+    assert len(record["questions"]) == QUESTIONS and record["limit"] == LIMIT and record["team"] == 3
+    assert set(record["in_sample"]["self_consistency"]) == {str(k) for k in range(1, LIMIT + 1)}
+    assert 3 <= record["in_sample"]["samples"] <= LIMIT and len(record["sha256"]) == 64
+
+
+def bad(capsys, *argv: str) -> str:
+    assert delib(*argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+def test_what_it_cannot_run_is_refused_in_one_line(trained, tmp_path, capsys):
+    store = str(trained["store"])
+    run = ("evaluate", "--trees", store, "--method", "mpdf-allocate", "--offline", "--out", str(tmp_path / "x"))
+    assert "pass --agents above 3" in bad(capsys, *run, "--policy", str(trained["three"]))
+    assert "is not a compute-allocation checkpoint but a deliberation policy checkpoint" in bad(
+        capsys, *run, "--policy", "default", "--agents", "12")
+    assert "is not a deliberation policy checkpoint but a compute-allocation checkpoint" in bad(
+        capsys, "evaluate", "--trees", store, "--method", "mpdf", "--policy", str(trained["three"]), "--offline",
+        "--out", str(tmp_path / "y"))
+    assert "extend the store" in bad(capsys, "train-allocator", "--trees", store, "--samples", "13",
+                                     "--out", str(tmp_path / "z"))
+    assert "--moves must be 2" in bad(capsys, "train-allocator", "--trees", store, "--moves", "4",
+                                      "--out", str(tmp_path / "z"))
+
+
+def test_a_test_split_store_is_refused_for_training(tmp_path, capsys):
+    assert delib("tree", "--backend", "scripted", "--limit", "2", "--samples", "4", "--methods", "mpdf",
+                 "--out", str(tmp_path / "test-store")) == 0
+    assert "learns the questions it is measured on" in bad(capsys, "train-allocator", "--trees",
+                                                           str(tmp_path / "test-store"), "--samples", "4",
+                                                           "--out", str(tmp_path / "a"))
+    assert delib("train-allocator", "--trees", str(tmp_path / "test-store"), "--samples", "4", "--allow-test",
+                 "--sft-epochs", "5", "--rl-epochs", "5", "--out", str(tmp_path / "a")) == 0
+
+
+def test_early_stopping_sc_draws_windows_until_one_agrees(trained, tmp_path):
+    for window in (2, 4):
+        out = tmp_path / f"esc-{window}"
+        assert delib("evaluate", "--trees", str(trained["store"]), "--method", "early-stopping-sc", "--agents",
+                     str(LIMIT), "--esc-window", str(window), "--offline", "--out", str(out)) == 0
+        for row in episodes(out):
+            keys = [t["answer"] for t in row["turns"]]
+            windows = [keys[i:i + window] for i in range(0, len(keys), window)]
+            agreed = [w[0] is not None and len(set(w)) == 1 and len(w) == window for w in windows]
+            assert not any(agreed[:-1]) and (agreed[-1] or len(keys) == LIMIT)
+
+
+def test_a_lower_adaptive_threshold_draws_no_more_samples(trained, tmp_path):
+    drawn = {}
+    for threshold in ("0.95", "0.6"):
+        out = tmp_path / threshold
+        assert delib("evaluate", "--trees", str(trained["store"]), "--method", "adaptive-consistency", "--agents",
+                     str(LIMIT), "--adaptive-threshold", threshold, "--offline", "--out", str(out)) == 0
+        drawn[threshold] = {row["example_id"]: len(row["turns"]) for row in episodes(out)}
+    assert all(drawn["0.6"][k] <= drawn["0.95"][k] for k in drawn["0.95"])
+    assert sum(drawn["0.6"].values()) < sum(drawn["0.95"].values())
