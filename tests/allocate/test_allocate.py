@@ -14,7 +14,7 @@ from deliberation.allocate.network import AllocatorNet, load_allocator, save_all
 from deliberation.allocate.state import FEATURE_NAMES
 from deliberation.cli.main import main
 from deliberation.engine.spec import VoteWeights
-from deliberation.methods.allocate import DELIBERATION
+from deliberation.allocate.episode import DELIBERATION
 from deliberation.rl.allocation.paths import question_paths, simulate
 from deliberation.trees.store import open_store
 from replays import episodes

@@ -23,16 +23,20 @@ from deliberation.engine import prompts
 from deliberation.engine.loop import (AgentRecord, Context, deliberation_round, episode_of, generate, make_context,
                                       record_of, turn_of)
 from deliberation.engine.spec import MethodSpec
+from deliberation.policy.rules import AgreementThreshold
 from deliberation.actions import Action
 from deliberation.types import Episode, Turn
 
+DELIBERATION = MethodSpec(name="agreement-threshold", policy=AgreementThreshold())
+"""What DELIBERATE runs: the agreement rule (persist if a peer agrees, else concede to a pair, else refine),
+the fixed rule of the paper's three actions that beat debate and the learned policy at 1.5B."""
 Opening = Callable[[State], Move]
 """The first decision of an allocator that may DELIBERATE there (``LearnedAllocator.choose(state, True)``)."""
 
 
 @dataclass(frozen=True)
 class Allocation:
-    """What a sampling method's spec carries (``MethodSpec.allocation``): its allocator, the most samples it
+    """What a sampling method's spec carries (``MethodSpec.protocol``): its allocator, the most samples it
     draws, and, for an allocator that may DELIBERATE, the deliberation's spec and the first move's chooser."""
 
     allocator: Allocator
@@ -45,7 +49,7 @@ class Allocation:
 
 def run_allocation(ctx: Context, rng: np.random.Generator) -> Episode:
     """The episode of a method whose spec carries an ``Allocation`` (a ``Method.episode``)."""
-    found: Allocation = ctx.spec.allocation
+    found: Allocation = ctx.spec.protocol
     return allocation_episode(ctx, rng, found.allocator, found.limit, found.deliberation, found.opening)
 
 

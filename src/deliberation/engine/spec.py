@@ -55,13 +55,14 @@ class MethodSpec:
     weighted_vote: bool = False
     vote_weights: VoteWeights | None = None
     """Weigh each ballot by its confidence signal (CISC); None: one vote each (``weighted_vote`` aside)."""
-    allocation: Any = None
-    """How many samples a sampling method draws (``allocate.episode.Allocation``: an allocator, its cap and
-    its deliberation); None for every other method. Typed loosely: the engine does not import ``allocate``."""
+    protocol: Any = None
+    """The settings of a method that runs a protocol of its own (``Method.episode``): an allocator's
+    ``allocate.episode.Allocation``, PHP's cap, an optimised communication graph; None for the round loop.
+    Typed loosely: the engine imports none of the packages that define them."""
 
     @property
     def reads_summaries(self) -> bool:
         """Whether it reads completions' log-probability summaries: a vote weighed by one, or a policy whose
         features hold them (``TrainedPolicy.reads_summaries``)."""
         voting = self.vote_weights is not None and self.vote_weights.signal in SUMMARY_SIGNALS
-        return voting or any(bool(getattr(part, "reads_summaries", False)) for part in (self.policy, self.allocation))
+        return voting or any(bool(getattr(part, "reads_summaries", False)) for part in (self.policy, self.protocol))

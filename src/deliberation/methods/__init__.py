@@ -21,6 +21,7 @@ METHODS: dict[str, str] = {
     "early-stopping-sc": "deliberation.methods.allocate:ESC",
     "cisc": "deliberation.methods.cisc:CRITIC",
     "cisc-logprob": "deliberation.methods.cisc:LOGPROB",
+    "php": "deliberation.methods.php:METHOD",
     "debate": "deliberation.methods.debate:METHOD",
     "reconcile": "deliberation.methods.reconcile:METHOD",
     "dylan": "deliberation.methods.dylan:METHOD",

@@ -15,19 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from deliberation.allocate.episode import Allocation, run_allocation
+from deliberation.allocate.episode import DELIBERATION, Allocation, run_allocation
 from deliberation.allocate.moves import WindowRule
 from deliberation.engine.spec import MethodSpec, VoteWeights
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, samples_only
 from deliberation.policy import shipped
-from deliberation.policy.rules import AgreementThreshold
 
 DEFAULT_ALLOCATOR = "allocate-qwen2.5-coder-1.5b"
 """The shipped allocator ``--policy`` defaults to (policy/checkpoints/; docs/results/allocation)."""
-DELIBERATION = MethodSpec(name="agreement-threshold", policy=AgreementThreshold())
-"""What DELIBERATE runs: the agreement rule (persist if a peer agrees, else concede to a pair, else refine),
-the fixed rule of the paper's three actions that beat debate and the learned policy at 1.5B."""
 
 
 def allocator_spec(cfg: MethodConfig) -> MethodSpec:
@@ -43,7 +39,7 @@ def allocator_spec(cfg: MethodConfig) -> MethodSpec:
     three = allocator.net.n_moves == 3
     allocation = Allocation(allocator.with_first(team), cfg.engine.agents, DELIBERATION if three else None,
                             (lambda state: allocator.choose(state, True)) if three else None, reads_summaries=True)
-    return MethodSpec(name="mpdf-allocate", policy=None, vote_weights=vote, allocation=allocation)
+    return MethodSpec(name="mpdf-allocate", policy=None, vote_weights=vote, protocol=allocation)
 
 
 def _record(cfg: MethodConfig) -> dict[str, Any]:
@@ -53,7 +49,7 @@ def _record(cfg: MethodConfig) -> dict[str, Any]:
 
 def _esc_spec(cfg: MethodConfig) -> MethodSpec:
     return MethodSpec(name="early-stopping-sc", policy=None,
-                      allocation=Allocation(WindowRule(cfg.esc_window), cfg.engine.agents))
+                      protocol=Allocation(WindowRule(cfg.esc_window), cfg.engine.agents))
 
 
 ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy"}), record=_record,

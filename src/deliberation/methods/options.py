@@ -46,7 +46,13 @@ class MethodOptions:
     """early-stopping-sc: samples a window draws; sampling stops once one window's answers all agree (5 in Li
     et al. 2024, Figure 1). Smaller: fewer samples."""
 
+    php_max_calls: int = 10
+    """php: the most interactions a question gets (the base answer included); the reference loop has no cap,
+    its paper reports 2.0-2.4 on average (Zheng et al. 2023, Table 8), so 10 ends only loops that never
+    settle."""
+
     def __post_init__(self) -> None:
+        require_number("--php-max-calls", self.php_max_calls, 2, 1000, "(the base answer and one hinted one)")
         require_number("--adaptive-threshold", self.adaptive_threshold, 0.5, 1, "(a probability above 1/2)")
         require_number("--esc-window", self.esc_window, 1, 1000, "(samples per window)")
         require_number("--confidence-threshold", self.confidence_threshold, 0, 1,

@@ -21,7 +21,7 @@ from deliberation.rl.allocation.paths import question_paths, simulate
 from deliberation.rl.allocation.train import AllocatorTraining, train
 from deliberation.engine.spec import VoteWeights
 from deliberation.errors import DelibError
-from deliberation.methods.allocate import DELIBERATION
+from deliberation.allocate.episode import DELIBERATION
 from deliberation.policy.shipped import sha256_hex
 from deliberation.trees.store import open_store
 from deliberation.types import write_json_atomic

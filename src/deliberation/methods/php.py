@@ -1,0 +1,14 @@
+"""Progressive-Hint Prompting (Zheng et al. 2023; ``protocols/php.py``): one agent re-asked with its earlier
+answers as hints until two consecutive answers agree, at most ``--php-max-calls`` interactions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from deliberation.engine.spec import MethodSpec
+from deliberation.methods.base import Method
+from deliberation.protocols.php import php_episode
+
+METHOD = Method(spec=lambda cfg: MethodSpec(name="php", policy=None, protocol=cfg.php_max_calls),
+                engine=lambda e: replace(e, agents=1, rounds=0), options=frozenset({"php_max_calls"}),
+                episode=php_episode)

@@ -1,0 +1,60 @@
+"""Progressive-Hint Prompting (PHP; Zheng et al. 2023, "Progressive-Hint Prompting Improves Reasoning in
+Large Language Models", reference code chuanyang-Zheng/Progressive-Hint, ``main_clean.py``).
+
+One agent answers (the base interaction: round-0 sample 0, the request every method sends first); then it
+is asked again with every earlier answer, oldest first and repeats kept, appended to the question as
+" (Hint: The answer is near to A1, A2, ...)." until the newest answer equals the one before it; that answer
+is the team's. Interaction k is seeded as round k of agent 0.
+
+Departures, each for a reason:
+1. A cap (``--php-max-calls``, default 10): the reference loop has none (``while True``). The paper's Table
+   8 reports 2.0-2.4 interactions on average with GPT-3.5/4, so 10 ends only loops that do not settle; a
+   question the cap ends answers with its last answer, and its episode says so (``rounds_run`` is the cap
+   less one and its last two answers differ).
+2. Zero-shot prompts, the project's own (the same base prompt as every method), where the reference uses 8
+   few-shot exemplars with hints (its PHP prompt files); the hint sentence is the reference's.
+3. Sampling at the run's temperature (0.7 in the tree stores), where the reference decodes greedily by
+   default: our comparisons hold the sampling settings of every method equal.
+4. An unparseable answer is no hint and never agrees (the reference compares cleaned strings, so two empty
+   answers would stop it).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from deliberation.engine import prompts
+from deliberation.engine.loop import Context, episode_of, generate, record_of, turn_of
+from deliberation.actions import Action
+from deliberation.types import Episode, Message
+
+HINT = " (Hint: The answer is near to {})."
+
+
+def hinted(question: str, hints: list[str]) -> tuple[Message, ...]:
+    """The base prompt with the hint sentence after the question (the reference's placement and wording)."""
+    return prompts.initial_messages(question + HINT.format(", ".join(hints)))
+
+
+def php_episode(ctx: Context, rng: np.random.Generator) -> Episode:
+    """The base answer, then hinted answers until two consecutive ones agree or ``ctx.spec.protocol`` (the
+    cap on interactions) is reached."""
+    start = time.perf_counter()
+    cap: int = ctx.spec.protocol
+    asked = prompts.initial_messages(ctx.question)
+    [out] = generate(ctx, [asked], [0], 0)
+    records = [record_of(ctx, out, True, asked)]
+    turns = [turn_of(ctx, 0, 0, None, records[0], [out])]
+    while len(records) < cap and not _agree(records[-2:]):
+        hints = [r.key for r in records if r.key is not None]
+        asked = hinted(ctx.question, hints) if hints else prompts.initial_messages(ctx.question)
+        [out] = generate(ctx, [asked], [0], len(records))
+        records.append(record_of(ctx, out, True, asked))
+        turns.append(turn_of(ctx, 0, len(records) - 1, Action.REFINE, records[-1], [out]))
+    return episode_of(ctx, records[-1:], turns, len(records) - 1, start)
+
+
+def _agree(last: list) -> bool:
+    return len(last) == 2 and last[0].key is not None and last[0].key == last[1].key

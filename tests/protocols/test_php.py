@@ -1,0 +1,74 @@
+"""PHP's stopping rule and hints, on a backend that answers a set sequence: two consecutive equal answers
+stop it, every earlier answer is a hint (oldest first, repeats kept), an unparseable answer neither hints nor
+agrees, and the cap ends a question that never settles."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pytest
+
+from deliberation.config import EngineConfig
+from deliberation.errors import DelibError
+from deliberation.methods import run_method
+from deliberation.methods.options import MethodOptions
+from deliberation.types import Completion, Example, GenerationRequest
+
+EXAMPLE = Example("q1", "What is 6 times 7?", "42")
+
+
+class Sequenced:
+    """Answers the i-th request with the i-th of ``answers`` (None: no answer in the text), keeping requests."""
+
+    name, model, supports_logprobs, cache_scope = "sequenced", "m", False, "m"
+
+    def __init__(self, answers: Sequence[str | None]) -> None:
+        self.answers, self.requests = list(answers), []
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        out = []
+        for r in requests:
+            answer = self.answers[len(self.requests)]
+            self.requests.append(r)
+            text = "I cannot tell." if answer is None else f"Reasoning. The final answer is $\\boxed{{{answer}}}$."
+            out.append(Completion(text, 20, 10))
+        return out
+
+
+def run(answers: Sequence[str | None], **options) -> tuple[object, Sequenced]:
+    backend = Sequenced(answers)
+    episode = run_method("php", EXAMPLE, backend, "gsm8k", EngineConfig(), **options)
+    return episode, backend
+
+
+def user_text(request: GenerationRequest) -> str:
+    return request.messages[-1].content
+
+
+def test_two_consecutive_equal_answers_stop_it_with_every_earlier_answer_as_hint():
+    episode, backend = run(["40", "41", "40", "42", "42", "9"])
+    assert [t.answer for t in episode.turns] == ["40", "41", "40", "42", "42"]
+    assert episode.final_answer == "42" and episode.correct and episode.rounds_run == 4
+    assert "Hint" not in user_text(backend.requests[0])
+    assert user_text(backend.requests[1]).endswith(" (Hint: The answer is near to 40).")
+    assert user_text(backend.requests[4]).endswith(" (Hint: The answer is near to 40, 41, 40, 42).")
+    assert len({r.seed for r in backend.requests}) == 5  # interaction k is its own round's seed
+
+
+def test_an_unparseable_answer_is_no_hint_and_never_agrees():
+    episode, backend = run([None, None, "7", "7"])
+    assert [t.answer for t in episode.turns] == [None, None, "7", "7"]
+    assert "Hint" not in user_text(backend.requests[1])
+    assert user_text(backend.requests[3]).endswith("(Hint: The answer is near to 7).")
+    assert episode.final_answer == "7" and not episode.correct
+
+
+@pytest.mark.parametrize("cap", [2, 5])
+def test_the_cap_ends_a_question_that_never_settles_with_its_last_answer(cap):
+    episode, backend = run([str(i) for i in range(20)], php_max_calls=cap)
+    assert len(backend.requests) == cap and episode.final_answer == str(cap - 1) and episode.rounds_run == cap - 1
+
+
+def test_a_cap_below_two_is_refused():
+    with pytest.raises(DelibError, match="--php-max-calls must be"):
+        MethodOptions(php_max_calls=1)
