@@ -22,6 +22,8 @@ METHODS: dict[str, str] = {
     "cisc": "deliberation.methods.cisc:CRITIC",
     "cisc-logprob": "deliberation.methods.cisc:LOGPROB",
     "php": "deliberation.methods.php:METHOD",
+    "gptswarm": "deliberation.methods.graphs:GPTSWARM",
+    "agentprune": "deliberation.methods.graphs:AGENTPRUNE",
     "debate": "deliberation.methods.debate:METHOD",
     "reconcile": "deliberation.methods.reconcile:METHOD",
     "dylan": "deliberation.methods.dylan:METHOD",

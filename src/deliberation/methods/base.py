@@ -9,7 +9,7 @@ entry, never the method's name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -61,6 +61,9 @@ class Method:
     """Entries the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
     episode: Callable[[Context, np.random.Generator], Episode] = run_episode
     """How an episode runs: the round loop, or another protocol over the engine's parts (adaptive sampling)."""
+    check: Callable[[MethodConfig, Sequence[Example]], None] = lambda cfg, examples: None
+    """Refuses questions the method may not answer under ``cfg`` (a graph optimised on them), before a run
+    writes anything."""
 
     def __post_init__(self) -> None:
         undeclared = sorted(self.options - set(OPTION_NAMES))

@@ -46,6 +46,9 @@ class MethodOptions:
     """early-stopping-sc: samples a window draws; sampling stops once one window's answers all agree (5 in Li
     et al. 2024, Figure 1). Smaller: fewer samples."""
 
+    graph: str | None = None
+    """gptswarm, agentprune: the optimised communication graph (graph.json from `delib optimize-graph`); it
+    refuses the questions it was optimised on."""
     php_max_calls: int = 10
     """php: the most interactions a question gets (the base answer included); the reference loop has no cap,
     its paper reports 2.0-2.4 on average (Zheng et al. 2023, Table 8), so 10 ends only loops that never

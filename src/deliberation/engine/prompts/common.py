@@ -107,9 +107,34 @@ def chat(user: str) -> tuple[Message, ...]:
     return (Message("system", SYSTEM), Message("user", user))
 
 
-def initial_messages(question: str) -> tuple[Message, ...]:
-    """Round 0: answer independently with chain of thought (the same in every prompt set)."""
-    return chat(problem(question))
+def initial_messages(question: str, system: str = SYSTEM) -> tuple[Message, ...]:
+    """Round 0: answer independently with chain of thought (the same in every prompt set; a role-playing
+    protocol may give its own system prompt)."""
+    return (Message("system", system), Message("user", problem(question)))
+
+
+REFERENCE_TASK = ("Use the other agents' solutions as references: check them, then solve the problem step by step "
+                  f"yourself and {_SAME_FORMAT}")
+DECISION_SYSTEM = ("You are the top decision-maker. Given a problem and several agents' solutions, find the most "
+                   "reliable answer: check the solutions, explain which is right and why, then state the final "
+                   "answer.")
+
+
+def referenced(question: str, now: Sequence[str], before: Sequence[str], system: str = SYSTEM) -> Prompt:
+    """A fresh answer that sees other agents' solutions of this round (``now``) and of the last (``before``):
+    a node of a communication graph with predecessors (GPTSwarm, AgentPrune)."""
+    parts = [problem(question)]
+    parts += [f"## Solutions from other agents\n{peers_block(now)}"] if now else []
+    parts += [f"## Solutions from the last round\n{peers_block(before)}"] if before else []
+    user = "\n\n".join([*parts, f"## Task\n{REFERENCE_TASK}"])
+    return Prompt(RequestKind.UPDATE, (Message("system", system), Message("user", user)), "", shown_peers([*now, *before]))
+
+
+def decision(question: str, solutions: Sequence[str]) -> Prompt:
+    """A decision agent's prompt (AgentPrune's FinalRefer): every agent's last solution, pick the right answer."""
+    user = f"{problem(question)}\n\n## Solutions from the agents\n{peers_block(solutions)}"
+    return Prompt(RequestKind.UPDATE, (Message("system", DECISION_SYSTEM), Message("user", user)), "",
+                  shown_peers(solutions))
 
 
 def answered(question: str, text: str) -> tuple[Message, ...]:

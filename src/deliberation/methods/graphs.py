@@ -1,0 +1,55 @@
+"""The methods whose communication graph is optimised (``protocols/designs.py``): ``gptswarm`` and
+``agentprune``, each running the graph ``--graph`` names (from ``delib optimize-graph``), which refuses the
+questions it was optimised on. ``--agents`` must be the graph's; the graph runs its own rounds (config.json
+records them as ``graph_rounds``), so the engine's ``--rounds`` is not used (recorded as 0)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from deliberation.engine.loop import Context
+from deliberation.engine.spec import MethodSpec
+from deliberation.errors import DelibError
+from deliberation.methods.base import Method, MethodConfig
+from deliberation.policy.shipped import content_hash
+from deliberation.protocols.designs import Graph, load_graph, refuse_trained
+from deliberation.protocols.swarm import run_graph
+from deliberation.types import Episode, Example
+
+
+def graph_of(kind: str, cfg: MethodConfig) -> Graph:
+    if cfg.graph is None:
+        raise DelibError(f"{kind} runs an optimised graph: optimise one with `delib optimize-graph --method {kind} "
+                         "...` on training questions, then pass --graph OUT/graph.json")
+    graph = load_graph(cfg.graph, kind)
+    if cfg.engine.agents != graph.agents:
+        raise DelibError(f"{cfg.graph} is a graph of {graph.agents} agents; pass --agents {graph.agents}")
+    return graph
+
+
+def graph_episode(ctx: Context, rng: np.random.Generator) -> Episode:
+    """The method's graph, in its final form, every round."""
+    spatial, temporal = ctx.spec.protocol.final_graphs()
+    return run_graph(ctx, ctx.spec.protocol.layout, spatial, temporal, time.perf_counter())
+
+
+def graph_method(kind: str) -> Method:
+    def check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
+        refuse_trained(graph_of(kind, cfg), examples, str(cfg.graph))
+
+    def record(cfg: MethodConfig) -> dict[str, object]:
+        graph = graph_of(kind, cfg)
+        return {"graph_used": f"{cfg.graph} {content_hash(Path(str(cfg.graph)))}", "graph_rounds": graph.rounds}
+
+    return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
+                  engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
+                  check=check, record=record)
+
+
+GPTSWARM = graph_method("gptswarm")
+AGENTPRUNE = graph_method("agentprune")

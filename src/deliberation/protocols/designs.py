@@ -1,0 +1,127 @@
+"""The learnable communication structures (registry ``DESIGNS``) and their optimised form, ``graph.json``.
+
+- ``gptswarm`` (Zhuge et al., ICML 2024): N agents and a decision node; potential edges are every ordered
+  pair of agents and every agent -> decision; one round; the final graph keeps the edges of probability
+  above 1/2; the decision node votes over its predecessors' answers (its MMLU setup's majority vote).
+  Departures: (1) an agent with predecessors sees their solutions (in the reference's MMLU graph an agent's
+  input node ignores its predecessors, so only agent -> decision edges matter; AgentPrune's re-implementation
+  and the GSM8K ports let agents read them, and so do we, so inter-agent edges are optimised for something);
+  (2) the vote is over extracted answers, ties to the first (the reference breaks ties at random).
+- ``agentprune`` (Zhang et al., ICLR 2025): N agents with the role prompts of its GSM8K setup; spatial edges
+  (every ordered pair, within a round, acyclic) and temporal edges (every pair with self-edges, last round
+  to this one); ``rounds`` rounds; after optimisation, one-shot magnitude pruning of ``prune_rate`` of each
+  edge set, and the final graph is every surviving edge; the decision agent (FinalRefer) reads every agent's
+  last solution. Departures: (1) one prune after the optimisation (the paper's one-shot; the reference's GSM8K
+  script prunes 25% twice, after batches 5 and 10); (2) the final graph is fixed (the reference keeps sampling
+  the surviving edges at test time); (3) the Programming Expert's code is not executed: its answer is read from
+  its text like every agent's; (4) roles paraphrased, zero-shot (the reference's prompts have few-shot
+  examples); (5) two rounds by default, so that temporal edges matter (the reference's GSM8K default is one).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from deliberation.errors import DelibError
+from deliberation.protocols.graph import Edge, final
+from deliberation.protocols.swarm import Layout
+from deliberation.types import Example, write_json_atomic
+
+GRAPH_FORMAT = "deliberation-graph"
+ROLES = (
+    "You are a math expert. Solve the problem step by step, using the other agents' answers as hints where "
+    "they are given, and state the final answer.",
+    "You are a mathematical analyst. First analyse the problem symbolically, naming its quantities with "
+    "letters; then substitute the values, compute, and state the final answer.",
+    "You are a programming expert. Reason step by step and write a Python function that computes the answer; "
+    "then state the value it returns as the final answer.",
+    "You are an inspector. Check the other agents' reasoning, arithmetic and code for mistakes, then give your "
+    "own step-by-step solution and state the final answer.",
+)
+"""AgentPrune's GSM8K roles (Math Solver, Mathematical Analyst, Programming Expert, Inspector), paraphrased;
+agent i plays role i mod 4, as its reference assigns them in order."""
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A communication graph, its edges' logits and masks (optimised or initial) and how it is used."""
+
+    kind: str
+    agents: int
+    rounds: int
+    spatial: tuple[Edge, ...]
+    spatial_logits: tuple[float, ...]
+    spatial_mask: tuple[bool, ...]
+    temporal: tuple[Edge, ...] = ()
+    temporal_logits: tuple[float, ...] = ()
+    temporal_mask: tuple[bool, ...] = ()
+    threshold: float | None = 0.5
+    """The final graph keeps unmasked edges of probability above this (None: every unmasked edge)."""
+    record: dict[str, Any] = field(default_factory=dict)
+    """How it was optimised: settings, training questions, tokens spent (``delib optimize-graph``)."""
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.agents, ROLES if self.kind == "agentprune" else None,
+                      "refer" if self.kind == "agentprune" else "vote")
+
+    def final_graphs(self) -> tuple[list, list]:
+        """The graph of every round after optimisation: (spatial per round, temporal per round)."""
+        spatial = final(self.spatial, self.spatial_logits, self.spatial_mask, True, self.threshold)
+        temporal = final(self.temporal, self.temporal_logits, self.temporal_mask, False, self.threshold)
+        return [spatial] * self.rounds, [temporal] * self.rounds
+
+    def trained_on(self) -> frozenset[str]:
+        return frozenset(self.record.get("questions", {}).get("ids", ()))
+
+
+def initial(kind: str, agents: int, rounds: int) -> Graph:
+    """The unoptimised graph of design ``kind``: every potential edge at probability 1/2, nothing pruned."""
+    pairs = tuple((i, j) for i in range(agents) for j in range(agents) if i != j)
+    if kind == "gptswarm":
+        spatial = pairs + tuple((i, agents) for i in range(agents))
+        return Graph(kind, agents, 1, spatial, (0.0,) * len(spatial), (True,) * len(spatial))
+    if kind == "agentprune":
+        temporal = tuple((i, j) for i in range(agents) for j in range(agents))
+        return Graph(kind, agents, rounds, pairs, (0.0,) * len(pairs), (True,) * len(pairs), temporal,
+                     (0.0,) * len(temporal), (True,) * len(temporal), threshold=None)
+    raise DelibError(f"unknown graph design {kind!r}; choose one of {', '.join(DESIGNS)}")
+
+
+DESIGNS = ("gptswarm", "agentprune")
+
+
+def save_graph(path: Path, graph: Graph) -> None:
+    write_json_atomic(path, {"format": GRAPH_FORMAT, **asdict(graph)})
+
+
+def load_graph(path: str, kind: str) -> Graph:
+    """The optimised graph at ``path``, refused in one line when missing, damaged or of another design."""
+    file = Path(path)
+    if not file.is_file():
+        raise DelibError(f"graph {path} not found; optimise one with `delib optimize-graph --method {kind}`")
+    try:
+        raw = json.loads(file.read_text())
+        if raw.pop("format") != GRAPH_FORMAT:
+            raise ValueError("not a graph file")
+        graph = Graph(**{k: _tupled(v) if k != "record" else v for k, v in raw.items()})
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+        raise DelibError(f"{path} is not a graph from `delib optimize-graph` ({err}); optimise one again") from err
+    if graph.kind != kind:
+        raise DelibError(f"{path} is a {graph.kind} graph, not {kind}'s; pass a graph optimised for {kind}")
+    return graph
+
+
+def _tupled(value: Any) -> Any:
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
+def refuse_trained(graph: Graph, examples: Sequence[Example], path: str) -> None:
+    """Refuse to answer questions the graph was optimised on (its score there would be in-sample)."""
+    seen = [e.id for e in examples if e.id in graph.trained_on()]
+    if seen:
+        raise DelibError(f"{path} was optimised on {len(seen)} of these questions (e.g. {seen[0]}); answer other "
+                         "questions, or optimise on a split that excludes them")

@@ -1,0 +1,105 @@
+"""A communication graph answering one question through the engine (GPTSwarm and AgentPrune).
+
+Nodes 0..N-1 are agents; GPTSwarm's decision node is node N. Each round, the agents run in topological
+order of that round's spatial edges among them, level by level (agents of one level in one batch): an
+agent without predecessors answers the problem alone (in round 0 without a role, this is the round-0 answer
+every method sends, seeded as agent i, so a tree store serves it), one with predecessors sees their
+solutions (this round's over spatial edges, the last round's over temporal ones) and answers afresh. The
+team's answer: GPTSwarm votes over the answers of the agents with an edge to its decision node (none: no
+answer); AgentPrune's decision agent reads every agent's last solution and answers (one more call).
+Requests of agent i in round t are seeded as agent i of round t; the decision call as agent N.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from deliberation.engine import prompts
+from deliberation.engine.loop import AgentRecord, Context, episode_of, generate_as, record_of, turn_of
+from deliberation.engine.prompts.common import Prompt, decision, referenced
+from deliberation.protocols.graph import Edge, Realized
+from deliberation.types import Episode, RequestKind, Turn
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a graph protocol shows its agents: a system prompt per agent (None: the project's own) and how
+    the team's answer is decided (``vote``: GPTSwarm's decision node; ``refer``: AgentPrune's FinalRefer)."""
+
+    agents: int
+    roles: tuple[str, ...] | None = None
+    decision: str = "vote"
+
+    def system(self, agent: int) -> str:
+        return prompts.SYSTEM if self.roles is None else self.roles[agent % len(self.roles)]
+
+
+def levels(agents: int, edges: Sequence[Edge]) -> list[list[int]]:
+    """The agents by depth in the spatial DAG among them: each level after all its predecessors."""
+    inner = [(s, d) for s, d in edges if s < agents and d < agents]
+    depth: dict[int, int] = {}
+    for node in _topological(agents, inner):
+        depth[node] = 1 + max((depth[s] for s, d in inner if d == node), default=-1)
+    return [[n for n in range(agents) if depth[n] == level] for level in range(max(depth.values()) + 1)]
+
+
+def _topological(agents: int, edges: Sequence[Edge]) -> list[int]:
+    """Kahn's order (the smallest ready node first)."""
+    indegree = {n: sum(d == n for _, d in edges) for n in range(agents)}
+    ready, order = sorted(n for n, k in indegree.items() if k == 0), []
+    while ready:
+        node = ready.pop(0)
+        order.append(node)
+        for s, d in edges:
+            if s == node:
+                indegree[d] -= 1
+                if indegree[d] == 0:
+                    ready = sorted([*ready, d])
+    return order
+
+
+def run_graph(ctx: Context, layout: Layout, spatial: Sequence[Realized], temporal: Sequence[Realized],
+              start: float | None = None) -> Episode:
+    """One episode over the graphs of each round (``spatial[t]``, ``temporal[t]``; temporal[0] unused)."""
+    start = time.perf_counter() if start is None else start
+    turns: list[Turn] = []
+    last: list[AgentRecord | None] = [None] * layout.agents
+    for t, graph in enumerate(spatial):
+        now: list[AgentRecord | None] = [None] * layout.agents
+        before = temporal[t].edges if t > 0 else ()
+        for level in levels(layout.agents, graph.edges):
+            asked = [_prompt(ctx, layout, i, graph, before, now, last) for i in level]
+            outs = generate_as(ctx, asked, level, level, [t] * len(level), t)
+            for i, prompt, out in zip(level, asked, outs):
+                now[i] = record_of(ctx, out, True, prompt.messages)
+                turns.append(turn_of(ctx, i, t, None, now[i], [out]))
+        last = now
+    return episode_of(ctx, _decide(ctx, layout, spatial[-1], last, turns, len(spatial)), turns, len(spatial) - 1,
+                      start)
+
+
+def _prompt(ctx: Context, layout: Layout, agent: int, graph: Realized, before: Sequence[Edge],
+            now: Sequence[AgentRecord | None], last: Sequence[AgentRecord | None]) -> Prompt:
+    """Agent ``agent``'s request: alone, or with its predecessors' solutions."""
+    seen_now = [now[s].text for s in graph.predecessors(agent) if s < layout.agents and now[s] is not None]
+    seen_before = [last[s].text for s, d in before if d == agent and last[s] is not None]
+    if not seen_now and not seen_before:
+        return Prompt(RequestKind.ANSWER, prompts.initial_messages(ctx.question, layout.system(agent)))
+    return referenced(ctx.question, seen_now, seen_before, layout.system(agent))
+
+
+def _decide(ctx: Context, layout: Layout, graph: Realized, last: Sequence[AgentRecord | None],
+            turns: list[Turn], rounds: int) -> list[AgentRecord]:
+    """The records the team's vote is over: the decision node's predecessors (GPTSwarm), or the decision
+    agent's own answer (AgentPrune: its call, made as round ``rounds``, appended to ``turns``)."""
+    done = [r for r in last if r is not None]
+    if layout.decision == "vote":
+        voters = [last[s] for s in graph.predecessors(layout.agents) if s < layout.agents and last[s] is not None]
+        return voters or [AgentRecord("", None, None, 0, False)]
+    asked = decision(ctx.question, [r.text for r in done])
+    [out] = generate_as(ctx, [asked], [layout.agents], [layout.agents], [rounds], rounds)
+    record = record_of(ctx, out, True, asked.messages)
+    turns.append(turn_of(ctx, layout.agents, rounds, None, record, [out]))
+    return [record]

@@ -1,0 +1,158 @@
+"""``delib optimize-graph``: learn a communication graph's edges by REINFORCE on training questions.
+
+GPTSwarm's and AgentPrune's shared recipe (their reference code: ``Evaluator.optimize_swarm`` and
+``experiments/run_gsm8k.py``): each iteration takes the next ``batch`` questions (the training questions in
+one seeded permutation, cycled), samples a graph per question (``protocols/graph.sample``, every round its
+own), runs it, and takes the utility u = 1 if the team's answer is right, else 0; the loss is
+-mean(u * log p(graph)), no baseline, and Adam steps the logits at ``lr``. AgentPrune adds its low-rank
+penalty (``--no-low-rank`` drops it) and, after the last iteration, prunes ``prune_rate`` of each edge set
+once. Writes ``OUT/graph.json``: the logits and masks, the settings, the training question ids and the
+tokens spent (``protocols/designs.py`` reads it). A test split is refused unless asked for knowingly. The
+response cache (default ``OUT/responses.sqlite``) makes a rerun after an interruption replay every call
+already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps.
+
+Defaults are each reference's budget: GPTSwarm 200 iterations of 4 questions (``run_mmlu.py``), AgentPrune 10
+(``run_gsm8k.py``'s ``num_iterations``); lr 0.1 and batch 4 in both.
+"""
+
+from __future__ import annotations
+
+from contextlib import closing
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from deliberation import benchmarks
+from deliberation.backends import make_backend
+from deliberation.benchmarks.selection import load_selected
+from deliberation.config import Workload
+from deliberation.engine.loop import make_context
+from deliberation.engine.spec import MethodSpec
+from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.protocols.designs import DESIGNS, Graph, initial, save_graph
+from deliberation.protocols.graph import low_rank_penalty, prune, sample
+from deliberation.protocols.swarm import run_graph
+
+BUDGETS = {"gptswarm": 200, "agentprune": 10}
+"""Iterations of each reference (see the module docstring)."""
+GRAPH_FILE = "graph.json"
+
+
+@dataclass(frozen=True)
+class GraphOptimization(Workload):
+    """What ``delib optimize-graph`` optimises, on which questions, and how."""
+
+    method: str = "gptswarm"
+    """The design: gptswarm or agentprune."""
+    iterations: int = 0
+    """Optimiser steps (0: the reference's budget, GPTSwarm 200, AgentPrune 10)."""
+    batch: int = 4
+    """Questions an iteration, each with its own sampled graph (both references: 4)."""
+    lr: float = 0.1
+    """Adam's learning rate on the edge logits (both references: 0.1)."""
+    prune_rate: float = 0.25
+    """agentprune: the share of each edge set pruned once after optimising (its reference prunes 25% a time)."""
+    low_rank: bool = True
+    """agentprune: add its low-rank penalty (nuclear norm, and the distance to the topology beyond delta)."""
+    allow_test: bool = False
+    """Optimising on a test split learns the questions it is then measured on: opt-in only."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.method not in DESIGNS:
+            raise DelibError(f"--method {self.method!r} has no graph to optimise; choose one of {', '.join(DESIGNS)}")
+        if self.split == "test" and not self.allow_test:
+            raise DelibError("--split test would optimise the graph on the questions it is measured on; optimise "
+                             "on a train split (or pass --allow-test to do it knowingly)")
+        require_at_least("--iterations", self.iterations, 0)
+        require_at_least("--batch", self.batch)
+        require_number("--lr", self.lr, 1e-6, 100)
+        require_number("--prune-rate", self.prune_rate, 0, 1)
+
+    @property
+    def steps(self) -> int:
+        return self.iterations or BUDGETS[self.method]
+
+
+DELTA = 0.1
+"""AgentPrune's delta, the distance to the topology its penalty tolerates (its code's default)."""
+
+
+def optimize(spec: GraphOptimization, out: str) -> Path:
+    """Optimise (see the module docstring); returns the path of graph.json."""
+    bench = benchmarks.get(spec.benchmark)
+    examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
+    graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    cache = spec.cache if spec.cache is not None else str(folder / "responses.sqlite")
+    with closing(make_backend(spec.backend, cache=None if cache == "none" else cache, **spec.backend_options)) as backend:
+        trained, spent = _train(spec, graph, examples, backend, bench)
+    record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
+              "engine": asdict(spec.engine), "steps": spec.steps, "tokens": spent,
+              "questions": {"benchmark": spec.benchmark, "split": spec.split,
+                            "ids": sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})}}
+    save_graph(folder / GRAPH_FILE, replace(trained, record=record))
+    return folder / GRAPH_FILE
+
+
+def _order(examples: list, spec: GraphOptimization) -> list:
+    """The questions in the order iterations take them: one seeded permutation, cycled."""
+    perm = np.random.default_rng(spec.engine.seed).permutation(len(examples))
+    return [examples[i] for i in np.resize(perm, max(len(examples), spec.steps * spec.batch))]
+
+
+def _train(spec: GraphOptimization, graph: Graph, examples: list, backend: Any,
+           bench: Any) -> tuple[Graph, dict[str, int]]:
+    spatial = torch.zeros(len(graph.spatial), requires_grad=True)
+    temporal = torch.zeros(len(graph.temporal), requires_grad=True)
+    opt = torch.optim.Adam([spatial, temporal], lr=spec.lr)
+    rng = np.random.default_rng(spec.engine.seed)
+    order = _order(examples, spec)
+    spent = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "graph_runs": 0}
+    for step in range(spec.steps):
+        terms = []
+        for example in order[step * spec.batch:(step + 1) * spec.batch]:
+            s = [sample(graph.spatial, spatial, graph.spatial_mask, rng) for _ in range(graph.rounds)]
+            t = [sample(graph.temporal, temporal, graph.temporal_mask, rng, acyclic=False) for _ in range(graph.rounds)]
+            ctx = make_context(example, backend, bench, spec.engine, MethodSpec(spec.method, None))
+            episode = run_graph(ctx, graph.layout, s, t)
+            logp = sum(x.logp for x in s) + sum(x.logp for x in t[1:])
+            terms.append(-float(episode.correct) * logp)
+            _count(spent, episode)
+        loss = torch.stack(terms).mean() + _penalty(spec, graph, spatial, temporal)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return _finish(spec, graph, spatial.detach().tolist(), temporal.detach().tolist()), spent
+
+
+def _count(spent: dict[str, int], episode: Any) -> None:
+    spent["prompt_tokens"] += episode.prompt_tokens
+    spent["completion_tokens"] += episode.completion_tokens
+    spent["llm_calls"] += episode.llm_calls
+    spent["graph_runs"] += 1
+
+
+def _penalty(spec: GraphOptimization, graph: Graph, spatial: torch.Tensor, temporal: torch.Tensor) -> torch.Tensor:
+    """AgentPrune's low-rank penalty over both edge sets (0 for GPTSwarm or with ``--no-low-rank``)."""
+    if spec.method != "agentprune" or not spec.low_rank:
+        return torch.zeros(())
+    n = graph.agents
+    square = torch.zeros(n * n)  # the spatial logits laid out as an (n, n) matrix, the diagonal 0 and masked
+    index = torch.tensor([s * n + d for s, d in graph.spatial])
+    square = square.index_put((index,), spatial)
+    topology = torch.ones(n * n) - torch.eye(n).reshape(-1)
+    return low_rank_penalty(square, topology, n, DELTA) + low_rank_penalty(temporal, torch.ones(n * n), n, DELTA)
+
+
+def _finish(spec: GraphOptimization, graph: Graph, spatial: list[float], temporal: list[float]) -> Graph:
+    """The optimised logits, and for AgentPrune the masks after one-shot pruning."""
+    found = replace(graph, spatial_logits=tuple(spatial), temporal_logits=tuple(temporal))
+    if spec.method != "agentprune":
+        return found
+    return replace(found, spatial_mask=tuple(prune(spatial, graph.spatial_mask, spec.prune_rate)),
+                   temporal_mask=tuple(prune(temporal, graph.temporal_mask, spec.prune_rate)))

@@ -1,0 +1,139 @@
+"""GPTSwarm's and AgentPrune's graphs: sampling charges the edges drawn for, the final graph thresholds
+probabilities (not logits), pruning drops the lowest logits, the low-rank penalty has its value, REINFORCE
+finds a known optimum, tokens spent optimising are counted, a rerun retraces the same steps from the cache,
+and an optimised graph refuses its training questions."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Sequence
+
+import numpy as np
+import pytest
+import torch
+
+from deliberation import benchmarks
+from deliberation.cli.main import main
+from deliberation.config import EngineConfig
+from deliberation.protocols.designs import initial
+from deliberation.protocols.graph import final, low_rank_penalty, prune, sample
+from deliberation.rl.graph_optimize import GraphOptimization, _train
+from deliberation.types import Completion, Example, GenerationRequest
+
+
+def test_a_sample_charges_the_edges_drawn_for_and_skips_those_closing_a_cycle():
+    potential = [(0, 1), (1, 0), (1, 2), (2, 0)]
+    logits = torch.tensor([5.0, 5.0, 5.0, -5.0], requires_grad=True)
+    drawn = sample(potential, logits, [True] * 4, np.random.default_rng(0))
+    p = torch.sigmoid(logits.detach())
+    assert drawn.edges == ((0, 1), (1, 2))  # (1, 0) and (2, 0) would close a cycle: skipped, not charged
+    assert float(drawn.logp.detach()) == pytest.approx(math.log(p[0]) + math.log(p[2]))
+    drawn.logp.backward()
+    assert logits.grad[1] == 0 and logits.grad[3] == 0 and logits.grad[0] > 0
+
+
+def test_the_final_graph_thresholds_probabilities_not_logits():
+    potential = [(0, 3), (1, 3), (2, 3)]
+    kept = final(potential, [0.3, -0.1, 0.6], [True, True, False]).edges
+    assert kept == ((0, 3),)  # p(0.3) = 0.57 > 0.5 although 0.3 < 0.5; (2, 3) is masked
+
+
+def test_pruning_drops_the_lowest_logits_of_the_surviving_edges():
+    mask = prune([0.9, -0.2, 0.1, 3.0, -1.0], [True, True, True, True, False], 0.5)
+    assert mask == [True, False, False, True, False]
+    assert prune([0.1, 0.2], [True, True], 0.1) == [False, True]  # at least one
+    assert prune([0.1, 0.2], [True, True], 0.0) == [True, True]
+
+
+def test_the_low_rank_penalty_is_the_nuclear_norm_plus_the_distance_beyond_delta():
+    logits = torch.tensor([3.0, 0.0, 0.0, 4.0])
+    mask = torch.tensor([1.0, 0.0, 0.0, 1.0])
+    distance = math.sqrt(2 ** 2 + 3 ** 2)
+    assert float(low_rank_penalty(logits, mask, 2, 0.1)) == pytest.approx(7.0 + distance - 0.1)
+    assert float(low_rank_penalty(mask, mask, 2, 0.1)) == pytest.approx(2.0)  # at the topology: nuclear only
+
+
+class OneRightAgent:
+    """Agent 0 is always right, every other agent always wrong (its seed's low 4 bits name the agent)."""
+
+    name, model, supports_logprobs, cache_scope = "fixed", "m", False, "m"
+
+    def __init__(self, gold: dict[str, str]) -> None:
+        self.gold, self.calls = gold, 0
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        self.calls += len(requests)
+        out = []
+        for r in requests:
+            answer = self.gold[r.purpose.question] if r.seed % 16 == 0 else "-1"
+            out.append(Completion(f"The final answer is $\\boxed{{{answer}}}$.", 20, 10))
+        return out
+
+
+def test_reinforce_learns_to_keep_the_right_agent_and_drop_the_wrong_ones():
+    bench = benchmarks.get("gsm8k")
+    examples = [Example(f"q{i}", f"What is {i} plus {i}?", str(2 * i)) for i in range(8)]
+    backend = OneRightAgent({bench.format_question(e): e.answer for e in examples})
+    spec = GraphOptimization(method="gptswarm", iterations=40, split="train", engine=EngineConfig(agents=3))
+    graph, spent = _train(spec, initial("gptswarm", 3, 1), examples, backend, bench)
+    probs = dict(zip(graph.spatial, 1 / (1 + np.exp(-np.array(graph.spatial_logits)))))
+    assert probs[(0, 3)] > 0.9 and probs[(1, 3)] < 0.3 and probs[(2, 3)] < 0.3  # from 1/2 each
+    assert final(graph.spatial, graph.spatial_logits, graph.spatial_mask).predecessors(3) == [0]
+    assert spent["llm_calls"] == backend.calls == 40 * 4 * 3
+    assert (spent["prompt_tokens"], spent["completion_tokens"]) == (20 * backend.calls, 10 * backend.calls)
+
+
+def delib(*argv: str) -> int:
+    return main([*argv, "--quiet"] if argv[0] == "run" else list(argv))
+
+
+@pytest.fixture(scope="module")
+def optimised(tmp_path_factory):
+    root = tmp_path_factory.mktemp("graphs")
+    for kind in ("gptswarm", "agentprune"):
+        assert delib("optimize-graph", "--method", kind, "--backend", "scripted", "--limit", "8", "--iterations", "3",
+                     "--rounds", "1", "--out", str(root / kind)) == 0
+    return root
+
+
+def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised):
+    first = (optimised / "agentprune" / "graph.json").read_text()
+    assert (optimised / "agentprune" / "responses.sqlite").is_file()
+    assert delib("optimize-graph", "--method", "agentprune", "--backend", "scripted", "--limit", "8",
+                 "--iterations", "3", "--rounds", "1", "--out", str(optimised / "agentprune")) == 0
+    assert (optimised / "agentprune" / "graph.json").read_text() == first
+    graph = json.loads(first)
+    assert sum(graph["spatial_mask"]) == 6 - 2 and sum(graph["temporal_mask"]) == 9 - 2  # 25% pruned once
+    assert graph["record"]["tokens"]["graph_runs"] == 12 and len(graph["record"]["questions"]["ids"]) == 8
+
+
+@pytest.mark.parametrize("kind", ["gptswarm", "agentprune"])
+def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, tmp_path, capsys, kind):
+    graph = str(optimised / kind / "graph.json")
+    assert delib("run", "--method", kind, "--graph", graph, "--backend", "scripted", "--limit", "4",
+                 "--out", str(tmp_path / "test")) == 0
+    config = json.loads((tmp_path / "test" / "config.json").read_text())
+    assert config["graph_used"].startswith(graph) and config["graph_rounds"] == (1 if kind == "gptswarm" else 2)
+    assert delib("run", "--method", kind, "--graph", graph, "--backend", "scripted", "--split", "train", "--limit",
+                 "4", "--out", str(tmp_path / "train")) == 2
+    assert "was optimised on" in capsys.readouterr().err and not (tmp_path / "train").exists()
+
+
+def test_bad_graphs_and_settings_are_refused_in_one_line(optimised, tmp_path, capsys):
+    swarm = str(optimised / "gptswarm" / "graph.json")
+    cases = [
+        (("run", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "a")), "delib optimize-graph"),
+        (("run", "--method", "agentprune", "--graph", swarm, "--backend", "scripted", "--out", str(tmp_path / "b")),
+         "is a gptswarm graph"),
+        (("run", "--method", "gptswarm", "--graph", swarm, "--agents", "4", "--backend", "scripted",
+          "--out", str(tmp_path / "c")), "pass --agents 3"),
+        (("optimize-graph", "--method", "gptswarm", "--split", "test", "--backend", "scripted",
+          "--out", str(tmp_path / "d")), "--allow-test"),
+        (("optimize-graph", "--method", "debate", "--backend", "scripted", "--out", str(tmp_path / "e")),
+         "no graph to optimise"),
+    ]
+    for argv, needle in cases:
+        assert delib(*argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and "\n" not in err, err
