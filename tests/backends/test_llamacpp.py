@@ -94,6 +94,18 @@ def test_more_requests_than_max_parallel_keep_order(backend: LlamaCppBackend) ->
     assert min(c.latency_s for c in batched[4:]) > max(c.latency_s for c in batched[:4]) > 0
 
 
+def test_requests_of_fewest_max_tokens_wave_together_and_come_back_in_order(backend: LlamaCppBackend) -> None:
+    """A coalesced batch of long samples and one-token critic calls: the short ones fill a wave of their own
+    (before the long ones) instead of holding slots of a long wave; the answers come back in request order."""
+    long = [ask(q, seed=i, temperature=0.7, max_tokens=24) for i, q in enumerate(QUESTIONS + QUESTIONS[:1])]
+    short = [ask(q, max_tokens=1) for q in QUESTIONS + QUESTIONS[:1]]
+    mixed = [r for pair in zip(long, short) for r in pair]  # long, short, long, short, ... (8 > max_parallel 4)
+    out = backend.generate(mixed)
+    assert [c.completion_tokens for c in out[1::2]] == [1] * 4
+    assert [c.text for c in out[0::2]] == [c.text for c in backend.generate(long)]  # the long ones: one wave, as alone
+    assert max(c.latency_s for c in out[1::2]) < min(c.latency_s for c in out[0::2])  # the short wave ran first
+
+
 def test_identical_prompts_are_read_once_and_sample_as_if_read_alone(
     backend: LlamaCppBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -155,17 +155,21 @@ class LlamaCppBackend:
         return self._rt.tokenize(rendered.prompt, add_special=not rendered.added_special)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        """One Completion per request, in order; decoded together in waves of ``max_parallel``."""
+        """One Completion per request, in order; decoded together in waves of ``max_parallel``, the requests of
+        fewest ``max_tokens`` first (stable): a wave lasts as long as its longest sequence, so one-token critic
+        calls batched with samples (a tree build's coalesced questions) would otherwise hold idle slots."""
         with self._lock:
             if self._rt is None:
                 raise DelibError("this LlamaCppBackend was closed; create a new one")
-            seqs = [self._sequence(i, r) for i, r in enumerate(requests)]
+            order = sorted(range(len(requests)), key=lambda i: requests[i].max_tokens)  # short ones wave together
+            seqs = [self._sequence(k, requests[i]) for k, i in enumerate(order)]
             read: dict[tuple[int, ...], tuple[np.ndarray, Any]] = {}  # prompt -> (logits, KV state)
             completions: list[Completion] = []
             start = time.perf_counter()
             for first in range(0, len(seqs), self._max_parallel):
                 completions += self._wave(seqs[first : first + self._max_parallel], read, start)
-            return completions
+            back = {i: c for i, c in zip(order, completions)}
+            return [back[i] for i in range(len(requests))]
 
     def _sequence(self, index: int, request: GenerationRequest) -> SequenceState:
         prompt = self.prompt_tokens(request)

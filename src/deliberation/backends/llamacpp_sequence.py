@@ -53,7 +53,7 @@ def sample(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> 
 class SequenceState:
     """Decoding state of one request while it occupies a sequence slot of the llamacpp backend."""
 
-    index: int  # position of the request in the generate() call
+    index: int  # position of the request in the generate() call's wave order
     request: GenerationRequest
     slot: int  # llama.cpp sequence id
     prompt: list[int]
