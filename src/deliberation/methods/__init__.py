@@ -24,6 +24,8 @@ METHODS: dict[str, str] = {
     "php": "deliberation.methods.php:METHOD",
     "gptswarm": "deliberation.methods.graphs:GPTSWARM",
     "agentprune": "deliberation.methods.graphs:AGENTPRUNE",
+    "aflow-gsm8k": "deliberation.methods.aflow:GSM8K",
+    "aflow-math": "deliberation.methods.aflow:MATH",
     "debate": "deliberation.methods.debate:METHOD",
     "reconcile": "deliberation.methods.reconcile:METHOD",
     "dylan": "deliberation.methods.dylan:METHOD",

@@ -1,0 +1,142 @@
+"""AFlow's operators and the workflows it found for GSM8K and MATH, run as fixed methods (transferred, not
+searched here: AFlow, Zhang et al., ICLR 2025, "AFlow: Automating Agentic Workflow Generation"; reference
+code FoundationAgents/AFlow, ``scripts/operators.py``; the paper's Section 5.2 and Appendix B describe the
+workflows).
+
+Operators (one LLM call each, through the engine, seeded as call k of the question):
+- Custom(input, instruction): the instruction followed by the input, one user message; the reply's text;
+- ScEnsemble(solutions): the solutions lettered A, B, ...; the model names the one whose answer is most
+  frequent; that solution (the first when no letter can be read) is returned verbatim;
+- Programmer(problem, analysis): the model writes a ``solve()`` function; it runs in the project's sandbox
+  (``benchmarks/sandbox``: isolated, no network, 30 s); on an error the error is shown and it tries again,
+  at most 3 times; the value ``solve()`` returns, as text ("" when no attempt ran).
+
+Workflows (the authors' graph files are not public; the structure follows the paper's case study, Section
+5.2 and Figure 6 for GSM8K, Appendix B for MATH, as independent reconstructions agree on them):
+- GSM8K: Custom x5 (a careful-mathematician prompt ending in the bare number) -> ScEnsemble -> Programmer on
+  the chosen solution; the program's output if any, else the chosen solution;
+- MATH: Programmer -> Custom turning the program's output into a boxed solution; a detailed solution, and two
+  generated ones (Custom); ScEnsemble over those four.
+
+Departures: prompts paraphrased, and the problem is shown as this project shows every method (with its answer
+format); sampling at the run's temperature (AFlow's executor decodes at temperature 0); ScEnsemble's letter is
+read from free text (AFlow asks for an XML field).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from deliberation.engine.loop import AgentRecord, Context, episode_of, generate_as, record_of, turn_of
+from deliberation.engine.prompts.common import Prompt
+from deliberation.types import Episode, Message, RequestKind, Turn
+
+MATH_SOLVE = ("You are a highly skilled mathematician. Read the problem carefully; identify the key quantities and "
+              "how they relate; choose the concepts and formulas that apply; solve it step by step, showing all "
+              "work and checking each step; verify the result, by substituting back or another method. End with "
+              "the final answer alone, as an exact number without units.\n\n")
+REFINE_ANSWER = ("Given the problem and the output of code written to solve it, write a complete solution: restate "
+                 "the problem, explain the approach, show the calculation step by step, interpret the code's "
+                 "output, and put the final answer in \\boxed{}.\n\n")
+DETAILED_SOLUTION = ("Write a comprehensive step-by-step solution: restate the problem, name the concepts and "
+                     "theorems it needs, give each step with its reasoning, and put the final answer in "
+                     "\\boxed{}.\n\n")
+GENERATE_SOLUTION = ("Solve the problem: outline the approach and formulas, show the detailed calculation and "
+                     "explain each step, and put the final answer in \\boxed{}.\n\n")
+ENSEMBLE = ("Several solutions to the question below follow, each under a letter. Find the answer that occurs most "
+            "often among them: that is the most reliable one. Explain briefly, then end with the line "
+            "\"Letter: X\", X the letter of a solution holding that answer.\n\n")
+PROGRAM = ("Write complete, self-contained Python code that solves the problem below. Define a function "
+           "solve() with no arguments that computes and returns the answer (a number or a short string); "
+           "do not print, read input, or include tests. Reply with the code in one ```python block.\n\n")
+ATTEMPTS = 3
+"""Programmer's tries (the reference's)."""
+_LETTER = re.compile(r"Letter:\s*\**\(?([A-Z])\b")
+_CODE = re.compile(r"```(?:python)?\n(.*?)```", re.DOTALL)
+OUTPUT_MARK = "__aflow_output__"
+
+
+@dataclass
+class Calls:
+    """The question's context and the calls made so far (each a turn of the episode)."""
+
+    ctx: Context
+    turns: list[Turn] = field(default_factory=list)
+    records: list[AgentRecord] = field(default_factory=list)
+
+    def ask(self, text: str, kind: RequestKind = RequestKind.ANSWER, shown: tuple[str, ...] = ()) -> str:
+        """One call on ``text`` as a user message, seeded as call k; its reply's text."""
+        k = len(self.turns)
+        prompt = Prompt(kind, (Message("user", text),), "", shown)
+        [out] = generate_as(self.ctx, [prompt], [k], [k], [0], 0)
+        record = record_of(self.ctx, out, True, prompt.messages)
+        self.records.append(record)
+        self.turns.append(turn_of(self.ctx, k, 0, None, record, [out]))
+        return out.text
+
+    def custom(self, input_: str, instruction: str) -> str:
+        return self.ask(instruction + input_)
+
+    def sc_ensemble(self, solutions: list[str]) -> str:
+        letters = [chr(ord("A") + i) for i in range(len(solutions))]
+        listed = "\n\n".join(f"{letter}. {s}" for letter, s in zip(letters, solutions))
+        reply = self.ask(f"{ENSEMBLE}Question:\n{self.ctx.question}\n\nSolutions:\n{listed}", RequestKind.UPDATE,
+                         tuple(solutions))
+        found = [a for a in _LETTER.findall(reply) if a in letters]
+        return solutions[letters.index(found[-1])] if found else solutions[0]
+
+    def programmer(self, analysis: str = "None") -> str:
+        feedback = ""
+        for _ in range(ATTEMPTS):
+            reply = self.ask(f"{PROGRAM}Problem:\n{self.ctx.question}\n\nAnalysis:\n{analysis}{feedback}")
+            ok, output = run_solve(reply)
+            if ok:
+                return output
+            feedback = f"\n\nYour previous code failed:\n{output}\nFix it."
+        return ""
+
+
+def run_solve(reply: str) -> tuple[bool, str]:
+    """Run the reply's ``solve()`` in the sandbox: (ran, its value as text) or (False, what went wrong)."""
+    from deliberation.benchmarks.sandbox.run import Limits, run_program
+
+    blocks = _CODE.findall(reply)
+    if not blocks:
+        return False, "no ```python block with a solve() function"
+    result = run_program(f"{blocks[-1]}\nprint({OUTPUT_MARK!r} + str(solve()))", Limits(timeout_s=30.0))
+    found = [line[len(OUTPUT_MARK):] for line in result.output.splitlines() if line.startswith(OUTPUT_MARK)]
+    return (True, found[-1]) if result.passed and found else (False, result.output[-1000:] or result.status)
+
+
+def gsm8k_workflow(calls: Calls) -> str:
+    solutions = [calls.custom(calls.ctx.question, MATH_SOLVE) for _ in range(5)]
+    chosen = calls.sc_ensemble(solutions)
+    output = calls.programmer(chosen)
+    return output if output.strip() else chosen
+
+
+def math_workflow(calls: Calls) -> str:
+    output = calls.programmer()
+    refined = calls.custom(f"{calls.ctx.question}\nCode output: {output}", REFINE_ANSWER)
+    detailed = calls.custom(calls.ctx.question, DETAILED_SOLUTION)
+    generated = [calls.custom(calls.ctx.question, GENERATE_SOLUTION) for _ in range(2)]
+    return calls.sc_ensemble([refined, detailed, *generated])
+
+
+WORKFLOWS: dict[str, Callable[[Calls], str]] = {"gsm8k": gsm8k_workflow, "math": math_workflow}
+"""The transferred workflows by the benchmark they were found on."""
+
+
+def workflow_episode(ctx: Context, rng: np.random.Generator) -> Episode:
+    """The spec's workflow (``ctx.spec.protocol``: a key of ``WORKFLOWS``) on the question; its returned text
+    is the team's answer."""
+    start = time.perf_counter()
+    calls = Calls(ctx)
+    text = WORKFLOWS[ctx.spec.protocol](calls)
+    answer = AgentRecord(text, ctx.bench.key_for(ctx.example, text), None, 0, False)
+    return episode_of(ctx, [answer], calls.turns, 0, start)

@@ -1,0 +1,71 @@
+"""AFlow's transferred workflows on a backend that answers each operator as told: ScEnsemble returns the
+solution whose letter the model names, Programmer runs the model's solve() in the sandbox and retries with
+the error shown, and the GSM8K workflow returns the program's output, else the chosen solution."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+
+from deliberation.config import EngineConfig
+from deliberation.methods import run_method
+from deliberation.protocols.aflow import ENSEMBLE, PROGRAM
+from deliberation.types import Completion, Example, GenerationRequest
+
+EXAMPLE = Example("q1", "What is 6 times 7?", "42")
+
+
+class ByOperator:
+    """Answers a Custom call with ``solution(k)``, an ensemble call with ``letter``, a program call with the
+    next of ``programs``; keeps the prompts."""
+
+    name, model, supports_logprobs, cache_scope = "ops", "m", False, "m"
+
+    def __init__(self, solution: Callable[[int], str], letter: str, programs: Sequence[str]) -> None:
+        self.solution, self.letter, self.programs, self.prompts = solution, letter, list(programs), []
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        out = []
+        for r in requests:
+            text = r.messages[-1].content
+            self.prompts.append(text)
+            if text.startswith(ENSEMBLE):
+                reply = f"Most say the same.\nLetter: {self.letter}"
+            elif text.startswith(PROGRAM):
+                reply = self.programs.pop(0)
+            else:
+                reply = self.solution(len(self.prompts))
+            out.append(Completion(reply, 50, 20))
+        return out
+
+
+def run(backend: ByOperator, method: str = "aflow-gsm8k"):
+    return run_method(method, EXAMPLE, backend, "gsm8k", EngineConfig())
+
+
+def solutions(k: int) -> str:
+    return f"Work for solution {k}. The final answer is {40 + k}."
+
+
+GOOD = "```python\ndef solve():\n    return 6 * 7\n```"
+BROKEN = "```python\ndef solve():\n    return 6 * undefined_name\n```"
+
+
+def test_the_gsm8k_workflow_returns_the_programs_output_and_retries_a_broken_program():
+    backend = ByOperator(solutions, "C", [BROKEN, GOOD])
+    episode = run(backend)
+    assert episode.final_answer == "42" and episode.correct
+    assert len(episode.turns) == 5 + 1 + 2  # five solutions, the ensemble, two program attempts
+    assert "Analysis:\nWork for solution 3." in backend.prompts[6]  # the program sees solution C
+    assert "NameError" in backend.prompts[7] and "failed" in backend.prompts[7]
+
+
+def test_without_a_program_that_runs_it_answers_with_the_chosen_solution():
+    episode = run(ByOperator(solutions, "B", ["no code here"] * 3))
+    assert episode.final_answer == "42" and len(episode.turns) == 5 + 1 + 3  # solution B says 42
+
+
+def test_an_unreadable_letter_chooses_the_first_solution():
+    backend = ByOperator(solutions, "Z", ["no code"] * 3)  # Z names no solution
+    assert run(backend).final_answer == "41"
+
