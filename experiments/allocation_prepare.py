@@ -2,29 +2,32 @@
 
     python experiments/allocation_prepare.py [--stores DIR] [--limit 12] [--out docs/results/allocation/prepare]
 
-Reads the training stores (GSM8K train 100, MATH train 50; ``--limit`` samples a question) and decides, in
-this order, each by what scores best on them (docs/results/allocation/PREREGISTRATION.md says why):
+Reads the training stores (GSM8K train 100, MATH train 50; ``--limit`` samples a question) and records or
+decides, in this order (docs/results/allocation/PREREGISTRATION.md says why):
 
-1. the weighted vote's temperature: the answer-token log-probability vote (CISC's softmax over samples) at
+1. the token price lambda: the allocator trained at each lambda of ``LAMBDAS`` (in-sample accuracy and
+   tokens). Under SoftRankPO any price above 0 ranks a question's equally right trajectories by tokens alone,
+   with full weight, so every positive lambda gives nearly the same stop-early policy; the allocator is
+   trained at lambda 0 (correctness alone, ties share credit) and its budget set by ``stop_at``;
+2. the weighted vote's temperature: the answer-token log-probability vote (CISC's softmax over samples) at
    each temperature of ``TEMPERATURES``, against the plain vote, averaged over self-consistency k = 3..limit;
-2. the step (one sample a RESAMPLE, or a batch of the team) and the vote (plain or the one chosen in 1): by
+3. the step (one sample a RESAMPLE, or a batch of the team) and the vote (plain or the one chosen in 2): by
    5-fold cross-validation over the training questions, the held-out accuracy at the token budget of
-   self-consistency over 6 samples (interpolated along each setting's lambda grid);
-3. lambda: the one whose allocator, trained on every training question, spends what self-consistency over 6
-   samples spends on them (bisection), the primary arm's; its three-move twin (DELIBERATE open) at the same
-   lambda; the allocators of the lambda grid (the secondary curve);
-4. the sampling baselines' knobs: adaptive-consistency's threshold and ESC's window whose training tokens are
-   the nearest to self-consistency over 6 samples' (their grids are fixed here, the curves run every value).
+   self-consistency over 6 samples, interpolated along each setting's ``STOP_AT`` curve;
+4. ``stop_at``: where the allocator trained on every training question spends what self-consistency over
+   6 samples spends on them (bisection), the primary arm's; its three-move twin (DELIBERATE open) likewise;
+5. the sampling baselines' knobs: adaptive-consistency's threshold and ESC's window whose training tokens are
+   the nearest to self-consistency over 6 samples' (the curves run every value of their grids).
 
-Writes OUT/prepare.json (every number above), OUT/checkpoints/*.pt (the primary, its twin, the grid) and
-prints the lines of registered.json. Deterministic: seeds are fixed, training is single-threaded.
+Writes OUT/prepare.json (every number above) and OUT/checkpoints/{primary,deliberate}.pt, and prints the
+choices. Deterministic: seeds are fixed, training is single-threaded.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
@@ -44,12 +47,15 @@ from deliberation.rl.allocation.train import AllocatorTraining, train
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = ("math-train", "gsm8k-train")
 TEMPERATURES = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
-LAMBDAS = (0.0, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.008, 0.012, 0.02, 0.03, 0.05)
+LAMBDAS = (0.0, 0.001, 0.01, 0.1, 0.3, 1.0)
+STOP_AT = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
 THRESHOLDS = (0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 WINDOWS = (2, 3, 4, 5, 6)
 FOLDS = 5
 REFERENCE_K = 6
 SIGNAL = "logprob-answer"
+QUICK = {"TEMPERATURES": (0.1, 1.0), "LAMBDAS": (0.0, 0.1), "FOLDS": 2, "STOP_AT": (0.5, 0.9, 0.99)}
+"""``--quick``: grids small enough to exercise every step in seconds (a smoke test; its numbers mean nothing)."""
 
 
 def mean_outcome(paths: Sequence[QuestionPath], allocator, three: bool = False) -> tuple[float, float]:
@@ -67,6 +73,12 @@ def learned(paths: Sequence[QuestionPath], cfg: AllocatorTraining) -> LearnedAll
     return LearnedAllocator(net, cfg.step, {}, first=paths[0].team)
 
 
+def curve(paths: Sequence[QuestionPath], allocator: LearnedAllocator, three: bool = False) -> list[dict]:
+    """(stop_at, accuracy, tokens) of ``allocator`` on ``paths`` at every operating point of ``STOP_AT``."""
+    return [dict(zip(("stop_at", "accuracy", "tokens"), (x, *mean_outcome(paths, allocator.at(x), three))))
+            for x in STOP_AT]
+
+
 def folds(paths: Sequence[QuestionPath]) -> list[int]:
     """A fold per question: round robin within each benchmark in store order (both benchmarks in every fold)."""
     seen: dict[str, int] = {}
@@ -78,49 +90,38 @@ def folds(paths: Sequence[QuestionPath]) -> list[int]:
 
 
 def at_budget(points: Sequence[tuple[float, float]], budget: float) -> float:
-    """Accuracy at ``budget`` tokens, interpolated linearly along (accuracy, tokens) points sorted by tokens."""
+    """Accuracy at ``budget`` tokens, interpolated linearly along (accuracy, tokens) points (held at the
+    nearest end outside them)."""
     ordered = sorted((t, a) for a, t in points)
-    tokens, accuracy = [t for t, _ in ordered], [a for _, a in ordered]
-    return float(np.interp(budget, tokens, accuracy))
+    return float(np.interp(budget, [t for t, _ in ordered], [a for _, a in ordered]))
 
 
 def cross_validated(paths: Sequence[QuestionPath], step: int, budget: float) -> dict[str, object]:
-    """Held-out (accuracy, tokens) at every lambda, pooled over the folds, and the accuracy at ``budget``."""
+    """Held-out (accuracy, tokens) at every operating point, pooled over the folds (lambda 0), and the
+    accuracy at ``budget`` tokens."""
     fold = folds(paths)
-    curve = []
-    for lam in LAMBDAS:
-        outs = []
-        for f in range(FOLDS):
-            train_on = [p for p, g in zip(paths, fold) if g != f]
-            held = [p for p, g in zip(paths, fold) if g == f]
-            allocator = learned(train_on, AllocatorTraining(lam=lam, step=step))
-            outs += [simulate(p, allocator) for p in held]
-        curve.append((float(np.mean([o.correct for o in outs])), float(np.mean([o.tokens for o in outs]))))
-    return {"curve": [{"lam": lam, "accuracy": a, "tokens": t} for lam, (a, t) in zip(LAMBDAS, curve)],
-            "at_budget": at_budget(curve, budget)}
+    outs: dict[float, list] = {x: [] for x in STOP_AT}
+    for f in range(FOLDS):
+        allocator = learned([p for p, g in zip(paths, fold) if g != f], AllocatorTraining(step=step))
+        for x in STOP_AT:
+            outs[x] += [simulate(p, allocator.at(x)) for p, g in zip(paths, fold) if g == f]
+    points = [(float(np.mean([o.correct for o in outs[x]])), float(np.mean([o.tokens for o in outs[x]])))
+              for x in STOP_AT]
+    return {"curve": [{"stop_at": x, "accuracy": a, "tokens": t} for x, (a, t) in zip(STOP_AT, points)],
+            "at_budget": at_budget(points, budget)}
 
 
-def matched_lambda(paths: Sequence[QuestionPath], cfg: AllocatorTraining, budget: float) -> tuple[float, list]:
-    """The lambda whose allocator trained on ``paths`` spends nearest ``budget`` on them (bisection in log
-    space between the grid's neighbours), and every (lambda, accuracy, tokens) tried."""
-    tried = []
-
-    def spend(lam: float) -> float:
-        acc, tokens = mean_outcome(paths, learned(paths, replace(cfg, lam=lam)))
-        tried.append((lam, acc, tokens))
-        return tokens
-
-    low, high = 0.0, LAMBDAS[-1]
-    spend(low)
-    spend(high)
-    for _ in range(10):
-        mid = (low + high) / 2 if low == 0.0 else float(np.sqrt(low * high))
-        if spend(mid) > budget:
-            low = mid
-        else:
-            high = mid
-    best = min(tried, key=lambda t: (abs(t[2] - budget), t[0]))
-    return best[0], tried
+def matched(paths: Sequence[QuestionPath], allocator: LearnedAllocator, budget: float,
+            three: bool) -> tuple[float, list[tuple[float, float, float]]]:
+    """The operating point in [1/2, 1) where ``allocator`` spends nearest ``budget`` tokens on ``paths``
+    (bisection: tokens grow with stop_at), and every (stop_at, accuracy, tokens) tried."""
+    tried = [(x, *mean_outcome(paths, allocator.at(x), three)) for x in (0.5, 0.9999)]
+    low, high = 0.5, 0.9999
+    for _ in range(14):
+        mid = (low + high) / 2
+        tried.append((mid, *mean_outcome(paths, allocator.at(mid), three)))
+        low, high = (mid, high) if tried[-1][2] < budget else (low, mid)
+    return min(tried, key=lambda t: (abs(t[2] - budget), t[0]))[0], tried
 
 
 def knob(paths: Sequence[QuestionPath], rules: dict, budget: float) -> dict[str, object]:
@@ -129,50 +130,54 @@ def knob(paths: Sequence[QuestionPath], rules: dict, budget: float) -> dict[str,
     return {"grid": found, "matched": min(found, key=lambda k: abs(found[k]["tokens"] - budget))}
 
 
-QUICK = {"TEMPERATURES": (0.1, 1.0), "LAMBDAS": (0.0, 0.005, 0.05), "FOLDS": 2}
-"""``--quick``: grids small enough to exercise every step in seconds (a smoke test; its numbers mean nothing)."""
+def choose_vote(names: list[str], limit: int, plain: Sequence[QuestionPath]) -> tuple[dict[str, float], float]:
+    """Mean self-consistency accuracy over k = 3..limit of the plain vote and of the weighted vote at each
+    temperature, and the best temperature."""
+    votes = {str(t): float(np.mean([sc(load_paths(names, limit, VoteWeights(SIGNAL, t), 2), k)[0]
+                                    for k in range(3, limit + 1)])) for t in TEMPERATURES}
+    votes["plain"] = float(np.mean([sc(plain, k)[0] for k in range(3, limit + 1)]))
+    return votes, max(TEMPERATURES, key=lambda t: votes[str(t)])
+
+
+def arm(name: str, moves: int, chosen: Sequence[QuestionPath], meta: dict, budget: float, out: Path) -> dict:
+    """Train the arm on every training question, set its operating point to ``budget`` tokens, save it."""
+    run = AllocatorTraining(step=meta["step"], moves=moves)
+    net, _ = train(chosen, run)
+    allocator = LearnedAllocator(net, meta["step"], meta, first=chosen[0].team)
+    stop_at, tried = matched(chosen, allocator, budget, moves == 3)
+    path = save_allocator(out / "checkpoints" / f"{name}.pt", net, {**meta, "training": asdict(run), "stop_at": stop_at})
+    accuracy, tokens = mean_outcome(chosen, allocator.at(stop_at), moves == 3)
+    return {"moves": moves, "stop_at": stop_at, "sha256": sha256_hex(path), "accuracy": accuracy, "tokens": tokens,
+            "curve": curve(chosen, allocator, moves == 3),
+            "search": [dict(zip(("stop_at", "accuracy", "tokens"), t)) for t in tried]}
 
 
 def prepare(stores: Path, limit: int, out: Path) -> dict[str, object]:
     names = [str(stores / name) for name in TRAINING]
     plain = load_paths(names, limit, None, 3)
     acc6, budget = sc(plain, REFERENCE_K)
-    votes = {str(t): float(np.mean([sc(load_paths(names, limit, VoteWeights(SIGNAL, t), 2), k)[0]
-                                    for k in range(3, limit + 1)])) for t in TEMPERATURES}
-    votes["plain"] = float(np.mean([sc(plain, k)[0] for k in range(3, limit + 1)]))
-    temperature = max(TEMPERATURES, key=lambda t: votes[str(t)])
+    lambdas = {str(lam): dict(zip(("accuracy", "tokens"), mean_outcome(plain, learned(plain, AllocatorTraining(lam=lam)))))
+               for lam in LAMBDAS}
+    votes, temperature = choose_vote(names, limit, plain)
     weighted = load_paths(names, limit, VoteWeights(SIGNAL, temperature), 3)
     candidates = {(step, vote): cross_validated(weighted if vote else plain, step, budget)
                   for step in (1, 0) for vote in (False, True)}
     step, vote = max(candidates, key=lambda c: (candidates[c]["at_budget"], -c[0], not c[1]))
     chosen = weighted if vote else plain
-    cfg = AllocatorTraining(step=step)
-    lam, tried = matched_lambda(chosen, cfg, budget)
-    meta = {"team": chosen[0].team, "limit": limit, "step": step,
-            "vote": [SIGNAL, temperature] if vote else None, "stores": [f"data/trees/qwen2.5-coder-1.5b/{n}"
-                                                                         for n in TRAINING],
+    meta = {"team": chosen[0].team, "limit": limit, "step": step, "vote": [SIGNAL, temperature] if vote else None,
+            "stores": [f"data/trees/qwen2.5-coder-1.5b/{n}" for n in TRAINING],
             "questions": [p.example_id for p in chosen]}
-    checkpoints = out / "checkpoints"
-    saved = {}
-    for name, moves, lam_ in [("primary", 2, lam), ("deliberate", 3, lam)] + [(f"lam-{x:g}", 2, x) for x in LAMBDAS]:
-        run = replace(cfg, lam=lam_, moves=moves)
-        net, _ = train(chosen, run)
-        path = save_allocator(checkpoints / f"{name}.pt", net, {**meta, "training": asdict(run)})
-        allocator = LearnedAllocator(net, step, meta, first=chosen[0].team)
-        acc, tokens = mean_outcome(chosen, allocator, moves == 3)
-        saved[name] = {"lam": lam_, "moves": moves, "sha256": sha256_hex(path), "accuracy": acc, "tokens": tokens}
     record = {
-        "limit": limit, "reference": {"k": REFERENCE_K, "accuracy": acc6, "tokens": budget},
+        "limit": limit, "questions": len(chosen), "reference": {"k": REFERENCE_K, "accuracy": acc6, "tokens": budget},
         "self_consistency": {str(k): dict(zip(("accuracy", "tokens"), sc(plain, k))) for k in range(1, limit + 1)},
-        "vote_temperatures": votes, "vote_temperature": temperature,
+        "lambdas": lambdas, "lambda": 0.0, "vote_temperatures": votes, "vote_temperature": temperature,
         "cross_validation": {f"step={s or 'team'} vote={'weighted' if v else 'plain'}": c
                              for (s, v), c in candidates.items()},
-        "step": step, "vote": [SIGNAL, temperature] if vote else None, "lambda": lam,
-        "lambda_search": [{"lam": a, "accuracy": b, "tokens": c} for a, b, c in tried],
-        "checkpoints": saved,
+        "step": step, "vote": meta["vote"], "stop_at_grid": list(STOP_AT),
+        "checkpoints": {name: arm(name, moves, chosen, meta, budget, out)
+                        for name, moves in (("primary", 2), ("deliberate", 3))},
         "adaptive_threshold": knob(plain, {t: BetaRule(t) for t in THRESHOLDS}, budget),
         "esc_window": knob(plain, {w: WindowRule(w) for w in WINDOWS}, budget),
-        "questions": len(chosen),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "prepare.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
@@ -189,7 +194,10 @@ def main(argv: list[str]) -> None:
     if args.quick:
         globals().update(QUICK)
     record = prepare(Path(args.stores), args.limit, Path(args.out))
-    print(json.dumps({k: record[k] for k in ("reference", "step", "vote", "lambda", "checkpoints")}, indent=2))
+    shown = {k: record[k] for k in ("reference", "step", "vote", "lambdas")}
+    shown["checkpoints"] = {k: {f: v[f] for f in ("stop_at", "accuracy", "tokens", "sha256")}
+                            for k, v in record["checkpoints"].items()}
+    print(json.dumps(shown, indent=2))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ The checkpoint is the project's checkpoint format (``policy/checkpoint.py``: arc
 weights against the arch, finite values, all verified on load) under its own format mark, so a PERSIST /
 REFINE / CONCEDE policy given where an allocator is wanted (or the reverse) is named for what it is. Its
 ``meta`` holds what the episode needs besides the weights: ``step`` (samples a RESAMPLE draws; 0: the team
-size), ``vote`` (None, or the signal and temperature of a weighted final vote) and the training record
-(lambda, training questions, stores).
+size), ``vote`` (None, or the signal and temperature of a weighted final vote), ``stop_at`` (its operating
+point, default 1/2) and the training record (lambda, training questions, stores).
 """
 
 from __future__ import annotations
@@ -61,25 +61,40 @@ def allowed(n_moves: int, state: State, opening: bool) -> list[Move]:
 
 @dataclass(frozen=True)
 class LearnedAllocator:
-    """A trained allocator: greedy over the moves open at a state."""
+    """A trained allocator: it STOPs once its probability of STOP (over the moves open) reaches ``stop_at``,
+    else takes the likelier of the other open moves. ``stop_at`` is its operating point: 1/2 is the greedy
+    policy, higher draws more. Under SoftRankPO the reward's token price cannot set the budget (any price
+    above 0 ranks a question's equally right trajectories by tokens alone: docs/results/allocation), so the
+    budget is set here, at inference."""
 
     net: AllocatorNet
     step: int
     meta: Mapping[str, Any]
     first: int | None = None
+    stop_at: float = 0.5
 
     def with_first(self, first: int) -> "LearnedAllocator":
         """The same allocator drawing ``first`` samples before its first decision (its team)."""
         return replace(self, first=first)
 
-    def logits(self, state: State) -> np.ndarray:
+    def at(self, stop_at: float | None) -> "LearnedAllocator":
+        """The same allocator at another operating point (None: the checkpoint's)."""
+        return self if stop_at is None else replace(self, stop_at=stop_at)
+
+    def probs(self, state: State, opening: bool) -> dict[Move, float]:
+        """The probability of each open move at ``state``."""
+        moves = allowed(self.net.n_moves, state, opening)
         with torch.inference_mode():
-            return self.net(torch.as_tensor(features(state))[None])[0].double().numpy()  # (M,)
+            logits = self.net(torch.as_tensor(features(state))[None])[0].double()  # (M,)
+        p = torch.softmax(logits[[MOVES.index(m) for m in moves]], -1).numpy()
+        return dict(zip(moves, p.tolist()))
 
     def choose(self, state: State, opening: bool) -> Move:
-        """The open move of the highest logit (the first in ``MOVES`` order among equals)."""
-        scores = self.logits(state)
-        return max(allowed(self.net.n_moves, state, opening), key=lambda m: (scores[MOVES.index(m)], -MOVES.index(m)))
+        probs = self.probs(state, opening)
+        if probs[Move.STOP] >= self.stop_at:
+            return Move.STOP
+        rest = [m for m in probs if m is not Move.STOP]
+        return max(rest, key=lambda m: (probs[m], -MOVES.index(m)))
 
     def decide(self, state: State, rng: np.random.Generator) -> Move:
         return self.choose(state, False)
@@ -112,6 +127,7 @@ def load_allocator(name: str) -> LearnedAllocator:
     net.eval()
     meta = payload["meta"]
     step = meta.get("step")
-    if not isinstance(step, int) or step < 0 or "vote" not in meta:
-        raise ckpt.damaged(path, "its meta lacks a whole 'step' >= 0 or a 'vote'")
-    return LearnedAllocator(net, step, meta)
+    stop_at = meta.get("stop_at", 0.5)
+    if not isinstance(step, int) or step < 0 or "vote" not in meta or not isinstance(stop_at, (int, float)):
+        raise ckpt.damaged(path, "its meta lacks a whole 'step' >= 0, a 'vote' or a numeric 'stop_at'")
+    return LearnedAllocator(net, step, meta, stop_at=float(stop_at))

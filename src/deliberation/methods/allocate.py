@@ -6,7 +6,8 @@
   answers first (N from the checkpoint), then after every draw it chooses STOP or RESAMPLE (one sample or N,
   as trained) from the vote so far and the samples' answer log-probabilities and checked arithmetic; a
   three-move checkpoint may also DELIBERATE once, at its first decision: one round of the agreement rule's
-  PERSIST / REFINE / CONCEDE among the team. The vote is plain, or weighted as the checkpoint says.
+  PERSIST / REFINE / CONCEDE among the team. The vote is plain, or weighted as the checkpoint says;
+  ``--stop-at`` moves its operating point (its probability of STOP needed to stop).
 - ``early-stopping-sc``: early-stopping self-consistency (ESC; Li et al., ICLR 2024): windows of
   ``--esc-window`` samples until one window agrees; the vote over every sample drawn.
 """
@@ -30,7 +31,7 @@ def allocator_spec(cfg: MethodConfig) -> MethodSpec:
     """mpdf-allocate's spec under ``cfg``: the checkpoint loaded and checked against ``--agents``."""
     from deliberation.allocate.network import load_allocator
 
-    allocator = load_allocator(cfg.policy or DEFAULT_ALLOCATOR)
+    allocator = load_allocator(cfg.policy or DEFAULT_ALLOCATOR).at(cfg.stop_at)
     team = int(allocator.meta.get("team", 3))
     if cfg.engine.agents <= team:
         raise DelibError(f"mpdf-allocate draws up to --agents samples after its team of {team}; pass --agents "
@@ -52,6 +53,6 @@ def _esc_spec(cfg: MethodConfig) -> MethodSpec:
                       protocol=Allocation(WindowRule(cfg.esc_window), cfg.engine.agents))
 
 
-ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy"}), record=_record,
+ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy", "stop_at"}), record=_record,
                   episode=run_allocation)
 ESC = Method(spec=_esc_spec, engine=samples_only, options=frozenset({"esc_window"}), episode=run_allocation)

@@ -46,6 +46,9 @@ class MethodOptions:
     """early-stopping-sc: samples a window draws; sampling stops once one window's answers all agree (5 in Li
     et al. 2024, Figure 1). Smaller: fewer samples."""
 
+    stop_at: float | None = None
+    """mpdf-allocate: STOP once the allocator's probability of STOP reaches this (default: the checkpoint's
+    operating point); higher draws more samples, lower fewer."""
     graph: str | None = None
     """gptswarm, agentprune: the optimised communication graph (graph.json from `delib optimize-graph`); it
     refuses the questions it was optimised on."""
@@ -55,6 +58,8 @@ class MethodOptions:
     settle."""
 
     def __post_init__(self) -> None:
+        if self.stop_at is not None:
+            require_number("--stop-at", self.stop_at, 0, 1, "(a probability)")
         require_number("--php-max-calls", self.php_max_calls, 2, 1000, "(the base answer and one hinted one)")
         require_number("--adaptive-threshold", self.adaptive_threshold, 0.5, 1, "(a probability above 1/2)")
         require_number("--esc-window", self.esc_window, 1, 1000, "(samples per window)")
