@@ -6,6 +6,7 @@ No dicts cross module boundaries (DESIGN.md section 2); every record here round-
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import gzip
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from deliberation.actions import Action
-from deliberation.errors import DelibError
+from deliberation.errors import BadText, DelibError, check_json_text, parse_json, utf8, write_error
 
 
 class RequestKind(str, enum.Enum):
@@ -300,8 +301,11 @@ def _coerce(tp: Any, value: Any) -> Any:
 
 def strict_json(data: Any, **options: Any) -> str:
     """``json.dumps`` as every file the project writes uses it: NaN and infinity raise ValueError instead of
-    being written as the bare ``NaN`` that strict JSON readers (jq, JavaScript, Go) reject."""
-    return json.dumps(data, allow_nan=False, **options)
+    being written as the bare ``NaN`` that strict JSON readers (jq, JavaScript, Go) reject, and a lone
+    surrogate is BadText (``errors.parse_json`` would refuse to read it back)."""
+    text = json.dumps(data, allow_nan=False, **options)
+    check_json_text(text, data)
+    return text
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -310,10 +314,39 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file and a rename, so readers never see half a file."""
+    """Write ``text`` (UTF-8) through a temporary file and a rename, so readers never see half a file; a
+    write the file system refuses (a full disk) leaves the old file and no temporary one, and is a DelibError
+    naming the cause (``errors.write_error``)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):  # nothing of ours to remove (a name too long, a folder)
+            tmp.unlink(missing_ok=True)
+        raise write_error(err, path) from err
+
+
+def append_durably(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` (made if missing) and fsync it, so a killed writer tears at most this
+    append. A write the file system refuses (a full disk) is cut off again, so the file ends where it ended,
+    and is a DelibError naming the cause (``errors.write_error``)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise write_error(err, path) from err
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError as err:
+            os.ftruncate(fd, size)
+            raise write_error(err, path) from err
+    finally:
+        os.close(fd)
 
 
 # --- append-only gzip JSONL (rollout files, deliberation trees) --------------------------------------
@@ -353,12 +386,12 @@ def read_gzip_lines(path: Path, command: str, repair: bool = False,
     good = seen = 0  # end of the last member read whole, lines read
     try:
         for end, chunk in _members(path.read_bytes()):
-            lines = chunk.decode().splitlines()
-            rows += [(seen + n, json.loads(line)) for n, line in enumerate(lines, start=1) if line.strip()]
+            lines = utf8(chunk).splitlines()
+            rows += [(seen + n, parse_json(line)) for n, line in enumerate(lines, start=1) if line.strip()]
             good, seen = end, seen + len(lines)
-    except (zlib.error, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DelibError(f"{path} is corrupt after byte {good} ({type(err).__name__}: not what `{command}` "
-                         f"writes); restore it from a copy or rerun `{command}` into a new --out") from err
+    except (zlib.error, BadText) as err:
+        raise DelibError(f"{path} is corrupt after byte {good} ({' '.join(str(err).split())}: not what "
+                         f"`{command}` writes); restore it from a copy or rerun `{command}` into a new --out") from err
     size = path.stat().st_size
     if good < size and not repair:
         raise DelibError(f"{path} ends in an incomplete record (bytes {good}-{size}: `{command}` killed while "
@@ -382,9 +415,6 @@ def _gzip_record(path: Path, command: str, number: int, row: Any,
 
 
 def append_gzip_line(path: Path, row: dict[str, Any]) -> None:
-    """Append one JSON line as its own gzip member, durably (a killed writer tears at most that member)."""
-    blob = gzip.compress((strict_json(row, separators=(",", ":")) + "\n").encode())
-    with open(path, "ab") as f:
-        f.write(blob)
-        f.flush()
-        os.fsync(f.fileno())
+    """Append one JSON line as its own gzip member, durably (``append_durably``: a killed writer tears at most
+    that member, a full disk none)."""
+    append_durably(path, gzip.compress((strict_json(row, separators=(",", ":")) + "\n").encode()))

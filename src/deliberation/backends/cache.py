@@ -20,7 +20,8 @@ change an episode silently or fail in decoding. Each row's text therefore has it
 and writing the same file: its rows just have none). A row whose checksum does not match, or that does not
 decode, is damaged: it is never served but deleted and treated as a miss (generated again and stored anew),
 with one warning per ``CachedBackend`` naming the file. A row without a checksum (written before they
-existed, or by an older version) is served as before.
+existed, or by an older version) is served as before. A completion with no content (empty or whitespace
+only: a server that failed mid-answer) is returned but never stored, so a rerun asks again.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from deliberation.backends.base import Backend, cache_scope_of, interrupt
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, make_folder, parse_json, utf8
 from deliberation.types import Completion, GenerationRequest, from_json, to_json
 
 CACHE_FILE = "responses.sqlite"
@@ -101,7 +102,7 @@ def request_key(backend: str, model: str, request: GenerationRequest) -> str:
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open (creating if needed) the cache database at ``path`` in WAL mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     try:
         conn = sqlite3.connect(str(path), timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
@@ -115,10 +116,28 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+_ELSEWHERE = "or pass --cache another file (or --cache none), then rerun: the responses it holds are kept"
+_SQLITE_CAUSES = {
+    sqlite3.SQLITE_FULL: f"no space is left on its disk; free space there, {_ELSEWHERE}",
+    sqlite3.SQLITE_IOERR: f"its disk refused a read or write (full, or failing); free space or check it, {_ELSEWHERE}",
+    sqlite3.SQLITE_CANTOPEN: "SQLite cannot open it or its journal beside it (a folder in its place, a name too "
+                             "long); pass --cache a file you can write, or --cache none",
+    sqlite3.SQLITE_READONLY: f"it is read-only; make it writable, {_ELSEWHERE}",
+    sqlite3.SQLITE_PERM: f"it is read-only; make it writable, {_ELSEWHERE}",
+    sqlite3.SQLITE_BUSY: f"another process has held it for over a minute; wait for that process, {_ELSEWHERE}",
+    sqlite3.SQLITE_LOCKED: f"another process has held it for over a minute; wait for that process, {_ELSEWHERE}",
+}
+"""What each SQLite primary result code means for the cache, and the fix; any other (damage: "database disk
+image is malformed", "file is not a database") is fixed by deleting the file (``unusable``)."""
+
+
 def unusable(path: Path, err: sqlite3.DatabaseError) -> DelibError:
-    """The one line for a cache SQLite cannot read or write (e.g. "database disk image is malformed" when
-    its pages are damaged), with the ways out: the file only saves LLM calls, so deleting it loses nothing
-    a rerun cannot regenerate."""
+    """The one line for a cache SQLite cannot use, by what SQLite says went wrong: a full disk, a file it
+    cannot open or write, another process holding it (``_SQLITE_CAUSES``), or damage, whose fix is deleting
+    it: the file only saves LLM calls, so that loses nothing a rerun cannot regenerate."""
+    cause = _SQLITE_CAUSES.get((getattr(err, "sqlite_errorcode", None) or 0) & 0xFF)
+    if cause is not None:
+        return DelibError(f"the response cache {path} cannot be used ({err}): {cause}")
     return DelibError(f"the response cache {path} is unusable ({err}); delete it (its responses are generated "
                       "again) or run without a response cache")
 
@@ -187,7 +206,7 @@ class CachedBackend:
                 "requests; the backend must return one completion per request"
             )
         fresh = dict(zip(missing, completions))
-        self._store(fresh)
+        self._store({k: c for k, c in fresh.items() if c.text.strip()})  # no content: never stored
         return fresh
 
     def _lookup(self, keys: list[str]) -> dict[str, Completion]:
@@ -259,7 +278,7 @@ def _verified(stored: object, digest: object) -> Completion | None:
     if not isinstance(stored, bytes) or (digest is not None and digest != _checksum(stored)):
         return None
     try:
-        completion: Completion = from_json(Completion, json.loads(stored.decode("utf-8")))
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError):  # UnicodeDecodeError is a ValueError
+        completion: Completion = from_json(Completion, parse_json(utf8(stored)))
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError):  # errors.BadText is a ValueError
         return None
     return dataclasses.replace(completion, cached=True)

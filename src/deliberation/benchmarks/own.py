@@ -32,7 +32,7 @@ from typing import Sequence
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.helpers import numeric, sources
 from deliberation.benchmarks.helpers.sources import Row
-from deliberation.errors import DelibError
+from deliberation.errors import BadText, DelibError, clean_text
 from deliberation.registry import lookup
 from deliberation.types import Example
 
@@ -106,6 +106,11 @@ def asked_example(question: str, answer_type: str, choices: Sequence[str] = ()) 
     the agents would answer something nobody asked."""
     if not question.strip():
         raise DelibError('the question is empty; pass it in quotes, e.g. delib ask "What is 17 * 24?"')
+    for what, text in (("the question", question), *((f"choice {i}", c) for i, c in enumerate(choices, start=1))):
+        try:
+            clean_text(text)
+        except BadText as err:
+            raise DelibError(f"{what} is {err}; pass it as valid Unicode (UTF-8)") from None
     if choices and not (answer_type == "choice" and 2 <= len(choices) <= len(LETTERS)):
         raise DelibError(f"choices go with --answer-type choice, 2 to 4 of them (got {len(choices)} for "
                          f"{answer_type}); or list the options in the question")
@@ -127,6 +132,10 @@ class OwnData(Benchmark):
         self.answer_type, self.path = answer_type, path
         self.name = ask_name(answer_type) if path is None else file_name(answer_type, path)
         self.answer_instruction = self.scorer.answer_instruction
+
+    def data_file(self, split: str) -> str | None:
+        """None: the questions are in the file the benchmark's name gives, not in a data directory."""
+        return None
 
     def load(self, split: str, limit: int | None = None, data_dir: str | None = None) -> list[Example]:
         """The file's records in order (asked questions: none, they come one at a time)."""

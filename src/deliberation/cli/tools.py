@@ -55,12 +55,12 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from deliberation.errors import make_folder
     from deliberation.perf import run_bench
-    from deliberation.types import strict_json
+    from deliberation.types import strict_json, write_text_atomic
 
     result = run_bench(args.quick, args.model, progress=True).to_json()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(strict_json(result, indent=2) + "\n")
+    write_text_atomic(make_folder(Path(args.out).parent) / Path(args.out).name, strict_json(result, indent=2) + "\n")
     keys = ("overhead_ms_per_call", "episodes_per_s", "llamacpp_batch_speedup", "cache_rerun_speedup",
             "prefix_reuse_speedup", "prefill_tokens_saved", "softrankpo_updates_per_s")
     print("\n".join(f"{k}: {result[k]:.3f}" for k in keys) + f"\n-> {args.out}")

@@ -12,9 +12,12 @@ and what is wrong.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 from dataclasses import dataclass
@@ -23,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from deliberation.engine.features import PAPER, contract
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, make_folder, write_error
 from deliberation.policy.learned import TrainedPolicy
 from deliberation.policy.network import MetaPolicyNet, net_from_arch
 from deliberation.policy.shipped import checkpoint_path
@@ -81,11 +84,26 @@ def save_checkpoint(path: str | os.PathLike, kind: Kind, net: torch.nn.Module, f
         "feature_version": int(feature_version),
         "meta": json.loads(json.dumps(dict(meta))),  # plain values only, so weights_only loading accepts it
     }
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    torch.save(payload, tmp)
-    os.replace(tmp, target)
+    tmp = make_folder(target.parent) / f".{target.name}.tmp{os.getpid()}"
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, target)
+    except (OSError, RuntimeError) as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise _unwritten(err, target) from err
     return target
+
+
+def _unwritten(err: OSError | RuntimeError, target: Path) -> DelibError:
+    """The one line for a checkpoint that could not be written (``errors.write_error``). torch reports a failed
+    write as a RuntimeError without its cause ("file write failed"): a disk with (almost) no space left is
+    taken as the cause then."""
+    if isinstance(err, OSError):
+        return write_error(err, target)
+    if shutil.disk_usage(target.parent).free < 1 << 20:
+        return write_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), target)
+    return DelibError(f"cannot write {target}: {' '.join(str(err).split())[:200]}; check its disk, then rerun")
 
 
 def load_policy(path: str | os.PathLike, feature_names: Sequence[str], feature_version: int) -> TrainedPolicy:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, read_object
 from deliberation.methods.oracle import SPEC as ORACLE_SPEC
 from deliberation.policy.rules import FIXED_RULES
-from deliberation.report.loading import RunResult, load_results, read_object
+from deliberation.report.loading import RunResult, load_results
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
 from deliberation.report.compare_plot import TEAM_PNG, paired_plot

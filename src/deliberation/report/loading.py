@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from deliberation.backends.team import agent_models
-from deliberation.errors import DelibError, decode_text
+from deliberation.errors import (BadText, DelibError, clean_text, decode_text, parse_json, printable, read_json,
+                                 read_object)
 from deliberation.runs.directory import (CELL, CONFIG, EPISODES, SUMMARY, Summary, comparable, jsonl_lines,
                                          parse_episodes, summarize)
 from deliberation.actions import ACTION_ORDER, ACTIONS
@@ -54,6 +55,9 @@ class RunResult:
     """config.json's engine settings but the seed, sorted (agents, rounds, ...): runs that differ here never pool."""
     episode_digests: frozenset[str] = frozenset()
     """SHA-256 of each episode line with the run's settings: a copied run directory shares them (``distinct``)."""
+    options: tuple[tuple[str, str], ...] = ()
+    """config.json's method options set to other than their default (``--stop-at``, ``--esc-window``, ...),
+    sorted: runs that differ here never pool."""
 
 
 def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[Path]]:
@@ -75,12 +79,23 @@ def _walk(root: Path) -> Iterable[tuple[Path, str]]:
     """Every run or training directory under ``root`` (hidden folders, like a trainer's staging, skipped)."""
     for folder, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        _check_name(folder)
         if SUMMARY in filenames or EPISODES in filenames:
             dirnames[:] = []
             yield Path(folder), "run"
         elif METRICS in filenames:
             dirnames[:] = []
             yield Path(folder), "training"
+
+
+def _check_name(folder: str) -> None:
+    """Refuse a folder whose name is not clean UTF-8 (``errors.clean_text``): its path would go into tables
+    and labels that cannot hold it."""
+    try:
+        clean_text(folder)
+    except BadText as err:
+        raise DelibError(f"the folder {printable(folder)} has a name that is {err}; rename it (e.g. convmv -f latin1 "
+                         "-t utf-8) and rerun") from None
 
 
 def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
@@ -97,7 +112,7 @@ def load_results(run_dirs: Iterable[Path]) -> list[RunResult]:
     """The run directories ``run_dirs``, loaded, with labels split where one label covers runs of different
     checkpoints or engine settings (so no table row pools two configurations); two directories holding the
     same run are refused (``distinct``)."""
-    return split_models(split_engines(split_policies(distinct([load_run(p) for p in run_dirs]))))
+    return split_models(split_options(split_engines(split_policies(distinct([load_run(p) for p in run_dirs])))))
 
 
 def distinct(results: list[RunResult]) -> list[RunResult]:
@@ -127,6 +142,12 @@ def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
     copied without the experiment's cell.json) get the settings that differ in their label, e.g.
     ``self-consistency [agents=9]``, so one row never pools two configurations."""
     return _split_label(results, lambda r: r.engine, lambda r, seen: _differing(r.engine, seen))
+
+
+def split_options(results: Sequence[RunResult]) -> list[RunResult]:
+    """Runs sharing a label but run with other method options (an allocator at two operating points, ESC at
+    two windows) get the options that differ in their label, e.g. ``early-stopping-sc [esc_window=3]``."""
+    return _split_label(results, lambda r: r.options, lambda r, seen: _differing(r.options, seen))
 
 
 def sampling_label(k: int) -> str:
@@ -186,7 +207,7 @@ def load_run(path: Path) -> RunResult:
                      summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
                      _model(config), int((config.get("engine") or {}).get("seed", 0)),
                      summary, actions_by_round(episodes), not (path / SUMMARY).exists(),
-                     str(config.get("policy_used") or ""), _engine(config), _digests(config, lines))
+                     str(config.get("policy_used") or ""), _engine(config), _digests(config, lines), _options(config))
 
 
 def _agent_models(config: dict) -> list[str]:
@@ -206,6 +227,14 @@ def _model(config: dict) -> str:
 def _digests(config: dict, lines: Sequence[str]) -> frozenset[str]:
     settings = json.dumps(comparable(config), sort_keys=True)
     return frozenset(hashlib.sha256(f"{settings}\n{line}".encode()).hexdigest() for line in lines if line.strip())
+
+
+def _options(config: dict) -> tuple[tuple[str, str], ...]:
+    """The method options config.json records at other than their default (``methods/options.py``)."""
+    from deliberation.methods.options import DEFAULTS
+
+    return tuple(sorted((k, str(config[k])) for k, default in DEFAULTS.items() if k in config and config[k] != default
+                        and k != "policy"))
 
 
 def _engine(config: dict) -> tuple[tuple[str, str], ...]:
@@ -231,30 +260,9 @@ def _summary(path: Path) -> Summary:
         raise DelibError(f"{path} is not a run summary ({err}); delete it and rerun to rebuild it") from err
 
 
-def read_json(path: Path) -> Any:
-    """A JSON file (UTF-8, a byte order mark allowed: --rule files may be edited by hand), or a DelibError
-    naming it."""
-    try:
-        return json.loads(decode_text(path.read_bytes(), str(path)))
-    except (OSError, ValueError) as err:
-        raise DelibError(f"cannot read {path}: {err}; restore it, or delete it and rerun the command that wrote "
-                         "it") from err
-
-
-def read_object(path: Path) -> dict[str, Any]:
-    """A JSON file holding an object (config.json, cell.json), or a DelibError naming it."""
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise DelibError(f"{path} holds {type(data).__name__}, not a JSON object; restore it, or delete it and rerun "
-                         "the command that wrote it")
-    return data
-
-
 def complete_lines(path: Path) -> list[str]:
     """The complete lines of an episodes.jsonl, read only (a torn last line is ignored, not cut)."""
-    if not path.exists():
-        return []
-    return [x for x in jsonl_lines(path.read_text()) if x.endswith("\n")]
+    return list(jsonl_lines(path).lines)
 
 
 def read_episodes(path: Path) -> list[Episode]:
@@ -318,11 +326,11 @@ def load_training(dirs: Sequence[Path]) -> list[TrainingRun]:
 def _training_run(folder: Path) -> TrainingRun:
     config_path = folder / "config.json"
     try:
-        config = json.loads(config_path.read_text()) if config_path.exists() else {}
-        lines = (folder / "metrics.jsonl").read_text().splitlines()
-        points = tuple(_point(json.loads(line)) for line in lines if line.strip())
+        config = read_json(config_path) if config_path.exists() else {}
+        lines = decode_text((folder / "metrics.jsonl").read_bytes(), str(folder / "metrics.jsonl")).splitlines()
+        points = tuple(_point(parse_json(line)) for line in lines if line.strip())
         compared = folder / "held_out.json"
-        held_out = json.loads(compared.read_text()) if compared.exists() else None
+        held_out = read_json(compared) if compared.exists() else None
     except (AttributeError, KeyError, TypeError, ValueError) as err:  # AttributeError: JSON but not an object
         raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
                          f"metrics.jsonl record needs step, loss, kl and entropy ({err!r})") from err

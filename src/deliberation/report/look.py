@@ -17,11 +17,10 @@ from the stores (some agent right at round 0, each signal's AUROC); and the meta
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, parse_json, utf8
 from deliberation.report.compare import BEST, ORACLE
 from deliberation.report.loading import sampling_label
 from deliberation.report.paired import POOLED, Paired, holm
@@ -43,7 +42,7 @@ baselines: no secondary test is made of them."""
 def read_paired(path: Path) -> list[Paired]:
     """The rows of a report's paired.json."""
     try:
-        return [from_json(Paired, row) for row in json.loads(path.read_text())]
+        return [from_json(Paired, row) for row in parse_json(utf8(path.read_bytes()))]
     except (OSError, ValueError, TypeError) as err:
         raise DelibError(f"{path} is not a report's paired.json ({err}); rerun `delib report`") from err
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from deliberation.errors import DelibError, install_hint
+from deliberation.errors import DelibError, install_hint, write_error
 from deliberation.rl.algorithms import is_supervised
 from deliberation.actions import ACTION_ORDER
 
@@ -249,5 +249,9 @@ def _matplotlib() -> tuple[type, type]:
 
 
 def save_figure(fig: Any, path: Path, name: str) -> PlotOutcome:
-    fig.savefig(path, dpi=120)
+    """Write ``fig`` as the PNG ``path``; a write the file system refuses is a DelibError naming the cause."""
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as err:
+        raise write_error(err, path) from err
     return PlotOutcome(name, path)

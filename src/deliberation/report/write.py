@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from deliberation.errors import DelibError, writable_folder
+from deliberation.errors import DelibError, make_folder, writable_folder
 from deliberation.report.compare_plot import PAIRED_PNG, paired_plot
 from deliberation.report.loading import RunResult, discover, load_results, load_training
 from deliberation.report.paired import Paired, paired_markdown, paired_table
 from deliberation.report.plots import plotting, write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
-from deliberation.types import strict_json, to_json
+from deliberation.types import strict_json, to_json, write_text_atomic
 
 
 def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
@@ -36,7 +36,7 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     tab = table(results) if results else None
     fixed = paired_table(results, reference) if results else []  # every row against the reference
     equal = _equal_tokens(results, trees, out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     outcomes = write_plots(tab, results, training, out)
     if fixed and plotting():  # every row against the reference in one figure, the sampling baselines included;
         # without matplotlib the other figures' one install hint covers it
@@ -47,7 +47,7 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     if fixed or equal:
         texts["paired.json"] = strict_json([to_json(p) for p in (*fixed, *equal)], indent=2) + "\n"
     for name, text in texts.items():
-        (out / name).write_text(text)
+        write_text_atomic(out / name, text)
     return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
 
 

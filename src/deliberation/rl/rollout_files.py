@@ -9,14 +9,13 @@ at a time (``open_collection``: ``.writer.lock``, see ``deliberation.trees.lock`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
-from deliberation.errors import DelibError
+from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8
 from deliberation.trees.lock import DirectoryLock, lock_directory
 from deliberation.types import Decision, from_json, read_gzip_lines, to_json, write_json_atomic
 
@@ -44,8 +43,7 @@ def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
 def open_collection(directory: Path, manifest: dict[str, Any]) -> DirectoryLock:
     """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
     then create its manifest, or check an existing one describes the same collection."""
-    directory.mkdir(parents=True, exist_ok=True)
-    writer = lock_directory(directory)
+    writer = lock_directory(make_folder(directory))
     try:
         _open_manifest(directory, manifest)
     except BaseException:
@@ -91,8 +89,8 @@ def check_manifest(directory: Path) -> dict[str, Any]:
 def read_manifest(path: Path) -> dict[str, Any]:
     """A manifest.json as a dict, or a DelibError naming it (a damaged file, not a traceback)."""
     try:
-        manifest = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        manifest = parse_json(utf8(path.read_bytes()))
+    except BadText as err:
         raise DelibError(f"{path} is not valid JSON ({err}); restore it from a copy, or collect again into a new "
                          "--out") from err
     if not isinstance(manifest, dict):

@@ -6,13 +6,12 @@ written; outputs are staged and renamed by ``write_training_outputs``, so nothin
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deliberation.engine.features import PAPER
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, read_object
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import SPLIT_FILE, TrainConfig, split_file
 from deliberation.rl.rewards import REWARDS
@@ -142,7 +141,7 @@ def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
     neither beside it (e.g. one shipped in the package without its ``<name>.split.json``) is taken as is."""
     split = split_file(init)
     if split.exists():
-        leaked = sorted(set(held_out) & set(json.loads(split.read_text())["train"]))
+        leaked = sorted(set(held_out) & set(read_object(split).get("train", [])))
         if leaked:
             raise DelibError(f"--init {init} trained on {len(leaked)} of this run's held-out questions (e.g. "
                              f"{leaked[0]}), so they would leak into validation; train with the --seed and "
@@ -151,7 +150,7 @@ def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
     path = init.parent / "config.json"
     if cfg.val_fraction == 0 or not path.exists():
         return
-    trained = json.loads(path.read_text())
+    trained = read_object(path)
     seed, fraction = trained.get("seed"), trained.get("val_fraction", 0.0)
     if seed != cfg.seed or cfg.val_fraction > fraction:
         raise DelibError(f"--init {init} was trained holding out questions with seed {seed} and val_fraction "

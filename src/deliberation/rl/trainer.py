@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, make_folder, write_error
 from deliberation.policy.checkpoint import save_policy
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
@@ -195,22 +195,25 @@ def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: 
                            feature_version: int, extra: dict[str, Any] | None = None) -> Path:
     """Write ``policy.pt``, ``config.json``, ``metrics.jsonl`` and each ``extra`` name -> JSON value into
     ``out_dir``, all or nothing: they are written into a temporary sibling folder that is renamed to
-    ``out_dir`` at the end."""
+    ``out_dir`` at the end. A write the file system refuses (a full disk) leaves nothing and is a DelibError
+    naming the cause (``errors.write_error``)."""
     target = Path(out_dir)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise DelibError(f"{target} already exists and is not an empty folder; choose a new --out or delete it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        _write_files(staging, net, cfg, metrics, tuple(feature_names), feature_version)
-        for name, value in (extra or {}).items():
-            (staging / name).write_text(strict_json(value, indent=2) + "\n")
-        if target.exists():
-            target.rmdir()
-        os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    try:  # the staging name is kept short: a --out name near the file system's limit must still fit
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", dir=make_folder(target.parent)))
+        try:
+            _write_files(staging, net, cfg, metrics, tuple(feature_names), feature_version)
+            for name, value in (extra or {}).items():
+                (staging / name).write_text(strict_json(value, indent=2) + "\n")
+            if target.exists():
+                target.rmdir()
+            os.rename(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    except OSError as err:
+        raise write_error(err, target) from err
     return target
 
 

@@ -8,20 +8,18 @@ than mixing two runs' episodes, and so is a second writer while one runs (``.wri
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.config import RESUMES, Selection
-from deliberation.errors import DelibError, writable_folder
+from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8, writable_folder
 from deliberation.methods.options import DEFAULTS
 from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.actions import ACTION_ORDER, ACTIONS
-from deliberation.types import Episode, Turn, from_json, strict_json, to_json, write_json_atomic
+from deliberation.types import Episode, Turn, append_durably, from_json, strict_json, to_json, write_json_atomic
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
 CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)
@@ -98,12 +96,36 @@ def tokens_by_model(turns: Sequence[Turn], models: Sequence[str]) -> dict[str, d
     return totals
 
 
-def jsonl_lines(text: str) -> list[str]:
-    """The lines of a JSONL text, each keeping its "\\n" (a torn last line has none). Only "\\n" ends a line:
+@dataclass(frozen=True)
+class JsonlLines:
+    """The complete lines of an episodes file, each decoded and keeping its "\\n", and the bytes they span: a
+    torn last line (a run killed mid-append) lies beyond ``size`` and is not among them."""
+
+    lines: tuple[str, ...]
+    size: int
+    torn: bool
+
+
+FIX_LINE = "delete that line (rerunning the run's command redoes its question) or move the file away"
+"""What to do about a line of episodes.jsonl that cannot be read."""
+
+
+def jsonl_lines(path: Path) -> JsonlLines:
+    """The complete lines of the JSONL file ``path`` (none when it is missing). Only "\\n" ends a line:
     str.splitlines also breaks at U+2028, U+0085 and kin, which episodes (written with ensure_ascii=False)
-    hold raw whenever a model or a question uses them."""
-    lines = text.split("\n")
-    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    hold raw whenever a model or a question uses them. A line that is not UTF-8 is a DelibError naming it
+    (``errors.utf8``); a torn last line is not decoded (its last character may be cut in two)."""
+    data = path.read_bytes() if path.exists() else b""
+    raw = data.split(b"\n")
+    return JsonlLines(tuple(_line(path, number, line) for number, line in enumerate(raw[:-1], start=1)),
+                      len(data) - len(raw[-1]), bool(raw[-1]))
+
+
+def _line(path: Path, number: int, line: bytes) -> str:
+    try:
+        return utf8(line) + "\n"
+    except BadText as err:
+        raise DelibError(f"{path} line {number} is {err}; {FIX_LINE}") from None
 
 
 def parse_episodes(path: Path, lines: Sequence[str]) -> list[Episode]:
@@ -125,10 +147,9 @@ def parse_episodes(path: Path, lines: Sequence[str]) -> list[Episode]:
 
 def _episode(path: Path, number: int, line: str) -> Episode:
     try:
-        return from_json(Episode, json.loads(line))
+        return from_json(Episode, parse_json(line))
     except (TypeError, ValueError) as err:
-        raise DelibError(f"{path} line {number} is not an episode ({err}); delete that line (rerunning the run's "
-                         "command redoes its question) or move the file away") from err
+        raise DelibError(f"{path} line {number} is not an episode ({err}); {FIX_LINE}") from err
 
 
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
@@ -198,8 +219,7 @@ class RunDir:
         """Make the directory and become its one writer (a DelibError names the process that is), check it
         again now that no other run can add to it, and write a new run's config.json (a resumed run records
         its resume with its first episode)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._writer = lock_directory(self.path)
+        self._writer = lock_directory(make_folder(self.path))
         try:
             self._plan()
             self._cut_torn_tail()
@@ -234,8 +254,8 @@ class RunDir:
         if not path.exists():
             return None
         try:
-            old = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):  # a folder, unreadable, or not JSON
+            old = parse_json(utf8(path.read_bytes()))
+        except (OSError, BadText):  # a folder, unreadable, or not JSON
             old = None
         if not isinstance(old, dict):
             raise DelibError(f"{path} is damaged (not a JSON object), so the episodes beside it cannot be checked "
@@ -263,39 +283,26 @@ class RunDir:
     def episodes(self) -> list[Episode]:
         """Every complete episode in the file (a torn last line from a killed run is left out; reading never
         writes: only ``create``, before this run appends, cuts it)."""
-        lines, _ = self._complete_lines()
-        return parse_episodes(self.path / EPISODES, lines)
+        return parse_episodes(self.path / EPISODES, jsonl_lines(self.path / EPISODES).lines)
 
     def _cut_torn_tail(self) -> None:
         """Cut a torn last line (a run killed mid-append) so that this run's first episode starts a line."""
-        lines, torn = self._complete_lines()
-        if torn:
-            self._truncate(self.path / EPISODES, sum(len(x.encode()) for x in lines))
-
-    def _complete_lines(self) -> tuple[list[str], bool]:
-        """The episodes file's newline-terminated lines, and whether a torn last line followed them."""
-        path = self.path / EPISODES
-        lines = jsonl_lines(path.read_text()) if path.exists() else []
-        torn = bool(lines) and not lines[-1].endswith("\n")
-        return (lines[:-1] if torn else lines), torn
+        found = jsonl_lines(self.path / EPISODES)
+        if found.torn:
+            with open(self.path / EPISODES, "r+b") as f:
+                f.truncate(found.size)
 
     def finished_ids(self) -> set[str]:
         return {e.example_id for e in self.episodes()}
 
-    @staticmethod
-    def _truncate(path: Path, size: int) -> None:
-        with open(path, "r+b") as f:
-            f.truncate(size)
-
     def append(self, episode: Episode) -> None:
-        """Add one finished episode durably (the first of a resumed run records the resume first)."""
+        """Add one finished episode durably (``types.append_durably``: a full disk leaves no part of it; the
+        first of a resumed run records the resume first)."""
         if self._resume is not None:
             write_json_atomic(self.path / CONFIG, self._resume)
             self._resume = None
-        with open(self.path / EPISODES, "a") as f:
-            f.write(strict_json(to_json(episode), ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        line = strict_json(to_json(episode), ensure_ascii=False) + "\n"
+        append_durably(self.path / EPISODES, line.encode("utf-8"))
 
     def write_summary(self, summary: Summary) -> None:
         write_json_atomic(self.path / SUMMARY, to_json(summary))

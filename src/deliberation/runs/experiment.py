@@ -23,7 +23,7 @@ from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.own import folder_name
 from deliberation.config import Selection
-from deliberation.errors import DelibError, require_at_least
+from deliberation.errors import DelibError, make_folder, require_at_least
 from deliberation.runs.experiment_file import Arm, ExperimentConfig
 from deliberation.runs.runner import RunSpec, execute, validate
 from deliberation.runs.directory import CELL, Summary
@@ -111,8 +111,7 @@ def _run_cell(cell: Cell, run: CellRunner, progress: bool, tag: str,
         notify(f"{tag} {cell.label} on {cell.benchmark}/{cell.spec.split} seed {cell.seed} -> {cell.out}")
     try:
         validate(cell.spec)
-        cell.out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(cell.out / CELL, {"label": cell.label, "method": cell.method, "seed": cell.seed})
+        write_json_atomic(make_folder(cell.out) / CELL, {"label": cell.label, "method": cell.method, "seed": cell.seed})
         return run(cell.spec, str(cell.out), progress)
     except DelibError as err:
         return str(err)

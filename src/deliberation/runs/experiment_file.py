@@ -88,6 +88,9 @@ def load_experiment(path: str | os.PathLike) -> ExperimentConfig:
         raw = tomllib.loads(read_user_text(path, "experiment file"))
     except tomllib.TOMLDecodeError as err:
         raise DelibError(f"{path} is not valid TOML: {err}") from err
+    except RecursionError:  # tomllib follows nested arrays and tables by recursion
+        raise DelibError(f"{path} nests arrays or tables too deeply to read; an experiment needs a few "
+                         "levels") from None
     return parse_experiment(raw, str(path))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from deliberation.errors import DelibError, writable_folder
+from deliberation.errors import DelibError, make_folder, writable_folder
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.replay import Replay, ReplaySettings, check_method, spec_of, tree_backend
@@ -107,8 +107,7 @@ def run_store(planned: StoreReplay, variants: Sequence[Variant], progress: bool)
 
 
 def _run_one(spec: RunSpec, out: Path, label: str, backend: TreeBackend, progress: bool) -> Summary:
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / CELL, {"label": label, "method": spec.method, "seed": spec.engine.seed})
+    write_json_atomic(make_folder(out) / CELL, {"label": label, "method": spec.method, "seed": spec.engine.seed})
     return execute(spec, str(out), progress=progress, backend=backend)
 
 

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, write_error
 
 LOCK_FILE = ".writer.lock"
 FIX = "wait for it to finish (or stop it), or use another --out"
@@ -46,16 +46,23 @@ class DirectoryLock:
 
 def lock_directory(directory: Path, fix: str = FIX) -> DirectoryLock:
     """Become the only writer of ``directory`` (an existing folder), or a DelibError naming the process that is
-    (its pid) and ``fix``."""
-    file = open(directory / LOCK_FILE, "a+")
+    (its pid) and ``fix``; a lock file that cannot be written (a folder in its place, a full disk) is a
+    DelibError naming the cause (``_refused``)."""
+    try:
+        file = open(directory / LOCK_FILE, "a+")
+    except OSError as err:
+        raise _refused(directory, err) from err
     try:
         fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        file.truncate(0)
+        file.write(f"{os.getpid()}\n")
+        file.flush()
     except BlockingIOError:
         file.close()
         raise _busy(directory, fix) from None
-    file.truncate(0)
-    file.write(f"{os.getpid()}\n")
-    file.flush()
+    except OSError as err:
+        file.close()
+        raise _refused(directory, err) from err
     return DirectoryLock(file)
 
 
@@ -66,11 +73,22 @@ def refuse_if_locked(directory: Path, fix: str = FIX) -> None:
         file = open(directory / LOCK_FILE)
     except (FileNotFoundError, NotADirectoryError):  # never written with a lock (or not a folder: checked later)
         return
+    except OSError as err:  # a folder in its place, a name too long
+        raise _refused(directory, err) from err
     with file:
         try:  # shared: two writers checking at once do not refuse each other
             fcntl.flock(file.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             raise _busy(directory, fix) from None
+
+
+def _refused(directory: Path, err: OSError) -> DelibError:
+    """The one line for a lock file the file system refuses: a folder where it goes needs removing by hand
+    (it holds no lock); any other cause is named by ``errors.write_error``."""
+    if isinstance(err, IsADirectoryError):
+        return DelibError(f"{directory / LOCK_FILE} is a folder, so no writer can lock {directory}; remove it "
+                          f"(rmdir {directory / LOCK_FILE}: a writer lock is a file) and rerun")
+    return write_error(err, directory / LOCK_FILE)
 
 
 def _busy(directory: Path, fix: str) -> DelibError:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from deliberation import methods as registered
 from deliberation.config import RESUMES, Selection
-from deliberation.errors import DelibError
+from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.types import from_json, to_json, write_json_atomic
 
 MANIFEST = "manifest.json"
@@ -118,10 +118,10 @@ def read_manifest(path: Path) -> TreeManifest:
     if not (path / MANIFEST).is_file():
         raise DelibError(f"{path} is not a tree store (no {MANIFEST}); build one with `delib tree`")
     try:
-        raw = json.loads((path / MANIFEST).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DelibError(f"{path / MANIFEST} is not valid JSON ({err.msg if hasattr(err, 'msg') else err}); "
-                         "restore it or rebuild the store with `delib tree`") from err
+        raw = parse_json(utf8((path / MANIFEST).read_bytes()))
+    except BadText as err:
+        raise DelibError(f"{path / MANIFEST} is not valid JSON ({err}); restore it or rebuild the store with "
+                         "`delib tree`") from err
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise DelibError(f"{path / MANIFEST} is not a tree-store manifest; rebuild the store with `delib tree`")
     try:

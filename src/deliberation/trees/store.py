@@ -33,7 +33,7 @@ from deliberation.backends.cache import request_key
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig
 from deliberation.engine import prompts
-from deliberation.errors import DelibError, writable_folder
+from deliberation.errors import DelibError, make_folder, writable_folder
 from deliberation.trees.lock import DirectoryLock, lock_directory
 from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
 from deliberation.types import (Completion, Example, GenerationRequest, RequestKind, append_gzip_line, from_json,
@@ -86,8 +86,7 @@ class TreeStore:
     def create(cls, path: str | Path, manifest: TreeManifest) -> "TreeStore":
         """Open ``path`` for building, as its one writer until ``unlock``: a new store, or an existing one with
         the same settings."""
-        path = writable_folder(path, "--out")
-        path.mkdir(parents=True, exist_ok=True)
+        path = make_folder(writable_folder(path, "--out"))
         writer = lock_directory(path, BUSY_FIX)  # before reading: a repair cuts the file's end
         try:
             store = cls._create(path, manifest)
