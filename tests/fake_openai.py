@@ -4,6 +4,7 @@ it), and the backend and request those tests send through it."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
@@ -21,7 +22,12 @@ class FakeOpenAI:
     Behaviours: "ok", "no-usage", "500", "429", "400", "malformed", "sleep" (answers after ``sleep_s``),
     "hold" (answers ok after ``hold_s``; used to observe concurrency), "429-after:VALUE" (429 with a
     Retry-After header), "hang" (never answers), "null-content" / "empty-content" (200 whose message content
-    is null / ""), "trickle" (an ok answer sent one byte every ``sleep_s``). It records every request body
+    is null / ""), "trickle" (an ok answer sent one byte every ``sleep_s``). Answers that go wrong half way
+    (``HALF_ANSWERS``): "content:TEXT" (a 200 whose content is TEXT, JSON-escaped as given: "content:\\ud83d"
+    is a lone surrogate), "cut" (the connection closed half way through the body), "gzip-broken" (a body
+    declared gzip that is not), "not-utf8" (a byte that is not UTF-8 in the content), "logprobs:JSON" (the
+    choice's logprobs replaced by JSON), "usage:JSON" (the usage replaced by JSON), "finish:JSON" (the
+    finish_reason replaced by JSON), "body:TEXT" (TEXT as the whole body). It records every request body
     and the largest number of requests it was handling at once.
     """
 
@@ -66,6 +72,10 @@ def chat_completion(body: dict[str, Any], usage: bool = True) -> dict[str, Any]:
     return response
 
 
+HALF_ANSWERS = ("content", "cut", "gzip-broken", "not-utf8", "logprobs", "usage", "finish", "body")
+"""Behaviours of answers that go wrong half way (``FakeOpenAI``)."""
+
+
 def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
@@ -95,18 +105,49 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send(int(behaviour), json.dumps({"error": {"message": f"scripted {behaviour}"}}).encode())
             elif behaviour == "malformed":
                 self._send(200, b'{"choices": [{"message": ')
+            elif behaviour.partition(":")[0] in HALF_ANSWERS:
+                self._half_answer(*behaviour.partition(":")[::2], body)
             else:
                 payload = json.dumps(chat_completion(body, usage=behaviour != "no-usage")).encode()
                 self._send(200, payload, trickle_s=server.sleep_s if behaviour == "trickle" else 0.0)
 
+        def _half_answer(self, kind: str, arg: str, body: dict[str, Any]) -> None:
+            """Play one of ``HALF_ANSWERS`` (the class docstring)."""
+            response = chat_completion(body)
+            choice = response["choices"][0]
+            if kind == "body":
+                self._send(200, arg.encode())
+                return
+            fields = {"logprobs": (choice, "logprobs"), "finish": (choice, "finish_reason"),
+                      "usage": (response, "usage")}
+            if kind in fields:
+                target, key = fields[kind]
+                target[key] = json.loads(arg)
+            payload = json.dumps(response).encode()
+            if kind == "content":  # spliced in as written, so an escape such as \ud83d reaches the client raw
+                payload = payload.replace(json.dumps(choice["message"]["content"]).encode(), f'"{arg}"'.encode())
+            if kind == "not-utf8":
+                payload = payload.replace(b"echo: ", b"echo: caf\xe9 ")
+            if kind == "gzip-broken":
+                self._send(200, gzip.compress(payload)[:10] + b"not deflate data", {"Content-Encoding": "gzip"})
+            elif kind == "cut":
+                self._send(200, payload, cut=len(payload) // 2)
+            else:
+                self._send(200, payload)
+
         def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None,
-                  trickle_s: float = 0.0) -> None:
+                  trickle_s: float = 0.0, cut: int | None = None) -> None:
             self.send_response(status)
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
+            if cut is not None:  # the declared length, then half of it and the connection closed
+                self.wfile.write(payload[:cut])
+                self.wfile.flush()
+                self.close_connection = True
+                return
             for at in range(0, len(payload), 1 if trickle_s else len(payload)):  # bounded by the payload
                 self.wfile.write(payload[at : at + (1 if trickle_s else len(payload))])
                 time.sleep(trickle_s)

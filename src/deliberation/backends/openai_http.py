@@ -2,12 +2,15 @@
 
 Requests of a batch run concurrently (at most ``max_in_flight`` at a time) on the async ``openai`` client.
 The client's own retries are disabled so that one policy, ours, applies everywhere: timeouts, connection
-errors, HTTP 408/429/5xx and malformed responses (a 200 whose message content is null or the empty string
-included: it is never returned, so never cached as an empty answer) are retried. The wait before a retry is
-the server's ``Retry-After`` (seconds or an HTTP date, at most ``MAX_RETRY_AFTER_S``) when it sends one,
-else exponential backoff (``backoff_s * 2**attempt``). Each failed attempt that is retried logs a one-line
-warning naming the server, the error and what to do. Time per request: each attempt may take
-``timeout_s`` (connecting at most ``CONNECT_TIMEOUT_S``), and one request with all its retries and waits at
+errors (nothing listening, a body cut short, a body that does not decode), HTTP 408/429/5xx and malformed
+responses (a body that is not UTF-8 JSON, a 200 with no usable content: ``openai_response``, so nothing
+empty is returned or cached) are retried. The wait before a retry is exponential backoff (``backoff_s *
+2**attempt``), lengthened to the server's ``Retry-After`` (seconds or an HTTP date, at most
+``MAX_RETRY_AFTER_S``) when it asks for more: a Retry-After of zero, in the past, negative or not a number
+never shortens it, so a server cannot make the retries spin. Each failed attempt that is retried logs a
+one-line warning naming the server, the fault (what went wrong, in words: ``_advice``) and what to do.
+Time per request: each attempt may take ``timeout_s`` (connecting at most ``CONNECT_TIMEOUT_S``), and one
+request with all its retries and waits at
 most ``total_timeout_s`` from when it is first sent (time waiting for an in-flight slot, before the first
 attempt or a retry, does not count), so a server that never answers fails after ``total_timeout_s`` (3
 minutes by default) with warnings on the way. An attempt's time covers the whole exchange, body included:
@@ -23,12 +26,8 @@ are returned only when it asks for them). Servers report the raw logits' log-pro
 vLLM's V1 engine by default), as llamacpp records them. Off by default: cheap on vLLM's server, but
 llama-cpp-python's server computes them in Python over the whole vocabulary (measured with SmolLM2-135M,
 49k tokens: 377 greedy tokens in 19-20 s instead of 5.0 s). A completion whose request asked for logprobs
-carries a summary either way.
-
-Token counts come from the response's ``usage``. Some servers omit it; then the completion is counted as
-the number of returned logprob entries when there are any, else estimated at ~4 characters per token
-(OpenAI's rule of thumb for English text), and the prompt likewise from its characters. The estimate is
-only a fallback for reporting; it is never used for anything that needs exact counts.
+carries a summary either way. How a response becomes a Completion, and what each malformed field gets:
+``openai_response``.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -44,9 +44,9 @@ from datetime import timezone
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from deliberation.backends.base import PLAIN_SAMPLING, cache_scope
-from deliberation.backends.logprob_summary import from_pieces, from_texts
+from deliberation.backends.openai_response import MalformedResponse, completion_from_response
 from deliberation.errors import DelibError, install_hint, require_at_least
-from deliberation.types import Completion, GenerationRequest, LogprobSummary, TokenLogprob
+from deliberation.types import Completion, GenerationRequest
 
 T = TypeVar("T")
 SAMPLERS = {"plain": "softmax(logits / temperature), every other sampler off, as the other backends sample; "
@@ -56,15 +56,10 @@ SAMPLERS = {"plain": "softmax(logits / temperature), every other sampler off, as
 """``--backend-opt sampler=``: what the backend asks the server to sample with."""
 OPENAI_FIELDS = ("top_p", "presence_penalty", "frequency_penalty")
 """The fields of ``PLAIN_SAMPLING`` the OpenAI API itself defines; the others go in the request's extra body."""
-CHARS_PER_TOKEN = 4  # fallback estimate when the server sends no usage
 MAX_RETRY_AFTER_S = 60.0  # longest wait a server's Retry-After gets
 CONNECT_TIMEOUT_S = 10.0  # connecting to the server (a host that drops packets), within timeout_s
 _RETRYABLE_STATUS = (408, 429)  # plus every 5xx
 log = logging.getLogger(__name__)
-
-
-class MalformedResponse(Exception):
-    """The server answered 2xx with something that is not a chat completion."""
 
 
 def import_openai() -> Any:
@@ -175,7 +170,8 @@ class OpenAIBackend:
                     got = time.perf_counter()
                     origin = got if origin is None else origin + (got - asked)
                     response = await self._attempt(client, request, self._time_left(origin))
-                return completion_from_response(response, request, time.perf_counter() - origin)
+                return completion_from_response(response, request, time.perf_counter() - origin,
+                                                self._asks_logprobs(request))
             except (self._openai.APIError, json.JSONDecodeError, MalformedResponse) as err:
                 self._raise_if_final(err)
                 elapsed = time.perf_counter() - (origin or 0.0)
@@ -198,6 +194,9 @@ class OpenAIBackend:
         try:
             async with asyncio.timeout(seconds):
                 return await client.chat.completions.create(**self._body(request), timeout=timeout)
+        except UnicodeDecodeError as err:  # the body is not UTF-8 (httpx decodes it before parsing the JSON)
+            raise MalformedResponse(f"the answer is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset "
+                                    f"{err.start})") from err
         except TimeoutError as err:
             import httpx  # installed with openai (the openai extra)
 
@@ -205,9 +204,10 @@ class OpenAIBackend:
             raise self._openai.APITimeoutError(request=sent) from err
 
     def _wait_before_retry(self, err: Exception, attempt: int, elapsed: float) -> float | None:
-        """Seconds to wait before the next attempt, or None when no attempt or time is left."""
+        """Seconds to wait before the next attempt (the backoff, or the server's longer Retry-After: module
+        docstring), or None when no attempt or time is left."""
         asked = retry_after(err)
-        wait = self.backoff_s * 2**attempt if asked is None else min(asked, MAX_RETRY_AFTER_S)
+        wait = max(self.backoff_s * 2**attempt, min(asked or 0.0, MAX_RETRY_AFTER_S))
         if attempt >= self.max_retries or elapsed + wait >= self.total_timeout_s:
             return None
         return wait
@@ -217,21 +217,27 @@ class OpenAIBackend:
         waiting = "" if asked is None else f", asked to retry after {asked:.0f} s"
         return DelibError(
             f"no completion from {self.base_url} after {attempts} attempts in {elapsed:.0f} s "
-            f"(last error: {_describe(err)}{waiting}); check that the server is running and serves model "
-            f"{self.model!r}, or raise option timeout_s=N (now {self.timeout_s:g}), max_retries=N "
+            f"(last error: {_describe(err)}{waiting}); {self._advice(err)}; or raise option max_retries=N "
             f"(now {self.max_retries}) or total_timeout_s=N (now {self.total_timeout_s:g})"
         )
 
     def _advice(self, err: Exception) -> str:
-        """What the user can do about a failed attempt, in a few words."""
+        """What went wrong with a failed attempt and what the user can do about it, in a few words."""
         if isinstance(err, self._openai.APITimeoutError):
             return (f"no complete answer within timeout_s={self.timeout_s:g}: the server is stuck, busy or slow to "
                     "send it; check it, or raise option timeout_s=N or lower max_in_flight")  # fmt: skip
         if isinstance(err, self._openai.APIConnectionError):
-            return "nothing answers there: start the server or fix option base_url"
+            return _connection_fault(err.__cause__)
         if getattr(err, "status_code", None) == 429:
             return "rate limited: lower option max_in_flight"
-        return "if this repeats, check the server's log"
+        if isinstance(err, (MalformedResponse, json.JSONDecodeError)):
+            return (f"the server answers, but not with a usable chat completion: check its log, and that it serves "
+                    f"model {self.model!r} through the OpenAI chat API")
+        return f"the server failed: check its log, and that it serves model {self.model!r}"
+
+    def _asks_logprobs(self, request: GenerationRequest) -> bool:
+        """Whether the request sent for ``request`` asks for log-probabilities (``_body``)."""
+        return self.supports_logprobs and (request.logprobs or self.summaries)
 
     def _raise_if_final(self, err: Exception) -> None:
         """Fail at once on a 4xx the server will repeat (bad request, auth, unknown model)."""
@@ -259,80 +265,13 @@ class OpenAIBackend:
                                   "top_k": 0, "repeat_penalty": 1.0}  # llama.cpp's servers' names
         if request.stop:
             body["stop"] = list(request.stop)
-        if self.supports_logprobs and (request.logprobs or self.summaries):  # top_logprobs always goes along:
+        if self._asks_logprobs(request):  # top_logprobs always goes along:
             # llama-cpp-python's server returns no logprobs without it.
             body.update(logprobs=True, top_logprobs=request.top_logprobs if request.logprobs else 0)
         return body
 
 
-# --- response mapping (pure) -----------------------------------------------------------------------
-
-
-def completion_from_response(response: Any, request: GenerationRequest, latency_s: float) -> Completion:
-    """Map an ``openai`` ChatCompletion to a Completion; MalformedResponse when it is not one."""
-    choices = getattr(response, "choices", None)
-    if not choices:
-        raise MalformedResponse(f"response has no choices: {str(response)[:120]!r}")
-    choice = choices[0]
-    text = getattr(getattr(choice, "message", None), "content", None)
-    reason = getattr(choice, "finish_reason", None)
-    if not text and reason == "length":  # the limit hit before any content (a reasoning model): retrying repeats it
-        raise DelibError("the server cut the answer off before any content (finish_reason length); raise max_tokens")
-    if not text:  # null or "": e.g. a server that failed mid-answer: an error to retry, not an answer to cache
-        content = "null" if text is None else "empty"
-        raise MalformedResponse(f"the message content is {content} (finish_reason {reason})")
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
-    logprobs = _logprobs(content)
-    prompt_tokens, completion_tokens = _token_counts(getattr(response, "usage", None), request, text, logprobs)
-    return Completion(
-        text=text,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        logprobs=logprobs if request.logprobs else None,
-        finish_reason=getattr(choice, "finish_reason", None) or "stop",
-        latency_s=latency_s,
-        summary=None if not content else _summary(content, text),
-    )
-
-
-def _logprobs(content: Any) -> tuple[TokenLogprob, ...] | None:
-    """``choice.logprobs.content`` (token, logprob, top_logprobs) as TokenLogprob tuples."""
-    if content is None:
-        return None
-    return tuple(
-        TokenLogprob(
-            token=item.token,
-            logprob=float(item.logprob),
-            top=tuple((alt.token, float(alt.logprob)) for alt in (item.top_logprobs or ())),
-        )
-        for item in content
-    )
-
-
-def _summary(content: Any, text: str) -> LogprobSummary | None:
-    """The log-probability summary of ``choice.logprobs.content``: from the tokens' bytes where the server
-    sends them (exact for a character split over tokens), else from their texts."""
-    values = [float(item.logprob) for item in content]
-    if all(getattr(item, "bytes", None) for item in content):
-        return from_pieces(values, [bytes(item.bytes) for item in content], text)
-    return from_texts(values, [item.token for item in content], text)
-
-
-def _token_counts(
-    usage: Any, request: GenerationRequest, text: str, logprobs: tuple[TokenLogprob, ...] | None
-) -> tuple[int, int]:
-    """(prompt, completion) tokens from ``usage``, else the fallback described in the module docstring."""
-    prompt = getattr(usage, "prompt_tokens", None)
-    completion = getattr(usage, "completion_tokens", None)
-    if prompt is None:
-        prompt = _estimate_tokens(sum(len(m.content) for m in request.messages))
-    if completion is None:
-        completion = len(logprobs) if logprobs else _estimate_tokens(len(text))
-    return int(prompt), int(completion)
-
-
-def _estimate_tokens(chars: int) -> int:
-    return -(-chars // CHARS_PER_TOKEN)  # ceiling division
+# --- faults: waits and words ------------------------------------------------------------------------
 
 
 def retry_after(err: Exception) -> float | None:
@@ -342,9 +281,11 @@ def retry_after(err: Exception) -> float | None:
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
+        seconds = None
+    if seconds is not None:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -354,10 +295,33 @@ def retry_after(err: Exception) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _describe(err: Exception | None) -> str:
-    """One line naming the error type and its message (at most ~200 characters)."""
+def _connection_fault(cause: BaseException | None) -> str:
+    """What a connection error was, from the httpx error under it: nothing listening is not a body cut short,
+    nor one that does not decode."""
+    import httpx  # installed with openai (the openai extra)
+
+    if cause is None or isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
+        return "nothing answers there: start the server or fix option base_url"
+    if isinstance(cause, httpx.RemoteProtocolError):
+        return ("the server closed the connection before its whole answer arrived (the body cut short: it crashed "
+                "or restarted, or a proxy cut it); check the server's log")
+    if isinstance(cause, httpx.DecodingError):
+        return ("the answer's body does not decode (a broken gzip or other compressed body); check the server, "
+                "or a proxy between it and you")
+    return "the connection broke during the exchange; check the server's log and the network"
+
+
+def _describe(err: BaseException | None) -> str:
+    """One line naming the error type and its message (at most ~200 characters), and for a connection error
+    the error under it (what httpx saw)."""
+    import httpx  # installed with openai (the openai extra)
+
     words = " ".join(str(err).split())
-    return f"{type(err).__name__}: {words[:200]}" if words else type(err).__name__
+    described = f"{type(err).__name__}: {words[:200]}" if words else type(err).__name__
+    cause = getattr(err, "__cause__", None)
+    if isinstance(cause, httpx.RequestError) and not isinstance(cause, httpx.TimeoutException):
+        return f"{described} ({_describe(cause)})"
+    return described
 
 
 def _check_options(max_in_flight: int, timeout_s: float, total_timeout_s: float, max_retries: int,
