@@ -31,6 +31,11 @@ class Benchmark(ABC):
     def score(self, example: Example, text: str) -> bool:
         """Whether ``text`` answers ``example`` correctly. Unparseable is wrong."""
 
+    def data_file(self, split: str) -> str | None:
+        """The file of ``split`` in a data directory: ``<name>/<split>.jsonl`` (the data README's layout);
+        None for a benchmark that reads no data directory (your own file)."""
+        return f"{self.name}/{split}.jsonl"
+
     def format_question(self, example: Example) -> str:
         """The question as shown to an agent, with the answer-format instruction."""
         return f"{example.question}\n\n{self.answer_instruction}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from deliberation.benchmarks.base import Benchmark
+from deliberation.benchmarks.helpers.sources import require_split
 from deliberation.config import Selection
 from deliberation.errors import DelibError
 from deliberation.types import Example
@@ -16,7 +17,11 @@ from deliberation.types import Example
 
 def load_selected(bench: Benchmark, split: str, limit: int | None, selection: Selection,
                   data_dir: str | None = None) -> list[Example]:
-    """The questions of ``bench``/``split`` that ``selection`` keeps, then the first ``limit`` of them."""
+    """The questions of ``bench``/``split`` that ``selection`` keeps, then the first ``limit`` of them.
+    ``data_dir``: a folder the user named (--data-dir, an experiment's data_dir), which config.json and the
+    manifests record: the split must come from it (``sources.require_split``)."""
+    if data_dir is not None and split in bench.splits:
+        require_split(data_dir, bench.data_file(split))
     if selection == Selection():
         return bench.load(split, limit=limit, data_dir=data_dir)
     return select(bench.load(split, data_dir=data_dir), selection, f"{bench.name}/{split}")[:limit]

@@ -31,7 +31,8 @@ def registry_names() -> tuple[list[str], list[str], list[str]]:
     return list(METHODS), sorted(BENCHMARKS), sorted(BACKENDS)
 
 
-DATA_DIR_HELP = "benchmark data directory (default: $DELIB_DATA_DIR, installed packages, then the Hugging Face hub)"
+DATA_DIR_HELP = ("benchmark data directory holding <benchmark>/<split>.jsonl, the questions are read from it "
+                 "(default: $DELIB_DATA_DIR, installed packages, then the Hugging Face hub)")
 CACHE_HELP = "SQLite response cache (default: <out>/../responses.sqlite shared by sibling runs; 'none' disables)"
 
 
@@ -297,9 +298,12 @@ def cache_path(args: argparse.Namespace, out: str) -> str | None:
 
 
 def set_data_dir(args: argparse.Namespace) -> None:
-    """``--data-dir`` for this process and the workers it starts (they read $DELIB_DATA_DIR)."""
-    if args.data_dir:
-        os.environ["DELIB_DATA_DIR"] = args.data_dir
+    """``--data-dir`` for this process and the workers it starts (they read $DELIB_DATA_DIR), refused before
+    anything runs when it is not a folder (``sources.require_folder``)."""
+    from deliberation.benchmarks.helpers.sources import require_folder
+
+    if args.data_dir is not None:
+        os.environ["DELIB_DATA_DIR"] = str(require_folder(args.data_dir))
 
 
 def command_line(args: argparse.Namespace) -> str:

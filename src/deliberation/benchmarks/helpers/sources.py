@@ -11,7 +11,10 @@
 3. The Hugging Face hub through ``datasets`` (lazy import), skipped when ``HF_HUB_OFFLINE`` or
    ``HF_DATASETS_OFFLINE`` is set.
 
-A split found nowhere raises DelibError naming every place that was tried and how to get the split.
+A split found nowhere raises DelibError naming every place that was tried and how to get the split. A data
+directory the user names for a command (``--data-dir``, an experiment's ``data_dir``), which the run's record
+names as where its questions come from, must exist and hold the split (``require_split``); the environment's
+``$DELIB_DATA_DIR`` is a place tried first, as above.
 """
 
 from __future__ import annotations
@@ -19,14 +22,13 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import itertools
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deliberation.errors import DelibError, decode_text, install_hint
+from deliberation.errors import USER_JSON_DEPTH, BadText, DelibError, decode_text, install_hint, parse_json
 from deliberation.types import Example
 
 
@@ -97,8 +99,9 @@ class SplitSources:
 
 
 def read_jsonl(path: Path) -> Iterator[Row]:
-    """Rows of a JSONL file (gzip when it ends in .gz); DelibError with file:line on a malformed line or one
-    that is not UTF-8 (a byte order mark is read as nothing: ``errors.decode_text``)."""
+    """Rows of a JSONL file (gzip when it ends in .gz); DelibError with file:line on a line that is not UTF-8
+    (a byte order mark is read as nothing: ``errors.decode_text``) or not JSON as ``errors.parse_json`` reads
+    it (malformed, too deep, a lone surrogate, NaN)."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as handle:
         index = 0
@@ -110,11 +113,37 @@ def read_jsonl(path: Path) -> Iterator[Row]:
                 index += 1
 
 
+FALLBACK = "or leave --data-dir out to read $DELIB_DATA_DIR, the installed packages or the hub"
+"""The other way out of a data directory that cannot be used."""
+
+
+def require_folder(data_dir: str) -> Path:
+    """The data directory ``data_dir`` a user named, or a DelibError when it is not a folder: a path named to
+    read from is never skipped silently."""
+    folder = Path(data_dir)
+    if not data_dir.strip() or not folder.is_dir():
+        what = "is empty" if not data_dir.strip() else "is a file" if folder.exists() else "does not exist"
+        raise DelibError(f"data directory {data_dir} {what}; name the folder holding <benchmark>/<split>.jsonl "
+                         f"files, {FALLBACK}")
+    return folder
+
+
+def require_split(data_dir: str, file: str | None) -> None:
+    """Refuse a data directory a user named that is not a folder, or that lacks ``file`` (its split, as
+    ``Benchmark.data_file`` names it; None: the benchmark reads none): the record of the run names the folder,
+    so its questions must come from there, not silently from a package or the hub."""
+    folder = require_folder(data_dir)
+    if file is not None and not (folder / file).is_file():
+        raise DelibError(f"data directory {data_dir} holds no {file}, so the questions would come from elsewhere "
+                         f"while the run records {data_dir}; write {file} there, {FALLBACK}")
+
+
 def _parse_line(line: str, origin: str) -> Mapping[str, Any]:
+    """The JSON object of one line, read as ``errors.parse_json`` reads a user's file (nesting bounded)."""
     try:
-        data = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise DelibError(f"{origin}: malformed JSON ({err.msg}); fix or re-create that line") from err
+        data = parse_json(line, USER_JSON_DEPTH)
+    except BadText as err:
+        raise DelibError(f"{origin}: {err}; fix or re-create that line") from None
     if not isinstance(data, dict):
         raise DelibError(f"{origin}: expected a JSON object, got {type(data).__name__}")
     return data
