@@ -44,7 +44,7 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, Tuning)
     flags.add_flags(p, Tuning, only=("actions",))
-    p.set_defaults(func=cmd_tune_rules)
+    p.set_defaults(func=cmd_tune_rules, saves_as_it_goes=True)
 
 
 def _votes_parser(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +59,7 @@ def _votes_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, VoteTuning)
     flags.add_flags(p, VoteTuning, only=("agents",))
-    p.set_defaults(func=cmd_tune_votes)
+    p.set_defaults(func=cmd_tune_votes, saves_as_it_goes=True)
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +78,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sft", help="the SFT checkpoint, a row of its own")
     p.add_argument("--rule", required=True, help="best_rule.json from `delib tune-rules` on training trees")
     flags.add_flags(p, Comparison, only=("arms",))
-    p.set_defaults(func=cmd_compare)
+    p.set_defaults(func=cmd_compare, saves_as_it_goes=True)
 
 
 def _settings(cls: type, args: argparse.Namespace, **more: Any) -> Any:

@@ -42,7 +42,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_args(p)
     add_team_arg(p)
     add_ray_args(p)
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=cmd_run, saves_as_it_goes=True)
 
 
 def _experiment_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,7 +66,7 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
                    help="only these methods or variant labels of the file, in this order (the same cells)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ray_args(p)
-    p.set_defaults(func=cmd_experiment)
+    p.set_defaults(func=cmd_experiment, saves_as_it_goes=True)
 
 
 def _report_parser(sub: argparse._SubParsersAction) -> None:

@@ -64,7 +64,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=out_folder, help="rollout directory")
     _collection_args(p)
     add_selection_args(p)
-    p.set_defaults(func=cmd_collect)
+    p.set_defaults(func=cmd_collect, saves_as_it_goes=True)
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
@@ -112,7 +112,7 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=out_folder, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
     _training_args(p, seed_flag="--train-seed", skip=("reward_components",))  # iterate's rollouts hold the sum
-    p.set_defaults(func=cmd_iterate)
+    p.set_defaults(func=cmd_iterate, saves_as_it_goes=True)
 
 
 def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed", skip: tuple[str, ...] = ()) -> None:

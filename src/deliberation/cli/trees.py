@@ -37,7 +37,7 @@ def _tree_parser(sub: argparse._SubParsersAction) -> None:
     flags.add_flags(p, TreeSpec, only=("samples", "methods"))
     add_backend_args(p)
     add_engine_args(p)
-    p.set_defaults(func=cmd_tree)
+    p.set_defaults(func=cmd_tree, saves_as_it_goes=True)
 
 
 def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
@@ -57,7 +57,7 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     flags.add_flags(p, Replay, skip=("trees", "methods", "command"))
-    p.set_defaults(func=cmd_evaluate)
+    p.set_defaults(func=cmd_evaluate, saves_as_it_goes=True)
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
