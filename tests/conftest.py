@@ -21,6 +21,8 @@ from hypothesis import settings
 _SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not os.environ.get("DELIB_DATA_DIR") and _SHARED_DATA.is_dir():
     os.environ["DELIB_DATA_DIR"] = str(_SHARED_DATA)
+elif os.environ.get("DELIB_DATA_DIR"):  # absolute, so tests that change the current folder still find it
+    os.environ["DELIB_DATA_DIR"] = str(Path(os.environ["DELIB_DATA_DIR"]).resolve())
 os.environ["HF_HUB_OFFLINE"] = "1"
 DATA_FOLDER = data_folder()
 
