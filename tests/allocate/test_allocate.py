@@ -161,3 +161,18 @@ def test_a_lower_adaptive_threshold_draws_no_more_samples(trained, tmp_path):
         drawn[threshold] = {row["example_id"]: len(row["turns"]) for row in episodes(out)}
     assert all(drawn["0.6"][k] <= drawn["0.95"][k] for k in drawn["0.95"])
     assert sum(drawn["0.6"].values()) < sum(drawn["0.95"].values())
+
+
+def test_runs_of_one_method_at_other_options_are_rows_of_their_own(trained, tmp_path):
+    """An allocator at two operating points, ESC at two windows: a report never pools them."""
+    from deliberation.report.loading import load_runs
+
+    for name, argv in {"a": ("--method", "early-stopping-sc", "--esc-window", "2"),
+                       "b": ("--method", "early-stopping-sc", "--esc-window", "3"),
+                       "c": ("--method", "mpdf-allocate", "--policy", str(trained["three"]), "--stop-at", "0.9"),
+                       "d": ("--method", "mpdf-allocate", "--policy", str(trained["three"]))}.items():
+        assert delib("evaluate", "--trees", str(trained["store"]), *argv, "--agents", str(LIMIT), "--offline",
+                     "--out", str(tmp_path / name)) == 0
+    labels = sorted(r.label for r in load_runs([tmp_path]))
+    assert labels == ["early-stopping-sc [esc_window=2]", "early-stopping-sc [esc_window=3]",
+                      "mpdf-allocate [three] [stop_at=0.9]", "mpdf-allocate [three] [stop_at=default]"]

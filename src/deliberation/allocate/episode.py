@@ -24,7 +24,6 @@ from deliberation.engine.loop import (AgentRecord, Context, deliberation_round, 
                                       record_of, turn_of)
 from deliberation.engine.spec import MethodSpec
 from deliberation.policy.rules import AgreementThreshold
-from deliberation.actions import Action
 from deliberation.types import Episode, Turn
 
 DELIBERATION = MethodSpec(name="agreement-threshold", policy=AgreementThreshold())
@@ -67,15 +66,16 @@ def allocation_episode(ctx: Context, rng: np.random.Generator, allocator: Alloca
     turns: list[Turn] = []
     drawn, deliberated = 0, False
 
-    def draw(count: int, action: Action | None) -> None:
+    def draw(count: int) -> None:
+        """Samples ``drawn``.. as round-0 turns (a round-0 turn carries no action, whoever asked for it)."""
         nonlocal drawn
         index = list(range(drawn, min(drawn + count, limit)))
         for i, out in zip(index, generate(ctx, [asked] * len(index), index, 0)):
             records.append(record_of(ctx, out, True, asked))
-            turns.append(turn_of(ctx, i, 0, action, records[-1], [out]))
+            turns.append(turn_of(ctx, i, 0, None, records[-1], [out]))
         drawn += len(index)
 
-    draw(allocator.first or ctx.cfg.agents, None)
+    draw(allocator.first or ctx.cfg.agents)
     decisions = 0
     while drawn < limit:
         state = state_of(records, deliberated)
@@ -89,7 +89,7 @@ def allocation_episode(ctx: Context, rng: np.random.Generator, allocator: Alloca
             turns += more
             deliberated = True
             continue
-        draw(allocator.step or ctx.cfg.agents, Action.RESAMPLE)
+        draw(allocator.step or ctx.cfg.agents)
     return episode_of(ctx, records, turns, int(deliberated), start)
 
 

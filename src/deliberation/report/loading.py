@@ -147,7 +147,15 @@ def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
 def split_options(results: Sequence[RunResult]) -> list[RunResult]:
     """Runs sharing a label but run with other method options (an allocator at two operating points, ESC at
     two windows) get the options that differ in their label, e.g. ``early-stopping-sc [esc_window=3]``."""
-    return _split_label(results, lambda r: r.options, lambda r, seen: _differing(r.options, seen))
+    return _split_label(results, lambda r: r.options, lambda r, seen: _differing_options(r.options, seen))
+
+
+def _differing_options(options: tuple[tuple[str, str], ...], others: set[tuple[tuple[str, str], ...]]) -> str:
+    """``k=v, ...`` for the options whose value is not the same in all of ``others`` (``default`` where a run
+    left one at its default)."""
+    keys = sorted({k for o in others for k, _ in o})
+    return ", ".join(f"{k}={dict(options).get(k, 'default')}" for k in keys
+                     if len({dict(o).get(k) for o in others}) > 1)
 
 
 def sampling_label(k: int) -> str:
