@@ -1,5 +1,5 @@
-"""``delib optimize-graph``: learn the communication graph that ``delib run --method gptswarm|agentprune``
-runs, on training questions."""
+"""``delib optimize-graph`` (the communication graph ``delib run --method gptswarm|agentprune`` runs) and
+``delib aflow-search`` (the workflow ``delib run --method aflow`` runs), each on training questions."""
 
 from __future__ import annotations
 
@@ -19,7 +19,59 @@ cache (OUT/responses.sqlite), so an interrupted optimisation resumes."""
 OWN = ("method", "iterations", "batch", "lr", "prune_rate", "low_rank", "allow_test")
 
 
+SEARCH_EPILOG = """examples:
+  delib aflow-search --split train --limit 40 --optimizer-backend openai --optimizer-model MODEL \\
+      --optimizer-base-url http://127.0.0.1:8000/v1 --search-rounds 10 --validation-runs 2 --out runs/aflow
+  delib run --method aflow --workflow runs/aflow/workflow.json --limit 100 --out runs/aflow-test
+workflow.json holds the best workflow, every round (parent, modification, scores), the settings, the
+validation question ids (aflow refuses to answer them) and the tokens of executor and optimiser."""
+SEARCH_OWN = ("search_rounds", "validation_runs", "top_k", "patience", "alpha", "mix", "allow_test")
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
+    _optimize_parser(sub)
+    _search_parser(sub)
+
+
+def _search_parser(sub: argparse._SubParsersAction) -> None:
+    from deliberation.backends import BACKENDS
+    from deliberation.rl.aflow_search import AFlowSearch
+
+    p = sub.add_parser("aflow-search", help="search an AFlow workflow with an optimiser model (AFlow's MCTS)",
+                       description="AFlow's search: from the blank workflow, each round an optimiser model modifies a "
+                       "workflow picked by AFlow's soft mixed probability, and the child is scored on the training "
+                       "questions; the best workflow is written. The executor is --backend, the optimiser its own "
+                       "backend.", epilog=SEARCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_args(p)
+    p.add_argument("--out", required=True, type=out_folder, help="folder for workflow.json")
+    p.add_argument("--optimizer-backend", default="openai", choices=sorted(BACKENDS),
+                   help="the optimiser model's backend (default openai: any OpenAI-compatible server)")
+    p.add_argument("--optimizer-model", help="the optimiser's model")
+    p.add_argument("--optimizer-base-url", help="the optimiser's server (openai)")
+    p.add_argument("--optimizer-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="an optimiser backend option, repeatable")
+    flags.add_flags(p, AFlowSearch, only=SEARCH_OWN)
+    add_backend_args(p, "SQLite response cache of both models (default: <out>/responses.sqlite; 'none' disables)")
+    add_engine_args(p)
+    p.set_defaults(func=cmd_aflow_search, split="train")
+
+
+def cmd_aflow_search(args: argparse.Namespace) -> int:
+    from deliberation.rl.aflow_search import AFlowSearch, search
+
+    set_data_dir(args)
+    optimizer = argparse.Namespace(backend=args.optimizer_backend, backend_opt=args.optimizer_opt,
+                                   model=args.optimizer_model, base_url=args.optimizer_base_url)
+    spec = AFlowSearch(benchmark=benchmark_name(args), split=args.split, limit=args.limit, backend=args.backend,
+                       backend_options=backend_options(args), cache=args.cache, engine=engine_config(args),
+                       data_dir=args.data_dir, command=command_line(args), selection=selection(args),
+                       optimizer_backend=args.optimizer_backend, optimizer_options=backend_options(optimizer),
+                       **flags.values(args, AFlowSearch, only=SEARCH_OWN))
+    print(f"-> {search(spec, args.out)}")
+    return 0
+
+
+def _optimize_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.rl.graph_optimize import GraphOptimization
 
     p = sub.add_parser("optimize-graph", help="learn a GPTSwarm or AgentPrune communication graph by REINFORCE",

@@ -24,6 +24,7 @@ METHODS: dict[str, str] = {
     "php": "deliberation.methods.php:METHOD",
     "gptswarm": "deliberation.methods.graphs:GPTSWARM",
     "agentprune": "deliberation.methods.graphs:AGENTPRUNE",
+    "aflow": "deliberation.methods.aflow:SEARCHED",
     "aflow-gsm8k": "deliberation.methods.aflow:GSM8K",
     "aflow-math": "deliberation.methods.aflow:MATH",
     "debate": "deliberation.methods.debate:METHOD",

@@ -1,19 +1,48 @@
-"""AFlow's workflows for GSM8K and MATH as fixed methods, transferred from the paper, not searched here
-(``protocols/aflow.py``): ``aflow-gsm8k`` and ``aflow-math``, each usable on any benchmark."""
+"""AFlow's workflows as methods (``protocols/workflow.py``): ``aflow-gsm8k`` and ``aflow-math``, the
+workflows the paper found for those benchmarks, transferred (not searched here) and usable on any benchmark;
+``aflow``, the workflow a `delib aflow-search` found (``--workflow``), which refuses the questions it was
+searched on."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
 
 from deliberation.engine.spec import MethodSpec
-from deliberation.methods.base import fixed
-from deliberation.protocols.aflow import workflow_episode
+from deliberation.errors import DelibError
+from deliberation.methods.base import Method, MethodConfig, fixed
+from deliberation.policy.shipped import content_hash
+from deliberation.protocols.workflow import TRANSFERRED, Workflow, load_searched, workflow_episode
+from deliberation.types import Example
+
+def _one_agent(engine):
+    return replace(engine, agents=1, rounds=0)
 
 
-def transferred(found_on: str):
-    return fixed(MethodSpec(name=f"aflow-{found_on}", policy=None, protocol=found_on),
-                 engine=lambda e: replace(e, agents=1, rounds=0), episode=workflow_episode)
+def transferred(found_on: str) -> Method:
+    return fixed(MethodSpec(name=f"aflow-{found_on}", policy=None, protocol=TRANSFERRED[found_on]),
+                 engine=_one_agent, episode=workflow_episode)
+
+
+def searched(cfg: MethodConfig) -> tuple[Workflow, frozenset[str]]:
+    """The workflow ``--workflow`` names and the ids it was searched on."""
+    if cfg.workflow is None:
+        raise DelibError("aflow runs a searched workflow: search one with `delib aflow-search` on training "
+                         "questions, then pass --workflow OUT/workflow.json (or run aflow-gsm8k / aflow-math)")
+    return load_searched(cfg.workflow)
+
+
+def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
+    _, seen = searched(cfg)
+    hit = [e.id for e in examples if e.id in seen]
+    if hit:
+        raise DelibError(f"{cfg.workflow} was searched on {len(hit)} of these questions (e.g. {hit[0]}); answer "
+                         "other questions, or search on a split that excludes them")
 
 
 GSM8K = transferred("gsm8k")
 MATH = transferred("math")
+SEARCHED = Method(spec=lambda cfg: MethodSpec(name="aflow", policy=None, protocol=searched(cfg)[0]),
+                  engine=_one_agent, options=frozenset({"workflow"}), episode=workflow_episode, check=_check,
+                  record=lambda cfg: {"workflow_used": f"{cfg.workflow} {content_hash(Path(str(cfg.workflow)))}"})

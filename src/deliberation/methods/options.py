@@ -52,6 +52,9 @@ class MethodOptions:
     graph: str | None = None
     """gptswarm, agentprune: the optimised communication graph (graph.json from `delib optimize-graph`); it
     refuses the questions it was optimised on."""
+    workflow: str | None = None
+    """aflow: the workflow found by `delib aflow-search` (workflow.json); it refuses the questions it was
+    searched on."""
     php_max_calls: int = 10
     """php: the most interactions a question gets (the base answer included); the reference loop has no cap,
     its paper reports 2.0-2.4 on average (Zheng et al. 2023, Table 8), so 10 ends only loops that never

@@ -1,7 +1,7 @@
-"""AFlow's operators and the workflows it found for GSM8K and MATH, run as fixed methods (transferred, not
-searched here: AFlow, Zhang et al., ICLR 2025, "AFlow: Automating Agentic Workflow Generation"; reference
-code FoundationAgents/AFlow, ``scripts/operators.py``; the paper's Section 5.2 and Appendix B describe the
-workflows).
+"""AFlow's operators, and the prompts of the workflows it found for GSM8K and MATH (AFlow, Zhang et al.,
+ICLR 2025, "AFlow: Automating Agentic Workflow Generation"; reference code FoundationAgents/AFlow,
+``scripts/operators.py``; the paper's Section 5.2 and Appendix B describe the workflows, which
+``protocols/workflow.py`` writes as data and runs).
 
 Operators (one LLM call each, through the engine, seeded as call k of the question):
 - Custom(input, instruction): the instruction followed by the input, one user message; the reply's text;
@@ -11,13 +11,6 @@ Operators (one LLM call each, through the engine, seeded as call k of the questi
   (``benchmarks/sandbox``: isolated, no network, 30 s); on an error the error is shown and it tries again,
   at most 3 times; the value ``solve()`` returns, as text ("" when no attempt ran).
 
-Workflows (the authors' graph files are not public; the structure follows the paper's case study, Section
-5.2 and Figure 6 for GSM8K, Appendix B for MATH, as independent reconstructions agree on them):
-- GSM8K: Custom x5 (a careful-mathematician prompt ending in the bare number) -> ScEnsemble -> Programmer on
-  the chosen solution; the program's output if any, else the chosen solution;
-- MATH: Programmer -> Custom turning the program's output into a boxed solution; a detailed solution, and two
-  generated ones (Custom); ScEnsemble over those four.
-
 Departures: prompts paraphrased, and the problem is shown as this project shows every method (with its answer
 format); sampling at the run's temperature (AFlow's executor decodes at temperature 0); ScEnsemble's letter is
 read from free text (AFlow asks for an XML field).
@@ -26,15 +19,11 @@ read from free text (AFlow asks for an XML field).
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
-from typing import Callable
 
-import numpy as np
-
-from deliberation.engine.loop import AgentRecord, Context, episode_of, generate_as, record_of, turn_of
+from deliberation.engine.loop import AgentRecord, Context, generate_as, record_of, turn_of
 from deliberation.engine.prompts.common import Prompt
-from deliberation.types import Episode, Message, RequestKind, Turn
+from deliberation.types import Message, RequestKind, Turn
 
 MATH_SOLVE = ("You are a highly skilled mathematician. Read the problem carefully; identify the key quantities and "
               "how they relate; choose the concepts and formulas that apply; solve it step by step, showing all "
@@ -111,32 +100,3 @@ def run_solve(reply: str) -> tuple[bool, str]:
     result = run_program(f"{blocks[-1]}\nprint({OUTPUT_MARK!r} + str(solve()))", Limits(timeout_s=30.0))
     found = [line[len(OUTPUT_MARK):] for line in result.output.splitlines() if line.startswith(OUTPUT_MARK)]
     return (True, found[-1]) if result.passed and found else (False, result.output[-1000:] or result.status)
-
-
-def gsm8k_workflow(calls: Calls) -> str:
-    solutions = [calls.custom(calls.ctx.question, MATH_SOLVE) for _ in range(5)]
-    chosen = calls.sc_ensemble(solutions)
-    output = calls.programmer(chosen)
-    return output if output.strip() else chosen
-
-
-def math_workflow(calls: Calls) -> str:
-    output = calls.programmer()
-    refined = calls.custom(f"{calls.ctx.question}\nCode output: {output}", REFINE_ANSWER)
-    detailed = calls.custom(calls.ctx.question, DETAILED_SOLUTION)
-    generated = [calls.custom(calls.ctx.question, GENERATE_SOLUTION) for _ in range(2)]
-    return calls.sc_ensemble([refined, detailed, *generated])
-
-
-WORKFLOWS: dict[str, Callable[[Calls], str]] = {"gsm8k": gsm8k_workflow, "math": math_workflow}
-"""The transferred workflows by the benchmark they were found on."""
-
-
-def workflow_episode(ctx: Context, rng: np.random.Generator) -> Episode:
-    """The spec's workflow (``ctx.spec.protocol``: a key of ``WORKFLOWS``) on the question; its returned text
-    is the team's answer."""
-    start = time.perf_counter()
-    calls = Calls(ctx)
-    text = WORKFLOWS[ctx.spec.protocol](calls)
-    answer = AgentRecord(text, ctx.bench.key_for(ctx.example, text), None, 0, False)
-    return episode_of(ctx, [answer], calls.turns, 0, start)

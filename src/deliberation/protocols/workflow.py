@@ -1,0 +1,173 @@
+"""AFlow workflows as data: steps over AFlow's operators (``protocols/aflow.py``), run on one question.
+
+AFlow (Zhang et al., ICLR 2025) represents a workflow as Python code that an optimiser LLM edits. Here a
+workflow is a JSON object the optimiser edits instead, so that no model-written code runs in this process
+(the Programmer operator's code runs in the sandbox, as in AFlow); the search over it is AFlow's
+(``rl/aflow_search.py``). A workflow:
+
+    {"steps": [{"op": "custom", "out": "solutions", "instruction": "...", "input": ["$problem"], "n": 5},
+               {"op": "sc_ensemble", "out": "best", "from": ["solutions"]},
+               {"op": "programmer", "out": "result", "analysis": "best"}],
+     "answer": ["result", "best"]}
+
+- ``custom``: ``n`` calls on the instruction followed by ``input`` (items joined by newlines; ``$problem`` is
+  the question, ``$name`` a variable's text, anything else itself); ``out`` holds the reply, or the list of
+  replies when ``n`` > 1;
+- ``sc_ensemble``: the solution, among the variables ``from`` (texts or lists), whose answer the model says is
+  most frequent;
+- ``programmer``: the output of the model's ``solve()``, given the variable ``analysis`` (or none);
+- ``answer``: the first of these variables that is not empty is the team's answer.
+At most ``MAX_CALLS`` calls (AFlow bounds a graph's complexity at 10 operators; ``n`` counts each call).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from deliberation.engine.loop import AgentRecord, Context, episode_of
+from deliberation.errors import DelibError
+from deliberation.protocols.aflow import DETAILED_SOLUTION, GENERATE_SOLUTION, MATH_SOLVE, REFINE_ANSWER, Calls
+from deliberation.types import Episode
+
+OPS = ("custom", "sc_ensemble", "programmer")
+WORKFLOW_FORMAT = "deliberation-workflow"
+"""The format mark of a searched workflow's file (``rl/aflow_search.py`` writes it, ``load_searched`` reads it)."""
+MAX_CALLS = 12
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str
+    out: str
+    instruction: str = ""
+    input: tuple[str, ...] = ("$problem",)
+    n: int = 1
+    sources: tuple[str, ...] = ()
+    analysis: str = ""
+
+
+@dataclass(frozen=True)
+class Workflow:
+    steps: tuple[Step, ...]
+    answer: tuple[str, ...]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        steps = []
+        for s in self.steps:
+            step: dict[str, Any] = {"op": s.op, "out": s.out}
+            if s.op == "custom":
+                step.update(instruction=s.instruction, input=list(s.input), n=s.n)
+            elif s.op == "sc_ensemble":
+                step["from"] = list(s.sources)
+            else:
+                step["analysis"] = s.analysis
+            steps.append(step)
+        return {"steps": steps, "answer": list(self.answer)}
+
+
+def parse(raw: Any) -> Workflow:
+    """The workflow a JSON object describes; ValueError naming the first problem (an optimiser's draft is
+    refused by it)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("steps"), list) or not isinstance(raw.get("answer"), list):
+        raise ValueError('a workflow is {"steps": [...], "answer": [...]}')
+    defined: set[str] = set()
+    steps = tuple(_step(s, defined) for s in raw["steps"])
+    answer = tuple(str(a) for a in raw["answer"])
+    if not answer or any(a not in defined for a in answer):
+        raise ValueError(f"answer names {answer}, not all of them defined by a step")
+    calls = sum(s.n if s.op == "custom" else 1 for s in steps)
+    if calls > MAX_CALLS:
+        raise ValueError(f"the workflow makes {calls} calls, more than {MAX_CALLS}")
+    return Workflow(steps, answer)
+
+
+def _step(raw: Any, defined: set[str]) -> Step:
+    if not isinstance(raw, dict) or raw.get("op") not in OPS or not isinstance(raw.get("out"), str):
+        raise ValueError(f"a step needs an op ({', '.join(OPS)}) and an out name; got {json.dumps(raw)[:200]}")
+    refs = [x[1:] for x in raw.get("input", []) if isinstance(x, str) and x.startswith("$") and x != "$problem"]
+    used = refs + list(raw.get("from", [])) + ([raw["analysis"]] if raw.get("analysis") else [])
+    missing = [u for u in used if u not in defined]
+    if missing:
+        raise ValueError(f"step {raw['out']!r} reads {missing[0]!r} before any step defines it")
+    defined.add(raw["out"])
+    n = raw.get("n", 1)
+    if not isinstance(n, int) or not 1 <= n <= MAX_CALLS:
+        raise ValueError(f"step {raw['out']!r}: n must be a whole number from 1 to {MAX_CALLS}")
+    return Step(raw["op"], raw["out"], str(raw.get("instruction", "")), tuple(map(str, raw.get("input", ["$problem"]))),
+                n, tuple(map(str, raw.get("from", ()))), str(raw.get("analysis", "")))
+
+
+def run(workflow: Workflow, calls: Calls) -> str:
+    """The workflow's answer text on ``calls``' question."""
+    values: dict[str, str | list[str]] = {}
+    for step in workflow.steps:
+        if step.op == "custom":
+            replies = [calls.custom(_input(step.input, values, calls), step.instruction) for _ in range(step.n)]
+            values[step.out] = replies if step.n > 1 else replies[0]
+        elif step.op == "sc_ensemble":
+            values[step.out] = calls.sc_ensemble([t for name in step.sources for t in _texts(values[name])])
+        else:
+            values[step.out] = calls.programmer(_text(values[step.analysis]) if step.analysis else "None")
+    return next((_text(values[a]) for a in workflow.answer if _text(values[a]).strip()), "")
+
+
+def _texts(value: str | list[str]) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
+def _text(value: str | list[str]) -> str:
+    return value[0] if isinstance(value, list) else value
+
+
+def _input(items: tuple[str, ...], values: dict[str, str | list[str]], calls: Calls) -> str:
+    shown = [calls.ctx.question if x == "$problem" else _text(values[x[1:]]) if x.startswith("$") else x for x in items]
+    return "\n".join(shown)
+
+
+def load_searched(path: str) -> tuple[Workflow, frozenset[str]]:
+    """The workflow in a `delib aflow-search` file and the ids it was searched on; one line when missing or
+    damaged."""
+    try:
+        raw = json.loads(Path(path).read_text())
+        if raw.get("format") != WORKFLOW_FORMAT:
+            raise ValueError("not a workflow file")
+        return parse(raw["workflow"]), frozenset(raw["record"]["questions"]["ids"])
+    except FileNotFoundError:
+        raise DelibError(f"workflow {path} not found; search one with `delib aflow-search`") from None
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+        raise DelibError(f"{path} is not a workflow from `delib aflow-search` ({err}); search again") from err
+
+
+def workflow_episode(ctx: Context, rng: np.random.Generator) -> Episode:
+    """The spec's workflow (``ctx.spec.protocol``) on the question; its answer text is the team's answer."""
+    start = time.perf_counter()
+    calls = Calls(ctx)
+    text = run(ctx.spec.protocol, calls)
+    return episode_of(ctx, [AgentRecord(text, ctx.bench.key_for(ctx.example, text), None, 0, False)], calls.turns, 0,
+                      start)
+
+
+TRANSFERRED: dict[str, Workflow] = {
+    "gsm8k": parse({"steps": [
+        {"op": "custom", "out": "solutions", "instruction": MATH_SOLVE, "input": ["$problem"], "n": 5},
+        {"op": "sc_ensemble", "out": "best", "from": ["solutions"]},
+        {"op": "programmer", "out": "result", "analysis": "best"}], "answer": ["result", "best"]}),
+    "math": parse({"steps": [
+        {"op": "programmer", "out": "code_output"},
+        {"op": "custom", "out": "refined", "instruction": REFINE_ANSWER, "input": ["$problem", "Code output:", "$code_output"]},
+        {"op": "custom", "out": "detailed", "instruction": DETAILED_SOLUTION},
+        {"op": "custom", "out": "generated", "instruction": GENERATE_SOLUTION, "n": 2},
+        {"op": "sc_ensemble", "out": "best", "from": ["refined", "detailed", "generated"]}], "answer": ["best"]}),
+}
+"""The workflows AFlow found, by the benchmark they were found on. The authors' graph files are not public;
+the structure follows the paper's case study (Section 5.2, Figure 6) for GSM8K and Appendix B for MATH, as
+independent reconstructions agree on them. GSM8K: five careful solutions, the most consistent one, a program
+computing it; the program's output, else that solution. MATH: a program, its output written up as a boxed
+solution, a detailed solution and two generated ones; the most consistent of those four."""

@@ -1,0 +1,220 @@
+"""``delib aflow-search``: AFlow's search for a workflow (Zhang et al., ICLR 2025, Section 4 and Algorithm 1;
+reference code FoundationAgents/AFlow, ``scripts/optimizer.py`` and ``scripts/optimizer_utils/``).
+
+Round 1 is the blank workflow (one Custom call without instruction), scored ``validation_runs`` times on the
+validation questions (the training questions given; each run its own seed). Each later round:
+1. selection: among round 1 and the ``top_k`` best other rounds by mean score, a parent drawn with AFlow's
+   soft mixed probability, mix / n + (1 - mix) * softmax(alpha * (100 s_i - 100 s_max)) (its code's alpha 0.2,
+   mix 0.3; the paper's text gives 0.4 and 0.2);
+2. expansion: the optimiser model (its own backend) sees the parent, its score, its earlier modifications with
+   their scores, three questions it got wrong and the operators, and writes one modification; a draft that is
+   not a valid workflow, or repeats an earlier modification of that parent, is asked again (3 tries);
+3. evaluation: the child scored ``validation_runs`` times;
+4. backpropagation: its modification, score and whether it beat its parent join the parent's experience.
+It stops after ``search_rounds`` rounds, or when the mean of the top three round scores has not changed for
+``patience`` rounds (AFlow's convergence check), and writes the best round's workflow to ``OUT/workflow.json``
+with every round, the settings, the validation question ids and the tokens of executor and optimiser.
+
+Departures: workflows are JSON over the operators (``protocols/workflow.py``), not Python code (no
+model-written code runs outside the sandbox); defaults are the paper's (20 rounds, 5 validation runs, top 3,
+patience 5) except where the machine needs fewer (say so with the flags).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import ExitStack, closing
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from deliberation import benchmarks
+from deliberation.backends import make_backend
+from deliberation.benchmarks.selection import load_selected
+from deliberation.config import Workload
+from deliberation.engine.loop import example_rng, make_context, request_seed
+from deliberation.engine.spec import MethodSpec
+from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, parse, workflow_episode
+from deliberation.types import Example, GenerationRequest, Message, Purpose, RequestKind, write_json_atomic
+
+WORKFLOW_FILE = "workflow.json"
+BLANK = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}], "answer": ["answer"]}
+OPERATORS = ("custom: n calls on its instruction followed by its input (texts; \"$problem\" is the question, "
+             "\"$name\" a variable); out holds the reply (a list when n > 1).\n"
+             "sc_ensemble: from some variables' solutions, the one whose answer is most frequent.\n"
+             "programmer: writes and runs Python code that computes the answer, given the variable analysis; "
+             "out holds the code's result.")
+_TAG = re.compile(r"<(modification|workflow)>(.*?)</\1>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class AFlowSearch(Workload):
+    """What ``delib aflow-search`` searches with and on."""
+
+    optimizer_backend: str = "openai"
+    """The backend of the optimiser model (any OpenAI-compatible server: openai with --optimizer-opt base_url=...)."""
+    optimizer_options: dict[str, Any] = field(default_factory=dict)
+    """Its options (``--optimizer-model`` sets model)."""
+    search_rounds: int = 20
+    """At most this many rounds of the search, round 1 included (the paper's 20)."""
+    validation_runs: int = 5
+    """Scorings of each workflow on the validation questions (the paper's 5)."""
+    top_k: int = 3
+    """Parents are drawn among round 1 and this many best other rounds (AFlow's top-k)."""
+    patience: int = 5
+    """Stop when the mean of the top ``top_k`` round scores is unchanged for this many rounds."""
+    alpha: float = 0.2
+    """The softmax's sharpness on scores in percent (AFlow's code: 0.2)."""
+    mix: float = 0.3
+    """The uniform share of the selection (AFlow's code: 0.3)."""
+    allow_test: bool = False
+    """Searching on a test split learns the questions it is measured on: opt-in only."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.split == "test" and not self.allow_test:
+            raise DelibError("--split test would search on the questions the workflow is measured on; search on a "
+                             "train split (or pass --allow-test to do it knowingly)")
+        for name in ("search_rounds", "validation_runs", "top_k", "patience"):
+            require_at_least(f"--{name.replace('_', '-')}", getattr(self, name))
+        require_number("--alpha", self.alpha, 0, 100)
+        require_number("--mix", self.mix, 0, 1)
+
+
+@dataclass
+class Round:
+    number: int
+    parent: int | None
+    workflow: Workflow
+    modification: str
+    scores: list[float]
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.scores))
+
+
+def candidates(rounds: Sequence[Round], spec: AFlowSearch) -> tuple[list[Round], np.ndarray]:
+    """Round 1 and the ``top_k`` best other rounds, and AFlow's soft mixed probability of each."""
+    found = [rounds[0], *sorted(rounds[1:], key=lambda r: -r.mean)[: spec.top_k]]
+    scores = np.array([100 * r.mean for r in found])
+    soft = np.exp(spec.alpha * (scores - scores.max()))
+    return found, spec.mix / len(found) + (1 - spec.mix) * soft / soft.sum()
+
+
+def select(rounds: Sequence[Round], spec: AFlowSearch, rng: np.random.Generator) -> Round:
+    """The parent, drawn among ``candidates``."""
+    found, probs = candidates(rounds, spec)
+    return found[int(rng.choice(len(found), p=probs / probs.sum()))]
+
+
+def search(spec: AFlowSearch, out: str) -> Path:
+    """Search (see the module docstring); returns the path of workflow.json."""
+    bench = benchmarks.get(spec.benchmark)
+    examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    cache = spec.cache if spec.cache is not None else str(folder / "responses.sqlite")
+    tokens = {"executor": [0, 0], "optimizer": [0, 0]}
+    with ExitStack() as stack:
+        executor = stack.enter_context(closing(make_backend(spec.backend, cache=None if cache == "none" else cache,
+                                                            **spec.backend_options)))
+        optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=None if cache == "none"
+                                                             else cache, **spec.optimizer_options)))
+        rounds = _search(spec, examples, bench, executor, optimizer, tokens)
+    best = max(rounds, key=lambda r: (r.mean, -r.number))
+    record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
+              "engine": asdict(spec.engine), "best_round": best.number, "tokens": tokens,
+              "questions": {"benchmark": spec.benchmark, "split": spec.split, "ids": [e.id for e in examples]},
+              "rounds": [{"round": r.number, "parent": r.parent, "modification": r.modification, "mean": r.mean,
+                          "scores": r.scores, "workflow": r.workflow.to_json()} for r in rounds]}
+    write_json_atomic(folder / WORKFLOW_FILE, {"format": WORKFLOW_FORMAT, "workflow": best.workflow.to_json(),
+                                                "record": record})
+    return folder / WORKFLOW_FILE
+
+
+def _search(spec: AFlowSearch, examples: list[Example], bench: Any, executor: Any, optimizer: Any,
+            tokens: dict[str, list[int]]) -> list[Round]:
+    rng = np.random.default_rng(spec.engine.seed)
+    rounds = [Round(1, None, parse(BLANK), "", [])]
+    _evaluate(rounds[0], spec, examples, bench, executor, tokens)
+    tops, experience = [_top(rounds, spec)], {1: []}
+    for number in range(2, spec.search_rounds + 1):
+        parent = select(rounds, spec, rng)
+        drafted = _expand(parent, experience[parent.number], spec, examples, optimizer, tokens, number)
+        if drafted is None:
+            continue
+        child = Round(number, parent.number, drafted[1], drafted[0], [])
+        _evaluate(child, spec, examples, bench, executor, tokens)
+        rounds.append(child)
+        experience[number] = []
+        experience[parent.number].append({"modification": child.modification, "score": child.mean,
+                                          "succeeded": child.mean > parent.mean})
+        tops.append(_top(rounds, spec))
+        if len(tops) > spec.patience and len(set(tops[-spec.patience - 1:])) == 1:
+            break
+    return rounds
+
+
+def _top(rounds: Sequence[Round], spec: AFlowSearch) -> float:
+    return round(float(np.mean(sorted(r.mean for r in rounds)[-spec.top_k:])), 9)
+
+
+def _evaluate(node: Round, spec: AFlowSearch, examples: list[Example], bench: Any, executor: Any,
+              tokens: dict[str, list[int]]) -> None:
+    """Score ``node``'s workflow ``validation_runs`` times (run j with seed + j); keep up to 3 failures."""
+    for run in range(spec.validation_runs):
+        engine = replace(spec.engine, seed=spec.engine.seed + run)
+        right = 0
+        for example in examples:
+            ctx = make_context(example, executor, bench, engine, MethodSpec("aflow", None, protocol=node.workflow))
+            episode = workflow_episode(ctx, example_rng(engine.seed, example.id))
+            right += episode.correct
+            tokens["executor"][0] += episode.prompt_tokens
+            tokens["executor"][1] += episode.completion_tokens
+            if not episode.correct and len(node.failures) < 3:
+                node.failures.append({"question": ctx.question, "right_answer": example.answer,
+                                      "output": str(episode.final_answer)})
+        node.scores.append(right / len(examples))
+
+
+def _expand(parent: Round, experience: list[dict], spec: AFlowSearch, examples: list[Example], optimizer: Any,
+            tokens: dict[str, list[int]], number: int) -> tuple[str, Workflow] | None:
+    """One modification of ``parent`` by the optimiser (3 tries), or None when none is valid and new."""
+    tried = {e["modification"] for e in experience}
+    for attempt in range(3):
+        request = GenerationRequest((Message("user", _prompt(parent, experience)),), max_tokens=2048,
+                                    temperature=1.0, seed=request_seed(spec.engine.seed, f"aflow-round-{number}", 0, attempt),
+                                    purpose=Purpose(RequestKind.ANSWER, examples[0].id,
+                                                    benchmarks.get(spec.benchmark).format_question(examples[0]), 0))
+        [reply] = optimizer.generate([request])
+        tokens["optimizer"][0] += reply.prompt_tokens
+        tokens["optimizer"][1] += reply.completion_tokens
+        found = dict(_TAG.findall(reply.text))
+        try:
+            workflow = parse(json.loads(found.get("workflow", "")))
+        except (ValueError, TypeError):
+            continue
+        modification = found.get("modification", "").strip()
+        if modification and modification not in tried:
+            return modification, workflow
+    return None
+
+
+def _prompt(parent: Round, experience: list[dict]) -> str:
+    """The optimiser's prompt (AFlow's WORKFLOW_OPTIMIZE_PROMPT, paraphrased)."""
+    done = "\n".join(f"- {e['modification']} (score {e['score']:.3f}; {'better' if e['succeeded'] else 'not better'}"
+                     "): do not repeat it" for e in experience) or "- none yet"
+    wrong = "\n\n".join(f"Question: {f['question']}\nRight answer: {f['right_answer']}\nWorkflow's answer: "
+                        f"{f['output']}" for f in parent.failures) or "none"
+    return (f"You improve a workflow that solves math problems. This workflow scores {parent.mean:.3f} on the "
+            f"validation questions:\n<workflow>{json.dumps(parent.workflow.to_json())}</workflow>\n\n"
+            f"Its operators:\n{OPERATORS}\n\nModifications of it tried before:\n{done}\n\nQuestions it got wrong:\n"
+            f"{wrong}\n\nMake ONE modification that may raise the score (add an operator, change an instruction, "
+            "ensemble, review and revise...), at most about five steps changed, twelve calls in all. Reply with "
+            "<modification>one sentence</modification> and <workflow>the whole new workflow as JSON</workflow>.")

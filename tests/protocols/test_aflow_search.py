@@ -1,0 +1,120 @@
+"""AFlow's search on the scripted executor with an optimiser that proposes set modifications: the selection
+probabilities are AFlow's formula, a draft that is no workflow or repeats a modification is asked again,
+children are scored and recorded with their parent, the best round's workflow is written with the tokens
+of both models, the search stops when its top scores stop moving, and workflows that read undefined
+variables or make too many calls are refused."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.protocols.workflow import parse
+from deliberation.rl.aflow_search import AFlowSearch, Round, candidates
+from deliberation.types import Completion, GenerationRequest
+
+ENSEMBLE = {"steps": [{"op": "custom", "out": "s", "input": ["$problem"], "n": 3},
+                      {"op": "sc_ensemble", "out": "best", "from": ["s"]}], "answer": ["best"]}
+
+
+def test_the_selection_is_afflows_soft_mixed_probability():
+    spec = AFlowSearch(split="train", top_k=2, alpha=0.2, mix=0.3)
+    blank = parse({"steps": [{"op": "custom", "out": "a"}], "answer": ["a"]})
+    rounds = [Round(1, None, blank, "", [0.50]), Round(2, 1, blank, "x", [0.60]), Round(3, 1, blank, "y", [0.40]),
+              Round(4, 2, blank, "z", [0.55])]
+    found, probs = candidates(rounds, spec)
+    assert [r.number for r in found] == [1, 2, 4]  # round 1 and the two best others
+    soft = np.exp(0.2 * (np.array([50.0, 60.0, 55.0]) - 60.0))
+    assert probs == pytest.approx(0.3 / 3 + 0.7 * soft / soft.sum()) and probs.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("draft, reason", [
+    ({"steps": [{"op": "sc_ensemble", "out": "b", "from": ["nothing"]}], "answer": ["b"]}, "before any step"),
+    ({"steps": [{"op": "custom", "out": "s", "n": 13}], "answer": ["s"]}, "n must be"),
+    ({"steps": [{"op": "custom", "out": "s", "n": 7}, {"op": "custom", "out": "t", "n": 6}], "answer": ["t"]},
+     "more than 12"),
+    ({"steps": [{"op": "shell", "out": "s"}], "answer": ["s"]}, "needs an op"),
+    ({"steps": [{"op": "custom", "out": "s"}], "answer": ["t"]}, "not all of them defined"),
+])
+def test_a_workflow_that_cannot_run_is_refused(draft, reason):
+    with pytest.raises(ValueError, match=reason):
+        parse(draft)
+
+
+class Optimizer:
+    """Proposes: first no workflow, then the ensemble workflow, then the same modification again, then
+    'five samples' (a new one), and repeats the last."""
+
+    name, model, supports_logprobs, cache_scope = "opt", "m", False, "m"
+
+    def __init__(self) -> None:
+        five = json.loads(json.dumps(ENSEMBLE))
+        five["steps"][0]["n"] = 5
+        self.replies = ["no json here", f"<modification>ensemble three</modification><workflow>{json.dumps(ENSEMBLE)}"
+                        "</workflow>", f"<modification>ensemble three</modification><workflow>{json.dumps(ENSEMBLE)}"
+                        "</workflow>", f"<modification>five samples</modification><workflow>{json.dumps(five)}</workflow>"]
+        self.calls = 0
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        reply = self.replies[min(self.calls, len(self.replies) - 1)]
+        self.calls += 1
+        return [Completion(reply, 100, 40)]
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def optimizer(monkeypatch):
+    """The backend named "opt" is an ``Optimizer``; every other name is made as usual."""
+    from deliberation.rl import aflow_search
+
+    found = Optimizer()
+    real = aflow_search.make_backend
+    monkeypatch.setattr(aflow_search, "make_backend", lambda name, **kw: found if name == "opt" else real(name, **kw))
+    return found
+
+
+def run_search(tmp_path, **settings) -> dict:
+    from deliberation.rl.aflow_search import search
+
+    spec = AFlowSearch(split="train", limit=6, backend="scripted", optimizer_backend="opt", validation_runs=2,
+                       cache="none", **settings)
+    return json.loads(search(spec, str(tmp_path)).read_text())
+
+
+def test_the_search_records_children_keeps_the_best_and_counts_both_models(tmp_path, optimizer):
+    found = run_search(tmp_path, search_rounds=4)
+    rounds, record = found["record"]["rounds"], found["record"]
+    assert [r["round"] for r in rounds][:2] == [1, 2] and rounds[1]["modification"] == "ensemble three"
+    assert len(rounds) >= 3  # a round whose parent has had every draft the optimiser writes is skipped
+    assert all(len(r["scores"]) == 2 for r in rounds)
+    for parent in {r["parent"] for r in rounds[1:]}:  # no parent got the same modification twice
+        mods = [r["modification"] for r in rounds[1:] if r["parent"] == parent]
+        assert len(mods) == len(set(mods))
+    best = max(rounds, key=lambda r: (r["mean"], -r["round"]))
+    assert record["best_round"] == best["round"] and found["workflow"] == best["workflow"]
+    assert record["tokens"]["optimizer"] == [100 * optimizer.calls, 40 * optimizer.calls]
+    assert record["tokens"]["executor"][0] > 0 and len(record["questions"]["ids"]) == 6
+
+
+def test_the_search_stops_when_its_top_scores_stop_moving(tmp_path, optimizer):
+    blank = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}],
+             "answer": ["answer"]}
+    optimizer.replies = [f"<modification>idea {i}</modification><workflow>{json.dumps(blank)}</workflow>"
+                         for i in range(30)]
+    optimizer.generate = lambda requests: [Completion(optimizer.replies.pop(0), 100, 40)]
+    rounds = run_search(tmp_path, search_rounds=20, patience=2)["record"]["rounds"]
+    assert len(rounds) == 1 + 2  # equal scores: the top unchanged by 2 children in a row
+
+
+def test_the_cli_with_an_optimiser_that_writes_no_workflow_keeps_the_blank_one(tmp_path):
+    assert main(["aflow-search", "--backend", "scripted", "--optimizer-backend", "scripted", "--limit", "4",
+                 "--search-rounds", "3", "--validation-runs", "1", "--out", str(tmp_path)]) == 0
+    found = json.loads((tmp_path / "workflow.json").read_text())
+    assert found["record"]["best_round"] == 1 and len(found["record"]["rounds"]) == 1
+    assert found["workflow"]["steps"][0]["instruction"] == ""
