@@ -42,7 +42,8 @@ from deliberation.policy.shipped import sha256_hex
 from deliberation.rl.allocation.fit import load_paths
 from deliberation.rl.allocation.paths import Path as QuestionPath
 from deliberation.rl.allocation.paths import simulate
-from deliberation.rl.allocation.train import AllocatorTraining, train
+from deliberation.rl.allocation.config import AllocatorTraining
+from deliberation.rl.allocation.train import train
 
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = ("math-train", "gsm8k-train")

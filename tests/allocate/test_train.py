@@ -11,7 +11,8 @@ from deliberation.allocate.moves import MOVES, Move
 from deliberation.allocate.network import LearnedAllocator
 from deliberation.allocate.state import FEATURE_NAMES, Sample, State, features
 from deliberation.rl.allocation.paths import Branch, Path, simulate
-from deliberation.rl.allocation.train import AllocatorTraining, hindsight, table, train
+from deliberation.rl.allocation.config import AllocatorTraining
+from deliberation.rl.allocation.train import hindsight, table, train
 
 LIMIT, TEAM, COST = 6, 3, 100  # every sample costs 100 tokens
 

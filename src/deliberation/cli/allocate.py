@@ -18,8 +18,7 @@ spend on the training questions (in-sample)."""
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     from deliberation.engine.signals import SIGNALS
-    from deliberation.rl.allocation.fit import AllocatorFit
-    from deliberation.rl.allocation.train import AllocatorTraining
+    from deliberation.rl.allocation.config import AllocatorFit, AllocatorTraining
 
     p = sub.add_parser("train-allocator", help="train a compute allocator (mpdf-allocate) on training tree stores",
                        description="Learns when to stop drawing samples: after the team's answers and each further "
@@ -42,8 +41,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def cmd_train_allocator(args: argparse.Namespace) -> int:
     from deliberation.engine.spec import VoteWeights
-    from deliberation.rl.allocation.fit import AllocatorFit, fit
-    from deliberation.rl.allocation.train import AllocatorTraining
+    from deliberation.rl.allocation.config import AllocatorFit, AllocatorTraining
+    from deliberation.rl.allocation.fit import fit
 
     set_data_dir(args)
     vote = VoteWeights(args.vote_signal, args.vote_temperature) if args.vote_signal else None

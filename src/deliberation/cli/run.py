@@ -30,7 +30,10 @@ A rerun into the same --out skips finished examples."""
 
 def _run_parser(sub: argparse._SubParsersAction) -> None:
     method_names, _, _ = registry_names()
-    p = sub.add_parser("run", help="run one method on one benchmark split", epilog=EPILOG_RUN,
+    from deliberation.methods import described
+
+    p = sub.add_parser("run", help="run one method on one benchmark split",
+                       epilog=f"methods:\n{described()}\n\n{EPILOG_RUN}",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run a method on a benchmark; writes config.json, episodes.jsonl, summary.json.")
     p.add_argument("--method", required=True, help="one of: " + ", ".join(method_names))

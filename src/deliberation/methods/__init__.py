@@ -42,6 +42,12 @@ def get(name: str) -> Method:
     return lookup(METHODS, name, "method")
 
 
+def described() -> str:
+    """Every method and what it does, a line each (``Method.about``): the list ``delib run --help`` shows."""
+    width = max(map(len, METHODS))
+    return "\n".join(f"  {name:<{width}}  {get(name).about}" for name in METHODS)
+
+
 def unread(given: Iterable[str], names: Sequence[str]) -> str | None:
     """The first of the ``given`` options that none of the methods ``names`` reads, else None: such an
     option is refused, never silently ignored."""
@@ -62,4 +68,4 @@ def run_method(method: str, example: Example, backend: Backend, benchmark: str =
     return get(method).run(example, backend, cfg, example_rng(cfg.engine.seed, example.id))
 
 
-__all__ = ["METHODS", "Method", "MethodConfig", "MethodOptions", "get", "run_method", "taking", "unread"]
+__all__ = ["METHODS", "Method", "MethodConfig", "MethodOptions", "described", "get", "run_method", "taking", "unread"]

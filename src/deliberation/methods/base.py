@@ -61,6 +61,8 @@ class Method:
     """Entries the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
     episode: Callable[[Context, np.random.Generator], Episode] = run_episode
     """How an episode runs: the round loop, or another protocol over the engine's parts (adaptive sampling)."""
+    about: str = ""
+    """What it does, with its source, in one line (``delib run --help`` lists it)."""
     check: Callable[[MethodConfig, Sequence[Example]], None] = lambda cfg, examples: None
     """Refuses questions the method may not answer under ``cfg`` (a graph optimised on them), before a run
     writes anything."""

@@ -17,13 +17,15 @@ from deliberation.engine.spec import MethodSpec, VoteWeights
 from deliberation.methods.base import Method, samples_only
 
 
-def cisc_method(name: str, signal: str, critic: bool) -> Method:
+def cisc_method(name: str, signal: str, critic: bool, about: str) -> Method:
     """CISC under ``name`` weighing ballots by ``signal`` (``engine/signals.SIGNALS``) at the config's T;
     ``critic``: it needs the critic's calls."""
     return Method(spec=lambda cfg: MethodSpec(name=name, policy=None, confidence=critic,
                                               vote_weights=VoteWeights(signal, cfg.vote_temperature)),
-                  engine=samples_only, options=frozenset({"vote_temperature"}))
+                  engine=samples_only, options=frozenset({"vote_temperature"}), about=about)
 
 
-CRITIC = cisc_method("cisc", "critic", critic=True)
-LOGPROB = cisc_method("cisc-logprob", "logprob-mean", critic=False)
+CRITIC = cisc_method("cisc", "critic", True, "self-consistency weighted by each sample's critic P(Yes) "
+                     "(Taubenfeld et al. 2025)")
+LOGPROB = cisc_method("cisc-logprob", "logprob-mean", False, "self-consistency weighted by each sample's mean token "
+                      "log-probability (Taubenfeld et al. 2025)")

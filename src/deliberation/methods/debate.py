@@ -16,4 +16,5 @@ def never(keys: Sequence[str | None]) -> bool:
     return False
 
 
-METHOD = fixed(MethodSpec(name="debate", policy=ConstantPolicy(Action.REFINE), update=prompts.DEBATE, stop=never))
+METHOD = fixed(MethodSpec(name="debate", policy=ConstantPolicy(Action.REFINE), update=prompts.DEBATE, stop=never),
+               about="every agent revises every round seeing the others' answers (Du et al. 2023)")

@@ -18,4 +18,5 @@ def two_thirds_agree(keys: Sequence[str | None]) -> bool:
 
 
 METHOD = fixed(MethodSpec(name="dylan", policy=ConstantPolicy(Action.REFINE), update=prompts.DEBATE,
-                          stop=two_thirds_agree))
+                          stop=two_thirds_agree),
+               about="debate that stops once more than 2/3 agree (Liu et al. 2024, DyLAN)")

@@ -38,6 +38,10 @@ def graph_episode(ctx: Context, rng: np.random.Generator) -> Episode:
     return run_graph(ctx, ctx.spec.protocol.layout, spatial, temporal, time.perf_counter())
 
 
+ABOUT = {"gptswarm": "agents on a graph whose edges were learned by REINFORCE, --graph (Zhuge et al. 2024)",
+         "agentprune": "role agents on a learned, pruned spatial-temporal graph, --graph (Zhang et al. 2025)"}
+
+
 def graph_method(kind: str) -> Method:
     def check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
         refuse_trained(graph_of(kind, cfg), examples, str(cfg.graph))
@@ -48,7 +52,7 @@ def graph_method(kind: str) -> Method:
 
     return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
-                  check=check, record=record)
+                  check=check, record=record, about=ABOUT[kind])
 
 
 GPTSWARM = graph_method("gptswarm")

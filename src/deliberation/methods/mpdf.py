@@ -45,4 +45,5 @@ def _record(cfg: MethodConfig) -> dict[str, Any]:
 
 METHOD = Method(spec=lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True,
                                             lazy_critic=cfg.lazy_critic),
-                options=frozenset({"policy", "confidence_threshold", "lazy_critic"}), record=_record)
+                options=frozenset({"policy", "confidence_threshold", "lazy_critic"}), record=_record,
+                about="each round a learned policy picks PERSIST, REFINE or CONCEDE per agent (Yang & Thomason 2026)")

@@ -11,4 +11,5 @@ from deliberation.protocols.php import php_episode
 
 METHOD = Method(spec=lambda cfg: MethodSpec(name="php", policy=None, protocol=cfg.php_max_calls),
                 engine=lambda e: replace(e, agents=1, rounds=0), options=frozenset({"php_max_calls"}),
-                episode=php_episode)
+                episode=php_episode,
+                about="re-asks with its earlier answers as hints until two agree, at most --php-max-calls (Zheng et al. 2023)")

@@ -12,4 +12,5 @@ from deliberation.policy.rules import ConstantPolicy
 from deliberation.actions import Action
 
 METHOD = fixed(MethodSpec(name="reconcile", policy=ConstantPolicy(Action.REFINE), update=prompts.RECONCILE,
-                          confidence=True, weighted_vote=True))
+                          confidence=True, weighted_vote=True),
+               about="agents revise seeing answers with confidences; confidence-weighted vote (Chen et al. 2024)")

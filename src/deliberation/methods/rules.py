@@ -16,7 +16,7 @@ def rule_method(name: str, rule: FixedRule) -> Method:
     options = frozenset({"confidence_threshold", "lazy_critic"}) if rule.confidence else frozenset()
     return Method(spec=lambda cfg: MethodSpec(name=name, policy=rule.policy(cfg.confidence_threshold),
                                               confidence=rule.confidence, lazy_critic=cfg.lazy_critic),
-                  options=options, fixed_rule=True)
+                  options=options, fixed_rule=True, about=rule.about)
 
 
 METHODS: dict[str, Method] = {name: rule_method(name, rule) for name, rule in FIXED_RULES.items()}

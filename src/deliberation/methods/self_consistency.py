@@ -10,4 +10,5 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import fixed, samples_only
 
 SPEC = MethodSpec(name="self-consistency", policy=None)
-METHOD = fixed(SPEC, engine=samples_only)
+METHOD = fixed(SPEC, engine=samples_only,
+               about="the majority of --agents independent samples (Wang et al. 2023)")

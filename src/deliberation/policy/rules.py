@@ -119,6 +119,8 @@ class FixedRule:
     confidence: bool = False
     """Reads the critic's P(Yes) against the threshold: its method calls the critic and takes
     ``--confidence-threshold``, and the tune grid tries it at every threshold."""
+    about: str = ""
+    """What it does, in one line (``delib run --help``)."""
     actions: str = PAPER_ACTIONS
     """The smallest action set (``actions.ACTION_SETS``) holding every action it takes: ``delib tune-rules``
     tries it under that set or a larger one (RESAMPLE needs stores with 2N round-0 samples)."""
@@ -129,13 +131,21 @@ class FixedRule:
 
 
 FIXED_RULES: dict[str, FixedRule] = {
-    "always-persist": FixedRule(lambda _: ConstantPolicy(Action.PERSIST), 10),
-    "always-refine": FixedRule(lambda _: ConstantPolicy(Action.REFINE), 20),
-    "always-concede": FixedRule(lambda _: ConstantPolicy(Action.CONCEDE), 30),
-    "confidence-threshold": FixedRule(ConfidenceThreshold, 50, confidence=True),
-    "agreement-threshold": FixedRule(lambda _: AgreementThreshold(), 40),
-    "always-resample": FixedRule(lambda _: ConstantPolicy(Action.RESAMPLE), 35, actions="resample"),
-    "agreement-resample": FixedRule(lambda _: AgreementThreshold(Action.RESAMPLE), 45, actions="resample"),
-    "agreement-then-confidence": FixedRule(AgreementThenConfidence, 60, confidence=True),
+    "always-persist": FixedRule(lambda _: ConstantPolicy(Action.PERSIST), 10, about="fixed rule: every agent keeps "
+                                "its answer"),
+    "always-refine": FixedRule(lambda _: ConstantPolicy(Action.REFINE), 20, about="fixed rule: every agent refines"),
+    "always-concede": FixedRule(lambda _: ConstantPolicy(Action.CONCEDE), 30, about="fixed rule: every agent "
+                                "concedes to a peer"),
+    "confidence-threshold": FixedRule(ConfidenceThreshold, 50, confidence=True, about="fixed rule: persist at critic "
+                                      "P(Yes) >= --confidence-threshold, else concede to a more confident peer, else "
+                                      "refine"),
+    "agreement-threshold": FixedRule(lambda _: AgreementThreshold(), 40, about="fixed rule: persist if a peer agrees, "
+                                     "else concede to an answer two share, else refine"),
+    "always-resample": FixedRule(lambda _: ConstantPolicy(Action.RESAMPLE), 35, actions="resample",
+                                 about="fixed rule: every agent draws a fresh sample"),
+    "agreement-resample": FixedRule(lambda _: AgreementThreshold(Action.RESAMPLE), 45, actions="resample",
+                                    about="fixed rule: the agreement rule, a lone answer resampled instead of refined"),
+    "agreement-then-confidence": FixedRule(AgreementThenConfidence, 60, confidence=True, about="fixed rule: the "
+                                           "agreement rule, a confident lone agent kept from conceding"),
 }
 """name -> rule, in the order ``methods.METHODS`` lists them (a tree store's manifest records that order)."""

@@ -14,11 +14,12 @@ pruning).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import torch
-from torch import Tensor
+
+if TYPE_CHECKING:  # torch loads when a graph is sampled, not when a command's help is shown
+    from torch import Tensor
 
 Edge = tuple[int, int]
 
@@ -29,7 +30,8 @@ class Realized:
     with a gradient when sampled for training; 0 for a final graph)."""
 
     edges: tuple[Edge, ...]
-    logp: Tensor
+    logp: Any
+    """A 0-dimensional torch tensor (sampled), or 0.0 (a final graph)."""
 
     def predecessors(self, node: int) -> list[int]:
         return [s for s, d in self.edges if d == node]
@@ -48,10 +50,12 @@ def reaches(edges: Sequence[Edge], start: int, goal: int) -> bool:
     return False
 
 
-def sample(potential: Sequence[Edge], logits: Tensor, mask: Sequence[bool], rng: np.random.Generator,
+def sample(potential: Sequence[Edge], logits: "Tensor", mask: Sequence[bool], rng: np.random.Generator,
            acyclic: bool = True) -> Realized:
     """Draw each unmasked edge in order with probability sigmoid(logit), skipping one that closes a cycle
     (when ``acyclic``); the log-probability sums log p or log(1 - p) over the edges drawn for."""
+    import torch
+
     probs = torch.sigmoid(logits)  # (E,)
     chosen: list[Edge] = []
     terms = []
@@ -73,7 +77,7 @@ def final(potential: Sequence[Edge], logits: Sequence[float], mask: Sequence[boo
         keep = mask[k] and (threshold is None or 1 / (1 + np.exp(-logits[k])) > threshold)
         if keep and not (acyclic and (edge[0] == edge[1] or reaches(chosen, edge[1], edge[0]))):
             chosen.append(edge)
-    return Realized(tuple(chosen), torch.zeros(()))
+    return Realized(tuple(chosen), 0.0)
 
 
 def prune(logits: Sequence[float], mask: Sequence[bool], rate: float) -> list[bool]:
@@ -85,9 +89,11 @@ def prune(logits: Sequence[float], mask: Sequence[bool], rate: float) -> list[bo
     return [m and k not in dropped for k, m in enumerate(mask)]
 
 
-def low_rank_penalty(logits: Tensor, mask: Tensor, n: int, delta: float) -> Tensor:
+def low_rank_penalty(logits: "Tensor", mask: "Tensor", n: int, delta: float) -> "Tensor":
     """AgentPrune's regulariser (its paper's Eq. 11, as its code at commit d95b52b computes it): the nuclear
     norm of the (n, n) logit matrix plus max(0, ||A - S||_F - delta), A the 0/1 mask of the topology."""
+    import torch
+
     square = logits.reshape(n, n)
     return torch.linalg.matrix_norm(square, ord="nuc") + torch.relu(
         torch.linalg.matrix_norm(mask.reshape(n, n).to(square.dtype) - square) - delta)

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from deliberation import benchmarks
 from deliberation.backends import make_backend
@@ -107,6 +106,8 @@ def _order(examples: list, spec: GraphOptimization) -> list:
 
 def _train(spec: GraphOptimization, graph: Graph, examples: list, backend: Any,
            bench: Any) -> tuple[Graph, dict[str, int]]:
+    import torch  # here, not at import: the CLI builds its flags from this module
+
     spatial = torch.zeros(len(graph.spatial), requires_grad=True)
     temporal = torch.zeros(len(graph.temporal), requires_grad=True)
     opt = torch.optim.Adam([spatial, temporal], lr=spec.lr)
@@ -137,8 +138,11 @@ def _count(spent: dict[str, int], episode: Any) -> None:
     spent["graph_runs"] += 1
 
 
-def _penalty(spec: GraphOptimization, graph: Graph, spatial: torch.Tensor, temporal: torch.Tensor) -> torch.Tensor:
-    """AgentPrune's low-rank penalty over both edge sets (0 for GPTSwarm or with ``--no-low-rank``)."""
+def _penalty(spec: GraphOptimization, graph: Graph, spatial: Any, temporal: Any) -> Any:
+    """AgentPrune's low-rank penalty over both edge sets (0 for GPTSwarm or with ``--no-low-rank``), on the
+    (E,) logit tensors."""
+    import torch
+
     if spec.method != "agentprune" or not spec.low_rank:
         return torch.zeros(())
     n = graph.agents

@@ -9,7 +9,7 @@ split is refused unless asked for knowingly: the allocator would learn the quest
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
@@ -18,7 +18,8 @@ import numpy as np
 from deliberation.allocate.network import LearnedAllocator, save_allocator
 from deliberation.rl.allocation.paths import Path as QuestionPath
 from deliberation.rl.allocation.paths import question_paths, simulate
-from deliberation.rl.allocation.train import AllocatorTraining, train
+from deliberation.rl.allocation.config import AllocatorFit
+from deliberation.rl.allocation.train import train
 from deliberation.engine.spec import VoteWeights
 from deliberation.errors import DelibError
 from deliberation.allocate.episode import DELIBERATION
@@ -28,22 +29,6 @@ from deliberation.types import write_json_atomic
 
 ALLOCATOR_FILE = "allocator.pt"
 RECORD_FILE = "training.json"
-
-
-@dataclass(frozen=True)
-class AllocatorFit:
-    """What ``delib train-allocator`` trains on and writes."""
-
-    trees: tuple[str, ...]
-    out: str
-    training: AllocatorTraining
-    samples: int = 12
-    """Round-0 samples a question holds in the stores: the most an episode draws in training."""
-    vote: VoteWeights | None = None
-    """The final vote's weighting (None: the plain vote)."""
-    allow_test: bool = False
-    """Training on a test split's store learns the questions it is measured on: opt-in only."""
-    command: str = ""
 
 
 def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, moves: int,
