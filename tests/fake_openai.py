@@ -118,6 +118,8 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if kind == "body":
                 self._send(200, arg.encode())
                 return
+            if kind == "content":
+                choice["finish_reason"] = "stop"  # a failed answer, not one cut off by the limit
             fields = {"logprobs": (choice, "logprobs"), "finish": (choice, "finish_reason"),
                       "usage": (response, "usage")}
             if kind in fields:

@@ -90,11 +90,12 @@ def _escape(code: int) -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
-def _unclean(code: int, where: str = "") -> str:
-    """What the surrogate ``code`` in a text is, in words (``where``: e.g. " at character 3")."""
-    if 0xDC80 <= code <= 0xDCFF:  # how Python carries a byte that did not decode (surrogateescape)
+def _unclean(code: int, where: str = "", escaped: bool = False) -> str:
+    """What the surrogate ``code`` in a text is, in words (``where``: e.g. " at character 3"; ``escaped``: it
+    was spelled as a JSON escape, so it is no byte that failed to decode)."""
+    if 0xDC80 <= code <= 0xDCFF and not escaped:  # how Python carries a byte that did not decode (surrogateescape)
         return f"not UTF-8 text (byte 0x{code - 0xDC00:02x}{where})"
-    return f"not valid Unicode (a lone surrogate {_escape(code)}{where}: half of a character, e.g. an emoji cut in two)"
+    return f"not valid Unicode (a lone surrogate \\u{code:04x}{where}: half of a character, e.g. an emoji cut in two)"
 
 
 def utf8(data: bytes, bom: bool = False) -> str:
@@ -143,7 +144,7 @@ def check_json_text(text: str, value: Any) -> None:
     if _MAYBE_SURROGATE.search(text):
         found = _SURROGATE.search(json.dumps(value, ensure_ascii=False))
         if found:
-            raise BadText(f"JSON holding text that is {_unclean(ord(found.group()))}")
+            raise BadText(f"JSON holding text that is {_unclean(ord(found.group()), escaped=True)}")
 
 
 def _no_constant(name: str) -> Any:

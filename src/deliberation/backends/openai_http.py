@@ -295,17 +295,22 @@ def retry_after(err: Exception) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _connection_fault(cause: BaseException | None) -> str:
-    """What a connection error was, from the httpx error under it: nothing listening is not a body cut short,
-    nor one that does not decode."""
-    import httpx  # installed with openai (the openai extra)
+def _kinds(err: BaseException | None) -> set[str]:
+    """The names of the classes ``err`` is an instance of: the errors of the HTTP library under the openai
+    client (httpx, or httpx2 in openai 3) are told apart by name, whichever library it is."""
+    return {c.__name__ for c in type(err).__mro__} if err is not None else set()
 
-    if cause is None or isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
+
+def _connection_fault(cause: BaseException | None) -> str:
+    """What a connection error was, from the HTTP library's error under it: nothing listening is not a body cut
+    short, nor one that does not decode."""
+    kinds = _kinds(cause)
+    if cause is None or kinds & {"ConnectError", "ConnectTimeout"}:
         return "nothing answers there: start the server or fix option base_url"
-    if isinstance(cause, httpx.RemoteProtocolError):
+    if "RemoteProtocolError" in kinds:
         return ("the server closed the connection before its whole answer arrived (the body cut short: it crashed "
                 "or restarted, or a proxy cut it); check the server's log")
-    if isinstance(cause, httpx.DecodingError):
+    if "DecodingError" in kinds:
         return ("the answer's body does not decode (a broken gzip or other compressed body); check the server, "
                 "or a proxy between it and you")
     return "the connection broke during the exchange; check the server's log and the network"
@@ -313,13 +318,11 @@ def _connection_fault(cause: BaseException | None) -> str:
 
 def _describe(err: BaseException | None) -> str:
     """One line naming the error type and its message (at most ~200 characters), and for a connection error
-    the error under it (what httpx saw)."""
-    import httpx  # installed with openai (the openai extra)
-
+    the error under it (what the HTTP library saw)."""
     words = " ".join(str(err).split())
     described = f"{type(err).__name__}: {words[:200]}" if words else type(err).__name__
     cause = getattr(err, "__cause__", None)
-    if isinstance(cause, httpx.RequestError) and not isinstance(cause, httpx.TimeoutException):
+    if "RequestError" in _kinds(cause) and "TimeoutException" not in _kinds(cause):
         return f"{described} ({_describe(cause)})"
     return described
 

@@ -23,6 +23,7 @@ from typing import Any, Mapping, NoReturn, Sequence
 
 from deliberation import benchmarks
 from deliberation.benchmarks import own
+from deliberation.benchmarks.helpers.sources import require_folder
 from deliberation.backends import BACKENDS, backend_class, team_size
 from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, read_user_text, require_at_least, writable_folder
@@ -111,8 +112,19 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     return ExperimentConfig(name, _out(raw, name, source), arms, names, _seeds(raw, source),
                             _splits(raw.get("split", "test"), names, source),
                             _limits(raw.get("limit"), names, source), backend, options,
-                            _get(raw, "data_dir", str, source, None), source, _concurrency(raw, source),
+                            _data_dir(raw, source), source, _concurrency(raw, source),
                             selections=_selections(raw.get("selection"), names, source))
+
+
+def _data_dir(raw: Mapping[str, Any], source: str) -> str | None:
+    """``data_dir``, refused before any cell runs when it is not a folder (``sources.require_folder``)."""
+    data_dir = _get(raw, "data_dir", str, source, None)
+    if data_dir is not None:
+        try:
+            require_folder(data_dir)
+        except DelibError as err:
+            _fail(source, f"data_dir: {err}")
+    return data_dir
 
 
 def _out(raw: Mapping[str, Any], name: str, source: str) -> str:
