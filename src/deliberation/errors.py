@@ -236,8 +236,13 @@ def writable_file(path: str | os.PathLike, flag: str, example: str) -> Path:
 
 
 def _named(path: str | os.PathLike, flag: str, kind: str) -> Path:
+    """``path`` as a Path, refused when empty or not clean UTF-8 (``clean_text``: it goes into records)."""
     if not os.fspath(path).strip():
         raise DelibError(f"{flag} is empty; name a {kind} to write to")
+    try:
+        clean_text(os.fspath(path))
+    except BadText as err:
+        raise DelibError(f"{flag} {printable(os.fspath(path))} is {err}; name a {kind} in UTF-8") from None
     return Path(path)
 
 

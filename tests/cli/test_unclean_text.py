@@ -69,6 +69,15 @@ def test_an_argument_that_is_not_utf8_is_refused_naming_it(refused, argv):
     assert "is not UTF-8 text (byte 0x" in err and "type it in a UTF-8 terminal" in err
 
 
+def test_the_library_refuses_an_out_folder_named_with_a_byte_that_is_not_utf8(files):
+    from deliberation import run_benchmark
+
+    before = files()
+    with pytest.raises(DelibError, match="out ergebnis-\\\\xfc is not UTF-8 text \\(byte 0xfc"):
+        run_benchmark("cot", "ergebnis-\udcfc", backend="scripted", limit=1)
+    assert files() == before
+
+
 def test_the_library_refuses_a_question_that_is_not_valid_unicode():
     from deliberation import deliberate
 

@@ -137,6 +137,37 @@ def test_a_checkpoint_torch_cannot_write_on_a_full_disk_is_named(tmp_path, monke
     assert list(tmp_path.iterdir()) == []  # the temporary file is gone
 
 
+def test_a_full_disk_while_a_model_is_assembled_leaves_no_part_file(tmp_path, monkeypatch):
+    from deliberation.backends import catalogue
+
+    parts = [tmp_path / "part1", tmp_path / "part2"]
+    for i, part in enumerate(parts):
+        part.write_bytes(bytes([i]) * 1000)
+    spec = catalogue.ModelSpec("m", "test", ("m1", "m2"), "1.0", "0" * 64, 2000)
+    real = os.fdopen
+
+    class Full:
+        """A file on a disk with no space left: every write is refused."""
+
+        def __init__(self, fd: int, mode: str) -> None:
+            self.file = real(fd, mode)
+
+        def __enter__(self) -> "Full":
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fdopen", Full)
+    dest = tmp_path / "models" / "m.gguf"
+    with pytest.raises(DelibError, match="m.gguf: no space is left on its disk"):
+        catalogue.assemble(spec, parts, dest, progress=False)
+    assert list(dest.parent.iterdir()) == []
+
+
 def test_a_folder_where_a_report_file_goes_is_named(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "--method", "cot", "--limit", "1", "--out", str(out), *SCRIPTED]) == 0

@@ -11,6 +11,7 @@ Where files are found is injectable (``locate``) so tests can assemble from fake
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from deliberation.errors import DelibError, install_hint
+from deliberation.errors import DelibError, install_hint, make_folder, write_error
 
 _CHUNK = 1 << 22  # 4 MiB read size when hashing and concatenating
 _HF_REPO = re.compile(r"^[\w-][\w.-]*/[\w.-]+$")  # owner/repo
@@ -232,12 +233,15 @@ def assemble(spec: ModelSpec, parts: Sequence[Path], dest: Path, progress: bool 
     """Concatenate ``parts`` in order into ``dest``, hashing on the way; refuse a sha256 mismatch.
 
     Written to a temporary file in the destination folder and renamed, so ``dest`` either does not
-    exist or is complete and verified (a crash or a bad hash leaves no half file behind).
+    exist or is complete and verified (a crash, a full disk or a bad hash leaves no half file behind; the
+    disk's refusal is a DelibError naming the cause: ``errors.write_error``).
     """
     from tqdm import tqdm
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=make_folder(dest.parent))
+    except OSError as err:
+        raise write_error(err, dest) from err
     tmp = Path(tmp_name)
     digest = hashlib.sha256()
     total = sum(p.stat().st_size for p in parts)
@@ -252,6 +256,8 @@ def assemble(spec: ModelSpec, parts: Sequence[Path], dest: Path, progress: bool 
         _check_digest(spec, digest.hexdigest(), dest, "the file was removed")
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache file is an ordinary readable file
         os.replace(tmp, dest)
+    except OSError as err:
+        raise write_error(err, dest) from err
     finally:
         tmp.unlink(missing_ok=True)
     return dest
@@ -289,8 +295,9 @@ def verify_cached(spec: ModelSpec, path: Path) -> None:
     if marker.is_file() and marker.read_text() == key:
         return
     _check_digest(spec, sha256_file(path), path, "the installed file is corrupt")
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(key)
+    with contextlib.suppress(OSError):  # only saves hashing it again: a full disk must not stop the run
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(key)
 
 
 def resolve(name_or_path: str | os.PathLike, *, locate: Locator = locate_installed) -> Path:

@@ -100,7 +100,7 @@ def _busy(directory: Path, fix: str) -> DelibError:
 def _holder(directory: Path) -> str:
     """The pid the lock's holder wrote in its file ("" for the instant between its lock and its write)."""
     try:
-        pid = (directory / LOCK_FILE).read_text().strip()
+        pid = (directory / LOCK_FILE).read_bytes().strip()
     except OSError:
-        pid = ""
-    return pid if pid.isdigit() else ""
+        pid = b""
+    return pid.decode() if pid.isdigit() else ""  # ASCII digits, or nothing (a damaged file holds anything)
