@@ -19,15 +19,17 @@ decides, in this order (docs/results/allocation/PREREGISTRATION.md says why):
 5. the sampling baselines' knobs: adaptive-consistency's threshold and ESC's window whose training tokens are
    the nearest to self-consistency over 6 samples' (the curves run every value of their grids).
 
-Writes OUT/prepare.json (every number above) and OUT/checkpoints/{primary,deliberate}.pt, and prints the
-choices. Deterministic: seeds are fixed, training is single-threaded.
+Writes OUT/prepare.json (every number above), OUT/checkpoints/{primary,deliberate}.pt and
+OUT/registered.json (what experiments/allocation_compare.py runs: the arms, grids, knobs and the checkpoints
+with their sha256; registering copies it to docs/results/allocation/), and prints the choices.
+Deterministic: seeds are fixed, training is single-threaded.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -55,7 +57,12 @@ WINDOWS = (2, 3, 4, 5, 6)
 FOLDS = 5
 REFERENCE_K = 6
 SIGNAL = "logprob-answer"
-QUICK = {"TEMPERATURES": (0.1, 1.0), "LAMBDAS": (0.0, 0.1), "FOLDS": 2, "STOP_AT": (0.5, 0.9, 0.99)}
+PAIRED = REPO / "docs/results/paired"
+"""The paired experiment's tuned CISC temperatures and best rule, arms here as they were there."""
+EPOCHS: dict[str, int] = {}
+"""Training epochs other than ``AllocatorTraining``'s defaults (``--quick`` only)."""
+QUICK = {"TEMPERATURES": (0.1, 1.0), "LAMBDAS": (0.0, 0.1), "FOLDS": 2, "STOP_AT": (0.5, 0.9, 0.99),
+         "EPOCHS": {"sft_epochs": 10, "rl_epochs": 10}}
 """``--quick``: grids small enough to exercise every step in seconds (a smoke test; its numbers mean nothing)."""
 
 
@@ -70,7 +77,7 @@ def sc(paths: Sequence[QuestionPath], k: int) -> tuple[float, float]:
 
 
 def learned(paths: Sequence[QuestionPath], cfg: AllocatorTraining) -> LearnedAllocator:
-    net, _ = train(paths, cfg)
+    net, _ = train(paths, replace(cfg, **EPOCHS))
     return LearnedAllocator(net, cfg.step, {}, first=paths[0].team)
 
 
@@ -142,7 +149,7 @@ def choose_vote(names: list[str], limit: int, plain: Sequence[QuestionPath]) -> 
 
 def arm(name: str, moves: int, chosen: Sequence[QuestionPath], meta: dict, budget: float, out: Path) -> dict:
     """Train the arm on every training question, set its operating point to ``budget`` tokens, save it."""
-    run = AllocatorTraining(step=meta["step"], moves=moves)
+    run = AllocatorTraining(step=meta["step"], moves=moves, **EPOCHS)
     net, _ = train(chosen, run)
     allocator = LearnedAllocator(net, meta["step"], meta, first=chosen[0].team)
     stop_at, tried = matched(chosen, allocator, budget, moves == 3)
@@ -182,7 +189,23 @@ def prepare(stores: Path, limit: int, out: Path) -> dict[str, object]:
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "prepare.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    (out / "registered.json").write_text(json.dumps(registered(record, out), indent=2, sort_keys=True) + "\n")
     return record
+
+
+def registered(record: dict, out: Path) -> dict:
+    """The arms and knobs the comparison runs (``experiments/allocation_compare.py``), from ``record``."""
+    votes = json.loads((PAIRED / "vote_temperatures.json").read_text())
+    files = {name: (out / "checkpoints" / f"{name}.pt").resolve() for name in record["checkpoints"]}
+    checkpoints = {name: str(f.relative_to(REPO) if f.is_relative_to(REPO) else f) for name, f in files.items()}
+    return {"limit": record["limit"], "reference_k": REFERENCE_K, "checkpoints": checkpoints,
+            "sha256": {name: c["sha256"] for name, c in record["checkpoints"].items()},
+            "stop_at": {name: c["stop_at"] for name, c in record["checkpoints"].items()},
+            "stop_at_grid": list(STOP_AT), "adaptive_thresholds": list(THRESHOLDS), "esc_windows": list(WINDOWS),
+            "matched": {"adaptive_threshold": float(record["adaptive_threshold"]["matched"]),
+                        "esc_window": int(record["esc_window"]["matched"])},
+            "cisc_temperatures": {name: votes["methods"][name]["vote_temperature"] for name in ("cisc", "cisc-logprob")},
+            "best_rule": json.loads((PAIRED / "best_rule.json").read_text())["method"]}
 
 
 def main(argv: list[str]) -> None:

@@ -1,0 +1,73 @@
+"""The allocation experiment's comparison on the test stores, as registered (docs/results/allocation/
+PREREGISTRATION.md): every arm replayed offline, then the paired report against self-consistency over 6
+samples (each row's difference with its paired bootstrap interval and exact McNemar p, and each row against
+self-consistency at its own token budget).
+
+    python experiments/allocation_compare.py [--stores DIR] [--registration FILE] [--out DIR]
+
+Arms per test store: self-consistency and both CISC votes at k = 1..limit; adaptive-consistency at every
+threshold and ESC at every window of the registered grids; the allocator at its registered operating point
+and at every point of the grid; its three-move twin; the best fixed rule of the paired experiment at one
+round. Runs go to OUT/runs/<store>/<arm>, the report to OUT/report. Replays are offline: a store that lacks a
+node (not yet extended) stops it with one line naming the node.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from deliberation.cli.common import Parser
+from deliberation.errors import exit_status
+from deliberation.report.loading import sampling_label
+from deliberation.report.write import write_report
+from deliberation.runs.replay import Replay, evaluate
+
+REPO = Path(__file__).resolve().parents[1]
+STORES = ("gsm8k-test", "math-test")
+
+
+def arms(reg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every arm's replay settings by its folder name, from the registration ``reg``."""
+    limit, ckpt = reg["limit"], reg["checkpoints"]
+    found: dict[str, dict[str, Any]] = {}
+    for k in range(1, limit + 1):
+        found[f"self-consistency-{k}"] = {"methods": ("self-consistency",), "agents": k}
+        for vote, t in reg["cisc_temperatures"].items():
+            found[f"{vote}-{k}"] = {"methods": (vote,), "agents": k, "vote_temperature": t}
+    for t in reg["adaptive_thresholds"]:
+        found[f"adaptive-{t}"] = {"methods": ("adaptive-consistency",), "agents": limit, "adaptive_threshold": t}
+    for w in reg["esc_windows"]:
+        found[f"esc-{w}"] = {"methods": ("early-stopping-sc",), "agents": limit, "esc_window": w}
+    found["allocate"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["primary"]}
+    for x in reg["stop_at_grid"]:
+        found[f"allocate-{x}"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["primary"],
+                                  "stop_at": x}
+    found["allocate-deliberate"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["deliberate"]}
+    found["best-rule"] = {"methods": (reg["best_rule"],), "rounds": 1}
+    return found
+
+
+def compare(stores: Path, registration: Path, out: Path) -> list[Path]:
+    reg = json.loads(registration.read_text())
+    for store in STORES:
+        for name, settings in arms(reg).items():
+            evaluate(Replay(trees=str(stores / store), offline=True, **settings), str(out / "runs" / store / name),
+                     progress=False)
+    return write_report([out / "runs"], out / "report", reference=sampling_label(reg["reference_k"]))
+
+
+def main(argv: list[str]) -> None:
+    parser = Parser(description=__doc__.split("\n")[0])
+    parser.add_argument("--stores", default=str(REPO / "data/trees/qwen2.5-coder-1.5b"))
+    parser.add_argument("--registration", default=str(REPO / "docs/results/allocation/registered.json"))
+    parser.add_argument("--out", default=str(REPO / "docs/results/allocation"))
+    args = parser.parse_args(argv)
+    for path in compare(Path(args.stores), Path(args.registration), Path(args.out)):
+        print(path)
+
+
+if __name__ == "__main__":
+    sys.exit(exit_status(lambda: main(sys.argv[1:])))

@@ -1,0 +1,41 @@
+"""The allocation experiment's two scripts run end to end on scripted stores: the preparation writes its
+record, checkpoints and the registration the comparison reads, and the comparison replays every registered
+arm offline into a paired report against self-consistency over 6 samples (``--quick`` grids: the numbers of
+the scripted backend mean nothing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from deliberation.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+STORES = {"math-train": ("math", "train"), "gsm8k-train": ("gsm8k", "train"), "gsm8k-test": ("gsm8k", "test"),
+          "math-test": ("math", "test")}
+
+
+def script(name: str, *argv: str) -> None:
+    done = subprocess.run([sys.executable, str(REPO / "experiments" / name), *argv], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_prepare_then_compare(tmp_path):
+    for store, (bench, split) in STORES.items():
+        assert main(["tree", "--backend", "scripted", "--benchmark", bench, "--split", split, "--limit", "3",
+                     "--samples", "6", "--methods", "mpdf", "--out", str(tmp_path / store), "--quiet"]) == 0
+    script("allocation_prepare.py", "--stores", str(tmp_path), "--limit", "6", "--out", str(tmp_path / "prep"),
+           "--quick")
+    prepared = json.loads((tmp_path / "prep" / "prepare.json").read_text())
+    registered = json.loads((tmp_path / "prep" / "registered.json").read_text())
+    assert prepared["reference"]["k"] == 6 and set(prepared["checkpoints"]) == {"primary", "deliberate"}
+    assert registered["limit"] == 6 and registered["best_rule"] == "agreement-resample"
+    assert all(Path(p).is_file() for p in registered["checkpoints"].values())
+    script("allocation_compare.py", "--stores", str(tmp_path), "--registration", str(tmp_path / "prep" /
+           "registered.json"), "--out", str(tmp_path / "cmp"))
+    runs = sorted(p.name for p in (tmp_path / "cmp" / "runs" / "gsm8k-test").iterdir())
+    assert {"self-consistency-6", "allocate", "allocate-deliberate", "best-rule", "esc-2"} <= set(runs)
+    paired = json.loads((tmp_path / "cmp" / "report" / "paired.json").read_text())
+    assert {p["reference"] for p in paired} >= {"self-consistency [agents=6]"}
