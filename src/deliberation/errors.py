@@ -264,7 +264,7 @@ def _check_lengths(target: Path, existing: Path, flag: str) -> None:
     """Refuse a path with a name (of the part not yet made) or a whole longer than the file system of
     ``existing`` (the nearest folder that exists) allows: made, it would fail half way."""
     folder = existing if os.path.isdir(existing) else existing.parent
-    longest = max((part for part in target.parts[len(existing.parts):]), key=_bytes, default="")
+    longest = max(target.parts[len(existing.parts):], key=_bytes, default="")
     name_max, path_max = _limit(folder, "PC_NAME_MAX", 255), _limit(folder, "PC_PATH_MAX", 4096)
     if _bytes(longest) > name_max:
         raise DelibError(f"{flag} {target}: the name {longest[:24]}... is {_bytes(longest)} bytes, more than the "
