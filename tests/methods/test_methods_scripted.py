@@ -6,7 +6,7 @@ import pytest
 
 from deliberation import benchmarks
 from deliberation.cli.main import main
-from deliberation.methods import METHODS
+from registered_methods import AT_DEFAULTS
 from deliberation.runs.directory import RunDir
 from deliberation.actions import Action
 from deliberation.types import to_json
@@ -23,7 +23,7 @@ def run(tmp_path, method, *extra):
     return out, json.loads((out / "summary.json").read_text())
 
 
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method", AT_DEFAULTS)
 def test_method_runs_on_30_gsm8k_questions(tmp_path, method):
     out, summary = run(tmp_path, method)
     episodes = RunDir(out).episodes()

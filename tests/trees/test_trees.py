@@ -12,11 +12,12 @@ import pytest
 from deliberation.cli.main import main
 from deliberation.methods import METHODS
 from deliberation.errors import DelibError
-from deliberation.trees.manifest import TreeManifest, read_manifest
+from deliberation.trees.manifest import BEFORE_METHODS, TreeManifest, read_manifest
 from deliberation.trees.store import TREES, TreeStore
+from registered_methods import ROUND_LOOP
 
 QUESTIONS = 6
-DETERMINISTIC = [m for m in METHODS if m != "self-consistency"] + ["self-consistency"]
+DETERMINISTIC = [m for m in ROUND_LOOP if m != "self-consistency"] + ["self-consistency"]
 IGNORED = ("wall_seconds", "generation_seconds")
 
 
@@ -217,10 +218,13 @@ OLD_MANIFEST = {  # a committed store from before --methods, selections and resu
 
 
 def test_an_old_manifest_reads_as_it_was_built_and_writes_back_unchanged(tmp_path):
-    """No methods: every method's round-1 nodes; no selection: the whole split; nothing resumed it."""
+    """No methods: the round-1 nodes of every method registered when the entry was added, never of one
+    registered later; no selection: the whole split; nothing resumed it."""
     (tmp_path / "manifest.json").write_text(json.dumps(OLD_MANIFEST))
     old = read_manifest(tmp_path)
-    assert old.methods is None and old.recorded == tuple(METHODS) and old.resumes == ()
+    assert old.methods is None and old.recorded == BEFORE_METHODS and old.resumes == ()
+    later = [m for m in METHODS if m not in BEFORE_METHODS]
+    assert {"php", "mpdf-allocate", "agreement-resample"} <= set(later) and not set(later) & set(old.recorded)
     assert old.selection == MINIMAL.selection and old.samples == 3 and old.backend_options["n_threads"] == 2
     assert old.to_dict() == OLD_MANIFEST
     later = {**OLD_MANIFEST, "written_by_a_later_version": [1, 2]}  # kept and written back, not dropped

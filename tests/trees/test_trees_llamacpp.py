@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
-from deliberation import methods
-from deliberation.methods import METHODS as REGISTERED
-from deliberation.methods.base import MethodConfig
+from registered_methods import ROUND_LOOP, spec_at_defaults
 from replays import episodes
 
 pytestmark = pytest.mark.integration
-METHODS = tuple(REGISTERED)
+METHODS = ROUND_LOOP
 COMMON = ("--benchmark", "gsm8k", "--limit", "2", "--backend", "llamacpp", "--model", "smollm2-135m",
           "--max-tokens", "48", "--quiet")
 
@@ -30,7 +28,7 @@ def built(tmp_path_factory, smollm2_path) -> Path:
     return root
 
 
-DELIBERATING = tuple(m for m in METHODS if methods.get(m).spec(MethodConfig()).policy is not None)
+DELIBERATING = tuple(m for m in METHODS if spec_at_defaults(m).policy is not None)
 """The methods that read --rounds: the sampling ones answer at round 0 whatever it says."""
 
 

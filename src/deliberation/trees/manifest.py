@@ -13,13 +13,17 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from deliberation import methods as registered
 from deliberation.config import RESUMES, Selection
 from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.types import from_json, to_json, write_json_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = "deliberation-trees"
+BEFORE_METHODS = ("cot", "self-consistency", "debate", "reconcile", "dylan", "mpdf", "always-persist", "always-refine",
+                  "always-concede", "confidence-threshold", "agreement-threshold", "agreement-then-confidence",
+                  "oracle")
+"""The methods registered when ``methods`` joined the manifest: a store without the entry recorded the round-1
+nodes of exactly these (every method then), never those of a method registered later."""
 MATCHED = ("backend", "model", "scope", "benchmark", "split", "temperature", "max_tokens", "seed",
            "verbal_confidence", "prompt_version")
 """Entries a store and a build growing it must share: they change what a node's outcome is (the cache scope
@@ -49,8 +53,8 @@ class TreeManifest:
     samples: int
     """Round-0 samples every built question holds (a build resumed with fewer narrows it)."""
     methods: tuple[str, ...] | None = None
-    """The methods whose round-1 nodes every built question holds; None: every method (stores from before
-    ``--methods``)."""
+    """The methods whose round-1 nodes every built question holds; None: ``BEFORE_METHODS`` (stores from
+    before ``--methods``, which recorded every method registered then)."""
     cache: str | None = None
     command: str = ""
     """The command that created the store."""
@@ -63,9 +67,9 @@ class TreeManifest:
 
     @property
     def recorded(self) -> tuple[str, ...]:
-        """The methods whose round-1 nodes every built question holds (every registered one when ``methods``
-        is None)."""
-        return self.methods if self.methods is not None else tuple(registered.METHODS)
+        """The methods whose round-1 nodes every built question holds, as the manifest says (what was
+        registered when an older store was built, not what is registered today)."""
+        return self.methods if self.methods is not None else BEFORE_METHODS
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``manifest.json`` (the defaults of later keys left out, as older stores have it)."""
@@ -86,7 +90,7 @@ class TreeManifest:
     def resumed(self, wanted: "TreeManifest") -> "TreeManifest":
         """This store's manifest once a build with ``wanted`` resumes it: fewer round-0 samples or methods
         narrow what it promises to what every built question holds; a command it has not recorded is added."""
-        ours = self.methods if self.methods is not None else wanted.methods
+        ours = self.recorded
         methods = None if ours is None else tuple(m for m in ours if wanted.methods is None or m in wanted.methods)
         known = (self.command, *self.resumes)
         resumes = self.resumes + ((wanted.command,) if wanted.command and wanted.command not in known else ())
@@ -96,9 +100,8 @@ class TreeManifest:
         """This store's manifest once every built question holds what a build with ``wanted`` records: more
         round-0 samples (an extension, ``delib tree --samples 12`` on a store of 6) or more methods widen
         what it promises."""
-        ours, theirs = self.methods, wanted.methods
-        methods = None if ours is None or theirs is None else tuple(dict.fromkeys(ours + theirs))
-        return replace(self, samples=max(self.samples, wanted.samples), methods=methods)
+        return replace(self, samples=max(self.samples, wanted.samples),
+                       methods=tuple(dict.fromkeys(self.recorded + wanted.recorded)))
 
     def check_matches(self, wanted: "TreeManifest", path: Path) -> None:
         """Refuse to mix outcomes made under other settings, or questions of another selection, into (or out
