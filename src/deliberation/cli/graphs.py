@@ -53,7 +53,7 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
     flags.add_flags(p, AFlowSearch, only=SEARCH_OWN)
     add_backend_args(p, "SQLite response cache of both models (default: <out>/responses.sqlite; 'none' disables)")
     add_engine_args(p)
-    p.set_defaults(func=cmd_aflow_search, split="train")
+    p.set_defaults(func=cmd_aflow_search, split="train", saves_as_it_goes=True)  # its calls are in the cache
 
 
 def cmd_aflow_search(args: argparse.Namespace) -> int:
@@ -84,7 +84,7 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
     flags.add_flags(p, GraphOptimization, only=OWN)
     add_backend_args(p, "SQLite response cache (default: <out>/responses.sqlite; 'none' disables)")
     add_engine_args(p)
-    p.set_defaults(func=cmd_optimize_graph, split="train")
+    p.set_defaults(func=cmd_optimize_graph, split="train", saves_as_it_goes=True)  # its calls are in the cache
 
 
 def cmd_optimize_graph(args: argparse.Namespace) -> int:
