@@ -153,7 +153,8 @@ def arm(name: str, moves: int, chosen: Sequence[QuestionPath], meta: dict, budge
     net, _ = train(chosen, run)
     allocator = LearnedAllocator(net, meta["step"], meta, first=chosen[0].team)
     stop_at, tried = matched(chosen, allocator, budget, moves == 3)
-    path = save_allocator(out / "checkpoints" / f"{name}.pt", net, {**meta, "training": asdict(run), "stop_at": stop_at})
+    path = save_allocator(out / "checkpoints" / f"{name}.pt", net,
+                          {**meta, "training": asdict(run), "stop_at": stop_at})
     accuracy, tokens = mean_outcome(chosen, allocator.at(stop_at), moves == 3)
     return {"moves": moves, "stop_at": stop_at, "sha256": sha256_hex(path), "accuracy": accuracy, "tokens": tokens,
             "curve": curve(chosen, allocator, moves == 3),
@@ -164,8 +165,8 @@ def prepare(stores: Path, limit: int, out: Path) -> dict[str, object]:
     names = [str(stores / name) for name in TRAINING]
     plain = load_paths(names, limit, None, 3)
     acc6, budget = sc(plain, REFERENCE_K)
-    lambdas = {str(lam): dict(zip(("accuracy", "tokens"), mean_outcome(plain, learned(plain, AllocatorTraining(lam=lam)))))
-               for lam in LAMBDAS}
+    lambdas = {str(lam): dict(zip(("accuracy", "tokens"),
+                                  mean_outcome(plain, learned(plain, AllocatorTraining(lam=lam))))) for lam in LAMBDAS}
     votes, temperature = choose_vote(names, limit, plain)
     weighted = load_paths(names, limit, VoteWeights(SIGNAL, temperature), 3)
     candidates = {(step, vote): cross_validated(weighted if vote else plain, step, budget)
@@ -204,7 +205,8 @@ def registered(record: dict, out: Path) -> dict:
             "stop_at_grid": list(STOP_AT), "adaptive_thresholds": list(THRESHOLDS), "esc_windows": list(WINDOWS),
             "matched": {"adaptive_threshold": float(record["adaptive_threshold"]["matched"]),
                         "esc_window": int(record["esc_window"]["matched"])},
-            "cisc_temperatures": {name: votes["methods"][name]["vote_temperature"] for name in ("cisc", "cisc-logprob")},
+            "cisc_temperatures": {name: votes["methods"][name]["vote_temperature"]
+                                  for name in ("cisc", "cisc-logprob")},
             "best_rule": json.loads((PAIRED / "best_rule.json").read_text())["method"]}
 
 

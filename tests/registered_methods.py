@@ -8,6 +8,7 @@ from deliberation import methods
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
+from deliberation.trees.build import runs_from_trees
 
 
 def spec_at_defaults(name: str) -> MethodSpec | None:
@@ -20,5 +21,5 @@ def spec_at_defaults(name: str) -> MethodSpec | None:
 
 AT_DEFAULTS = tuple(m for m in methods.METHODS if spec_at_defaults(m) is not None)
 """Every method that runs with its defaults."""
-ROUND_LOOP = tuple(m for m in AT_DEFAULTS if spec_at_defaults(m).protocol is None)
-"""Those that run the round loop or plain sampling (a tree store of round 0 and round 1 replays them)."""
+FROM_TREES = tuple(m for m in methods.METHODS if runs_from_trees(m))
+"""Those that send only requests a tree build records (a store of round 0 and round 1 replays them)."""

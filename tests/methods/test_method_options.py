@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +45,20 @@ PROBE = Method(spec=_probe_spec, options=frozenset(OPTION_NAMES))
 """A method that reads every option and remembers the configs it was built with."""
 
 
-def _other(default: Any) -> Any:
-    """A value other than ``default`` that passes the options' checks (a switch flipped, a text, or a number
-    in [0, 1])."""
+def _other(default: Any, kind: Any) -> Any:
+    """A value other than ``default`` that passes the options' checks, by the field's type ``kind``: a switch
+    flipped, a whole number one more, a real number halved (0.5 where the default is None), else a text."""
     if isinstance(default, bool):
         return not default
-    if default is None or isinstance(default, str):
-        return "probe-value"
-    return default / 2
+    if isinstance(default, int):
+        return default + 1
+    if isinstance(default, float) or float in typing.get_args(kind):
+        return 0.5 if default is None else default / 2
+    return "probe-value"
 
 
-GIVEN = {name: _other(DEFAULTS[name]) for name in OPTION_NAMES}
+HINTS = typing.get_type_hints(MethodOptions)
+GIVEN = {name: _other(DEFAULTS[name], HINTS[name]) for name in OPTION_NAMES}
 
 
 def _flags() -> list[str]:

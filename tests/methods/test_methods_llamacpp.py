@@ -10,7 +10,7 @@ import json
 import pytest
 
 from deliberation.cli.main import main
-from registered_methods import ROUND_LOOP
+from registered_methods import FROM_TREES
 from deliberation.runs.directory import RunDir
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,7 @@ def run(out, method, cache):
                  "--cache", str(cache), "--quiet"])
 
 
-@pytest.mark.parametrize("method", ROUND_LOOP)
+@pytest.mark.parametrize("method", FROM_TREES)
 def test_method_with_smollm2(workdir, method):
     out = workdir / method
     assert run(out, method, workdir / "responses.sqlite") == 0

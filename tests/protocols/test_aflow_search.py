@@ -54,9 +54,9 @@ class Optimizer:
     def __init__(self) -> None:
         five = json.loads(json.dumps(ENSEMBLE))
         five["steps"][0]["n"] = 5
-        self.replies = ["no json here", f"<modification>ensemble three</modification><workflow>{json.dumps(ENSEMBLE)}"
-                        "</workflow>", f"<modification>ensemble three</modification><workflow>{json.dumps(ENSEMBLE)}"
-                        "</workflow>", f"<modification>five samples</modification><workflow>{json.dumps(five)}</workflow>"]
+        three = f"<modification>ensemble three</modification><workflow>{json.dumps(ENSEMBLE)}</workflow>"
+        self.replies = ["no json here", three, three,
+                        f"<modification>five samples</modification><workflow>{json.dumps(five)}</workflow>"]
         self.calls = 0
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:

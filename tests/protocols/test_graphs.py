@@ -123,7 +123,8 @@ def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, t
 def test_bad_graphs_and_settings_are_refused_in_one_line(optimised, tmp_path, capsys):
     swarm = str(optimised / "gptswarm" / "graph.json")
     cases = [
-        (("run", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "a")), "delib optimize-graph"),
+        (("run", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "a")),
+         "delib optimize-graph"),
         (("run", "--method", "agentprune", "--graph", swarm, "--backend", "scripted", "--out", str(tmp_path / "b")),
          "is a gptswarm graph"),
         (("run", "--method", "gptswarm", "--graph", swarm, "--agents", "4", "--backend", "scripted",

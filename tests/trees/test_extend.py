@@ -89,7 +89,8 @@ def test_an_extension_stopped_part_way_promises_the_old_samples_until_it_complet
                  "--out", str(out)) == 0  # the first 2 of 4 built questions extended
     assert TreeStore.open(out).manifest.samples == 6
     build(out, 12)
-    assert TreeStore.open(out).manifest.samples == 12 and TreeStore.open(out).nodes == TreeStore.open(grown["fresh"]).nodes
+    extended = TreeStore.open(out)
+    assert extended.manifest.samples == 12 and extended.nodes == TreeStore.open(grown["fresh"]).nodes
 
 
 def test_samples_a_resample_replay_drew_are_reused(grown, tmp_path):

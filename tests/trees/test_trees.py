@@ -14,10 +14,10 @@ from deliberation.methods import METHODS
 from deliberation.errors import DelibError
 from deliberation.trees.manifest import BEFORE_METHODS, TreeManifest, read_manifest
 from deliberation.trees.store import TREES, TreeStore
-from registered_methods import ROUND_LOOP
+from registered_methods import FROM_TREES
 
 QUESTIONS = 6
-DETERMINISTIC = [m for m in ROUND_LOOP if m != "self-consistency"] + ["self-consistency"]
+DETERMINISTIC = [m for m in FROM_TREES if m != "self-consistency"] + ["self-consistency"]
 IGNORED = ("wall_seconds", "generation_seconds")
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
-from registered_methods import ROUND_LOOP, spec_at_defaults
+from registered_methods import FROM_TREES, spec_at_defaults
 from replays import episodes
 
 pytestmark = pytest.mark.integration
-METHODS = ROUND_LOOP
+METHODS = FROM_TREES
 COMMON = ("--benchmark", "gsm8k", "--limit", "2", "--backend", "llamacpp", "--model", "smollm2-135m",
           "--max-tokens", "48", "--quiet")
 

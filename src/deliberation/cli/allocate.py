@@ -46,7 +46,8 @@ def cmd_train_allocator(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     vote = VoteWeights(args.vote_signal, args.vote_temperature) if args.vote_signal else None
-    spec = AllocatorFit(trees=args.trees, out=args.out, training=AllocatorTraining(**flags.values(args, AllocatorTraining)),
+    training = AllocatorTraining(**flags.values(args, AllocatorTraining))
+    spec = AllocatorFit(trees=args.trees, out=args.out, training=training,
                         samples=args.samples, vote=vote, allow_test=args.allow_test, command=command_line(args))
     print(f"-> {fit(spec, args.data_dir)}")
     return 0

@@ -14,4 +14,5 @@ from deliberation.methods.base import Method, samples_only
 METHOD = Method(spec=lambda cfg: MethodSpec(name="adaptive-consistency", policy=None,
                                             stop=partial(settled, threshold=cfg.adaptive_threshold)),
                 engine=samples_only, episode=adaptive_episode, options=frozenset({"adaptive_threshold"}),
-                about="samples one at a time until the Beta stopping rule holds, at most --agents (Aggarwal et al. 2023)")
+                about="samples one at a time until the Beta stopping rule holds, at most --agents "
+                "(Aggarwal et al. 2023)")

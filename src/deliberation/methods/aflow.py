@@ -22,7 +22,7 @@ def _one_agent(engine):
 
 def transferred(found_on: str) -> Method:
     return fixed(MethodSpec(name=f"aflow-{found_on}", policy=None, protocol=TRANSFERRED[found_on]),
-                 engine=_one_agent, episode=workflow_episode,
+                 engine=_one_agent, episode=workflow_episode, tree_requests=False,
                  about=f"the workflow AFlow found for {found_on.upper()}, transferred (Zhang et al. 2025)")
 
 
@@ -46,5 +46,6 @@ GSM8K = transferred("gsm8k")
 MATH = transferred("math")
 SEARCHED = Method(spec=lambda cfg: MethodSpec(name="aflow", policy=None, protocol=searched(cfg)[0]),
                   engine=_one_agent, options=frozenset({"workflow"}), episode=workflow_episode, check=_check,
+                  tree_requests=False,
                   about="a workflow found by `delib aflow-search`, --workflow (Zhang et al. 2025)",
                   record=lambda cfg: {"workflow_used": f"{cfg.workflow} {content_hash(Path(str(cfg.workflow)))}"})

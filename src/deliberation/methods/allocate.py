@@ -54,7 +54,8 @@ def _esc_spec(cfg: MethodConfig) -> MethodSpec:
 
 
 ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy", "stop_at"}), record=_record,
-                  episode=run_allocation, about="a learned allocator draws samples until it says STOP, at most --agents "
+                  episode=run_allocation,
+                  about="a learned allocator draws samples until it says STOP, at most --agents "
                   "(SoftRankPO; this project)")
 ESC = Method(spec=_esc_spec, engine=samples_only, options=frozenset({"esc_window"}), episode=run_allocation,
              about="samples windows of --esc-window until one agrees, at most --agents (Li et al. 2024)")

@@ -63,6 +63,9 @@ class Method:
     """How an episode runs: the round loop, or another protocol over the engine's parts (adaptive sampling)."""
     about: str = ""
     """What it does, with its source, in one line (``delib run --help`` lists it)."""
+    tree_requests: bool = True
+    """Sends only requests a tree build records (round-0 samples and round-1 updates); False for a protocol
+    of its own (PHP's hinted calls, a graph's, a workflow's), whose calls a replay adds to a store."""
     check: Callable[[MethodConfig, Sequence[Example]], None] = lambda cfg, examples: None
     """Refuses questions the method may not answer under ``cfg`` (a graph optimised on them), before a run
     writes anything."""

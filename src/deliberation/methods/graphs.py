@@ -52,7 +52,7 @@ def graph_method(kind: str) -> Method:
 
     return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
-                  check=check, record=record, about=ABOUT[kind])
+                  check=check, record=record, about=ABOUT[kind], tree_requests=False)
 
 
 GPTSWARM = graph_method("gptswarm")

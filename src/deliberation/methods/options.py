@@ -64,7 +64,7 @@ class MethodOptions:
         if self.stop_at is not None:
             require_number("--stop-at", self.stop_at, 0, 1, "(a probability)")
         require_number("--php-max-calls", self.php_max_calls, 2, 1000, "(the base answer and one hinted one)")
-        require_number("--adaptive-threshold", self.adaptive_threshold, 0.5, 1, "(a probability above 1/2)")
+        require_number("--adaptive-threshold", self.adaptive_threshold, 0, 1, "(a probability)")
         require_number("--esc-window", self.esc_window, 1, 1000, "(samples per window)")
         require_number("--confidence-threshold", self.confidence_threshold, 0, 1,
                        "like the critic's P(Yes) it is compared with")

@@ -11,5 +11,6 @@ from deliberation.protocols.php import php_episode
 
 METHOD = Method(spec=lambda cfg: MethodSpec(name="php", policy=None, protocol=cfg.php_max_calls),
                 engine=lambda e: replace(e, agents=1, rounds=0), options=frozenset({"php_max_calls"}),
-                episode=php_episode,
-                about="re-asks with its earlier answers as hints until two agree, at most --php-max-calls (Zheng et al. 2023)")
+                episode=php_episode, tree_requests=False,
+                about="re-asks with its earlier answers as hints until two agree, at most --php-max-calls "
+                "(Zheng et al. 2023)")

@@ -161,7 +161,8 @@ TRANSFERRED: dict[str, Workflow] = {
         {"op": "programmer", "out": "result", "analysis": "best"}], "answer": ["result", "best"]}),
     "math": parse({"steps": [
         {"op": "programmer", "out": "code_output"},
-        {"op": "custom", "out": "refined", "instruction": REFINE_ANSWER, "input": ["$problem", "Code output:", "$code_output"]},
+        {"op": "custom", "out": "refined", "instruction": REFINE_ANSWER,
+         "input": ["$problem", "Code output:", "$code_output"]},
         {"op": "custom", "out": "detailed", "instruction": DETAILED_SOLUTION},
         {"op": "custom", "out": "generated", "instruction": GENERATE_SOLUTION, "n": 2},
         {"op": "sc_ensemble", "out": "best", "from": ["refined", "detailed", "generated"]}], "answer": ["best"]}),

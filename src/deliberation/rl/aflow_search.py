@@ -189,7 +189,8 @@ def _expand(parent: Round, experience: list[dict], spec: AFlowSearch, examples: 
     tried = {e["modification"] for e in experience}
     for attempt in range(3):
         request = GenerationRequest((Message("user", _prompt(parent, experience)),), max_tokens=2048,
-                                    temperature=1.0, seed=request_seed(spec.engine.seed, f"aflow-round-{number}", 0, attempt),
+                                    temperature=1.0,
+                                    seed=request_seed(spec.engine.seed, f"aflow-round-{number}", 0, attempt),
                                     purpose=Purpose(RequestKind.ANSWER, examples[0].id,
                                                     benchmarks.get(spec.benchmark).format_question(examples[0]), 0))
         [reply] = optimizer.generate([request])

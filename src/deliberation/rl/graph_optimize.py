@@ -88,7 +88,8 @@ def optimize(spec: GraphOptimization, out: str) -> Path:
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     cache = spec.cache if spec.cache is not None else str(folder / "responses.sqlite")
-    with closing(make_backend(spec.backend, cache=None if cache == "none" else cache, **spec.backend_options)) as backend:
+    made = make_backend(spec.backend, cache=None if cache == "none" else cache, **spec.backend_options)
+    with closing(made) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench)
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
               "engine": asdict(spec.engine), "steps": spec.steps, "tokens": spent,

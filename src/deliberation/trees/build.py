@@ -90,13 +90,28 @@ def update_specs(names: tuple[str, ...]) -> list[MethodSpec]:
 
 
 def replayable(recorded: Sequence[str]) -> tuple[str, ...]:
-    """Every registered method whose round-1 nodes a store recording the methods ``recorded`` holds: the
-    sampling methods (round 0 only, its critic calls always recorded) and those whose update prompt is
-    recorded, with the critic where they read it. The others (debate, say) replay offline nowhere."""
+    """Every registered method that replays offline from a store recording the methods ``recorded``: of those
+    that send only requests a build records (``runs_from_trees``), the sampling ones (round 0 only, its
+    critic calls always recorded) and those whose update prompt is recorded, with the critic where they read
+    it. The others (debate, say, or PHP) replay offline only from what a replay without --offline added."""
     prompts = {spec.update: spec.confidence for spec in update_specs(tuple(recorded))}
-    specs = {name: deliberating_spec(name) for name in methods.METHODS}
+    specs = {name: deliberating_spec(name) for name in methods.METHODS if runs_from_trees(name)}
     return tuple(name for name, spec in specs.items() if spec is None
                  or (spec.update in prompts and (prompts[spec.update] or not spec.confidence)))
+
+
+def runs_from_trees(name: str) -> bool:
+    """Whether method ``name``, at its defaults, sends only requests a tree build records (round-0 samples,
+    round-1 updates): not a protocol of its own (PHP's hints, a graph, a workflow), nor one whose defaults
+    lack a file it needs (an allocator not shipped)."""
+    method = methods.get(name)
+    if not method.tree_requests:
+        return False
+    try:
+        method.spec(MethodConfig())
+    except DelibError:
+        return False
+    return True
 
 
 def manifest(spec: TreeSpec, backend: Backend) -> TreeManifest:

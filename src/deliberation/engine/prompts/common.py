@@ -127,7 +127,8 @@ def referenced(question: str, now: Sequence[str], before: Sequence[str], system:
     parts += [f"## Solutions from other agents\n{peers_block(now)}"] if now else []
     parts += [f"## Solutions from the last round\n{peers_block(before)}"] if before else []
     user = "\n\n".join([*parts, f"## Task\n{REFERENCE_TASK}"])
-    return Prompt(RequestKind.UPDATE, (Message("system", system), Message("user", user)), "", shown_peers([*now, *before]))
+    messages = (Message("system", system), Message("user", user))
+    return Prompt(RequestKind.UPDATE, messages, "", shown_peers([*now, *before]))
 
 
 def decision(question: str, solutions: Sequence[str]) -> Prompt:

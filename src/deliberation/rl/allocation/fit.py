@@ -67,7 +67,8 @@ def in_sample(paths: Sequence[QuestionPath], allocator: LearnedAllocator, three:
     outs = [simulate(p, allocator, (lambda s: allocator.choose(s, True)) if three else None) for p in paths]
     limit = paths[0].limit
     return {"accuracy": float(np.mean([o.correct for o in outs])), "tokens": float(np.mean([o.tokens for o in outs])),
-            "samples": float(np.mean([o.drawn for o in outs])), "deliberated": float(np.mean([o.deliberated for o in outs])),
+            "samples": float(np.mean([o.drawn for o in outs])),
+            "deliberated": float(np.mean([o.deliberated for o in outs])),
             "self_consistency": {str(k): {"accuracy": float(np.mean([p.plain.correct[k] for p in paths])),
                                           "tokens": float(np.mean([p.plain.tokens[k] for p in paths]))}
                                  for k in range(1, limit + 1)}}
