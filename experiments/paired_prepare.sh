@@ -29,7 +29,8 @@ for run in "$ARM" "$SFT_ARM"; do
   [ -f "$SA/train/$run/policy.pt" ] || { echo "$SA/train/$run/policy.pt not found; run experiments/state_actions.sh" \
     "first" >&2; exit 2; }
 done
-"$DELIB" tune-rules --trees "$TRAIN" --actions resample --rounds 1 --offline --quiet --out "$OUT/tuning"
+# the grid the registration fixed, frozen beside it: a rule registered later does not join it
+"$DELIB" tune-rules --trees "$TRAIN" --grid "$OUT/rule_grid.json" --rounds 1 --offline --quiet --out "$OUT/tuning"
 cp "$OUT/tuning/best_rule.json" "$OUT/best_rule.json"
 "$DELIB" tune-votes --trees "$TRAIN" --rounds 1 --offline --quiet --out "$OUT/votes"
 cp "$OUT/votes/vote_temperatures.json" "$OUT/vote_temperatures.json"

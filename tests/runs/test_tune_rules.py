@@ -12,7 +12,7 @@ import pytest
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
 from deliberation.policy.rules import FIXED_RULES
-from deliberation.runs.tune_rules import GridRow, Tuning, best, grid, simplest_first
+from deliberation.runs.tune_rules import GridRow, Rule, Tuning, best, grid, read_grid, simplest_first, write_grid
 
 IGNORED = ("wall_seconds", "generation_seconds")
 
@@ -155,3 +155,30 @@ def test_tune_rules_with_resample_actions_replays_the_resample_rules(tmp_path):
     assert [row["label"] for row in record["grid"]] == [r.label for r in grid("resample")]
     assert {"always-resample", "agreement-resample"} <= {row["method"] for row in record["grid"]}
     assert "always-concede < always-resample < agreement-threshold < agreement-resample" in record["chosen_by"]
+
+
+PAIRED = Path(__file__).resolve().parents[2] / "docs" / "results" / "paired"
+
+
+def test_the_registered_grid_is_frozen_and_a_new_rule_does_not_join_it(monkeypatch):
+    """The paired experiment's grid is a file beside its registration, equal to the grid best_rule.json
+    tuned; a rule registered later changes the default grid, never the frozen one."""
+    frozen = read_grid(str(PAIRED / "rule_grid.json"))
+    tuned = json.loads((PAIRED / "best_rule.json").read_text())["grid"]
+    assert [(r.method, r.threshold) for r in frozen] == [(g["method"], g["threshold"]) for g in tuned]
+    monkeypatch.setitem(FIXED_RULES, "always-persist-too", FIXED_RULES["always-persist"])
+    assert "always-persist-too" in [r.method for r in grid("resample")]
+    assert read_grid(str(PAIRED / "rule_grid.json")) == frozen
+
+
+def test_tune_rules_with_a_frozen_grid_replays_exactly_its_rules(stores, tmp_path, capsys):
+    write_grid(tmp_path / "grid.json", [Rule("always-persist"), Rule("confidence-threshold", 0.6)])
+    trees = ",".join(map(str, stores))
+    assert delib("tune-rules", "--trees", trees, "--grid", str(tmp_path / "grid.json"), "--rounds", "1",
+                 "--offline", "--out", str(tmp_path / "out")) == 0
+    record = json.loads((tmp_path / "out" / "best_rule.json").read_text())
+    assert [g["label"] for g in record["grid"]] == ["always-persist", "confidence-threshold t=0.6"]
+    (tmp_path / "bad.json").write_text('[{"method": "telepathy", "threshold": null}]')
+    assert delib("tune-rules", "--trees", trees, "--grid", str(tmp_path / "bad.json"), "--out",
+                 str(tmp_path / "bad")) == 2
+    assert "unknown one (telepathy)" in capsys.readouterr().err and not (tmp_path / "bad").exists()

@@ -43,7 +43,7 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
                        "and picks the best by pooled accuracy, then fewer tokens, then the simpler rule.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, Tuning)
-    flags.add_flags(p, Tuning, only=("actions",))
+    flags.add_flags(p, Tuning, only=("actions", "grid"))
     p.set_defaults(func=cmd_tune_rules, saves_as_it_goes=True)
 
 
@@ -91,7 +91,7 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
     from deliberation.runs.tune_rules import Tuning, grid_table, tune
 
     set_data_dir(args)
-    tuning = _settings(Tuning, args, actions=args.actions)
+    tuning = _settings(Tuning, args, actions=args.actions, grid=args.grid)
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "

@@ -22,6 +22,7 @@ from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, Variant, pooled_counts, replay_variants
 from deliberation.actions import PAPER_ACTIONS, check_action_set
+from deliberation.errors import DelibError, read_json
 from deliberation.types import to_json, write_json_atomic
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -36,10 +37,16 @@ class Tuning(StoreSettings):
     """The actions the tuned rules may take (``actions.ACTION_SETS``): ``paper``, PERSIST / REFINE / CONCEDE
     (the pre-registered grid), or ``resample``, adding the RESAMPLE rules (stores with 2N round-0 samples:
     ``delib tree --samples``)."""
+    grid: str | None = None
+    """A frozen grid (a JSON list of {"method", "threshold"}), e.g. the one a registration fixed
+    (docs/results/paired/rule_grid.json): exactly these rules, whatever is registered today. Default: every
+    registered rule under --actions."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_action_set(self.actions)
+        if self.grid is not None:
+            read_grid(self.grid)  # a bad file is refused before anything is replayed
 
 
 def simplest_first(actions: str = PAPER_ACTIONS) -> list[str]:
@@ -92,6 +99,25 @@ def grid(actions: str = PAPER_ACTIONS) -> list[Rule]:
             [Rule(m, t) for m in names if FIXED_RULES[m].confidence for t in THRESHOLDS])
 
 
+def read_grid(path: str) -> list[Rule]:
+    """The rules of the frozen grid at ``path``; one line when it is not one (unknown rule, bad shape)."""
+    raw = read_json(Path(path), "give the grid file a registration froze (a JSON list of rules)")
+    try:
+        rules = [Rule(str(r["method"]), None if r["threshold"] is None else float(r["threshold"])) for r in raw]
+    except (KeyError, TypeError, ValueError) as err:
+        raise DelibError(f"{path} is not a rule grid ({err}); give a JSON list of {{\"method\", \"threshold\"}}") from err
+    unknown = [r.method for r in rules if r.method not in FIXED_RULES]
+    if unknown or not rules:
+        raise DelibError(f"{path} names no fixed rule or an unknown one ({', '.join(unknown) or 'empty'}); the rules "
+                         f"are {', '.join(FIXED_RULES)}")
+    return rules
+
+
+def write_grid(path: str | Path, rules: Sequence[Rule]) -> None:
+    """Freeze ``rules`` as a grid file (``read_grid`` reads it)."""
+    write_json_atomic(Path(path), [{"method": r.method, "threshold": r.threshold} for r in rules])
+
+
 def pooled(rule: Rule, summaries: dict[str, Summary]) -> GridRow:
     """``rule``'s row from its summary on each store (store name -> summary)."""
     n, correct, tokens = pooled_counts(summaries)
@@ -114,7 +140,7 @@ def best(rows: Sequence[GridRow]) -> GridRow:
 def tune(tuning: Tuning, out: str | Path, data_dir: str | None = None,
          progress: bool = False) -> tuple[GridRow, list[GridRow]]:
     """Replay the grid over ``tuning.trees`` into ``out``, write ``out/best_rule.json``: (best, grid rows)."""
-    rules = grid(tuning.actions)
+    rules = read_grid(tuning.grid) if tuning.grid is not None else grid(tuning.actions)
     runs = replay_variants(tuning.replays(), [r.variant() for r in rules], out, data_dir, progress)
     rows = [pooled(rule, {name: summaries[k] for name, summaries in runs.items()}) for k, rule in enumerate(rules)]
     chosen = best(rows)
