@@ -105,7 +105,8 @@ def read_grid(path: str) -> list[Rule]:
     try:
         rules = [Rule(str(r["method"]), None if r["threshold"] is None else float(r["threshold"])) for r in raw]
     except (KeyError, TypeError, ValueError) as err:
-        raise DelibError(f"{path} is not a rule grid ({err}); give a JSON list of {{\"method\", \"threshold\"}}") from err
+        raise DelibError(f"{path} is not a rule grid ({err}); give a JSON list of "
+                         '{"method", "threshold"}') from err
     unknown = [r.method for r in rules if r.method not in FIXED_RULES]
     if unknown or not rules:
         raise DelibError(f"{path} names no fixed rule or an unknown one ({', '.join(unknown) or 'empty'}); the rules "
