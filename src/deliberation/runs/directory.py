@@ -152,9 +152,13 @@ def _episode(path: Path, number: int, line: str) -> Episode:
         raise DelibError(f"{path} line {number} is not an episode ({err}); {FIX_LINE}") from err
 
 
+ENGINE_USED = "engine_used"
+"""config.json's record of the engine a method ran (its override of the engine asked for applied): derived
+from the method and the engine, which are compared, so it is not compared itself (runs written before it
+resume as before)."""
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
-_RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency"})
+_RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency", ENGINE_USED})
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
 _ADDED_LATER = {**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())}
 """config.json keys a later version added, with the value every run made before them had: a run directory

@@ -24,7 +24,7 @@ from deliberation.engine.team_checks import check_context, check_models, check_t
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.methods.options import MethodOptions
-from deliberation.runs.directory import RunDir, Summary, summarize
+from deliberation.runs.directory import ENGINE_USED, RunDir, Summary, summarize
 from deliberation.types import Episode, Example, to_json
 
 
@@ -88,8 +88,10 @@ def refuse_unread(given: Iterable[str], names: Sequence[str]) -> None:
 
 
 def config_record(spec: RunSpec) -> dict[str, Any]:
-    """config.json: the spec, plus what the method adds (mpdf: which policy actually ran)."""
-    return {**to_json(spec), **methods.get(spec.method).record(spec.method_config())}
+    """config.json: the spec (the engine as asked), the engine the method ran (``engine_used``: no rounds for
+    self-consistency, one agent for cot), and what the method adds (mpdf: which policy actually ran)."""
+    method = methods.get(spec.method)
+    return {**to_json(spec), ENGINE_USED: to_json(method.engine(spec.engine)), **method.record(spec.method_config())}
 
 
 def run_example(method: Method, spec: RunSpec, example: Example, backend: Backend) -> Episode:
