@@ -16,12 +16,14 @@
 #   experiments/paired_prepare.sh STATE_ACTIONS_OUT
 #
 # TRAIN (default: the 1.5B GSM8K and MATH training stores), OUT (default docs/results/paired), SHIP (default
-# the package's policy/checkpoints), NAME (default qwen2.5-coder-1.5b-trees).
+# the package's policy/checkpoints), NAME (default qwen2.5-coder-1.5b-trees), GRID (default
+# docs/results/paired/rule_grid.json: the rule grid the registration fixed, frozen beside it).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 STATE_ACTIONS_OUT" >&2; exit 2; }
 SA=$1; D=data/trees/qwen2.5-coder-1.5b; DELIB=${DELIB:-delib}; PY=${PYTHON:-python}
 TRAIN=${TRAIN:-$D/gsm8k-train,$D/math-train}; OUT=${OUT:-docs/results/paired}
 SHIP=${SHIP:-src/deliberation/policy/checkpoints}; NAME=${NAME:-qwen2.5-coder-1.5b-trees}
+GRID=${GRID:-docs/results/paired/rule_grid.json}
 ARM=$("$PY" "$(dirname "$0")/choose_arm.py" "$SA") || exit 2
 echo "primary arm (amendment 2's rule): $ARM"
 SFT_ARM=${ARM/full/sft}
@@ -30,7 +32,7 @@ for run in "$ARM" "$SFT_ARM"; do
     "first" >&2; exit 2; }
 done
 # the grid the registration fixed, frozen beside it: a rule registered later does not join it
-"$DELIB" tune-rules --trees "$TRAIN" --grid "$OUT/rule_grid.json" --rounds 1 --offline --quiet --out "$OUT/tuning"
+"$DELIB" tune-rules --trees "$TRAIN" --grid "$GRID" --rounds 1 --offline --quiet --out "$OUT/tuning"
 cp "$OUT/tuning/best_rule.json" "$OUT/best_rule.json"
 "$DELIB" tune-votes --trees "$TRAIN" --rounds 1 --offline --quiet --out "$OUT/votes"
 cp "$OUT/votes/vote_temperatures.json" "$OUT/vote_temperatures.json"
