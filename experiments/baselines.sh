@@ -9,8 +9,8 @@
 # Each method is replayed through its test store without --offline: the requests the store holds (the base
 # answer of PHP, a graph's agents without predecessors) are served from it, the others generated with the
 # store's backend and recorded in it (appended, never changed), so a rerun replays offline. The graphs are
-# optimised on the training questions of the stores' benchmarks (GSM8K train rows 0-99, MATH train rows
-# 0-49), ITERATIONS steps of 4 questions (default 15: GPTSwarm's 200 and AgentPrune's 10 are the defaults of
+# optimised on training questions of each benchmark (the first 100 of its train split: the stores' training
+# questions and, for MATH, 50 more), ITERATIONS steps of 4 questions (default 15: GPTSwarm's 200 and AgentPrune's 10 are the defaults of
 # `delib optimize-graph` for machines with a GPU server; 15 fit a 2-core machine in about an hour each), and
 # their tokens are recorded in graph.json. AFlow's search is not run here (an optimiser model is needed):
 # aflow-gsm8k and aflow-math are the workflows its paper found, transferred. The build of the stores must not

@@ -27,9 +27,10 @@ def delib(*argv: str) -> int:
     return main([*argv, "--quiet"] if argv[0] in ("tree", "evaluate", "run") else list(argv))
 
 
-def handmade(path: Path) -> Path:
+def handmade(path: Path, step: int = 1, stop_from: int = 7) -> Path:
     """A three-move allocator with set weights that takes every move: DELIBERATE at the opening when the team
-    disagrees, STOP when every answer agrees, else RESAMPLE one at a time until 7 are drawn."""
+    disagrees, STOP when every answer agrees, else RESAMPLE (``step`` samples; 0: a team's) until
+    ``stop_from`` are drawn."""
     net = AllocatorNet(len(FEATURE_NAMES), hidden=2, n_moves=3)
     with torch.no_grad():
         for layer in net.body:
@@ -38,26 +39,29 @@ def handmade(path: Path) -> Path:
                 layer.bias.zero_()
         first, second, last = net.body[0], net.body[2], net.body[4]
         first.weight[0, FEATURE_NAMES.index("drawn")] = 40.0
-        first.bias[0] = -40.0 * 6.5 / 12  # h0 > 0 from 7 draws on
+        first.bias[0] = -40.0 * (stop_from - 0.5) / 12  # h0 > 0 from stop_from draws on
         first.weight[1, FEATURE_NAMES.index("top_share")] = 40.0
         first.bias[1] = -40.0 * 0.99  # h1 < 0 unless every sample agrees
         second.weight.copy_(torch.eye(2) * 10.0)
         last.weight[0, 0], last.weight[0, 1], last.bias[0] = 6.0, 4.0, 3.0  # STOP from 7 draws on, or when all agree
         last.weight[2, 1] = -3.0  # DELIBERATE where the team disagrees
-    return save_allocator(path, net, {"team": 3, "limit": LIMIT, "step": 1, "vote": None})
+    return save_allocator(path, net, {"team": 3, "limit": LIMIT, "step": step, "vote": None})
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> dict[str, Path]:
-    """A store of 12 samples a question; a three-move allocator with set weights (one sample at a time) and a
-    two-move one trained on the store (batches of the team, a weighted vote)."""
+    """A store of 12 samples a question; three-move allocators with set weights (one sample at a time, and a
+    team's at a time stopping from 6 draws) and a two-move one trained on other questions (batches of the
+    team, a weighted vote)."""
     root = tmp_path_factory.mktemp("allocate")
-    assert delib("tree", "--backend", "scripted", "--split", "train", "--limit", str(QUESTIONS), "--samples",
-                 str(LIMIT), "--methods", "mpdf", "--out", str(root / "store")) == 0
-    assert delib("train-allocator", "--trees", str(root / "store"), "--lam", "0.0", "--step", "0",
+    for name, offset in (("store", "0"), ("fit", str(QUESTIONS))):
+        assert delib("tree", "--backend", "scripted", "--split", "train", "--offset", offset, "--limit",
+                     str(QUESTIONS), "--samples", str(LIMIT), "--methods", "mpdf", "--out", str(root / name)) == 0
+    assert delib("train-allocator", "--trees", str(root / "fit"), "--lam", "0.0", "--step", "0",
                  "--vote-signal", "logprob-answer", "--vote-temperature", "0.5", "--sft-epochs", "40",
                  "--rl-epochs", "20", "--out", str(root / "two")) == 0
-    return {"store": root / "store", "three": handmade(root / "three.pt"), "two": root / "two" / "allocator.pt"}
+    return {"store": root / "store", "fit": root / "fit", "three": handmade(root / "three.pt"),
+            "zero": handmade(root / "zero.pt", step=0, stop_from=6), "two": root / "two" / "allocator.pt"}
 
 
 def replay(trained: dict[str, Path], policy: str, out: Path) -> list[dict]:
@@ -66,9 +70,9 @@ def replay(trained: dict[str, Path], policy: str, out: Path) -> list[dict]:
     return episodes(out)
 
 
-@pytest.mark.parametrize("policy", ["three", "two"])
+@pytest.mark.parametrize("policy", ["three", "zero", "two"])
 def test_the_offline_paths_simulate_what_the_replay_runs(trained, tmp_path, policy):
-    allocator = load_allocator(str(trained[policy])).with_first(3)
+    allocator = load_allocator(str(trained[policy])).with_team(3)
     three = allocator.net.n_moves == 3
     vote = allocator.vote
     paths = question_paths(open_store(str(trained["store"])), LIMIT, VoteWeights(*vote) if vote else None,
@@ -83,9 +87,9 @@ def test_the_offline_paths_simulate_what_the_replay_runs(trained, tmp_path, poli
         drawn = sum(t["round"] == 0 for t in row["turns"])
         assert (row["correct"], tokens, drawn, row["rounds_run"] == 1) == (sim.correct, sim.tokens, sim.drawn,
                                                                            sim.deliberated)
-    if policy == "three":  # every move taken somewhere
+    if policy != "two":  # every move taken somewhere; a step of 0 draws a team's samples
         assert {s.deliberated for s in simulated.values()} == {True, False}
-        assert {s.drawn for s in simulated.values()} == {3, 7}
+        assert {s.drawn for s in simulated.values()} == ({3, 7} if policy == "three" else {3, 6})
 
 
 def uncached(row: dict) -> dict:
@@ -130,6 +134,13 @@ def test_what_it_cannot_run_is_refused_in_one_line(trained, tmp_path, capsys):
                                      "--out", str(tmp_path / "z"))
     assert "--moves must be 2" in bad(capsys, "train-allocator", "--trees", store, "--moves", "4",
                                       "--out", str(tmp_path / "z"))
+
+
+def test_an_allocator_refuses_the_questions_it_was_trained_on(trained, tmp_path, capsys):
+    assert "was trained on 8 of these questions" in bad(
+        capsys, "evaluate", "--trees", str(trained["fit"]), "--method", "mpdf-allocate", "--policy",
+        str(trained["two"]), "--agents", str(LIMIT), "--offline", "--out", str(tmp_path / "in-sample"))
+    assert not (tmp_path / "in-sample").exists()
 
 
 def test_a_test_split_store_is_refused_for_training(tmp_path, capsys):

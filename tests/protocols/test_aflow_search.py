@@ -38,6 +38,10 @@ def test_the_selection_is_afflows_soft_mixed_probability():
     ({"steps": [{"op": "custom", "out": "s", "n": 7}, {"op": "custom", "out": "t", "n": 6}], "answer": ["t"]},
      "more than 12"),
     ({"steps": [{"op": "shell", "out": "s"}], "answer": ["s"]}, "needs an op"),
+    ({"steps": [{"op": "custom", "out": "s"}, {"op": "sc_ensemble", "out": "b", "from": []}], "answer": ["b"]},
+     "needs the variables"),
+    ({"steps": [{"op": "custom", "out": "s", "n": 10}, {"op": "programmer", "out": "p"}], "answer": ["p"]},
+     "13 calls"),  # a programmer counts its three attempts
     ({"steps": [{"op": "custom", "out": "s"}], "answer": ["t"]}, "not all of them defined"),
 ])
 def test_a_workflow_that_cannot_run_is_refused(draft, reason):

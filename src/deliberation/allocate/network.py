@@ -77,6 +77,11 @@ class LearnedAllocator:
         """The same allocator drawing ``first`` samples before its first decision (its team)."""
         return replace(self, first=first)
 
+    def with_team(self, team: int) -> "LearnedAllocator":
+        """The allocator for a team of ``team``: it draws the team first, and a step of 0 (a batch of the
+        team) becomes the team's size, as training and the offline paths read it."""
+        return replace(self, first=team, step=self.step or team)
+
     def at(self, stop_at: float | None) -> "LearnedAllocator":
         """The same allocator at another operating point (None: the checkpoint's)."""
         return self if stop_at is None else replace(self, stop_at=stop_at)

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from deliberation.allocate.episode import DELIBERATION, Allocation, run_allocation
 from deliberation.allocate.moves import WindowRule
@@ -22,6 +22,7 @@ from deliberation.engine.spec import MethodSpec, VoteWeights
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, samples_only
 from deliberation.policy import shipped
+from deliberation.types import Example
 
 DEFAULT_ALLOCATOR = "allocate-qwen2.5-coder-1.5b"
 """The shipped allocator ``--policy`` defaults to (policy/checkpoints/; docs/results/allocation)."""
@@ -38,9 +39,20 @@ def allocator_spec(cfg: MethodConfig) -> MethodSpec:
                          f"above {team} (it was trained with {allocator.meta.get('limit', 12)})")
     vote = None if allocator.vote is None else VoteWeights(*allocator.vote)
     three = allocator.net.n_moves == 3
-    allocation = Allocation(allocator.with_first(team), cfg.engine.agents, DELIBERATION if three else None,
+    allocation = Allocation(allocator.with_team(team), cfg.engine.agents, DELIBERATION if three else None,
                             (lambda state: allocator.choose(state, True)) if three else None, reads_summaries=True)
     return MethodSpec(name="mpdf-allocate", policy=None, vote_weights=vote, protocol=allocation)
+
+
+def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
+    """Refuse the questions the allocator was trained on (its score there would be in-sample)."""
+    from deliberation.allocate.network import load_allocator
+
+    seen = set(load_allocator(cfg.policy or DEFAULT_ALLOCATOR).meta.get("questions", ()))
+    hit = [e.id for e in examples if e.id in seen]
+    if hit:
+        raise DelibError(f"the allocator {cfg.policy or DEFAULT_ALLOCATOR} was trained on {len(hit)} of these "
+                         f"questions (e.g. {hit[0]}); answer other questions, or train it on others")
 
 
 def _record(cfg: MethodConfig) -> dict[str, Any]:
@@ -54,7 +66,7 @@ def _esc_spec(cfg: MethodConfig) -> MethodSpec:
 
 
 ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy", "stop_at"}), record=_record,
-                  episode=run_allocation,
+                  episode=run_allocation, check=_check,
                   about="a learned allocator draws samples until it says STOP, at most --agents "
                   "(SoftRankPO; this project)")
 ESC = Method(spec=_esc_spec, engine=samples_only, options=frozenset({"esc_window"}), episode=run_allocation,

@@ -17,7 +17,8 @@ workflow is a JSON object the optimiser edits instead, so that no model-written 
   most frequent;
 - ``programmer``: the output of the model's ``solve()``, given the variable ``analysis`` (or none);
 - ``answer``: the first of these variables that is not empty is the team's answer.
-At most ``MAX_CALLS`` calls (AFlow bounds a graph's complexity at 10 operators; ``n`` counts each call).
+At most ``MAX_CALLS`` calls (AFlow bounds a graph's complexity at 10 operators; ``n`` counts each call, a
+programmer its most attempts).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import numpy as np
 
 from deliberation.engine.loop import AgentRecord, Context, episode_of
 from deliberation.errors import DelibError
-from deliberation.protocols.aflow import DETAILED_SOLUTION, GENERATE_SOLUTION, MATH_SOLVE, REFINE_ANSWER, Calls
+from deliberation.protocols.aflow import (ATTEMPTS, DETAILED_SOLUTION, GENERATE_SOLUTION, MATH_SOLVE, REFINE_ANSWER,
+                                          Calls)
 from deliberation.types import Episode
 
 OPS = ("custom", "sc_ensemble", "programmer")
@@ -82,7 +84,7 @@ def parse(raw: Any) -> Workflow:
     answer = tuple(str(a) for a in raw["answer"])
     if not answer or any(a not in defined for a in answer):
         raise ValueError(f"answer names {answer}, not all of them defined by a step")
-    calls = sum(s.n if s.op == "custom" else 1 for s in steps)
+    calls = sum(s.n if s.op == "custom" else ATTEMPTS if s.op == "programmer" else 1 for s in steps)
     if calls > MAX_CALLS:
         raise ValueError(f"the workflow makes {calls} calls, more than {MAX_CALLS}")
     return Workflow(steps, answer)
@@ -100,6 +102,8 @@ def _step(raw: Any, defined: set[str]) -> Step:
     n = raw.get("n", 1)
     if not isinstance(n, int) or not 1 <= n <= MAX_CALLS:
         raise ValueError(f"step {raw['out']!r}: n must be a whole number from 1 to {MAX_CALLS}")
+    if raw["op"] == "sc_ensemble" and not raw.get("from"):
+        raise ValueError(f"step {raw['out']!r}: sc_ensemble needs the variables it chooses from")
     return Step(raw["op"], raw["out"], str(raw.get("instruction", "")), tuple(map(str, raw.get("input", ["$problem"]))),
                 n, tuple(map(str, raw.get("from", ()))), str(raw.get("analysis", "")))
 

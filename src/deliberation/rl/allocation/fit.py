@@ -37,6 +37,9 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
     found: list[QuestionPath] = []
     for name in trees:
         store = open_store(name)
+        if samples <= store.manifest.agents:
+            raise DelibError(f"--samples {samples} leaves the allocator no decision after the team of "
+                             f"{store.manifest.agents}; give more (the stores hold {store.manifest.samples})")
         if store.manifest.split == "test" and not allow_test:
             raise DelibError(f"{name} holds {store.manifest.benchmark} test questions: an allocator trained on them "
                              "learns the questions it is measured on; train on a train split's store (or pass "
