@@ -38,6 +38,7 @@ from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.rl.graph_optimize import job_cache
 from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, parse, workflow_episode
 from deliberation.types import Example, GenerationRequest, Message, Purpose, RequestKind, write_json_atomic
 
@@ -119,13 +120,12 @@ def search(spec: AFlowSearch, out: str) -> Path:
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    cache = spec.cache if spec.cache is not None else str(folder / "responses.sqlite")
+    cache = job_cache(spec.cache, folder)
     tokens = {"executor": [0, 0], "optimizer": [0, 0]}
     with ExitStack() as stack:
-        executor = stack.enter_context(closing(make_backend(spec.backend, cache=None if cache == "none" else cache,
-                                                            **spec.backend_options)))
-        optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=None if cache == "none"
-                                                             else cache, **spec.optimizer_options)))
+        executor = stack.enter_context(closing(make_backend(spec.backend, cache=cache, **spec.backend_options)))
+        optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=cache,
+                                                             **spec.optimizer_options)))
         rounds = _search(spec, examples, bench, executor, optimizer, tokens)
     best = max(rounds, key=lambda r: (r.mean, -r.number))
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},

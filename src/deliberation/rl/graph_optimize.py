@@ -87,8 +87,7 @@ def optimize(spec: GraphOptimization, out: str) -> Path:
     graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    cache = spec.cache if spec.cache is not None else str(folder / "responses.sqlite")
-    made = make_backend(spec.backend, cache=None if cache == "none" else cache, **spec.backend_options)
+    made = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
     with closing(made) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench)
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
@@ -97,6 +96,14 @@ def optimize(spec: GraphOptimization, out: str) -> Path:
                             "ids": sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})}}
     save_graph(folder / GRAPH_FILE, replace(trained, record=record))
     return folder / GRAPH_FILE
+
+
+def job_cache(cache: str | None, folder: Path) -> str | None:
+    """The response cache of an optimisation writing into ``folder``: ``cache`` as given, None for "none",
+    by default ``folder/responses.sqlite`` (where a rerun finds the calls already made)."""
+    if cache == "none":
+        return None
+    return cache if cache is not None else str(folder / "responses.sqlite")
 
 
 def _order(examples: list, spec: GraphOptimization) -> list:
