@@ -21,6 +21,7 @@ from replays import episodes
 
 QUESTIONS = 8
 LIMIT = 12
+TRAIN = pytest.mark.needs_split("gsm8k/train")  # the stores are of GSM8K train questions
 
 
 def delib(*argv: str) -> int:
@@ -70,6 +71,7 @@ def replay(trained: dict[str, Path], policy: str, out: Path) -> list[dict]:
     return episodes(out)
 
 
+@TRAIN
 @pytest.mark.parametrize("policy", ["three", "zero", "two"])
 def test_the_offline_paths_simulate_what_the_replay_runs(trained, tmp_path, policy):
     allocator = load_allocator(str(trained[policy])).with_team(3)
@@ -97,6 +99,7 @@ def uncached(row: dict) -> dict:
     return {**row, "turns": [{k: v for k, v in t.items() if k != "cached"} for t in row["turns"]]}
 
 
+@TRAIN
 def test_an_online_run_equals_the_replay(trained, tmp_path):
     out = tmp_path / "online"
     assert delib("run", "--method", "mpdf-allocate", "--policy", str(trained["three"]), "--backend", "scripted",
@@ -107,6 +110,7 @@ def test_an_online_run_equals_the_replay(trained, tmp_path):
     assert config["policy_used"].startswith(str(trained["three"])) and "sha256:" in config["policy_used"]
 
 
+@TRAIN
 def test_the_training_record_holds_the_questions_and_self_consistency(trained):
     record = json.loads((trained["two"].parent / "training.json").read_text())
     assert len(record["questions"]) == QUESTIONS and record["limit"] == LIMIT and record["team"] == 3
@@ -121,6 +125,7 @@ def bad(capsys, *argv: str) -> str:
     return err
 
 
+@TRAIN
 def test_what_it_cannot_run_is_refused_in_one_line(trained, tmp_path, capsys):
     store = str(trained["store"])
     run = ("evaluate", "--trees", store, "--method", "mpdf-allocate", "--offline", "--out", str(tmp_path / "x"))
@@ -136,6 +141,7 @@ def test_what_it_cannot_run_is_refused_in_one_line(trained, tmp_path, capsys):
                                       "--out", str(tmp_path / "z"))
 
 
+@TRAIN
 def test_an_allocator_refuses_the_questions_it_was_trained_on(trained, tmp_path, capsys):
     assert "was trained on 8 of these questions" in bad(
         capsys, "evaluate", "--trees", str(trained["fit"]), "--method", "mpdf-allocate", "--policy",
@@ -153,6 +159,7 @@ def test_a_test_split_store_is_refused_for_training(tmp_path, capsys):
                  "--sft-epochs", "5", "--rl-epochs", "5", "--out", str(tmp_path / "a")) == 0
 
 
+@TRAIN
 def test_early_stopping_sc_draws_windows_until_one_agrees(trained, tmp_path):
     for window in (2, 4):
         out = tmp_path / f"esc-{window}"
@@ -165,6 +172,7 @@ def test_early_stopping_sc_draws_windows_until_one_agrees(trained, tmp_path):
             assert not any(agreed[:-1]) and (agreed[-1] or len(keys) == LIMIT)
 
 
+@TRAIN
 def test_a_lower_adaptive_threshold_draws_no_more_samples(trained, tmp_path):
     drawn = {}
     for threshold in ("0.95", "0.6"):
@@ -176,6 +184,7 @@ def test_a_lower_adaptive_threshold_draws_no_more_samples(trained, tmp_path):
     assert sum(drawn["0.6"].values()) < sum(drawn["0.95"].values())
 
 
+@TRAIN
 def test_runs_of_one_method_at_other_options_are_rows_of_their_own(trained, tmp_path):
     """An allocator at two operating points, ESC at two windows: a report never pools them."""
     from deliberation.report.loading import load_runs

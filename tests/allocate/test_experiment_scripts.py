@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from deliberation.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,6 +24,7 @@ def script(name: str, *argv: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+@pytest.mark.needs_split("gsm8k/train", "math/train")
 def test_prepare_then_compare(tmp_path):
     for store, (bench, split) in STORES.items():
         assert main(["tree", "--backend", "scripted", "--benchmark", bench, "--split", split, "--limit", "3",

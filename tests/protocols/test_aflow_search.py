@@ -91,6 +91,7 @@ def run_search(tmp_path, **settings) -> dict:
     return json.loads(search(spec, str(tmp_path)).read_text())
 
 
+@pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
 def test_the_search_records_children_keeps_the_best_and_counts_both_models(tmp_path, optimizer):
     found = run_search(tmp_path, search_rounds=4)
     rounds, record = found["record"]["rounds"], found["record"]
@@ -106,6 +107,7 @@ def test_the_search_records_children_keeps_the_best_and_counts_both_models(tmp_p
     assert record["tokens"]["executor"][0] > 0 and len(record["questions"]["ids"]) == 6
 
 
+@pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
 def test_the_search_stops_when_its_top_scores_stop_moving(tmp_path, optimizer):
     blank = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}],
              "answer": ["answer"]}
@@ -116,6 +118,7 @@ def test_the_search_stops_when_its_top_scores_stop_moving(tmp_path, optimizer):
     assert len(rounds) == 1 + 2  # equal scores: the top unchanged by 2 children in a row
 
 
+@pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
 def test_the_cli_with_an_optimiser_that_writes_no_workflow_keeps_the_blank_one(tmp_path):
     assert main(["aflow-search", "--backend", "scripted", "--optimizer-backend", "scripted", "--limit", "4",
                  "--search-rounds", "3", "--validation-runs", "1", "--out", str(tmp_path)]) == 0

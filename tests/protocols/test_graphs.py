@@ -97,6 +97,7 @@ def optimised(tmp_path_factory):
     return root
 
 
+@pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
 def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised):
     first = (optimised / "agentprune" / "graph.json").read_text()
     assert (optimised / "agentprune" / "responses.sqlite").is_file()
@@ -108,6 +109,7 @@ def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised):
     assert graph["record"]["tokens"]["graph_runs"] == 12 and len(graph["record"]["questions"]["ids"]) == 8
 
 
+@pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
 @pytest.mark.parametrize("kind", ["gptswarm", "agentprune"])
 def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, tmp_path, capsys, kind):
     graph = str(optimised / kind / "graph.json")
@@ -120,6 +122,7 @@ def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, t
     assert "was optimised on" in capsys.readouterr().err and not (tmp_path / "train").exists()
 
 
+@pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
 def test_bad_graphs_and_settings_are_refused_in_one_line(optimised, tmp_path, capsys):
     swarm = str(optimised / "gptswarm" / "graph.json")
     cases = [
