@@ -6,8 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DELIB := $(VENV)/bin/delib
-# llama.cpp is built from source for this CPU (GGML_NATIVE, llama.cpp's own default). DESIGN.md section 4 names
-# the portable AVX2 build; on the 2-core AVX-512 machine here the native one reads prompts 1.4x faster and
+# llama.cpp is built from source for this CPU (GGML_NATIVE, llama.cpp's own default), not portably
+# (docs/design.md, section llama.cpp builds): on a 2-core AVX-512 machine the native one reads prompts 1.4x faster and
 # decodes batches faster (docs/results/bench/README.md), and it runs wherever it was built. A venv shared by
 # machines of other CPU types (one NFS venv for a Ray cluster) needs the portable build: `make PORTABLE=1 ...`
 # on a new venv, `make llama-portable` on an existing one. CMAKE_ARGS in the environment wins (e.g. CUDA).

@@ -1,4 +1,4 @@
-"""The primary arm of the paired experiment, by amendment 2's rule, from issue 37's table: ``full-signals``
+"""The primary arm of the paired experiment, by amendment 2's rule, from the state-and-actions table: ``full-signals``
 when its whole-episode accuracy on the validation fifth (pooled, one round) is higher than ``full``'s,
 otherwise ``full`` (a tie goes to the paper's state, the simpler). The rule is applied here, not by hand,
 so the choice a registration commits can be recomputed from the committed table.

@@ -2,7 +2,7 @@
 # The paired experiment's commitments before its first look (docs/results/paired/PREREGISTRATION.md,
 # amendments 1 and 2), from the training trees only:
 # - the best fixed rule, tuned at one round on every training question (GSM8K and MATH pooled; the
-#   registered grid plus issue 37's RESAMPLE rules) into OUT/tuning, copied to OUT/best_rule.json;
+#   registered grid plus the RESAMPLE rules) into OUT/tuning, copied to OUT/best_rule.json;
 # - CISC's vote temperatures, tuned on every training question (`delib tune-votes`) into OUT/votes, copied
 #   to OUT/vote_temperatures.json (the looks' CISC arms vote at them);
 # - the primary arm's checkpoint: the training run of experiments/state_actions.sh that amendment 2's rule

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Project issue 27 on deliberation trees: the best fixed rule tuned on training trees is the bar; policies
+# The learned policy on deliberation trees: the best fixed rule tuned on training trees is the bar; policies
 # trained on the same trees are measured against it at the team level (whole-episode accuracy by replay) on
 # held-out trees, with the reward-component, state-fidelity and reward-scale ablations.
 #

@@ -1,4 +1,4 @@
-"""Team size and depth (project issue 27): each arm of `experiments/policy_trees.sh` at a larger team or more
+"""Team size and depth: each arm of `experiments/policy_trees.sh` at a larger team or more
 rounds, paired with the same arm at the base setting (3 agents, one round) on the same held-out questions.
 
     python experiments/policy_trees_settings.py [OUT]  # markdown on stdout, OUT/settings.png

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sampling baselines of one tree store, replayed offline at one round (no model runs): self-consistency
 # at every k its round-0 samples allow, adaptive-consistency and both CISC variants drawing up to all of
-# them, and the two RESAMPLE rules. Shared by the paired looks and issue 37's table.
+# them, and the two RESAMPLE rules. Shared by the paired looks and the state-and-actions table.
 #
 #   experiments/sampling_replays.sh STORE OUT [SELECTION...]   (SELECTION: --questions N, or --ids A,B)
 #

@@ -1,15 +1,15 @@
-"""How well each zero-cost signal tells right answers from wrong ones on the training tree stores (issue 37).
+"""How well each zero-cost signal tells right answers from wrong ones on the training tree stores.
 
 Every recorded response of each store (round-0 answers and every agent's REFINE, each in its team) with
 its verdict and signals (``deliberation.trees.responses``), and per store and pooled the AUROC of each
 signal with a 95% interval over resampled questions (``deliberation.report.signals``), written to
-OUT/tables.md and OUT/signals.json. Pass training stores only (nothing here checks it): issue 37 chose
-signals on them, before any test question was read. Offline: nothing is generated. A store still being
+OUT/tables.md and OUT/signals.json. Pass training stores only (nothing here checks it): the signals
+were chosen on them, before any test question was read. Offline: nothing is generated. A store still being
 built is read up to its first question not yet built (its section says how many of the built ones that is).
 
     [DELIB_DATA_DIR=DIR] python experiments/signals_auroc.py [--ids ID,ID] OUT STORE [STORE ...]
 
-``--ids``: only these questions (issue 37's table reads the validation fifth; experiments/state_actions.sh).
+``--ids``: only these questions (the state-and-actions table reads the validation fifth; experiments/state_actions.sh).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 37's table, on training trees only: policies with the paper's state, with the signals feature set,
+# The state-and-actions table (docs/results/state-actions/), on training trees only: policies with the
+# paper's state, with the signals feature set,
 # and with the four actions (RESAMPLE), against the best fixed rule, adaptive-consistency, CISC and
 # self-consistency at equal tokens, team-level and paired, on the validation fifth of the training questions
 # (the questions every training run below holds out: same seed, same fraction, ids whose hash falls below

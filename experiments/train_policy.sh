@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train the meta-policy on collected rollouts and run the reward-scale ablation (project issue 5).
+# Train the meta-policy on collected rollouts and run the reward-scale ablation (docs/results/policy/).
 #
 #   experiments/train_policy.sh OUT ROLLOUT_DIR...
 #   SOURCE=--trees experiments/train_policy.sh OUT TREE_STORE...   (decisions derived from tree stores)

@@ -1,4 +1,4 @@
-"""The layout the code keeps (README "Architecture", DESIGN.md section 2), checked on the package's imports.
+"""The layout the code keeps (docs/design.md, section Architecture), checked on the package's imports.
 
 Every ``import`` statement of every module counts, lazy ones inside functions and those under
 ``TYPE_CHECKING`` included: a cycle through a lazy import is still a cycle a reader has to untangle.

@@ -1,8 +1,8 @@
 """The meta-actions an agent takes in a deliberation round, and the action sets a policy chooses among.
 
-The paper's three (PERSIST, REFINE, CONCEDE; DESIGN.md section 1) are the default set; issue 37's RESAMPLE
-extends it. Every set is a prefix of ``ACTION_ORDER``, so an action's index (a policy's logit, a reward
-tuple's entry) is the same in every set.
+The paper's three (PERSIST, REFINE, CONCEDE; docs/design.md, section Meta-actions) are the default set;
+RESAMPLE (docs/design.md, section RESAMPLE) extends it. Every set is a prefix of ``ACTION_ORDER``, so an
+action's index (a policy's logit, a reward tuple's entry) is the same in every set.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from deliberation.errors import DelibError
 
 
 class Action(str, enum.Enum):
-    """A meta-action an agent takes in a deliberation round (DESIGN.md section 1)."""
+    """A meta-action an agent takes in a deliberation round (docs/design.md, section Meta-actions)."""
 
     PERSIST = "persist"  # keep the answer, no LLM call
     REFINE = "refine"  # one LLM call: improve the own solution in the light of the peers'
     CONCEDE = "concede"  # adopt the answer of a peer chosen by a fixed rule, no LLM call
-    RESAMPLE = "resample"  # one LLM call: discard the answer, draw a fresh independent one (issue 37's extension)
+    RESAMPLE = "resample"  # one LLM call: discard the answer, draw a fresh independent one (beyond the paper)
 
 
 ACTIONS: tuple[Action, ...] = (Action.PERSIST, Action.REFINE, Action.CONCEDE)
@@ -28,7 +28,7 @@ ACTION_ORDER: tuple[Action, ...] = (*ACTIONS, Action.RESAMPLE)
 PAPER_ACTIONS = "paper"
 """The default action set's name: the paper's three actions."""
 EXTENDED_ACTIONS = "resample"
-"""The extended set's name: the paper's three actions and RESAMPLE (issue 37)."""
+"""The extended set's name: the paper's three actions and RESAMPLE (docs/design.md, section RESAMPLE)."""
 ACTION_SETS: dict[str, tuple[Action, ...]] = {PAPER_ACTIONS: ACTIONS, EXTENDED_ACTIONS: ACTION_ORDER}
 """The action sets a policy may choose from (``--actions``): the paper's three (the default), or with RESAMPLE."""
 COST_ORDER: tuple[Action, ...] = (Action.PERSIST, Action.CONCEDE, Action.RESAMPLE, Action.REFINE)

@@ -1,7 +1,8 @@
 """The shared vocabulary: frozen dataclasses that cross module boundaries.
 
-No dicts cross module boundaries (DESIGN.md section 2); every record here round-trips through JSON with
-``to_json`` / ``from_json`` so run directories and rollout files can be read back into the same types.
+No dicts cross module boundaries (docs/design.md, section Shared records); every record here round-trips
+through JSON with ``to_json`` / ``from_json`` so run directories and rollout files can be read back into the
+same types.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ class TokenLogprob:
 class LogprobSummary:
     """What a completion's own token log-probabilities say about it, recorded by backends that have the
     logits anyway so that log-probability confidence can be computed at replay time without regenerating
-    (tree stores, issue 36). Natural-log probabilities of the sampled tokens under the raw logits (before
+    (tree stores). Natural-log probabilities of the sampled tokens under the raw logits (before
     temperature). ``backends/logprob_summary.py`` makes and reads them."""
 
     mean: float

@@ -210,7 +210,7 @@ def test_a_damaged_cache_file_is_one_line_naming_it_and_the_way_out(tmp_path: Pa
     assert "malformed" in message and "delete it" in message and "without a response cache" in message
 
 
-# --- damaged rows: a checksum per row (issue 38) ---------------------------------------------------------
+# --- damaged rows: a checksum per row -------------------------------------------------------------------
 
 
 def stored_row(path: Path, key: str) -> tuple[bytes, str | None]:

@@ -1,4 +1,5 @@
-"""The llamacpp backend's default thread count leaves cores that other work keeps busy (issue 28, item 10)."""
+"""The llamacpp backend's default thread count leaves cores that other work keeps busy
+(docs/design.md, section Models and speed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The llamacpp backend's prefix cache (issue 26): the LRU store on its own, then on SmolLM2-135M, where reuse
+"""The llamacpp backend's prefix cache: the LRU store on its own, then on SmolLM2-135M, where reuse
 must spare prompt reads and keep greedy outputs those of a fresh read, up to llama.cpp's batch-shape rounding."""
 
 from __future__ import annotations

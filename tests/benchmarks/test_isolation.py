@@ -1,7 +1,7 @@
 """Isolation (isolation.py) wherever the project lives, and the refusal to run code where it cannot isolate.
 
 A venv under /tmp is hidden by the sandbox's private /tmp unless its folders are bound back: before that,
-the probe failed there and model-written code ran with no isolation at all (issue 38).
+the probe failed there and model-written code ran with no isolation at all.
 """
 
 from __future__ import annotations

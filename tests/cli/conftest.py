@@ -1,4 +1,4 @@
-"""Fixtures of the bad-input tests (issue 38): a folder to run in, and the check that a command was refused in
+"""Fixtures of the bad-input tests: a folder to run in, and the check that a command was refused in
 one ``delib: error:`` line with exit status 2, having written nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 38, inputs that ended in a traceback or a silent wrong run: text files that are not UTF-8, output paths
+"""Inputs that once ended in a traceback or a silent wrong run: text files that are not UTF-8, output paths
 that cannot be written, empty selections and caches that are folders. Each is one ``delib: error:`` line,
 exit status 2, and nothing written anywhere under the test's folder (the current folder included)."""
 

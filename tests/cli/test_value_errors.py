@@ -1,4 +1,4 @@
-"""Issue 38, values that ended in a traceback or a silent wrong run: backend options of the wrong type, numbers
+"""Values that once ended in a traceback or a silent wrong run: backend options of the wrong type, numbers
 that are NaN, infinite or out of range (and JSON that could hold them), and questions that are empty, lack
 their options or cannot fit the model. Each is one ``delib: error:`` line, exit 2, nothing written."""
 

@@ -1,4 +1,4 @@
-"""Prompt sets (issue 26): continuation prompts extend the agent's own conversation, every prompt says what it
+"""Prompt sets: continuation prompts extend the agent's own conversation, every prompt says what it
 asks and carries the solutions it shows as they are shown, and the registry names both versions."""
 
 from __future__ import annotations

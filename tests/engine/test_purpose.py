@@ -1,4 +1,4 @@
-"""Every request the engine sends says what it is for (``types.Purpose``, issue 40): kind, question, round and
+"""Every request the engine sends says what it is for (``types.Purpose``): kind, question, round and
 the solutions its prompt shows, under either prompt set; the response-cache key ignores it; and a reader of
 purposes refuses, in one line, a request that carries none."""
 

@@ -1,4 +1,4 @@
-"""The RESAMPLE action (issue 37): an agent's k-th RESAMPLE is the round-0 request of sample k * N + i, so a
+"""The RESAMPLE action: an agent's k-th RESAMPLE is the round-0 request of sample k * N + i, so a
 tree store with 2N round-0 samples serves every agent's first one offline, replays equal online runs, and
 the paper's three-action methods are untouched."""
 

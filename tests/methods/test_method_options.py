@@ -1,4 +1,4 @@
-"""Method options are declared once (``MethodOptions``, issue 40): every option reaches a method through
+"""Method options are declared once (``MethodOptions``): every option reaches a method through
 ``delib run``, the Python calls, a replay and an experiment file, is recorded in config.json, is refused by a
 method that does not read it, and reads as its default from a config.json written before it existed.
 

@@ -1,4 +1,4 @@
-"""Baselines that spend samples adaptively or weigh them (issue 37): adaptive-consistency's Beta stopping
+"""Baselines that spend samples adaptively or weigh them: adaptive-consistency's Beta stopping
 rule, and CISC's confidence-weighted vote."""
 
 from __future__ import annotations

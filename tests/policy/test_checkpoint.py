@@ -1,4 +1,4 @@
-"""Loading a policy checkpoint verifies it (issue 38): the archive's CRCs, the fields, the weights' keys and
+"""Loading a policy checkpoint verifies it: the archive's CRCs, the fields, the weights' keys and
 shapes against the recorded arch, finite values; whatever is wrong is one DelibError line naming the file."""
 
 from __future__ import annotations

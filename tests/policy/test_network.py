@@ -1,4 +1,4 @@
-"""The cross-attention meta-policy, its engine wrapper and its checkpoints (DESIGN.md section 1, "Policy")."""
+"""The cross-attention meta-policy, its engine wrapper and its checkpoints (docs/design.md, section Policy network)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 37's table end to end on scripted training stores (experiments/state_actions.sh): six policies
+"""The state-and-actions table end to end on scripted training stores (experiments/state_actions.sh): six policies
 trained on the stores, the best rule tuned on the fit questions, everything replayed on the validation
 fifth only, and a report pairing the four-action policy with the rule, the sampling baselines and
 self-consistency at equal tokens."""

@@ -1,5 +1,5 @@
-"""Properties of SoftRankPO and the comparator advantages (DESIGN.md section 1, "Properties the tests must
-pin"), a plain-Python reference for the vectorized SoftRankPO, and hand-computed cases."""
+"""Properties of SoftRankPO and the comparator advantages (docs/design.md, section SoftRankPO), a
+plain-Python reference for the vectorized SoftRankPO, and hand-computed cases."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def members(groups: torch.Tensor):
 
 
 def reference_softrankpo(rewards: list[float], groups: list[int], tau: float) -> list[float]:
-    """Plain loops straight from DESIGN.md section 1, with the standard library's normal quantile."""
+    """Plain loops straight from docs/design.md, section SoftRankPO, with the standard library's normal quantile."""
     out = [0.0] * len(rewards)
     for g in set(groups):
         idx = [i for i, gi in enumerate(groups) if gi == g]

@@ -1,4 +1,4 @@
-"""The episode reward (project issue 27) derived from a scripted-backend tree store: decisions scored on the
+"""The episode reward derived from a scripted-backend tree store: decisions scored on the
 team's final vote, later rounds run by the behaviour rule, their nodes grown once and then read offline."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The four-action set (issue 37): decisions from a tree store score RESAMPLE beside the paper's actions,
+"""The four-action set: decisions from a tree store score RESAMPLE beside the paper's actions,
 a policy trained on them saves a four-action head and runs in mpdf, and on synthetic decisions a learned
 policy finds both new moves: RESAMPLE where the team is split (worth its tokens only there) and CONCEDE
 away from an answer whose arithmetic is flagged wrong."""

@@ -1,4 +1,4 @@
-"""Full-information objectives (project issue 27): every decision's three counterfactual rewards trained on.
+"""Full-information objectives: every decision's three counterfactual rewards trained on.
 
 The must-show case: a near-deterministic behaviour rule (mu = 0.867 on its action, 0.067 on each other, the
 epsilon-mixed agreement rule of `delib collect`) whose own action is not the best one. The sampled,

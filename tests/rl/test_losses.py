@@ -1,4 +1,4 @@
-"""Loss terms against hand computations, and the algorithm registry (DESIGN.md section 1, "SoftRankPO")."""
+"""Loss terms against hand computations, and the algorithm registry (docs/design.md, section Training)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Committed results replay: every run of issue 37's committed table on the 1.5B MATH training store
+"""Committed results replay: every run of the committed state-and-actions table on the 1.5B MATH training store
 (`docs/results/state-actions/`), replayed offline from the committed store with the settings its config.json
 records, gives the committed episodes again.
 
 A change to request keys, prompts, answer extraction, scoring, the policy's features or a method's
 arithmetic that would silently move a published number fails here: the committed stores and results must
-keep replaying (DESIGN.md; issue 40). The paired experiment's looks replay these stores' test siblings the
-same way."""
+keep replaying (docs/design.md, section Committed results). The paired experiment's looks replay these
+stores' test siblings the same way."""
 
 from __future__ import annotations
 

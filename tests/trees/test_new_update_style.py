@@ -1,4 +1,4 @@
-"""What a new update-prompt style costs (issue 40): one ``UpdateStyle`` entry. A method using it runs end to
+"""What a new update-prompt style costs: one ``UpdateStyle`` entry. A method using it runs end to
 end on the scripted backend and replays offline from a tree store built for it, with no reader changed:
 requests carry their ``types.Purpose``, so nothing parses the prompt text back. The style's heading names
 no "other agents", the words the readers once searched the prompt for (they then saw no peers, silently)."""

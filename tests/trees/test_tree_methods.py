@@ -1,6 +1,6 @@
 """``delib tree --methods``: a store records only the round-1 nodes the named methods read, its manifest
 says so, those methods replay offline exactly, and a build resumed with fewer samples or methods narrows
-what the manifest promises (issue 36)."""
+what the manifest promises."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_a_replay_may_read_named_questions_only(stores, tmp_path, capsys):
 
 
 def test_where_resuming_a_build_is_documented_it_says_how_to_get_identical_stores():
-    """Issue 38, class 6: a resumed llama.cpp build can differ from an uninterrupted one (the prefix cache
+    """A resumed llama.cpp build can differ from an uninterrupted one (the prefix cache
     is gone), and the docs that describe resuming say so and name the way out."""
     root = Path(__file__).resolve().parents[2]
     for doc in (root / "README.md", root / "data" / "trees" / "COMMANDS.md"):

@@ -1,5 +1,5 @@
-"""The Backend protocol every LLM backend implements (DESIGN.md section 2): the members every backend has,
-and the optional ones, each with its default here and nowhere else.
+"""The Backend protocol every LLM backend implements (docs/design.md, section Backends): the members every
+backend has, and the optional ones, each with its default here and nowhere else.
 
 Batch-first: ``generate`` takes all requests of a round at once so backends that can decode several
 sequences together (llama.cpp batches, vLLM, concurrent HTTP) do so.

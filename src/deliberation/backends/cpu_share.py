@@ -1,4 +1,5 @@
-"""How many CPU cores are free right now: the llamacpp backend's default thread count (issue 28, item 10).
+"""How many CPU cores are free right now: the llamacpp backend's default thread count
+(docs/design.md, section Models and speed).
 
 llama.cpp's worker threads spin at every barrier of a forward pass, so two processes each running as many
 threads as there are cores do not share the machine: each waits on threads the other has descheduled. On

@@ -1,7 +1,7 @@
 """A backend on Hugging Face transformers, for a model folder on local disk (never the hub).
 
 Why: any architecture transformers supports, on CPU or GPU, without a GGUF conversion; 4-7x slower
-than llama.cpp on CPU (DESIGN.md section 4), so it is the fallback, not the default.
+than llama.cpp on CPU (docs/design.md, section Models and speed), so it is the fallback, not the default.
 
 Sampling is plain: softmax(logits / temperature), as llamacpp and vllm sample. A model folder's
 generation_config.json often sets more (Qwen2.5's: repetition_penalty 1.1, top_k 20, top_p 0.8), and

@@ -1,4 +1,5 @@
-"""In-process llama.cpp backend that decodes a whole batch of requests together (DESIGN.md section 4).
+"""In-process llama.cpp backend that decodes a whole batch of requests together
+(docs/design.md, section Models and speed).
 
 Batching is the main speed lever on CPU: one forward pass over one new token of each of 9 sequences
 costs little more than a pass over one, because the weights are read once per pass. This backend drives

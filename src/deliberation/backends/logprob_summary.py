@@ -3,7 +3,8 @@
 A backend that samples from the logits itself (llamacpp) knows each sampled token's log-probability at no
 extra model cost; servers (llama.cpp's, vLLM's) and vLLM's engine report it when asked
 (``from_pieces``). It keeps a small summary on the completion (``types.LogprobSummary``) rather than every
-token, so tree stores can compute log-probability confidence signals offline (issue 36): the mean over
+token, so tree stores can compute log-probability confidence signals offline
+(docs/design.md, section Zero-cost signals): the mean over
 all tokens (Kadavath et al. 2022's sequence likelihood), the weakest ``WINDOW``-token stretch (DeepConf's
 lowest group confidence, Fu et al. 2025), and the final answer's tokens, found in the recorded tail.
 """

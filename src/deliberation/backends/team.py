@@ -9,7 +9,7 @@ exactly as a run of that model alone keys it (``cache.request_key``: backend, mo
 sampling, seed). The engine marks each request with its agent (``GenerationRequest.agent``, which keys
 ignore), and request seeds already depend on (run seed, example, agent, round), so round 0 of agent i of a
 team is the cache entry of a run of agent i's model alone. Critic calls go to the judged agent's own
-model: the critic is the same LLM (DESIGN.md section 1).
+model: the critic is the same LLM (docs/design.md, section Critic confidence).
 
 One ``generate`` call groups its requests by member and calls each member once with its group, in the
 order members first appear, and returns the completions in request order. So each backend batches its own

@@ -1,6 +1,6 @@
 """The Benchmark interface: load examples, extract an answer from model text, score it.
 
-An unparseable answer is always wrong (DESIGN.md section 2).
+An unparseable answer is always wrong (docs/design.md, section Benchmarks and scoring).
 """
 
 from __future__ import annotations

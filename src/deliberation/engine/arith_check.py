@@ -6,7 +6,7 @@ Small models' wrong answers are largely arithmetic slips inside otherwise sensib
 dropped), are exact expressions of numbers (``benchmarks.helpers.arith``) and at least one side has an
 operator. Chains "a = b = c" check each adjacent pair. A right side written with d decimals may round the
 exact value (half a unit in its last place). Computed from the text alone: no LLM call, so a tree store's
-responses give it offline (issue 37).
+responses give it offline (docs/design.md, section Zero-cost signals).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Introspective confidence: a critic pass by the same model, read as P(Yes) (DESIGN.md section 1).
+"""Introspective confidence: a critic pass by the same model, read as P(Yes)
+(docs/design.md, section Critic confidence).
 
 With logprobs, P(Yes) is read from the first generated token's top alternatives: the probability mass of
 tokens that spell "yes" against those that spell "no", renormalized over the two. Backends without

@@ -2,7 +2,7 @@
 
 ``paper`` is the paper's meta-cognitive state (engine/state.py, feature version 1), the default, and what
 every shipped checkpoint and committed rollout file holds. ``signals`` extends it with zero-cost
-correctness signals (issue 37, engine/signals.py): checked arithmetic and log-probability confidence,
+correctness signals (engine/signals.py): checked arithmetic and log-probability confidence,
 absolute and relative to the team. A checkpoint records its set's names and version; loading finds the set
 by that contract (``contract``), so old checkpoints keep reading the paper's features unchanged.
 

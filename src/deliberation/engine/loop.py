@@ -1,4 +1,4 @@
-"""The round loop shared by MPDF, every baseline and rollout collection (DESIGN.md section 1).
+"""The round loop shared by MPDF, every baseline and rollout collection (docs/design.md, section Episode).
 
 Round 0: every agent answers independently (one batch). Rounds 1..R: unless the method's consensus rule
 stops early, a step runs. The online step (``deliberation_round``) lets the method's meta-policy pick
@@ -201,7 +201,7 @@ def critics_read(ctx: Context, records: Sequence[AgentRecord], round_: int) -> b
 
 def concede_target(records: Sequence[AgentRecord], i: int) -> int | None:
     """The peer to concede to: among peers holding a different parseable answer, the one whose answer
-    has the most support, then the most confident (DESIGN.md's rule, with support first)."""
+    has the most support, then the most confident (docs/design.md, section Conceding)."""
     keys = [r.key for r in records]
     peers = [j for j, r in enumerate(records) if j != i and r.key is not None and r.key != records[i].key]
     if not peers:

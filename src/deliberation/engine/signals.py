@@ -1,4 +1,5 @@
-"""Signals of answer correctness computable at zero LLM cost, one registry entry each (issue 37).
+"""Signals of answer correctness computable at zero LLM cost, one registry entry each
+(docs/design.md, section Zero-cost signals).
 
 Each signal reads one agent's view in its team and returns a number oriented so that higher means more
 likely right, or None where it is undefined (no critic call, no log-probability summary recorded, no

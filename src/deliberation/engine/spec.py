@@ -1,5 +1,5 @@
 """What makes a method, as the round loop sees it: a meta-policy, an update prompt, whether confidence
-is computed, a stop rule and the vote weighting (DESIGN.md section 1). Methods differ only here."""
+is computed, a stop rule and the vote weighting (docs/design.md, section Episode). Methods differ only here."""
 
 from __future__ import annotations
 

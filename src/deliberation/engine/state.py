@@ -1,4 +1,4 @@
-"""Meta-cognitive state z_i -> a fixed-size feature vector per agent (DESIGN.md section 1).
+"""Meta-cognitive state z_i -> a fixed-size feature vector per agent (docs/design.md, section Meta-cognitive state).
 
 z_i = (decision schema, reasoning profile, introspective confidence). The policy never sees answer text:
 the decision schema enters through its agreement structure (parseable?, share of agents holding the same
@@ -42,9 +42,9 @@ FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
     "reasoning-profile": ("log_tokens", "steps", "verified", "changed", "truncated"),
     "confidence-signals": ("confidence", "confidence_vs_mean"),  # the critic's P(Yes), absolute and relative
 }
-"""The state-fidelity ablation's feature groups (the paper's three parts of the observation; project issue
-27): a group name in ``--ignore-features`` stands for its features. ``parseable`` and ``round_frac`` are in
-no group."""
+"""The state-fidelity ablation's feature groups (the paper's three parts of the observation;
+docs/design.md, section Episode reward): a group name in ``--ignore-features`` stands for its features.
+``parseable`` and ``round_frac`` are in no group."""
 _VERIFY = re.compile(r"\b(verif|check|substitut|double-check|confirm)", re.IGNORECASE)
 
 

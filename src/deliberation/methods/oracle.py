@@ -6,7 +6,8 @@ one deliberation round after round 0 (rounds = 1 and no early stop whatever the 
 that agrees at round 0 is a candidate for REFINE too):
 1. whole-episode correctness: the team's final vote scored by the benchmark's scorer, as every method's;
 2. then the fewest tokens (prompt + completion of every call: round 0, REFINE calls, critic calls);
-3. then the cheaper actions, agent 0 first, in DESIGN.md's cost order PERSIST < CONCEDE < REFINE.
+3. then the cheaper actions, agent 0 first, in the cost order PERSIST < CONCEDE < REFINE
+   (docs/design.md, section Meta-actions).
 The critic is on (as mpdf's), so the candidates are exactly the round-1 outcomes a learned policy can reach
 from the same round 0, and the vote's confidence tie-break reads the same P(Yes). On a tree store every
 candidate is recorded (``delib tree`` stores each agent's REFINE and its critic); online, requests are

@@ -1,7 +1,7 @@
 """Measured costs of the framework (``delib bench``): overhead per LLM call, batching and cache speedups,
 policy-gradient update rate. Every function returns a frozen dataclass; nothing here prints.
 
-What is measured, and how (project issue 6):
+What is measured, and how:
 1. ``overhead_ms_per_call``: episodes of each method run through ``runner.execute`` into a fresh run
    directory (validation, the round loop, answer extraction and scoring, appends with fsync, the summary)
    against the scripted simulator. The simulator's own work (prompt parsing, scoring) is not the
@@ -18,7 +18,7 @@ What is measured, and how (project issue 6):
 4. ``cache_rerun_speedup``: a method run on N questions with a response cache in front of llamacpp, then
    the same run into a new run directory with a fresh cache connection (every request a hit): ratio of
    the two ``execute`` wall times (the model is loaded once, outside both timings).
-5. ``prefix_reuse_speedup`` and ``prefill_tokens_saved`` (issue 26): one deliberation round (round 0,
+5. ``prefix_reuse_speedup`` and ``prefill_tokens_saved``: one deliberation round (round 0,
    critic, REFINE, critic for every agent; ``perf/prefix_round.py``) per question on the llamacpp backend
    with its prefix cache off, then on; ratio of wall times, and the prompt tokens whose KV cells the
    cache restored instead of reading them.

@@ -1,4 +1,5 @@
-"""One deliberation round as a fixed workload, for the prefix-reuse measurement and its tests (issue 26).
+"""One deliberation round as a fixed workload, for the prefix-reuse measurement and its tests
+(docs/design.md, section Models and speed).
 
 The round is MPDF's most expensive path for a team: round 0 (every agent answers), a critic pass on every
 answer, a REFINE by every agent (its own conversation plus its peers' solutions) and a critic pass on every

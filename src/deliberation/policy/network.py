@@ -1,7 +1,7 @@
 """The meta-policy: a small cross-attention network from observations to meta-action logits.
 
-DESIGN.md section 1 ("Policy"): parameters shared by all agents and executed per agent; z_i and every peer
-z_j are embedded by one MLP, z_i attends over its peers (multi-head scaled dot-product attention,
+docs/design.md, section Policy network: parameters shared by all agents and executed per agent; z_i and every
+peer z_j are embedded by one MLP, z_i attends over its peers (multi-head scaled dot-product attention,
 Vaswani et al. 2017), and an MLP head maps [own embedding, attended peers] to one logit per action of its
 action set (``deliberation.actions.ACTION_SETS``: the paper's three, ordered like ``ACTIONS``, by default).
 Attention pooling makes the output invariant to the order of the peers and lets the number of peers

@@ -1,11 +1,12 @@
-"""Fixed meta-policies: the baselines a learned policy must beat (DESIGN.md section 1), and their registry.
+"""Fixed meta-policies: the baselines a learned policy must beat (docs/design.md, section Fixed rules),
+and their registry.
 
 Each is a ``MetaPolicy`` (``decide(obs, rng) -> (actions, logprobs)``; deterministic, so every log-prob
 is 0): a constant action (always-persist, always-refine, always-concede, always-resample; debate, ReConcile
 and DyLAN are always-refine with their own prompts), confidence-threshold, agreement-threshold (and its
 RESAMPLE form, agreement-resample) and agreement-then-confidence.
 Agreement-threshold is the bar to clear: on GSM8K with qwen2.5-coder-1.5b it beat debate at two thirds of its
-tokens (DESIGN.md section 4). ``JointActions`` fixes each agent's action (the oracle's candidates).
+tokens (docs/design.md, section Fixed rules). ``JointActions`` fixes each agent's action (the oracle's candidates).
 
 ``FIXED_RULES`` registers the rules by name; adding a rule is its entry there: ``methods/rules.py`` makes
 each a method, ``delib tune-rules`` puts each on its grid (``runs/tune_rules.py``), and a rule may have a
@@ -60,7 +61,7 @@ class ConfidenceThreshold:
 class AgreementThreshold:
     """Persist when a peer shares the answer; else concede to an answer two peers share; else ``fallback``:
     REFINE (the agreement rule), or RESAMPLE (agreement-resample: a lone answer is replaced by a fresh
-    sample, adaptive sampling's move within the team; issue 37)."""
+    sample, adaptive sampling's move within the team; docs/design.md, section RESAMPLE)."""
 
     fallback: Action = Action.REFINE
 

@@ -5,7 +5,7 @@ samples of the same model and settings on the same questions, k the largest whos
 at most T there; pooled over benchmarks, each benchmark's questions keep their own k. A row cheaper than
 the fewest samples present gets no such comparison, nor does a benchmark with fewer than two sample counts.
 The self-consistency runs are those among the report's inputs (one run per k: ``delib evaluate --method
-self-consistency --agents k``, as the paired experiment's looks and issue 37's table write them) and, with
+self-consistency --agents k``, as the paired experiment's looks and the state-and-actions table write them) and, with
 ``delib report --trees STORE``, those replayed offline from the store (every k from 1) into the report
 folder.
 """

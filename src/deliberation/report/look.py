@@ -180,7 +180,7 @@ def _adjust_secondary(methods: dict[str, dict[str, Any]], equal: dict[str, dict[
     (pooled it is the primary, which the sequential boundary tests alone), against self-consistency at equal tokens
     and at k = 3 and 6 (``others``); every other arm the look replays against the best rule: the SFT policy,
     each constant rule of the grid the rule was tuned on (always-resample too: amendment 2 tunes it with the
-    RESAMPLE action), and issue 37's arms (its sampling baselines and agreement-resample), but the best
+    RESAMPLE action), and the extensions' arms (the sampling baselines and agreement-resample), but the best
     rule's own method replayed again under its name (``reference``: a comparison with itself). The oracle's
     and self-consistency's own rows are the headroom table's, not tests."""
     itself = rule_method(reference)

@@ -1,4 +1,4 @@
-"""Paired comparisons: every row against a reference row on the questions both ran (DESIGN.md section 2).
+"""Paired comparisons: every row against a reference row on the questions both ran (docs/design.md, section Replay).
 
 Two methods run on the same questions are compared question by question, not by their two accuracies:
 the 2x2 table (both right, only this row, only the reference, both wrong), the exact McNemar test on the

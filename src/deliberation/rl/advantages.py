@@ -8,7 +8,7 @@ under; ``rl/algorithms.py`` builds every algorithm name from ``ADVANTAGES`` (so 
 ``delib train --algo``), and the trainer never switches on the name. Adding an estimator is one decorated
 function here.
 
-How SoftRankPO (Yang & Thomason, AAAI 2026, arXiv 2509.03817; our definition in DESIGN.md section 1)
+How SoftRankPO (Yang & Thomason, AAAI 2026, arXiv 2509.03817; our definition in docs/design.md, section SoftRankPO)
 departs from GRPO (Shao et al. 2024, arXiv 2402.03300), whose advantage is (r - mean_g) / (std_g + eps):
 
 1. Rank-based: only the order of the rewards inside a group matters, never their gaps, so one outlier
@@ -24,7 +24,7 @@ departs from GRPO (Shao et al. 2024, arXiv 2402.03300), whose advantage is (r - 
 6. Ties share credit: tied rewards get the mean of the normal scores of the positions they occupy.
 7. Soft mode (tau > 0) replaces the hard rank by a sigmoid soft rank and re-centres; this is OUR
    reconstruction of the paper's "smooth normal quantiles" (its exact formula is not public in our
-   sources), documented in DESIGN.md section 1.
+   sources), documented in docs/design.md, section SoftRankPO.
 
 Computation is in float64 and returned in the rewards' floating dtype. Groups are padded into a
 (G, Kmax) matrix so that everything is vectorized (memory O(G * Kmax^2) for the pairwise terms).
@@ -63,7 +63,7 @@ ADVANTAGES: dict[str, Advantage] = {}
 def register_advantage(*params: str, objectives: tuple[str, ...] = ("sampled", "full")) -> Callable[[Fn], Fn]:
     """Register the decorated function in ``ADVANTAGES`` under its name. ``params``: the TrainConfig fields it
     reads, each a keyword of the function. ``objectives``: those it trains under, each an algorithm: the
-    sampled one as NAME, any other as NAME-OBJECTIVE (by default NAME-full, project issue 27)."""
+    sampled one as NAME, any other as NAME-OBJECTIVE (by default NAME-full; docs/design.md, section Objectives)."""
 
     def register(fn: Fn) -> Fn:
         if fn.__name__ in ADVANTAGES:

@@ -1,11 +1,12 @@
-"""The algorithm registry, the one place an algorithm's name is read (DESIGN.md section 1, "Training").
+"""The algorithm registry, the one place an algorithm's name is read (docs/design.md, section Comparator algorithms).
 
 An algorithm is an advantage function (an entry of ``ADVANTAGES``, which ``rl/advantages.py`` fills with
 ``@register_advantage``) plus the objective it is trained with (a key of ``OBJECTIVES``, ``rl/objectives.py``:
 which rewards the function compares and the loss form); ``sft`` is the entry with no advantage: cross-entropy
 on oracle labels. The table is built from the registry: each function trains under the sampled objective by
-its own name (the comparators of DESIGN.md) and under each other objective it registers for as
-``NAME-OBJECTIVE`` (``NAME-full``, ``softrankpo-pooled``: project issue 27); ``ppo`` is GRPO, always clipped.
+its own name (the paper's objective) and under each other objective it registers for as
+``NAME-OBJECTIVE`` (``NAME-full``, ``softrankpo-pooled``; docs/design.md, section Objectives); ``ppo`` is
+GRPO, always clipped.
 Importing this module loads no torch (the CLI lists ``ALGORITHMS`` as ``--algo``'s choices, and reports ask
 ``is_supervised``): the table is read from the registry, whose functions are torch code, on first use.
 """

@@ -1,6 +1,6 @@
 """Training configuration of the meta-policy (SFT and policy-gradient stages), validated on construction.
 
-Defaults follow DESIGN.md section 1 (K = 8 samples per question, SoftRankPO hard mode, KL to the SFT
+Defaults follow docs/design.md, section Training (K = 8 samples per question, SoftRankPO hard mode, KL to the SFT
 policy). Every field carries a docstring; ``TrainConfig(...)`` raises a one-line DelibError that names the
 bad field and a valid value.
 """
@@ -71,12 +71,12 @@ class TrainConfig:
 
     reward: str = "round"
     """What r_local and r_global measure, a key of ``deliberation.rl.rewards.REWARDS``: ``round``, the vote
-    right after the decision's round (DESIGN.md section 1; what rollouts hold); ``episode``, the team's final
-    vote after the last round, later rounds run by the behaviour rule (tree stores only: ``--trees``)."""
+    right after the decision's round (docs/design.md, section Rewards; what rollouts hold); ``episode``, the
+    team's final vote after the last round, later rounds run by the behaviour rule (tree stores only: ``--trees``)."""
 
     reward_components: str = "both"
     """Which reward terms count, a key of ``deliberation.rl.rewards.REWARD_COMPONENTS``: ``both`` (r_local +
-    r_global, DESIGN.md), ``local`` or ``global`` only (the paper's component ablation; tree stores only:
+    r_global, the paper's), ``local`` or ``global`` only (the paper's component ablation; tree stores only:
     rollout files hold the sum)."""
 
     token_cost_coef: float = 0.0
@@ -102,11 +102,13 @@ class TrainConfig:
     features: str = PAPER.name
     """The feature set the policy observes (``deliberation.engine.features.FEATURE_SETS``): ``paper``, the
     paper's meta-cognitive state, or ``signals``, with checked arithmetic and log-probability confidence
-    (issue 37; decisions derived from tree stores only: rollout files hold the paper's)."""
+    (docs/design.md, section Zero-cost signals;
+    decisions derived from tree stores only: rollout files hold the paper's)."""
 
     actions: str = PAPER_ACTIONS
     """The actions the policy chooses among (``deliberation.actions.ACTION_SETS``): ``paper``, PERSIST / REFINE
-    / CONCEDE, or ``resample``, with RESAMPLE (a fresh independent answer; issue 37; tree stores only)."""
+    / CONCEDE, or ``resample``, with RESAMPLE (a fresh independent answer,
+    docs/design.md, section RESAMPLE; tree stores only)."""
 
     ignore_features: tuple[str, ...] = ()
     """Feature names (of the ``features`` set) the policy never sees: zeroed at its

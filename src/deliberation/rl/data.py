@@ -2,7 +2,7 @@
 
 Training data is a sequence of ``deliberation.types.Decision`` (one per agent, round and sample of a
 question). The ranking groups of SoftRankPO are the decisions that share (example_id, round, agent) across
-the K samples of a question (DESIGN.md section 1, "SoftRankPO").
+the K samples of a question (docs/design.md, section SoftRankPO).
 """
 
 from __future__ import annotations

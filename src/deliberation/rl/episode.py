@@ -1,7 +1,7 @@
-"""The ``episode`` reward: a decision scored on the answer the team ends with (project issue 27).
+"""The ``episode`` reward: a decision scored on the answer the team ends with (docs/design.md, section Episode reward).
 
-The ``round`` reward of DESIGN.md section 1 scores agent i's round-t action on the vote right after round
-t. Here the team's records after round t (the other agents' sampled actions, agent i's counterfactual
+The ``round`` reward (docs/design.md, section Rewards) scores agent i's round-t action on the vote right after
+round t. Here the team's records after round t (the other agents' sampled actions, agent i's counterfactual
 action) deliberate on to the last round R, every agent following the behaviour policy without its
 exploration (the rule that collected the data: ``EpsilonMixed.base``), the stop rule honoured as in an
 episode; then

@@ -1,4 +1,4 @@
-"""``delib iterate``: collect with the current policy, train, repeat (issue 5's iterative mode).
+"""``delib iterate``: collect with the current policy, train, repeat (docs/design.md, section Training).
 
 Iteration ``i`` collects rollouts on every benchmark with the behaviour policy of iteration ``i - 1`` (for
 the first, ``--policy`` or the agreement-threshold rule, epsilon-mixed as in ``delib collect``), then

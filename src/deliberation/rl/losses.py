@@ -1,4 +1,4 @@
-"""Policy-gradient losses and the algorithm registry (DESIGN.md section 1, "SoftRankPO").
+"""Policy-gradient losses and the algorithm registry (docs/design.md, section Training).
 
 loss = policy-gradient term + kl_coef * KL(pi || pi_ref) - entropy_coef * H(pi), where the policy-gradient
 term is either plain, -mean(A * log pi(a|o)), or PPO-clipped against the behaviour log-prob

@@ -2,9 +2,9 @@
 
 Every decision stores the counterfactual reward of every action of its set (``DecisionBatch.rewards`` (N, A):
 the paper's three, or four with RESAMPLE).
-The objectives differ in how much of that they use (project issue 27):
+The objectives differ in how much of that they use (docs/design.md, section Objectives):
 
-- ``sampled`` (DESIGN.md section 1, the comparators' and the shipped policy's objective): only the reward
+- ``sampled`` (the paper's; the comparators' and the shipped policy's objective): only the reward
   of the action the behaviour policy took is used; the group is the K samples of one (question, round,
   agent); the loss is -mean(A * log pi(a|o)), or PPO-clipped against the behaviour log-prob. With an
   epsilon-mixed near-deterministic behaviour rule (mu = 0.867 on its action, 0.067 on each other) the clip

@@ -1,8 +1,8 @@
-"""The reward registry: what a decision's r_local and r_global measure (DESIGN.md section 1, "Reward").
+"""The reward registry: what a decision's r_local and r_global measure (docs/design.md, section Rewards).
 
-- ``round`` (DESIGN.md): the vote right after the decision's round (``rl/rollouts.rewards_for``); what
+- ``round`` (the paper's): the vote right after the decision's round (``rl/rollouts.rewards_for``); what
   ``delib collect`` records in rollout files.
-- ``episode`` (project issue 27): the answer the team ends with, after the last round, later rounds run
+- ``episode`` (beyond the paper): the answer the team ends with, after the last round, later rounds run
   by the behaviour rule (``rl/episode.episode_rewards``). The round reward is myopic: a round-1 REFINE
   that the next round would have made right anyway, or a CONCEDE the next round undoes, is scored on a
   vote that is not the team's answer.
@@ -37,18 +37,18 @@ class RewardSpec:
 
 REWARDS: dict[str, RewardSpec] = {
     "round": RewardSpec("deliberation.rl.rollouts:rewards_for", tree_rounds=1, in_rollouts=True),
-    # the episode of DESIGN.md's default length: with one round it would be the round reward
+    # the episode of the engine's default length: with one round it would be the round reward
     "episode": RewardSpec("deliberation.rl.episode:episode_rewards", tree_rounds=EngineConfig().rounds,
                           in_rollouts=False),
 }
 
 
 REWARD_COMPONENTS: dict[str, tuple[float, float]] = {
-    "both": (1.0, 1.0),  # DESIGN.md section 1: r = r_local + r_global
+    "both": (1.0, 1.0),  # the paper's: r = r_local + r_global
     "local": (1.0, 0.0),  # the agent's own correctness change only
     "global": (0.0, 1.0),  # the team vote's leave-one-out change only
 }
-"""(weight of r_local, weight of r_global) by name: the reward-component ablation (project issue 27)."""
+"""(weight of r_local, weight of r_global) by name: the reward-component ablation (docs/design.md, section Rewards)."""
 
 
 def reward_function(name: str, components: str = "both") -> Any:

@@ -3,7 +3,7 @@
 At each decision point (round t, every agent i) the three outcomes are known at the cost of one REFINE
 call per agent (one batch; cached): PERSIST keeps the answer, CONCEDE adopts the peer chosen by the
 engine's rule, REFINE is the refined answer. K joint actions are then drawn from the behaviour policy and
-scored, giving each agent K decisions (its group for ranking) whose rewards are (DESIGN.md section 1):
+scored, giving each agent K decisions (its group for ranking) whose rewards are (docs/design.md, section Rewards):
 - r_local  = 1[agent i correct after the round] - 1[agent i correct before];
 - r_global = 1[vote of all agents correct] - 1[vote without agent i correct] (leave-one-out);
 recorded for each of the three actions given the other agents' sampled actions. That is the ``round``

@@ -1,4 +1,4 @@
-"""Stage 2 of training (DESIGN.md section 1): oracle labels and the supervised (SFT) reference policy.
+"""Stage 2 of training (docs/design.md, section Training): oracle labels and the supervised (SFT) reference policy.
 
 The oracle label of a decision is the action with the highest counterfactual reward, ties broken towards
 the cheaper action (``types.COST_ORDER``: PERSIST < CONCEDE < RESAMPLE < REFINE).

@@ -1,6 +1,6 @@
 """Training the meta-policy on offline rollouts: SFT on oracle labels, then policy-gradient fine-tuning.
 
-DESIGN.md section 1 ("Training"): ``train_sft`` fits the reference policy by cross-entropy to oracle
+docs/design.md, section Training: ``train_sft`` fits the reference policy by cross-entropy to oracle
 labels; ``train_pg`` fine-tunes it with the algorithm of ``TrainConfig.algo`` (SoftRankPO by default),
 KL-regularized to the reference. Both read top to bottom: prepare data -> build or copy the network ->
 one shared optimization loop (Adam, seeded mini-batches) -> per-step metrics on held-out questions.

@@ -1,4 +1,4 @@
-"""The run directory (DESIGN.md section 2): config.json, episodes.jsonl (append-only), summary.json.
+"""The run directory (docs/design.md, section Run directories): config.json, episodes.jsonl (append-only), summary.json.
 
 Appends are flushed and fsynced per episode, so a killed run loses at most the episode in flight; a torn
 last line is dropped on reopen. Reopening a directory with a different configuration is refused rather

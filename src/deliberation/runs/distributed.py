@@ -1,4 +1,4 @@
-"""Run a ``RunSpec`` across Ray actors (DESIGN.md section 2: ``distributed.py``): same run directory,
+"""Run a ``RunSpec`` across Ray actors: same run directory (docs/design.md, section Run directories),
 same episodes, more machines.
 
 How it works. The driver (this process) validates the spec, opens the run directory and skips the

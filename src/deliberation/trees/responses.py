@@ -1,4 +1,5 @@
-"""Every recorded response of a tree store with its correctness and its zero-cost signals (issue 37).
+"""Every recorded response of a tree store with its correctness and its zero-cost signals
+(docs/design.md, section Zero-cost signals).
 
 Replays, offline through the engine's own functions, what ``delib tree`` recorded for each built question:
 the round-0 answers of the agents (with their critic calls) and every agent's REFINE at round 1 (with its

@@ -1,7 +1,7 @@
 """Training an allocator on precomputed paths: SFT on hindsight-optimal moves, then SoftRankPO.
 
-The paper's recipe (DESIGN.md section 1: oracle labels and SFT, then SoftRankPO KL-regularised to the SFT
-policy) with the allocator's moves:
+The paper's recipe (oracle labels and SFT, then SoftRankPO KL-regularised to the SFT policy) with the
+allocator's moves (docs/design.md, section Compute allocation):
 
 1. Every state an allocator with this ``step`` can reach on a path is a decision point (``Table``). Its
    hindsight value is the best reward reachable from it, by dynamic programming from the cap down; the
