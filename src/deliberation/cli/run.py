@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from deliberation.cli import flags
+from deliberation.errors import DelibError
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, add_team_arg,
                                      benchmark_name, cache_path, note_pinned, command_line, engine_config, out_folder,
                                      positive, registry_names, run_backend, selection, set_data_dir)
@@ -49,6 +51,8 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _experiment_parser(sub: argparse._SubParsersAction) -> None:
+    from deliberation.runs.plan import DEFAULT_THROUGHPUT
+
     p = sub.add_parser(
         "experiment", help="run a grid of methods x benchmarks x seeds from a TOML file",
         description="Every cell is a resumable run directory under the file's `out` (default runs/<name>); all "
@@ -58,7 +62,9 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
         "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first\n"
         "  delib experiment experiments/table1.toml --benchmarks mmlu,gsm8k   # only these, in this order\n"
-        "  delib experiment experiments/table1.toml --methods mpdf,debate --limit 10   # extend two rows",
+        "  delib experiment experiments/table1.toml --methods mpdf,debate --limit 10   # extend two rows\n"
+        "  delib experiment experiments/paper.toml --plan --throughput 2500   # cells, calls, tokens, hours\n"
+        "  DELIB_BASE_URL=http://127.0.0.1:8000/v1 delib experiment experiments/paper.toml --backbones qwen2.5-7b",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", help="experiment TOML (see experiments/)")
     p.add_argument("--limit", type=positive, metavar="N",
@@ -67,9 +73,32 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
                    help="only these benchmarks of the file, in this order (the same cells as a full run)")
     p.add_argument("--methods", type=flags.names, metavar="LABEL,LABEL",
                    help="only these methods or variant labels of the file, in this order (the same cells)")
+    p.add_argument("--backbones", type=flags.names, metavar="LABEL,LABEL",
+                   help="only these [[backbones]] of the file, in this order (the same cells): one model's server "
+                   "at a time")
+    p.add_argument("--plan", action="store_true",
+                   help="print the cells and their expected LLM calls, generated tokens and hours, and exit; nothing "
+                   "runs and no server is asked")
+    p.add_argument("--throughput", type=throughput, metavar="TOKENS_PER_S",
+                   help="--plan: generated tokens per second over all requests in flight (default "
+                   f"{DEFAULT_THROUGHPUT:g}, an assumption for one GPU serving a 3B-8B model with vLLM)")
+    p.add_argument("--answer-tokens", type=positive, metavar="N",
+                   help="--plan: tokens one answer call generates, on every benchmark (default: per benchmark, the "
+                   "mean of committed runs, runs/plan.ANSWER_TOKENS)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_ray_args(p)
     p.set_defaults(func=cmd_experiment, saves_as_it_goes=True)
+
+
+def throughput(text: str) -> float:
+    """--throughput: a finite number of generated tokens per second above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be generated tokens per second above 0, got {text!r}")
+    return value
 
 
 def _report_parser(sub: argparse._SubParsersAction) -> None:
@@ -130,12 +159,26 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from deliberation.runs import experiment
     from deliberation.runs.api import experiment_config
 
-    cfg = experiment_config(args.config, args.limit, args.benchmarks, args.methods)
+    cfg = experiment_config(args.config, args.limit, args.benchmarks, args.methods, args.backbones)
+    if args.plan:
+        return _print_plan(cfg, args)
+    if args.throughput is not None or args.answer_tokens is not None:
+        raise DelibError("--throughput and --answer-tokens size a --plan; add --plan, or drop them to run")
     summaries = experiment.run_experiment(cfg, progress=not args.quiet, workers=args.workers, report=write_report,
                                           ray_address=args.ray_address, notify=print)
     for cell, s in zip(experiment.plan(cfg), summaries):  # every cell ran: failures raise above
-        print(f"{cell.label:<22}{s.benchmark:<10} accuracy {s.accuracy:.3f} n={s.n} {s.tokens_per_question:.0f} tok/q")
+        print(f"{cell.backbone + ' ' if cell.backbone else ''}{cell.label:<22}{s.benchmark:<10} accuracy "
+              f"{s.accuracy:.3f} n={s.n} {s.tokens_per_question:.0f} tok/q")
     print(f"report: {Path(cfg.out) / 'report'}")
+    return 0
+
+
+def _print_plan(cfg, args: argparse.Namespace) -> int:
+    """``--plan``: the grid's cells and cost (runs/plan.py); nothing runs."""
+    from deliberation.runs import plan
+
+    estimate = plan.estimate(cfg, args.throughput or plan.DEFAULT_THROUGHPUT, args.answer_tokens)
+    print("\n".join(plan.lines(estimate, args.config)))
     return 0
 
 

@@ -12,6 +12,8 @@ from typing import Sequence
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, fixed
+from deliberation.methods.calls import Calls
+from deliberation.protocols.aflow import ATTEMPTS
 from deliberation.policy.shipped import content_hash
 from deliberation.protocols.workflow import TRANSFERRED, Workflow, load_searched, workflow_episode
 from deliberation.types import Example
@@ -20,9 +22,18 @@ def _one_agent(engine):
     return replace(engine, agents=1, rounds=0)
 
 
+def workflow_calls(workflow: Workflow) -> Calls:
+    """A custom step's ``n`` calls, one per ensemble, one to ``ATTEMPTS`` per programmer (it retries code that
+    fails)."""
+    programmers = sum(s.op == "programmer" for s in workflow.steps)
+    least = sum(s.n if s.op == "custom" else 1 for s in workflow.steps)
+    return Calls((least, least + programmers * (ATTEMPTS - 1)))
+
+
 def transferred(found_on: str) -> Method:
     return fixed(MethodSpec(name=f"aflow-{found_on}", policy=None, protocol=TRANSFERRED[found_on]),
                  engine=_one_agent, episode=workflow_episode, tree_requests=False,
+                 calls=lambda cfg: workflow_calls(TRANSFERRED[found_on]),
                  about=f"the workflow AFlow found for {found_on.upper()}, transferred (Zhang et al. 2025)")
 
 
@@ -46,6 +57,6 @@ GSM8K = transferred("gsm8k")
 MATH = transferred("math")
 SEARCHED = Method(spec=lambda cfg: MethodSpec(name="aflow", policy=None, protocol=searched(cfg)[0]),
                   engine=_one_agent, options=frozenset({"workflow"}), episode=workflow_episode, check=_check,
-                  tree_requests=False,
+                  tree_requests=False, calls=lambda cfg: workflow_calls(searched(cfg)[0]),
                   about="a workflow found by `delib aflow-search`, --workflow (Zhang et al. 2025)",
                   record=lambda cfg: {"workflow_used": f"{cfg.workflow} {content_hash(Path(str(cfg.workflow)))}"})

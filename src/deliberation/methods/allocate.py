@@ -21,6 +21,7 @@ from deliberation.allocate.moves import WindowRule
 from deliberation.engine.spec import MethodSpec, VoteWeights
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, samples_only
+from deliberation.methods.calls import Calls
 from deliberation.policy import shipped
 from deliberation.types import Example
 
@@ -60,14 +61,23 @@ def _record(cfg: MethodConfig) -> dict[str, Any]:
     return {"policy_used": f"{name} {shipped.content_hash(shipped.checkpoint_path(name))}"}
 
 
+def allocation_calls(spec: MethodSpec) -> Calls:
+    """The first draw, then up to the limit; a DELIBERATE adds one round of the agreement rule, at most a
+    REFINE per sample drawn first (``allocate/episode.allocation_episode``)."""
+    found: Allocation = spec.protocol
+    first = min(found.allocator.first or found.limit, found.limit)
+    return Calls((first, found.limit + (first if found.deliberation is not None else 0)))
+
+
 def _esc_spec(cfg: MethodConfig) -> MethodSpec:
     return MethodSpec(name="early-stopping-sc", policy=None,
                       protocol=Allocation(WindowRule(cfg.esc_window), cfg.engine.agents))
 
 
 ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy", "stop_at"}), record=_record,
-                  episode=run_allocation, check=_check,
+                  episode=run_allocation, check=_check, calls=lambda cfg: allocation_calls(allocator_spec(cfg)),
                   about="a learned allocator draws samples until it says STOP, at most --agents "
                   "(SoftRankPO; this project)")
 ESC = Method(spec=_esc_spec, engine=samples_only, options=frozenset({"esc_window"}), episode=run_allocation,
+             calls=lambda cfg: allocation_calls(_esc_spec(cfg)),
              about="samples windows of --esc-window until one agrees, at most --agents (Li et al. 2024)")

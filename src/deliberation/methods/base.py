@@ -18,6 +18,7 @@ from deliberation.benchmarks import get as get_benchmark
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import Context, make_context, run_episode
 from deliberation.engine.spec import MethodSpec
+from deliberation.methods.calls import Calls, loop_calls
 from deliberation.methods.options import OPTION_NAMES, MethodOptions
 from deliberation.types import Episode, Example
 
@@ -69,6 +70,9 @@ class Method:
     check: Callable[[MethodConfig, Sequence[Example]], None] = lambda cfg, examples: None
     """Refuses questions the method may not answer under ``cfg`` (a graph optimised on them), before a run
     writes anything."""
+    calls: Callable[[MethodConfig], Calls] | None = None
+    """The LLM calls a question costs under ``cfg`` (methods/calls.py); None: the round loop's
+    (``calls.loop_calls``). A method with an episode of its own gives its own."""
 
     def __post_init__(self) -> None:
         undeclared = sorted(self.options - set(OPTION_NAMES))
@@ -79,6 +83,12 @@ class Method:
         """One episode of this method on ``example``."""
         bench = get_benchmark(cfg.benchmark)
         return self.episode(make_context(example, backend, bench, self.engine(cfg.engine), self.spec(cfg)), rng)
+
+    def call_bounds(self, cfg: MethodConfig) -> Calls:
+        """The least and the most LLM calls one question costs under ``cfg`` (``delib experiment --plan``)."""
+        if self.calls is not None:
+            return self.calls(cfg)
+        return loop_calls(self.spec(cfg), self.engine(cfg.engine))
 
 
 def fixed(spec: MethodSpec, **options: Any) -> Method:

@@ -16,6 +16,7 @@ from deliberation.engine.loop import Context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
+from deliberation.methods.calls import Calls, exactly
 from deliberation.policy.shipped import content_hash
 from deliberation.protocols.designs import Graph, load_graph, refuse_trained
 from deliberation.protocols.swarm import run_graph
@@ -30,6 +31,12 @@ def graph_of(kind: str, cfg: MethodConfig) -> Graph:
     if cfg.engine.agents != graph.agents:
         raise DelibError(f"{cfg.graph} is a graph of {graph.agents} agents; pass --agents {graph.agents}")
     return graph
+
+
+def graph_calls(kind: str, cfg: MethodConfig) -> Calls:
+    """Every agent answers once a round (``protocols/swarm.run_graph``), and AgentPrune's decision agent once."""
+    graph = graph_of(kind, cfg)
+    return exactly(graph.agents * graph.rounds + (kind == "agentprune"))
 
 
 def graph_episode(ctx: Context, rng: np.random.Generator) -> Episode:
@@ -52,7 +59,8 @@ def graph_method(kind: str) -> Method:
 
     return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
-                  check=check, record=record, about=ABOUT[kind], tree_requests=False)
+                  check=check, record=record, about=ABOUT[kind], tree_requests=False,
+                  calls=lambda cfg: graph_calls(kind, cfg))
 
 
 GPTSWARM = graph_method("gptswarm")

@@ -45,9 +45,10 @@ def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k",
 
 
 def experiment_config(path: str | os.PathLike, limit: int | None = None, benchmarks: Sequence[str] | None = None,
-                      methods: Sequence[str] | None = None) -> experiment_file.ExperimentConfig:
-    """The experiment file ``path`` cut as ``delib experiment``'s ``--limit``, ``--benchmarks`` and
-    ``--methods`` cut it (each a no-op when None)."""
+                      methods: Sequence[str] | None = None,
+                      backbones: Sequence[str] | None = None) -> experiment_file.ExperimentConfig:
+    """The experiment file ``path`` cut as ``delib experiment``'s ``--limit``, ``--benchmarks``, ``--methods``
+    and ``--backbones`` cut it (each a no-op when None)."""
     cfg = experiment_file.load_experiment(path)
     if limit is not None:
         cfg = experiment_file.cap_limits(cfg, limit)
@@ -55,15 +56,18 @@ def experiment_config(path: str | os.PathLike, limit: int | None = None, benchma
         cfg = experiment_file.only_benchmarks(cfg, benchmarks)
     if methods is not None:
         cfg = experiment_file.only_methods(cfg, methods)
+    if backbones is not None:
+        cfg = experiment_file.only_backbones(cfg, backbones)
     return cfg
 
 
 def run_experiment(path: str | os.PathLike, *, limit: int | None = None, benchmarks: Sequence[str] | None = None,
-                   methods: Sequence[str] | None = None, workers: int = 1, ray_address: str | None = None,
-                   progress: bool = False, report: experiment.ReportWriter | None = None) -> list[Summary]:
+                   methods: Sequence[str] | None = None, backbones: Sequence[str] | None = None, workers: int = 1,
+                   ray_address: str | None = None, progress: bool = False,
+                   report: experiment.ReportWriter | None = None) -> list[Summary]:
     """Run (or resume) the experiment file ``path`` as ``delib experiment`` does; ``report``
     (``deliberation.write_report``) writes its report into ``<out>/report``. Returns the cells' summaries
     in plan order."""
-    cfg = experiment_config(path, limit, benchmarks, methods)
+    cfg = experiment_config(path, limit, benchmarks, methods, backbones)
     return experiment.run_experiment(cfg, progress=progress, workers=workers, ray_address=ray_address,
                                      report=report)

@@ -1,10 +1,12 @@
-"""Experiment grids: each (benchmark, seed, method label) cell of an experiment file
+"""Experiment grids: each (backbone, benchmark, seed, method label) cell of an experiment file
 (``runs/experiment_file.py``) is one resumable run directory.
 
-All cells share one backend and one response cache, ``<out>/responses.sqlite``. The engine derives
+All cells of a backbone share one backend, and all cells one response cache, ``<out>/responses.sqlite``
+(its entries are keyed by model and server, so backbones never share answers). The engine derives
 round-0 requests identically for every method with the same seed, so the first method of a benchmark pays
 for the independent answers and every later method is served them from the cache; cells therefore run
-benchmark-major. Each cell is a run directory ``<out>/<benchmark>/<label>-s<seed>`` (a file of one's own:
+backbone-major, then benchmark-major. Each cell is a run directory ``<out>/<benchmark>/<label>-s<seed>``,
+under ``<out>/<backbone>/`` for a file with [[backbones]] (a file of one's own:
 ``<out>/<answer type>-<file stem>/...``, ``benchmarks.own.folder_name``) that
 ``runner.execute`` resumes, so rerunning the same command only does the work that is missing. A cell that
 fails (e.g. a policy file not trained yet) does not stop the others; the failures are raised together at
@@ -15,22 +17,50 @@ each cell's examples are spread over Ray actors (``deliberation.runs.distributed
 
 from __future__ import annotations
 
+import itertools
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.own import folder_name
 from deliberation.config import Selection
 from deliberation.errors import DelibError, make_folder, require_at_least
+from deliberation.types import write_json_atomic
+from deliberation.runs.experiment_backbones import Backbone, resolve_env
 from deliberation.runs.experiment_file import Arm, ExperimentConfig
 from deliberation.runs.runner import RunSpec, execute, validate
 from deliberation.runs.directory import CELL, Summary
-from deliberation.types import write_json_atomic
 
 ReportWriter = Callable[[Sequence[Path], Path], object]
 """Writes a report over run directories into a folder (``report.write.write_report``)."""
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a cell sits in the grid: its backbone, benchmark, seed and row (``arm``)."""
+
+    backbone: Backbone
+    benchmark: str
+    seed: int
+    arm: Arm
+
+    def method_options(self) -> dict[str, Any]:
+        """The row's method options, ``{backbone}`` in a path made this backbone's label."""
+        return {name: self.backbone.path(value) for name, value in self.arm.method_options().items()}
+
+    def folder(self, out: str) -> Path:
+        return Path(out) / self.backbone.label / folder_name(self.benchmark) / f"{self.arm.label}-s{self.seed}"
+
+
+def positions(cfg: ExperimentConfig) -> list[Position]:
+    """Every cell's position in run order: backbone-major (one model's server at a time), then benchmark, seed
+    and label, so each benchmark's round-0 answers are generated once (by its first method) and served from
+    the cache to the rest."""
+    return [Position(backbone, bench, seed, arm) for backbone in cfg.backbones for bench in cfg.benchmarks
+            for seed in cfg.seeds for arm in cfg.arms]
 
 
 @dataclass(frozen=True)
@@ -43,21 +73,23 @@ class Cell:
     seed: int
     spec: RunSpec
     out: Path
+    backbone: str = ""
 
 
 def plan(cfg: ExperimentConfig) -> list[Cell]:
-    """Every cell, benchmark-major then seed then label, so each benchmark's round-0 answers are generated
-    once (by its first method) and served from the cache to the rest."""
-    return [_cell(cfg, arm, bench, seed) for bench in cfg.benchmarks for seed in cfg.seeds for arm in cfg.arms]
+    """Every cell, in ``positions`` order; environment variables in backend options are read now
+    (``experiment_backbones.resolve_env``)."""
+    return [_cell(cfg, at) for at in positions(cfg)]
 
 
-def _cell(cfg: ExperimentConfig, arm: Arm, bench: str, seed: int) -> Cell:
-    spec = RunSpec(method=arm.method, benchmark=bench, split=cfg.splits[bench], limit=cfg.limits[bench],
-                   backend=cfg.backend, backend_options=dict(cfg.backend_options), cache=str(cfg.cache),
-                   engine=replace(arm.engine, seed=seed), data_dir=cfg.data_dir,
+def _cell(cfg: ExperimentConfig, at: Position) -> Cell:
+    bench = at.benchmark
+    spec = RunSpec(method=at.arm.method, benchmark=bench, split=cfg.splits[bench], limit=cfg.limits[bench],
+                   backend=cfg.backend, backend_options=resolve_env(cfg.backend_of(at.backbone), cfg.source),
+                   cache=str(cfg.cache), engine=replace(at.arm.engine, seed=at.seed), data_dir=cfg.data_dir,
                    command=cfg.command or f"delib experiment {cfg.source}", concurrency=cfg.concurrency,
-                   selection=cfg.selections.get(bench, Selection()), **arm.method_options())
-    return Cell(arm.label, arm.method, bench, seed, spec, Path(cfg.out) / folder_name(bench) / f"{arm.label}-s{seed}")
+                   selection=cfg.selections.get(bench, Selection()), **at.method_options())
+    return Cell(at.arm.label, at.arm.method, bench, at.seed, spec, at.folder(cfg.out), at.backbone.label)
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backend | None = None, workers: int = 1,
@@ -67,8 +99,9 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backen
     (``delib experiment`` passes ``report.write.write_report``; runs/ itself knows no report), return the
     summaries.
 
-    One process (``workers`` 1): every cell uses one backend, ``backend`` if given (the caller closes it),
-    else ``cfg.backend`` wrapped in the cache ``<out>/responses.sqlite``. ``workers`` > 1: each cell's
+    One process (``workers`` 1): the cells of a backbone share one backend, ``backend`` if given (the caller
+    closes it; a file of one backbone only), else ``cfg.backend`` with the backbone's options in the cache
+    ``<out>/responses.sqlite``, built before its first cell, closed after its last. ``workers`` > 1: each cell's
     examples are spread over that many Ray actors (``distributed.execute_distributed``, ``ray_address`` as
     in ``delib run``), each building its backend from the spec with the same cache file, so round-0
     answers are still shared across cells. ``notify`` receives a line as each cell starts. Cells that fail
@@ -79,18 +112,36 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True, backend: Backen
                          "each cell over that many Ray actors; give workers, or leave the address out")
     if workers > 1 and backend is not None:
         raise DelibError("a backend object cannot be shared with Ray workers; pass workers=1 or no backend")
+    if backend is not None and len(cfg.backbones) > 1:
+        raise DelibError("a backend object serves one model, and the file has several [[backbones]]; pass no "
+                         "backend (each backbone gets its own) or cut the file to one backbone")
     cells = plan(cfg)
-    shared = None if workers > 1 else backend or make_backend(cfg.backend, cache=str(cfg.cache), **cfg.backend_options)
-    run = _distributed(workers, ray_address) if shared is None else _local(shared)
-    try:
-        outcomes = [_run_cell(c, run, progress, f"[{i + 1}/{len(cells)}]", notify) for i, c in enumerate(cells)]
-    finally:
-        if backend is None and shared is not None:
-            shared.close()
+    outcomes: list[Summary | str] = []
+    for _, grouped in itertools.groupby(cells, key=lambda c: c.backbone):
+        group, start = list(grouped), len(outcomes)
+        with _runner(group[0].spec, backend, workers, ray_address) as run:
+            outcomes += [_run_cell(c, run, progress, f"[{start + i + 1}/{len(cells)}]", notify)
+                         for i, c in enumerate(group)]
     return _finish(cfg, cells, outcomes, report)
 
 
 CellRunner = Callable[[RunSpec, str, bool], Summary]
+
+
+@contextmanager
+def _runner(spec: RunSpec, backend: Backend | None, workers: int, ray_address: str | None) -> Iterator[CellRunner]:
+    """How one backbone's cells run (``spec``: its first cell's): on Ray actors, on the caller's backend, or
+    on one built from the spec, closed after its cells."""
+    if workers > 1:
+        yield _distributed(workers, ray_address)
+    elif backend is not None:
+        yield _local(backend)
+    else:
+        shared = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
+        try:
+            yield _local(shared)
+        finally:
+            shared.close()
 
 
 def _local(backend: Backend) -> CellRunner:

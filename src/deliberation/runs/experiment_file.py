@@ -2,12 +2,14 @@
 
 A config (see ``experiments/table1.toml``) names methods, benchmarks, seeds, per-benchmark split, limit
 and question selection, the backend and the engine settings, plus optional ``[[variants]]``: a method under
-its own label with overrides (an mpdf policy file, engine settings), and optional ``[[agents]]``: each
-agent's own model, a mixed team (``runs/experiment_agents.py``). ``load_experiment`` checks everything that can be
+its own label with overrides (an mpdf policy file, engine settings), optional ``[[agents]]``: each
+agent's own model, a mixed team (``runs/experiment_agents.py``), and optional ``[[backbones]]``: models the
+whole grid runs on, ``${NAME}`` environment variables in backend options and ``{backbone}`` in a variant's
+paths (``runs/experiment_backbones.py``). ``load_experiment`` checks everything that can be
 checked without running (keys, names, types, splits, backend options) and raises a one-line DelibError
 before any file is written; a policy file is checked when its cell runs (``runner.validate``).
-``cap_limits``, ``only_benchmarks`` and ``only_methods`` cut a parsed file as ``delib experiment``'s
-``--limit``, ``--benchmarks`` and ``--methods`` do.
+``cap_limits``, ``only_benchmarks``, ``only_methods`` and ``only_backbones`` cut a parsed file as ``delib
+experiment``'s ``--limit``, ``--benchmarks``, ``--methods`` and ``--backbones`` do.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from deliberation import methods
 from deliberation.methods import METHODS
 from deliberation.methods.options import MethodOptions
 from deliberation.runs import experiment_agents as agents
+from deliberation.runs import experiment_backbones as backbones
+from deliberation.runs.experiment_backbones import Backbone
 from deliberation.backends.cache import CACHE_FILE
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
-            "variants", "concurrency", "selection", "agents")
+            "variants", "concurrency", "selection", "agents", "backbones")
 SELECTION_TYPES: dict[str, type] = {"ids": list, "offset": int, "sample": int, "sample_seed": int}
 ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
 OPTION_TYPES: dict[str, type] = {k: typing.get_args(v)[0] if type(None) in typing.get_args(v) else v
@@ -76,10 +80,16 @@ class ExperimentConfig:
     """The command recorded in every cell's run (``delib experiment SOURCE`` when empty)."""
     selections: dict[str, Selection] = field(default_factory=dict)
     """Per benchmark, which of its questions the cells run (``[selection]``; default: all, in order)."""
+    backbones: tuple[Backbone, ...] = (Backbone(),)
+    """The models the grid runs on, in order (``[[backbones]]``); by default the one [backend] names."""
 
     @property
     def cache(self) -> Path:
         return Path(self.out) / CACHE_FILE
+
+    def backend_of(self, backbone: Backbone) -> dict[str, Any]:
+        """The backend options of ``backbone``'s cells: [backend]'s, with the backbone's over them."""
+        return {**self.backend_options, **backbone.options}
 
 
 def load_experiment(path: str | os.PathLike) -> ExperimentConfig:
@@ -113,7 +123,9 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
                             _splits(raw.get("split", "test"), names, source),
                             _limits(raw.get("limit"), names, source), backend, options,
                             _data_dir(raw, source), source, _concurrency(raw, source),
-                            selections=_selections(raw.get("selection"), names, source))
+                            selections=_selections(raw.get("selection"), names, source),
+                            backbones=backbones.parse(raw, backend, {a.label: a.method_options() for a in arms},
+                                                       source))
 
 
 def _data_dir(raw: Mapping[str, Any], source: str) -> str | None:
@@ -160,6 +172,14 @@ def only_methods(cfg: ExperimentConfig, labels: Sequence[str]) -> ExperimentConf
     arms = {arm.label: arm for arm in cfg.arms}
     chosen = _subset(labels, tuple(arms), "--methods", "method", cfg.source)
     return replace(cfg, arms=tuple(arms[label] for label in chosen))
+
+
+def only_backbones(cfg: ExperimentConfig, labels: Sequence[str]) -> ExperimentConfig:
+    """``cfg`` cut to the backbones ``labels``, in the order given (``delib experiment --backbones``): one
+    model at a time, as one server serves it. The cells are the whole file's, as for ``only_benchmarks``."""
+    by_label = {b.label: b for b in cfg.backbones}
+    chosen = _subset(labels, tuple(by_label), "--backbones", "backbone", cfg.source)
+    return replace(cfg, backbones=tuple(by_label[label] for label in chosen))
 
 
 def _subset(names: Sequence[str], available: Sequence[str], flag: str, what: str, source: str) -> tuple[str, ...]:
