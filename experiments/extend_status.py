@@ -19,8 +19,9 @@ from pathlib import Path
 
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 from deliberation.errors import DelibError, exit_status
+from deliberation.files import read_gzip_lines
 from deliberation.trees.store import TREES, TreeRow, TreeStore
-from deliberation.types import from_json, read_gzip_lines
+from deliberation.types import from_json
 
 REPO = Path(__file__).resolve().parents[1]
 STORES = ("math-train", "gsm8k-train", "gsm8k-test", "math-test")

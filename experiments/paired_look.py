@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy
 
 from deliberation.errors import DelibError, exit_status
+from deliberation.files import write_json_atomic, write_text_atomic
 from deliberation.report.compare import TEAM_JSON
 from deliberation.report.loading import load_runs
 from deliberation.report.look import headroom, look_record
@@ -37,7 +38,6 @@ from deliberation.report.look_markdown import headline_markdown, headroom_markdo
 from deliberation.report.look_actions import action_counts
 from deliberation.report.sequential import check_order
 from deliberation.trees.store import TreeStore
-from deliberation.types import write_json_atomic, write_text_atomic
 
 
 LOOKS_MD = "looks.md"

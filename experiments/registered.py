@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from deliberation.errors import DelibError, exit_status
+from deliberation.files import write_json_atomic
 from deliberation.policy.shipped import SHIPPED, checkpoint_path, sha256_hex
-from deliberation.types import write_json_atomic
 
 CHECKPOINT_ROLES = ("policy", "sft")
 FILE_ROLES = (*CHECKPOINT_ROLES, "rule", "votes")

@@ -17,10 +17,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from deliberation.files import write_json_atomic
 from deliberation.report.signals import markdown, signal_rows
 from deliberation.trees.responses import responses
 from deliberation.trees.store import TreeStore, built_prefix
-from deliberation.types import to_json, write_json_atomic
+from deliberation.types import to_json
 
 
 def main(out: str, stores: list[str], ids: frozenset[str] | None = None) -> None:

@@ -20,8 +20,8 @@ from deliberation import benchmarks
 from deliberation.backends.cache import CachedBackend
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import example_rng, make_context
+from deliberation.files import append_gzip_line, read_gzip_lines
 from deliberation.rl import rollout_files as files
-from deliberation.types import append_gzip_line, read_gzip_lines
 from deliberation.rl.collect import CollectSpec, behaviour_policy
 from deliberation.rl.rollouts import collect_question, collecting
 

@@ -15,7 +15,8 @@ import pytest
 from deliberation.backends.cache import CachedBackend
 from deliberation.cli.main import main
 from deliberation.errors import BadText, DelibError, parse_json, read_json
-from deliberation.types import Completion, GenerationRequest, Message, read_gzip_lines, strict_json
+from deliberation.files import read_gzip_lines
+from deliberation.types import Completion, GenerationRequest, Message, strict_json
 
 SCRIPTED = ["--backend", "scripted", "--quiet"]
 

@@ -119,7 +119,7 @@ def test_an_experiment_file_cannot_hold_nan_or_infinity(experiment_file, refused
 
 def test_json_the_project_writes_is_strict(tmp_path):
     """NaN never reaches a file silently: the writers raise instead of writing a bare NaN."""
-    from deliberation.types import append_gzip_line, write_json_atomic
+    from deliberation.files import append_gzip_line, write_json_atomic
 
     for write in (write_json_atomic, append_gzip_line):
         with pytest.raises(ValueError, match="not JSON compliant"):

@@ -18,7 +18,8 @@ import pytest
 from deliberation.backends.cache import CachedBackend
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
-from deliberation.types import Completion, GenerationRequest, Message, read_gzip_lines
+from deliberation.files import read_gzip_lines
+from deliberation.types import Completion, GenerationRequest, Message
 
 SCRIPTED = ["--backend", "scripted", "--quiet"]
 LONG = "n" * 300  # more bytes than any common file system allows in one name (255)

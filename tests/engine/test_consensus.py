@@ -2,7 +2,7 @@
 
 import pytest
 
-from deliberation.engine.consensus import Ballot, leave_one_out, share_at_least, support, unanimous, vote
+from deliberation.engine.consensus import Ballot, leave_one_out, share_above, support, unanimous, vote
 
 
 @pytest.mark.parametrize(
@@ -36,5 +36,5 @@ def test_support_unanimous_and_share():
     keys = ["a", "a", None]
     assert support(keys, "a") == 2 and support(keys, None) == 0
     assert not unanimous(keys) and unanimous(["a", "a"]) and not unanimous([None, None])
-    assert share_at_least(["a", "a", "a"], 2 / 3) and not share_at_least(["a", "a", "b"], 2 / 3)
-    assert share_at_least(["a", "a", "a", "b"], 2 / 3)
+    assert share_above(["a", "a", "a"], 2 / 3) and not share_above(["a", "a", "b"], 2 / 3)
+    assert share_above(["a", "a", "a", "b"], 2 / 3)

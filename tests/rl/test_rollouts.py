@@ -120,7 +120,7 @@ def test_samples_below_two_and_no_exploration_are_refused():
 def test_collect_refuses_garbage_between_questions_instead_of_cutting_off_the_rest(tmp_path):
     """Only a torn last member (a killed writer's) is repaired; bytes that are not gzip in the middle of the file
     are refused, and the questions after them stay in the file."""
-    from deliberation.types import gzip_members
+    from deliberation.files import gzip_members
 
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=3, backend="scripted",
                        backend_options={"benchmark": "gsm8k"}, samples=2)
@@ -144,7 +144,7 @@ def test_collect_refuses_garbage_between_questions_instead_of_cutting_off_the_re
 @pytest.mark.needs_split("gsm8k/train")
 def test_a_rollout_line_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, row):
     """Training reads it and a resumed collection reads it: both name the file and the line."""
-    from deliberation.types import append_gzip_line
+    from deliberation.files import append_gzip_line
 
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=2, backend="scripted",
                        backend_options={"benchmark": "gsm8k"}, samples=2)

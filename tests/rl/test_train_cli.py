@@ -101,7 +101,7 @@ def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
 def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
     """--offset (and --ids, --sample) choose which train questions are collected, as in delib run and tree."""
     from deliberation.rl.rollout_files import ROLLOUTS
-    from deliberation.types import read_gzip_lines
+    from deliberation.files import read_gzip_lines
 
     out = tmp_path / "offset"
     assert main(["collect", "--offset", "1000", "--limit", "2", "--samples", "2", "--backend", "scripted",
@@ -231,7 +231,7 @@ def test_config_records_the_size_of_the_net_it_saved(tmp_path):
 def damage(path, how):
     """The rollout file ``path`` cut inside a member, with bytes that are not gzip after its first member, or
     replaced by bytes that were never gzip."""
-    from deliberation.types import gzip_members
+    from deliberation.files import gzip_members
 
     data, ends = path.read_bytes(), [end for end, _ in gzip_members(path)]
     middle = len(ends) // 2

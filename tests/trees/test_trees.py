@@ -185,7 +185,7 @@ def test_the_tree_file_is_gzip_jsonl_with_round_0_and_round_1(store):
     {"example_id": "q", "nodes": [], "built": "yes"},
 ])
 def test_a_tree_record_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, row):
-    from deliberation.types import append_gzip_line
+    from deliberation.files import append_gzip_line
 
     MINIMAL.write(tmp_path)
     append_gzip_line(tmp_path / TREES, {"example_id": "q", "nodes": []})

@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from deliberation.cli import allocate, ask, compare, graphs, run, tools, train, trees
+from deliberation.cli import allocate, ask, graphs, replays, run, tools, train, trees
 from deliberation.cli.common import Parser, flag_words
 from deliberation.errors import DelibError, check_arguments
 
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     allocate.add_parsers(sub)
     graphs.add_parsers(sub)
     trees.add_parsers(sub)
-    compare.add_parsers(sub)
+    replays.add_parsers(sub)
     tools.add_parsers(sub)
     return parser
 

@@ -57,7 +57,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from deliberation.errors import make_folder
     from deliberation.perf import run_bench
-    from deliberation.types import strict_json, write_text_atomic
+    from deliberation.files import write_text_atomic
+    from deliberation.types import strict_json
 
     result = run_bench(args.quick, args.model, progress=True).to_json()
     write_text_atomic(make_folder(Path(args.out).parent) / Path(args.out).name, strict_json(result, indent=2) + "\n")

@@ -160,7 +160,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from deliberation.rl.train_cli import TrainRequest, run_training
+    from deliberation.rl.pipeline import TrainRequest, run_training
 
     print(run_training(TrainRequest(args.algo, tuple(args.rollouts), args.init, args.out, _overrides(args),
                                      tuple(args.trees), args.tree_rounds, args.grow_trees)))

@@ -62,7 +62,7 @@ def unanimous(keys: Sequence[str | None]) -> bool:
     return bool(keys) and keys[0] is not None and all(k == keys[0] for k in keys)
 
 
-def share_at_least(keys: Sequence[str | None], fraction: float) -> bool:
+def share_above(keys: Sequence[str | None], fraction: float) -> bool:
     """More than ``fraction`` of the agents hold one parseable answer (DyLAN's early stop, 2/3)."""
     best = max((support(keys, k) for k in set(keys) if k is not None), default=0)
     return best > fraction * len(keys)

@@ -32,7 +32,7 @@ METHODS: dict[str, str] = {
     "dylan": "deliberation.methods.dylan:METHOD",
     "mpdf": "deliberation.methods.mpdf:METHOD",
     "mpdf-allocate": "deliberation.methods.allocate:ALLOCATE",
-    **{name: f"deliberation.methods.rules:METHODS[{name}]" for name in FIXED_RULES},  # the fixed rules
+    **{name: f"deliberation.methods.rules:RULE_METHODS[{name}]" for name in FIXED_RULES},  # the fixed rules
     "oracle": "deliberation.methods.oracle:METHOD",
 }
 

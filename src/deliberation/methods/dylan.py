@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from deliberation.engine import prompts
-from deliberation.engine.consensus import share_at_least
+from deliberation.engine.consensus import share_above
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import fixed
 from deliberation.policy.rules import ConstantPolicy
@@ -14,7 +14,7 @@ from deliberation.actions import Action
 
 
 def two_thirds_agree(keys: Sequence[str | None]) -> bool:
-    return share_at_least(keys, 2 / 3)
+    return share_above(keys, 2 / 3)
 
 
 METHOD = fixed(MethodSpec(name="dylan", policy=ConstantPolicy(Action.REFINE), update=prompts.DEBATE,

@@ -1,7 +1,7 @@
 """The fixed meta-policies as methods of their own: one per rule of ``deliberation.policy.rules.FIXED_RULES``,
 under the rule's name; a rule that reads the critic calls it and takes ``--confidence-threshold`` and
 ``--lazy-critic``.
-``methods.METHODS`` names each as ``deliberation.methods.rules:METHODS[name]``."""
+``methods.METHODS`` names each as ``deliberation.methods.rules:RULE_METHODS[name]``."""
 
 from __future__ import annotations
 
@@ -19,4 +19,4 @@ def rule_method(name: str, rule: FixedRule) -> Method:
                   options=options, fixed_rule=True, about=rule.about)
 
 
-METHODS: dict[str, Method] = {name: rule_method(name, rule) for name, rule in FIXED_RULES.items()}
+RULE_METHODS: dict[str, Method] = {name: rule_method(name, rule) for name, rule in FIXED_RULES.items()}

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError
+from deliberation.files import write_json_atomic
 from deliberation.protocols.graph import Edge, final
 from deliberation.protocols.swarm import Layout
-from deliberation.types import Example, write_json_atomic
+from deliberation.types import Example
 
 GRAPH_FORMAT = "deliberation-graph"
 ROLES = (

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation.errors import DelibError, read_object
+from deliberation.files import write_json_atomic, write_text_atomic
 from deliberation.methods.oracle import SPEC as ORACLE_SPEC
 from deliberation.policy.rules import FIXED_RULES
 from deliberation.report.loading import RunResult, load_results
@@ -28,7 +29,7 @@ from deliberation.report.compare_plot import TEAM_PNG, paired_plot
 from deliberation.rl.config import SPLIT_FILE, split_file
 from deliberation.runs.tune_rules import Rule, constants
 from deliberation.runs.variants import StoreSettings, Variant, replay_variants, store_names
-from deliberation.types import to_json, write_json_atomic, write_text_atomic
+from deliberation.types import to_json
 
 TEAM_JSON, TEAM_MD = "team.json", "team.md"
 LOG = logging.getLogger("deliberation")

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError, make_folder, writable_folder
+from deliberation.files import write_text_atomic
 from deliberation.report.compare_plot import PAIRED_PNG, paired_plot
 from deliberation.report.loading import RunResult, discover, load_results, load_training
 from deliberation.report.paired import Paired, paired_markdown, paired_table
 from deliberation.report.plots import plotting, write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
-from deliberation.types import strict_json, to_json, write_text_atomic
+from deliberation.types import strict_json, to_json
 
 
 def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,

@@ -38,9 +38,10 @@ from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.files import write_json_atomic
 from deliberation.rl.graph_optimize import job_cache
 from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, parse, workflow_episode
-from deliberation.types import Example, GenerationRequest, Message, Purpose, RequestKind, write_json_atomic
+from deliberation.types import Example, GenerationRequest, Message, Purpose, RequestKind
 
 WORKFLOW_FILE = "workflow.json"
 BLANK = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}], "answer": ["answer"]}

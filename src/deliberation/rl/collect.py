@@ -24,12 +24,13 @@ from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.engine.team_checks import check_team
 from deliberation.errors import DelibError, require_at_least
+from deliberation.files import append_gzip_line
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.trees.lock import refuse_if_locked
-from deliberation.types import Decision, Example, append_gzip_line, to_json
+from deliberation.types import Decision, Example, to_json
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from deliberation.errors import DelibError, require_at_least
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME
-from deliberation.rl.train_cli import TrainRequest, not_in_rollouts, run_training
+from deliberation.rl.pipeline import TrainRequest, not_in_rollouts, run_training
 
 @dataclass(frozen=True)
 class IterateSpec:

@@ -16,8 +16,9 @@ from typing import Any
 from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8
+from deliberation.files import read_gzip_lines, write_json_atomic
 from deliberation.trees.lock import DirectoryLock, lock_directory
-from deliberation.types import Decision, from_json, read_gzip_lines, to_json, write_json_atomic
+from deliberation.types import Decision, from_json, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
 ALL_QUESTIONS = to_json(Selection())

@@ -16,10 +16,11 @@ from typing import Any, Sequence
 
 from deliberation.config import RESUMES, Selection
 from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8, writable_folder
+from deliberation.files import append_durably, write_json_atomic
 from deliberation.methods.options import DEFAULTS
 from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.actions import ACTION_ORDER, ACTIONS
-from deliberation.types import Episode, Turn, append_durably, from_json, strict_json, to_json, write_json_atomic
+from deliberation.types import Episode, Turn, from_json, strict_json, to_json
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
 CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)
@@ -300,7 +301,7 @@ class RunDir:
         return {e.example_id for e in self.episodes()}
 
     def append(self, episode: Episode) -> None:
-        """Add one finished episode durably (``types.append_durably``: a full disk leaves no part of it; the
+        """Add one finished episode durably (``files.append_durably``: a full disk leaves no part of it; the
         first of a resumed run records the resume first)."""
         if self._resume is not None:
             write_json_atomic(self.path / CONFIG, self._resume)

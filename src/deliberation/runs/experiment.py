@@ -28,7 +28,7 @@ from deliberation.backends.base import Backend
 from deliberation.benchmarks.own import folder_name
 from deliberation.config import Selection
 from deliberation.errors import DelibError, make_folder, require_at_least
-from deliberation.types import write_json_atomic
+from deliberation.files import write_json_atomic
 from deliberation.runs.experiment_backbones import Backbone, resolve_env
 from deliberation.runs.experiment_file import Arm, ExperimentConfig
 from deliberation.runs.runner import RunSpec, execute, validate

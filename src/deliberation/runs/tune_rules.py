@@ -18,12 +18,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
+from deliberation.files import write_json_atomic
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, Variant, pooled_counts, replay_variants
 from deliberation.actions import PAPER_ACTIONS, check_action_set
 from deliberation.errors import DelibError, read_json
-from deliberation.types import to_json, write_json_atomic
+from deliberation.types import to_json
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 BEST_RULE = "best_rule.json"

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation import methods
+from deliberation.files import write_json_atomic
 from deliberation.runs.directory import Summary
 from deliberation.runs.replay import Replay
 from deliberation.runs.variants import StoreSettings, Variant, pooled_counts, replay_variants
 from deliberation.trees.store import open_store
-from deliberation.types import to_json, write_json_atomic
+from deliberation.types import to_json
 
 TEMPERATURES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 """The grid: from nearly "the most confident sample wins" to nearly the plain vote, for both confidences."""

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation.errors import DelibError, make_folder, writable_folder
+from deliberation.files import write_json_atomic
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.replay import Replay, ReplaySettings, check_method, spec_of, tree_backend
 from deliberation.runs.runner import RunSpec, config_record, execute, validate
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
-from deliberation.types import Example, write_json_atomic
+from deliberation.types import Example
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from typing import Any, Mapping
 
 from deliberation.config import RESUMES, Selection
 from deliberation.errors import BadText, DelibError, parse_json, utf8
-from deliberation.types import from_json, to_json, write_json_atomic
+from deliberation.files import write_json_atomic
+from deliberation.types import from_json, to_json
 
 MANIFEST = "manifest.json"
 FORMAT = "deliberation-trees"

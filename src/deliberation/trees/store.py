@@ -34,10 +34,10 @@ from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.errors import DelibError, make_folder, writable_folder
+from deliberation.files import append_gzip_line, read_gzip_lines
 from deliberation.trees.lock import DirectoryLock, lock_directory
 from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
-from deliberation.types import (Completion, Example, GenerationRequest, RequestKind, append_gzip_line, from_json,
-                                purpose_of, read_gzip_lines, to_json)
+from deliberation.types import Completion, Example, GenerationRequest, RequestKind, from_json, purpose_of, to_json
 
 TREES = "trees.jsonl.gz"
 BUSY_FIX = "wait for it to finish, or use another store (replays with --offline only read it)"

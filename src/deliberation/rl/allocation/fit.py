@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from deliberation.allocate.network import LearnedAllocator, save_allocator
+from deliberation.files import write_json_atomic
 from deliberation.rl.allocation.paths import Path as QuestionPath
 from deliberation.rl.allocation.paths import question_paths, simulate
 from deliberation.rl.allocation.config import AllocatorFit
@@ -25,7 +26,6 @@ from deliberation.errors import DelibError
 from deliberation.allocate.episode import DELIBERATION
 from deliberation.policy.shipped import sha256_hex
 from deliberation.trees.store import open_store
-from deliberation.types import write_json_atomic
 
 ALLOCATOR_FILE = "allocator.pt"
 RECORD_FILE = "training.json"

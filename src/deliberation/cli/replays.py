@@ -1,6 +1,7 @@
-"""``delib tune-rules`` (the best fixed rule on training trees), ``delib tune-votes`` (CISC's vote temperature
-on training trees) and ``delib compare`` (learned policies against the best rule, the constants and the
-oracle, at the team level, on held-out trees)."""
+"""The commands that replay tree stores under one set of replay settings (``ReplaySettings``): ``delib
+tune-rules`` (the best fixed rule on training trees), ``delib tune-votes`` (CISC's vote temperature on training
+trees) and ``delib compare`` (learned policies against the best rule, the constants and the oracle, at the team
+level, on held-out trees)."""
 
 from __future__ import annotations
 
