@@ -1,6 +1,8 @@
 """The redesign changed no computation: today's code reproduces the goldens recorded from the code before
 it (tests/goldens/golden.py says how): every method's episodes on the scripted backend, the rollout rows of
-two scripted collections, and the tensors of an SFT and a SoftRankPO checkpoint trained on them."""
+two scripted collections, and the tensors of an SFT and a SoftRankPO checkpoint trained on them. Those
+episodes were made with the standalone prompts; the same episodes with the default continuation prompts,
+recorded later, pin what those prompts send."""
 
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("method", golden.METHODS)
-def test_episodes_equal_the_goldens(work: Path, method: str) -> None:
-    expected = golden.read_gz(golden.EPISODES)[method]
-    got = golden.episodes(work, method)
-    assert len(got) == golden.QUESTIONS
+@pytest.mark.parametrize("prompts", golden.EPISODES)
+def test_episodes_equal_the_goldens(work: Path, prompts: str, method: str) -> None:
+    expected = golden.read_gz(golden.EPISODES[prompts])[method]
+    got = golden.episodes(work, method, prompts)
+    assert len(got) == len(expected) == golden.QUESTIONS
     for want, have in zip(expected, got):
-        assert have == want, f"{method} differs on {want['example_id']}"
+        assert have == want, f"{method} with {prompts} prompts differs on {want['example_id']}"
 
 
 @pytest.fixture(scope="module")

@@ -143,11 +143,11 @@ def test_max_tokens_is_respected(backend: LlamaCppBackend) -> None:
 
 def test_stop_string_cuts_the_text(backend: LlamaCppBackend) -> None:
     question = "Tell me a long story about a dragon."
-    full = backend.generate([ask(question)])[0].text
-    stop = full[6:9]
+    full = backend.generate([ask(question)])[0]
+    stop = full.text[6:9]
     [c] = backend.generate([ask(question, stop=(stop,))])
-    assert c.finish_reason == "stop" and c.text == full[: full.find(stop)]
-    assert c.completion_tokens < len(backend.generate([ask(question)])[0].text)
+    assert c.finish_reason == "stop" and c.text == full.text[: full.text.find(stop)]
+    assert c.completion_tokens < full.completion_tokens  # tokens against tokens: generation ended at the stop
 
 
 def test_generate_after_close_is_refused(smollm2_path: Path) -> None:

@@ -8,7 +8,13 @@ Three artefacts, each made through the CLI (whose flags and files the redesign k
   (both epsilon-mixed): the rollout rows (decisions, rewards, log-probs);
 - ``delib train --algo sft`` then ``--algo softrankpo --init`` on those rollouts: the checkpoint tensors.
 
-``python tests/goldens/golden.py`` rewrites the stored files (only ever from a known-good tree).
+They were recorded with the prompts of version 1 (``--prompts standalone``). The same episodes with the
+default prompts, version 2 (``--prompts continuation``), were recorded later, from a tree that reproduced
+the first three: they pin what the default prompts send from then on (the scripted backend draws each answer
+from a hash of its request's last message, so a changed word in any critic or update prompt changes them).
+
+``python tests/goldens/golden.py`` rewrites the stored files (only ever from a known-good tree);
+``python tests/goldens/golden.py continuation`` only the continuation episodes.
 """
 
 from __future__ import annotations
@@ -20,14 +26,16 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-EPISODES, ROLLOUT_ROWS, CHECKPOINTS = HERE / "episodes.json.gz", HERE / "rollouts.json.gz", HERE / "checkpoints.pt"
+ROLLOUT_ROWS, CHECKPOINTS = HERE / "rollouts.json.gz", HERE / "checkpoints.pt"
+EPISODES = {"standalone": HERE / "episodes.json.gz", "continuation": HERE / "episodes-continuation.json.gz"}
+"""The episodes' goldens by prompt set (``--prompts``)."""
 METHODS = ("cot", "self-consistency", "debate", "reconcile", "dylan", "mpdf", "always-persist", "always-refine",
            "always-concede", "confidence-threshold", "agreement-threshold")
 TIMING = ("wall_seconds", "generation_seconds")
 QUESTIONS, COLLECT_QUESTIONS = 30, 12
 PROMPTS = ("--prompts", "standalone")
-"""The goldens were recorded with prompt version 1, which ``--prompts standalone`` still sends (flag added
-with version 2; the recorded commands had no such flag)."""
+"""The redesign's goldens were recorded with prompt version 1, which ``--prompts standalone`` still sends (flag
+added with version 2; the recorded commands had no such flag)."""
 
 
 def _delib(*argv: str) -> None:
@@ -38,11 +46,11 @@ def _delib(*argv: str) -> None:
         raise RuntimeError(f"delib {' '.join(argv)} exited {code}")
 
 
-def episodes(work: Path, method: str) -> list[dict[str, Any]]:
-    """The episodes of ``method`` over the golden questions, timing fields removed."""
-    out = work / method
+def episodes(work: Path, method: str, prompts: str = "standalone") -> list[dict[str, Any]]:
+    """The episodes of ``method`` over the golden questions with the ``prompts`` set, timing fields removed."""
+    out = work / prompts / method
     _delib("run", "--method", method, "--benchmark", "gsm8k", "--limit", str(QUESTIONS), "--backend", "scripted",
-           "--seed", "0", "--quiet", "--out", str(out), *PROMPTS)
+           "--seed", "0", "--quiet", "--out", str(out), "--prompts", prompts)
     rows = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     return [{k: v for k, v in row.items() if k not in TIMING} for row in rows]
 
@@ -74,10 +82,15 @@ def train(work: Path, rollouts: Path) -> dict[str, Any]:
     return {"sft": load(sft), "softrankpo": load(srpo)}
 
 
+def record_episodes(work: Path, prompts: str) -> None:
+    _write_gz(EPISODES[prompts], {m: episodes(work, m, prompts) for m in METHODS})
+
+
 def record(work: Path) -> None:
     import torch
 
-    _write_gz(EPISODES, {m: episodes(work, m) for m in METHODS})
+    for prompts in EPISODES:
+        record_episodes(work, prompts)
     rollouts = collect(work)
     _write_gz(ROLLOUT_ROWS, {"rule": rollout_rows(rollouts), "learned": rollout_rows(collect(work, "default", 6))})
     torch.save(train(work, rollouts), CHECKPOINTS)
@@ -97,5 +110,8 @@ if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        record(Path(tmp))
+        if sys.argv[1:] == ["continuation"]:
+            record_episodes(Path(tmp), "continuation")
+        else:
+            record(Path(tmp))
     sys.exit(0)

@@ -1,36 +1,60 @@
 """``delib bench``: the overhead accounting, the records' arithmetic and the JSON's keys. No assertion
-here is about speed: numbers are only checked to be finite and positive, and the accounting against a
-backend whose cost is known."""
+here is about speed (that is what the bench itself measures: benchmarks/run_bench.py): the accounting is
+checked on a fake clock against backends whose cost on it is known, and a real run's numbers only for
+being finite and positive."""
 
 from __future__ import annotations
 
 import json
 import math
-import time
-from typing import Sequence
+from typing import Any, Sequence
 
 import pytest
 import torch
 
 from deliberation.backends.scripted import ScriptedBackend
-from deliberation.perf import BenchSettings, llama_build, run_settings
+from deliberation.perf import BenchSettings, llama_build, measure, run_settings, timing
 from deliberation.perf.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
 from deliberation.perf.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
                                         PrefixReuseResult, Throughput, UpdateResult)
 from deliberation.perf.timing import TimedBackend
 from deliberation.errors import DelibError
+from deliberation.rl import trainer
 from deliberation.rl.data import tensorize
 from deliberation.types import Completion, GenerationRequest, Message
 from scripts import script
 
-SLEEP_S = 0.05  # per request
+COST_S = 0.05  # per request, on the fake clock
 
 
-class SleepyBackend(ScriptedBackend):
-    """The scripted simulator, plus a known cost of SLEEP_S per request."""
+class FakeClock:
+    """Stands in for the ``time`` module of the perf code: ``perf_counter`` reads a clock that only the test's
+    backends move, so every time measured is exact arithmetic on their known costs."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(timing, "time", fake)
+    monkeypatch.setattr(measure, "time", fake)
+    return fake
+
+
+class CostlyBackend(ScriptedBackend):
+    """The scripted simulator, costing COST_S per request on ``clock``."""
+
+    def __init__(self, clock: FakeClock, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.clock = clock
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        time.sleep(SLEEP_S * len(requests))
+        self.clock.now += COST_S * len(requests)
         return super().generate(requests)
 
 
@@ -39,26 +63,30 @@ def _request(seed: int) -> GenerationRequest:
 
 
 class _Echo:
+    """Costs COST_S per call (whatever its size) on ``clock``."""
+
     name, model, supports_logprobs = "echo", "echo-v1", False
 
-    def __init__(self) -> None:
+    def __init__(self, clock: FakeClock) -> None:
         self.closed = False
+        self.clock = clock
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        time.sleep(SLEEP_S)
+        self.clock.now += COST_S
         return [Completion(f"answer {r.seed}", 3, 2) for r in requests]
 
     def close(self) -> None:
         self.closed = True
 
 
-def test_timed_backend_counts_requests_and_time_and_replays_them():
-    inner = _Echo()
+def test_timed_backend_counts_requests_and_time_and_replays_them(clock):
+    inner = _Echo(clock)
     timed = TimedBackend(inner, record=True)
     first = timed.generate([_request(1), _request(2)])
+    clock.now += 7.0  # time outside the backend is not its time
     timed.generate([_request(3)])
     assert timed.requests == 3
-    assert timed.seconds >= 2 * SLEEP_S  # two calls, each sleeping once
+    assert timed.seconds == pytest.approx(2 * COST_S)  # two calls, each costing once
     replay = timed.replay()
     assert replay.generate([_request(2), _request(1)]) == [first[1], first[0]]
     with pytest.raises(DelibError, match="not recorded"):
@@ -69,17 +97,19 @@ def test_timed_backend_counts_requests_and_time_and_replays_them():
     assert inner.closed
 
 
-def test_overhead_subtracts_the_backend_time():
-    backend = SleepyBackend(benchmark="gsm8k")
+def test_overhead_subtracts_the_backend_time(clock):
+    """On the fake clock only the backend costs anything: the run's wall time is exactly the backend's, so
+    the overhead is exactly 0 (without the subtraction it would be the 50 ms a call costs), and the replay,
+    which never reaches the costly backend, takes no time at all."""
+    backend = CostlyBackend(clock, benchmark="gsm8k")
     settings = BenchSettings(overhead_questions=4, overhead_methods=("mpdf",))
     result = measure_overhead("mpdf", settings, backend)
     assert result.llm_calls >= 4 * settings.agents  # round 0 at least
-    assert result.backend_s >= SLEEP_S * result.llm_calls  # the timer saw every sleep
-    assert result.wall_s > result.backend_s
-    # Without the subtraction the per-call figure would be at least the sleep (50 ms).
-    assert 0 < result.overhead_ms_per_call < 1000 * SLEEP_S / 2
-    assert result.replay_backend_s < SLEEP_S  # the replay never reaches the sleeping backend
-    assert result.replay_overhead_ms_per_call > 0
+    assert result.backend_s == pytest.approx(COST_S * result.llm_calls)  # the timer saw every call's cost
+    assert result.wall_s == pytest.approx(result.backend_s)  # the wall timer spans the calls
+    assert result.overhead_ms_per_call == pytest.approx(0.0, abs=1e-9)
+    assert (result.replay_wall_s, result.replay_backend_s, result.replay_overhead_ms_per_call) == (0.0, 0.0, 0.0)
+    assert result.hotspots == ()  # within the target: the replay is not profiled
 
 
 def test_records_compute_their_ratios_from_the_raw_numbers():
@@ -164,12 +194,34 @@ def test_synthetic_decisions_form_ranking_groups():
     assert batch.peers.shape[1] == 2  # (N, P=agents-1, F)
 
 
-def test_updates_run_the_trainer_and_restore_torch_threads():
-    before = torch.get_num_threads()
-    result = measure_updates(BenchSettings(pg_batch_size=16, pg_steps=3), torch_threads=1)
-    assert (result.steps, result.torch_threads, result.batch_size) == (3, 1, 16)
-    assert result.seconds > 0
-    assert torch.get_num_threads() == before
+@pytest.mark.parametrize("asked, used", [(1, 1), (None, 3)])
+def test_updates_run_the_trainer_and_restore_torch_threads(asked, used):
+    """Trained at the thread count asked for (None: the one set), which is set back afterwards. The count set
+    first is 3, neither the one asked for nor the one the test session may already have set (tests/rl sets 1),
+    so a count left behind shows."""
+    outside = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        result = measure_updates(BenchSettings(pg_batch_size=16, pg_steps=3), torch_threads=asked)
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(outside)
+    assert (result.steps, result.torch_threads, result.batch_size) == (3, used, 16)
+
+
+def test_updates_are_timed_without_their_warm_up(clock, monkeypatch):
+    """The rate's seconds are those of the measured training only: the warm-up step costs 1 s on the fake
+    clock, the measured run 2 s."""
+    costs, train_pg = iter([1.0, 2.0]), trainer.train_pg
+
+    def costly(*args, **kwargs):
+        done = train_pg(*args, **kwargs)
+        clock.now += next(costs)
+        return done
+
+    monkeypatch.setattr(trainer, "train_pg", costly)
+    result = measure_updates(BenchSettings(pg_batch_size=16, pg_steps=3))
+    assert result.seconds == 2.0 and result.steps == 3
 
 
 @pytest.mark.integration

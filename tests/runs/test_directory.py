@@ -75,6 +75,23 @@ def test_wilson_ci_contains_the_rate(k, n):
     assert 0 <= lo <= k / n <= hi <= 1 and hi - lo > 0
 
 
+@pytest.mark.parametrize("k, n", [(0, 1), (1, 1), (0, 10), (3, 7), (10, 10), (29, 30), (500, 1000)])
+def test_wilson_ci_equals_scipys(k, n):
+    """scipy's Wilson interval (no continuity correction), at the confidence whose z is exactly 1.96."""
+    from scipy.stats import binomtest, norm
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=2 * norm.cdf(1.96) - 1, method="wilson")
+    assert wilson_ci(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
+
+
+@pytest.mark.parametrize("k, n, low, high", [(81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605),
+                                             (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718)])
+def test_wilson_ci_equals_the_published_examples(k, n, low, high):
+    """The score interval of the worked examples in R. G. Newcombe, Two-sided confidence intervals for the
+    single proportion: comparison of seven methods, Statistics in Medicine 17 (1998) 857-872, to its 4 places."""
+    assert wilson_ci(k, n) == pytest.approx((low, high), abs=5e-5)
+
+
 def test_resume_accepts_other_thread_count_and_cache_path(tmp_path):
     first = {"method": "m", "cache": "a.sqlite", "backend_options": {"model": "x", "n_threads": 1}}
     write(tmp_path, first, episode(0))

@@ -135,6 +135,10 @@ class OpenAIBackend:
         self.total_timeout_s = total_timeout_s
         self.backoff_s = backoff_s
         self.supports_logprobs = supports_logprobs
+        # The clock the retry windows are measured on and the wait before a retry: the real ones, replaced
+        # by tests so that a retry schedule is checked in exact numbers without waiting for it.
+        self.clock: Callable[[], float] = time.perf_counter
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """One Completion per request, in order; the requests run concurrently."""
@@ -165,27 +169,27 @@ class OpenAIBackend:
         attempt = 0
         while True:  # until an attempt returns or _wait_before_retry says stop
             try:
-                asked = time.perf_counter()
+                asked = self.clock()
                 async with slots:
-                    got = time.perf_counter()
+                    got = self.clock()
                     origin = got if origin is None else origin + (got - asked)
                     response = await self._attempt(client, request, self._time_left(origin))
-                return completion_from_response(response, request, time.perf_counter() - origin,
+                return completion_from_response(response, request, self.clock() - origin,
                                                 self._asks_logprobs(request))
             except (self._openai.APIError, json.JSONDecodeError, MalformedResponse) as err:
                 self._raise_if_final(err)
-                elapsed = time.perf_counter() - (origin or 0.0)
+                elapsed = self.clock() - (origin or 0.0)
                 wait = self._wait_before_retry(err, attempt, elapsed)
                 if wait is None:
                     raise self._gave_up(err, attempt + 1, elapsed) from err
                 log.warning(f"{self.base_url}: attempt {attempt + 1} of {self.max_retries + 1} failed "
                             f"({_describe(err)}); retrying in {wait:.1f} s; {self._advice(err)}")  # fmt: skip
-                await asyncio.sleep(wait)
+                await self.sleep(wait)
                 attempt += 1
 
     def _time_left(self, start: float) -> float:
         """Seconds this attempt may take: ``timeout_s``, cut to what is left of ``total_timeout_s``."""
-        return max(0.001, min(self.timeout_s, self.total_timeout_s - (time.perf_counter() - start)))
+        return max(0.001, min(self.timeout_s, self.total_timeout_s - (self.clock() - start)))
 
     async def _attempt(self, client: Any, request: GenerationRequest, seconds: float) -> Any:
         """One call that ends within ``seconds``, body included (module docstring); past the deadline it
@@ -274,8 +278,9 @@ class OpenAIBackend:
 # --- faults: waits and words ------------------------------------------------------------------------
 
 
-def retry_after(err: Exception) -> float | None:
-    """Seconds the server asks to wait (``Retry-After``: seconds or an HTTP date), None when it does not say."""
+def retry_after(err: Exception, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds the server asks to wait (``Retry-After``: seconds or an HTTP date, counted from ``now``), None
+    when it does not say."""
     response = getattr(err, "response", None)
     value = (getattr(response, "headers", None) or {}).get("retry-after")
     if not value:
@@ -292,7 +297,7 @@ def retry_after(err: Exception) -> float | None:
         return None
     if when.tzinfo is None:  # "-0000" parses naive; HTTP dates are UTC (RFC 9110, section 5.6.7)
         when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, when.timestamp() - time.time())
+    return max(0.0, when.timestamp() - now())
 
 
 def _kinds(err: BaseException | None) -> set[str]:
