@@ -1,4 +1,4 @@
-"""Mixed teams end to end on the scripted backend with distinct models (README "Mixed teams"): `delib run
+"""Mixed teams end to end on the scripted backend with distinct models (docs/guides/backends.md, "Mixed teams"): `delib run
 --team`, an experiment's [[agents]], the run record per model, the checks made before anything is written, and
 `delib report` keeping the models apart."""
 

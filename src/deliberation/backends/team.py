@@ -1,5 +1,5 @@
 """A mixed team: every agent on its own model (and backend) behind the one Backend protocol, registered as
-``team`` (README "Mixed teams"; ``delib run --team``, an experiment's ``[[agents]]``).
+``team`` (docs/guides/backends.md, "Mixed teams"; ``delib run --team``, an experiment's ``[[agents]]``).
 
 Options: ``members``, one table per agent, ``{"backend": NAME, **that backend's options}`` (the model among
 them). ``TeamBackend`` builds one member backend per distinct table, so agents naming the same model on the

@@ -32,8 +32,8 @@ class Benchmark(ABC):
         """Whether ``text`` answers ``example`` correctly. Unparseable is wrong."""
 
     def data_file(self, split: str) -> str | None:
-        """The file of ``split`` in a data directory: ``<name>/<split>.jsonl`` (the data README's layout);
-        None for a benchmark that reads no data directory (your own file)."""
+        """The file of ``split`` in a data directory: ``<name>/<split>.jsonl`` (docs/getting-started.md, "The data
+        folder format"); None for a benchmark that reads no data directory (your own file)."""
         return f"{self.name}/{split}.jsonl"
 
     def format_question(self, example: Example) -> str:

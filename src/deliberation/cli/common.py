@@ -52,8 +52,8 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
     p.add_argument("--backend-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), device=cuda (hf), "
                    f"tensor_parallel_size=2 (vllm); openai (defaults shown): {option_defaults('openai')}: "
-                   "timeout_s bounds one attempt, total_timeout_s one request with its retries (README, "
-                   "'OpenAI-compatible servers')")
+                   "timeout_s bounds one attempt, total_timeout_s one request with its retries "
+                   "(docs/guides/backends.md)")
     p.add_argument("--cache", type=cache_file, default=None, help=cache_help)
     if not questions:
         return
@@ -176,7 +176,8 @@ def add_team_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--team", type=flags.names, metavar="MODEL,MODEL",
                    help="one model per agent, on --backend with its --backend-opt, e.g. qwen2.5-coder-1.5b,"
                    "qwen2.5-coder-0.5b,qwen2.5-coder-1.5b (a model named twice is loaded once); sets --agents to "
-                   "the number of models (README 'Mixed teams'; per-agent backends: an experiment's [[agents]])")
+                   "the number of models (docs/guides/backends.md, 'Mixed teams'; per-agent backends: an "
+                   "experiment's [[agents]])")
 
 
 def run_backend(args: argparse.Namespace) -> tuple[str, dict]:
@@ -214,7 +215,7 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark", default="gsm8k", help=", ".join(bench_names) + " or a JSONL file of your own "
                    "questions with --answer-type (default gsm8k)")
     p.add_argument("--answer-type", choices=list(ANSWER_TYPES), help="how a --benchmark FILE is scored and its "
-                   "answers agree (the README's 'Your own questions')")
+                   "answers agree (docs/guides/running.md, 'Your own questions')")
     p.add_argument("--split", default="test", help="split (default test)")
     p.add_argument("--limit", type=positive, help="first N questions only (of the selection)")
     add_selection_args(p)

@@ -5,9 +5,9 @@ Why: a debate of one agent has no peers to read, and a team too large for the ba
 fails only after round 0 (llama.cpp refuses a prompt longer than ``n_ctx``), when minutes of generation
 are spent. Both are known from the settings and the questions alone.
 
-The context rule (an estimate, documented in the README's "Errors" section): the largest prompt of a
-deliberating team is round 1's update prompt, which holds the question, the agent's own answer and its
-N - 1 peers' answers; each answer may run to ``max_tokens``. So the estimate is
+The context rule (an estimate, documented in docs/guides/reliability.md, "Errors and how to recover"): the
+largest prompt of a deliberating team is round 1's update prompt, which holds the question, the agent's own
+answer and its N - 1 peers' answers; each answer may run to ``max_tokens``. So the estimate is
 ``question tokens + N * max_tokens + TEMPLATE_TOKENS`` (a method without rounds sends the question alone),
 with question tokens counted as characters / ``CHARS_PER_TOKEN``. It must stay below the window. Later
 rounds of debate and ReConcile keep the growing conversation, so they can need more: the rule is the

