@@ -20,7 +20,8 @@ from pathlib import Path
 
 from deliberation.report.loading import load_runs
 from deliberation.report.paired import Outcome, Paired, Question, compare, diff_points, outcomes
-from deliberation.report.plots import method_style, new_figure, save_figure
+from deliberation.report.plots import new_figure, save_figure
+from deliberation.report.styles import figure_styles
 from deliberation.report.compare import ORACLE
 from deliberation.report.compare_plot import short_label
 
@@ -92,13 +93,14 @@ def plot(rows: list[Paired], names: list[str], path: Path) -> Path:
     """Each arm's paired difference to its base setting (points, 95% interval), one x position per setting."""
     fig, (ax,) = new_figure(1, size=(7.5, 4.6))
     labels = list(dict.fromkeys(p.reference for p in rows))
+    styles = figure_styles(labels)
     for i, label in enumerate(labels):
         mine = [p for p in rows if p.reference == label]
         xs = [names.index(setting_of(p)) + (i - len(labels) / 2) * 0.04 for p in mine]  # jitter
         ys = [100 * p.accuracy_diff for p in mine]
         err = [[y - 100 * p.accuracy_diff_ci95[0] for y, p in zip(ys, mine)],
                [100 * p.accuracy_diff_ci95[1] - y for y, p in zip(ys, mine)]]
-        ax.errorbar(xs, ys, yerr=err, capsize=3, label=short_label(label), **method_style(i))
+        ax.errorbar(xs, ys, yerr=err, capsize=3, label=short_label(label), **styles[label].errorbar())
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(range(1, len(names)), names[1:], fontsize=8)
     ax.set(ylabel="accuracy difference to the arm at base (points)")

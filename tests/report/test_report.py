@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.report import loading as run_results, plots, tables, write as report
+from deliberation.report.styles import figure_styles
 from deliberation.backends import make_backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
@@ -147,11 +148,6 @@ def test_training_plots_from_metrics(tmp_path):
     assert "accuracy vs tokens per question: skipped" in (tmp_path / "out" / "report.md").read_text()
 
 
-def test_every_method_of_a_large_table_gets_its_own_marker_and_colour():
-    styles = [tuple(plots.method_style(i).values()) for i in range(70)]  # table1 has 14 rows
-    assert len(set(styles)) == 70
-
-
 def test_ablation_needs_two_reward_scales(tmp_path):
     write_training_dir(tmp_path / "one", "grpo", 1.0, 0.5)
     outcome = plots.reward_scale_ablation(run_results.load_training([tmp_path / "one"]), tmp_path / "a.png")
@@ -276,8 +272,9 @@ def test_the_accuracy_legend_sits_inside_the_panel_above_every_point_and_interva
     """15 methods whose intervals reach 100%: the raised y axis leaves the legend room no data reaches."""
     pytest.importorskip("matplotlib")
     fig, (ax,) = plots.new_figure(1, size=(6.4, 4.8))
-    handles = {f"method-{i}": ax.errorbar(300 * (i + 1), 60, yerr=[[40], [40]], **plots.method_style(i))
-               for i in range(15)}
+    styles = figure_styles(f"method-{i}" for i in range(15))
+    handles = {label: ax.errorbar(300 * (i + 1), 60, yerr=[[40], [40]], **style.errorbar())
+               for i, (label, style) in enumerate(styles.items())}
     plots.legend_above_points(ax, handles)
     fig.draw_without_rendering()
     legend, panel = ax.get_legend().get_window_extent(), ax.get_window_extent()

@@ -74,6 +74,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from deliberation.report.columns import method_column
     from deliberation.runs.replay import Replay, evaluate
 
     set_data_dir(args)
@@ -81,7 +82,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     **flags.values(args, Replay, skip=("trees", "methods", "command")))
     for s in evaluate(replay, args.out, data_dir=args.data_dir, progress=not args.quiet):
         lo, hi = s.accuracy_ci95
-        print(f"{s.method:<22}{s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] n={s.n}, "
-              f"{s.tokens_per_question:.0f} tokens/question")
+        print(f"{method_column(s.method)}{s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] "
+              f"n={s.n}, {s.tokens_per_question:.0f} tokens/question")
     print(f"-> {args.out}")
     return 0

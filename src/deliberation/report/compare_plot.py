@@ -16,7 +16,8 @@ from typing import Any, Sequence
 from deliberation.errors import install_hint
 from deliberation.report.loading import sampling_k
 from deliberation.report.paired import POOLED, Paired
-from deliberation.report.plots import PlotOutcome, error_bar, method_style, new_figure, plotting, save_figure
+from deliberation.report.plots import PlotOutcome, error_bar, new_figure, plotting, save_figure
+from deliberation.report.styles import Style, figure_styles
 from deliberation.rl.config import CHECKPOINT_NAME
 
 TEAM_PNG, PAIRED_PNG = "team.png", "paired.png"
@@ -32,10 +33,12 @@ def paired_plot(paired: Sequence[Paired], path: Path,
     if not points:
         return PlotOutcome(name, None, "no row paired with the reference")
     curve, arms = sampling_curve(points)
+    styles = figure_styles([*(short_label(p.label) for p in arms), *([_curve_label(curve)] if curve else [])])
     fig, (ax,) = new_figure(1, size=(7.0, 4.6))
-    for i, p in enumerate(arms):
-        _point(ax, p, label=short_label(p.label), **method_style(i))
-    _curve(ax, curve)
+    for p in arms:
+        _point(ax, p, label=short_label(p.label), **styles[short_label(p.label)].errorbar())
+    if curve:
+        _curve(ax, curve, styles[_curve_label(curve)])
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.axvline(1, color="grey", linewidth=0.8, linestyle=":")
     ax.set(xlabel="tokens per question, ratio to the reference", ylabel="accuracy difference (points)")
@@ -51,20 +54,29 @@ def _point(ax: Any, p: Paired, **style: Any) -> None:
     ax.errorbar([p.token_ratio], [100 * p.accuracy_diff], xerr=xerr, yerr=yerr, capsize=3, **style)
 
 
-def _curve(ax: Any, curve: Sequence[tuple[int, Paired]]) -> None:
-    """Self-consistency's rows joined in k order, each labelled with its k, one legend entry for all; when the
-    reference is self-consistency itself, its k joins the line at (1, 0)."""
-    if not curve:
-        return
-    reference_k = sampling_k(curve[0][1].reference)
-    line = sorted([(k, p.token_ratio, 100 * p.accuracy_diff) for k, p in curve] +
-                  ([(reference_k, 1.0, 0.0)] if reference_k is not None else []))
+def _curve(ax: Any, curve: Sequence[tuple[int, Paired]], style: Style) -> None:
+    """Self-consistency's rows joined in k order, each labelled with its k, one legend entry for all, in
+    ``style``; when the reference is self-consistency itself, its k joins the line at (1, 0)."""
+    line = _curve_line(curve)
     for i, (k, p) in enumerate(curve):
-        _point(ax, p, label=None if i else f"self-consistency (k = {line[0][0]}..{line[-1][0]})", fmt="o",
-               color="black", markersize=3)
+        _point(ax, p, label=None if i else _curve_label(curve), **style.errorbar(), markersize=3)
     for k, x, y in line:
-        ax.annotate(f"k={k}", (x, y), textcoords="offset points", xytext=(4, -9), fontsize=6, color="black")
-    ax.plot([x for _, x, _ in line], [y for _, _, y in line], color="black", linewidth=0.8)
+        ax.annotate(f"k={k}", (x, y), textcoords="offset points", xytext=(4, -9), fontsize=6, color=style.colour)
+    ax.plot([x for _, x, _ in line], [y for _, _, y in line], color=style.colour, linewidth=0.8)
+
+
+def _curve_line(curve: Sequence[tuple[int, Paired]]) -> list[tuple[int, float, float]]:
+    """(k, token ratio, difference in points) of the curve's points in k order, the reference's own k at
+    (1, 0) when it is self-consistency."""
+    reference_k = sampling_k(curve[0][1].reference)
+    return sorted([(k, p.token_ratio, 100 * p.accuracy_diff) for k, p in curve] +
+                  ([(reference_k, 1.0, 0.0)] if reference_k is not None else []))
+
+
+def _curve_label(curve: Sequence[tuple[int, Paired]]) -> str:
+    """The curve's one legend entry, naming the k it spans."""
+    line = _curve_line(curve)
+    return f"self-consistency (k = {line[0][0]}..{line[-1][0]})"
 
 
 def sampling_curve(points: Sequence[Paired]) -> tuple[list[tuple[int, Paired]], list[Paired]]:

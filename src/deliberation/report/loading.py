@@ -250,8 +250,9 @@ def _engine(config: dict) -> tuple[tuple[str, str], ...]:
 
 
 def _default_label(method: str, policy: str | None) -> str:
-    """The method, marked with the policy file when one was given (so two policies do not pool)."""
-    return f"{method} [{Path(policy).stem}]" if policy else method
+    """The method, marked with the policy when one was given (so two policies do not pool): a file by its name
+    less ``.pt``, a shipped checkpoint by its name (``qwen2.5-coder-1.5b-trees``, whose dots are no suffix)."""
+    return f"{method} [{Path(policy).name.removesuffix('.pt')}]" if policy else method
 
 
 def _label(label: str, config: dict) -> str:

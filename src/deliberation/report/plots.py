@@ -19,12 +19,12 @@ from deliberation.rl.algorithms import is_supervised
 from deliberation.actions import ACTION_ORDER
 
 from deliberation.report.loading import RunResult, TrainingPoint, TrainingRun
+from deliberation.report.styles import figure_styles
 
 if TYPE_CHECKING:
     from deliberation.report.tables import Table
 
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3")  # persist, refine, concede, resample
-MARKERS = "osD^vPX"  # 7 markers against 10 colours: 70 methods before a (marker, colour) pair repeats
 CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy earns the best reward)"),
           ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
 
@@ -65,14 +65,14 @@ def accuracy_vs_tokens(tab: "Table | None", path: Path) -> PlotOutcome:
     if tab is None or not tab.rows:
         return PlotOutcome(name, None, "no evaluation run")
     fig, axes = new_figure(len(tab.columns), size=(6.4, 4.8))
-    handles = {}
+    handles, styles = {}, figure_styles(row.label for row in tab.rows)
     for j, (ax, column) in enumerate(zip(axes, tab.columns)):
-        for i, row in enumerate(tab.rows):
+        for row in tab.rows:
             cell = row.cells[j]
             if cell is not None:
                 acc, lo, hi = (100 * x for x in (cell.accuracy, *cell.ci95))
                 handles[row.label] = ax.errorbar(cell.tokens_per_question, acc, yerr=error_bar(acc, lo, hi),
-                                                 **method_style(i), capsize=3, elinewidth=0.8)
+                                                 **styles[row.label].errorbar(), capsize=3, elinewidth=0.8)
         ax.set(title=column, xlabel="tokens per question", ylabel="accuracy % (95% CI)")
     legend_above_points(axes[0], handles)
     return save_figure(fig, path, name)
@@ -129,10 +129,11 @@ def training_curves(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
     if not any(r.points for r in runs):
         return PlotOutcome(name, None, "no training directory (metrics.jsonl) given")
     fig, axes = new_figure(len(CURVES), columns=2)
+    styles = figure_styles(run.name for run in runs)
     for ax, (field, title) in zip(axes, CURVES):
-        for i, run in enumerate(runs):
+        for run in runs:
             for j, (stage, xs, ys) in enumerate(_series(run, lambda p, f=field: getattr(p, f))):
-                ax.plot(xs, ys, color=f"C{i % 10}", label=None if j else run.name, **_line_style(stage, xs))
+                ax.plot(xs, ys, label=None if j else run.name, **_line_style(stage, xs, styles[run.name].line()))
         ax.set(title=title, xlabel="optimizer step (stages in sequence; dashed: sft)")
     legend_of_all(axes[0], axes)
     return save_figure(fig, path, name)
@@ -149,7 +150,8 @@ def training_actions(runs: Sequence[TrainingRun], path: Path) -> PlotOutcome:
         width = max(len(p.val_actions) for p in run.points if p.val_actions)
         for k, action in enumerate(ACTION_ORDER[:width]):
             for j, (stage, xs, ys) in enumerate(_series(run, _held_out_share(k))):
-                ax.plot(xs, ys, color=ACTION_COLOURS[k], label=None if j else action.value, **_line_style(stage, xs))
+                ax.plot(xs, ys, label=None if j else action.value,
+                        **_line_style(stage, xs, {"color": ACTION_COLOURS[k], "marker": "o"}))
         ax.set(title=run.name, xlabel="optimizer step (dashed: sft)", ylabel="share of held-out decisions",
                ylim=(0, 1))
         ax.legend(fontsize=7)
@@ -165,9 +167,10 @@ def reward_scale_ablation(runs: Sequence[TrainingRun], path: Path) -> PlotOutcom
     if len({r.reward_scale for r in points}) < 2:
         return PlotOutcome(name, None, "needs policy-gradient runs at two or more reward_scale values")
     fig, (ax,) = new_figure(1)
-    for algo in dict.fromkeys(r.final_stage for r in points):
+    styles = figure_styles(r.final_stage for r in points)
+    for algo, style in styles.items():
         line = sorted((r.reward_scale, 100 * r.final_val_accuracy) for r in points if r.final_stage == algo)
-        ax.plot([x for x, _ in line], [y for _, y in line], marker="o", label=algo)
+        ax.plot([x for x, _ in line], [y for _, y in line], **style.line(), label=algo)
     ax.set(xscale="log", xlabel="reward scale", ylabel="final held-out accuracy %")
     ax.legend(fontsize=8)
     return save_figure(fig, path, name)
@@ -216,15 +219,10 @@ def error_bar(value: float, low: float, high: float) -> list[list[float]]:
     return [[max(value - low, 0.0)], [max(high - value, 0.0)]]
 
 
-def method_style(i: int) -> dict[str, str]:
-    """Marker and colour of the table's i-th method, the same in every panel. The two cycles have coprime
-    lengths, so the 11th method does not repeat the 1st (as with 10 markers and 10 colours)."""
-    return {"fmt": MARKERS[i % len(MARKERS)], "color": f"C{i % 10}"}
-
-
-def _line_style(stage: str, xs: Sequence[int]) -> dict[str, Any]:
-    """Dashed for the SFT stage; markers on short series, so a one-step stage still shows."""
-    return {"linestyle": "--" if is_supervised(stage) else "-", "marker": "o" if len(xs) < 30 else None,
+def _line_style(stage: str, xs: Sequence[int], style: dict[str, Any]) -> dict[str, Any]:
+    """``style`` (colour and marker) dashed for the SFT stage, with about 15 markers a line: every point of a
+    short series (a one-step stage still shows), spaced out on a long one."""
+    return {**style, "linestyle": "--" if is_supervised(stage) else "-", "markevery": max(1, len(xs) // 15),
             "markersize": 3}
 
 
