@@ -26,7 +26,7 @@ from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.methods.options import DEFAULTS, OPTION_NAMES, MethodOptions
 from deliberation.runs.api import run_experiment
-from deliberation.runs.directory import comparable
+from deliberation.runs.directory import RUN_RESUME
 from deliberation.runs.replay import Replay, evaluate
 from deliberation.runs.experiment_file import VARIANT_KEYS, Arm
 from deliberation.runs.runner import RunSpec, method_entry
@@ -154,8 +154,8 @@ def test_an_option_given_to_a_method_that_reads_none_is_refused(name):
 def test_a_config_written_before_an_option_existed_reads_as_its_default(name):
     config = to_json(RunSpec(method="probe"))
     old = {k: v for k, v in config.items() if k != name}
-    assert comparable(old) == comparable(config)
-    assert comparable(old) != comparable({**config, name: GIVEN[name]})
+    assert RUN_RESUME.canonical(old) == RUN_RESUME.canonical(config)
+    assert RUN_RESUME.canonical(old) != RUN_RESUME.canonical({**config, name: GIVEN[name]})
 
 
 def test_a_method_entry_naming_an_undeclared_option_is_a_programming_error():

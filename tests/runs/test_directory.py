@@ -104,7 +104,7 @@ def test_a_run_recorded_before_confidence_threshold_existed_resumes_at_its_defau
     old = {"method": "confidence-threshold", "backend_options": {}}
     write(tmp_path, old, episode(0))
     write(tmp_path, {**old, "confidence_threshold": 0.7})
-    with pytest.raises(DelibError, match=r"other settings \(confidence_threshold\)"):
+    with pytest.raises(DelibError, match=r"other settings \(confidence_threshold 0.7 there, 0.9 here\)"):
         RunDir.open(tmp_path, {**old, "confidence_threshold": 0.9})
 
 

@@ -1,4 +1,4 @@
-"""One writer at a time per run directory, tree store and rollout directory (``deliberation.trees.lock``),
+"""One writer at a time per run directory, tree store and rollout directory (``deliberation.outputs.lock``),
 checked with real processes: while one process writes a directory a second writer is refused with one line
 naming the first's pid and the fix, readers go on, and a writer killed with SIGKILL leaves no lock behind."""
 
@@ -16,9 +16,9 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
+from deliberation.outputs.lock import lock_directory
 from deliberation.report.loading import load_run
 from deliberation.runs.directory import RunDir
-from deliberation.trees.lock import lock_directory
 from deliberation.trees.store import TreeStore
 
 HOLD = {

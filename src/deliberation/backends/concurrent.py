@@ -1,6 +1,6 @@
 """Running many questions through one backend: ``in_flight`` keeps N questions in flight with their
 requests merged into shared batches (``CoalescingBackend``), and ``stopping`` makes Ctrl-C stop them
-promptly. Used by the resumable per-question jobs (backends/jobs.py) and a Ray worker (runs/distributed.py)."""
+promptly. Used by the resumable per-question jobs (outputs/driver.py) and a Ray worker (runs/distributed.py)."""
 
 from __future__ import annotations
 

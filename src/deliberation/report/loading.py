@@ -22,7 +22,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 from deliberation.backends.team import agent_models
 from deliberation.errors import (BadText, DelibError, clean_text, decode_text, parse_json, printable, read_json,
                                  read_object)
-from deliberation.runs.directory import (CELL, CONFIG, EPISODES, SUMMARY, Summary, comparable, jsonl_lines,
+from deliberation.runs.directory import (CELL, CONFIG, EPISODES, RUN_RESUME, SUMMARY, Summary, jsonl_lines,
                                          parse_episodes, summarize)
 from deliberation.actions import ACTION_ORDER, ACTIONS
 from deliberation.types import Episode, from_json
@@ -233,7 +233,7 @@ def _model(config: dict) -> str:
 
 
 def _digests(config: dict, lines: Sequence[str]) -> frozenset[str]:
-    settings = json.dumps(comparable(config), sort_keys=True)
+    settings = json.dumps(RUN_RESUME.canonical(config), sort_keys=True)
     return frozenset(hashlib.sha256(f"{settings}\n{line}".encode()).hexdigest() for line in lines if line.strip())
 
 

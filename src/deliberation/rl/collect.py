@@ -16,7 +16,6 @@ from typing import Any, Iterator
 from deliberation import benchmarks
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
-from deliberation.backends.jobs import Ledger, QuestionJob, run_job
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context
@@ -25,11 +24,12 @@ from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.engine.team_checks import check_team
 from deliberation.errors import DelibError, require_at_least
 from deliberation.files import append_gzip_line
+from deliberation.outputs.driver import Ledger, QuestionJob, run_job
+from deliberation.outputs.lock import refuse_if_locked
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
-from deliberation.trees.lock import refuse_if_locked
 from deliberation.types import Decision, Example, to_json
 
 

@@ -4,7 +4,7 @@ Line: ``{"model", "benchmark", "split", "example_id", "decisions": [...]}``. Eac
 own gzip member and fsynced, so a killed collection loses at most the question in flight; a torn last
 member is cut off on reopen. The manifest names the model, seeds, feature version and the exact command;
 reading refuses rollouts whose feature version differs from this build's. One collection writes a directory
-at a time (``open_collection``: ``.writer.lock``, see ``deliberation.trees.lock``).
+at a time (``open_collection``: ``.writer.lock``, see ``deliberation.outputs.lock``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,20 @@ from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
-from deliberation.trees.lock import DirectoryLock, lock_directory
+from deliberation.outputs.lock import DirectoryLock, lock_directory
+from deliberation.outputs.resume import ResumeRule, check_resume
 from deliberation.types import Decision, from_json, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
 ALL_QUESTIONS = to_json(Selection())
-ENGINE_KEYS = ("temperature", "max_tokens", "early_stop")
-"""Engine settings a resumed collection must share with the file: they change what an episode is."""
+ROLLOUT_RESUME = ResumeRule(
+    compared=("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
+              "policy", "selection", "engine"),
+    added_later={"selection": ALL_QUESTIONS, "engine": {}},
+    nested={"engine": ResumeRule(compared=("temperature", "max_tokens", "early_stop"))})
+"""What a resumed collection must share with the rollout directory: what an episode is (the engine settings
+among them that change it). A manifest from before question selection (--ids/--offset/--sample) holds all
+questions."""
 
 
 @dataclass(frozen=True)
@@ -58,16 +65,7 @@ def _open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     if not path.exists():
         write_json_atomic(path, manifest)
         return
-    old = read_manifest(path)
-    keys = ("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
-            "policy")
-    diff = [k for k in keys if old.get(k) != manifest.get(k)]
-    if old.get("selection", ALL_QUESTIONS) != manifest.get("selection", ALL_QUESTIONS):
-        diff.append("selection")  # --ids/--offset/--sample (a manifest from before the flags: all questions)
-    old_engine, new_engine = old.get("engine", {}), manifest.get("engine", {})
-    diff += [f"engine.{k}" for k in ENGINE_KEYS if old_engine.get(k) != new_engine.get(k)]
-    if diff:
-        raise DelibError(f"{directory} holds rollouts with other settings ({', '.join(diff)}); use another --out")
+    check_resume(directory, "rollouts", read_manifest(path), manifest, ROLLOUT_RESUME, "use another --out")
 
 
 def question_row(model: str, benchmark: str, split: str, example_id: str, decisions: list[Decision]) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Appends are flushed and fsynced per episode, so a killed run loses at most the episode in flight; a torn
 last line is dropped on reopen. Reopening a directory with a different configuration is refused rather
 than mixing two runs' episodes, and so is a second writer while one runs (``.writer.lock``, see
-``deliberation.trees.lock``): readers take no lock.
+``deliberation.outputs.lock``): readers take no lock.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from deliberation.config import RESUMES, Selection
 from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8, writable_folder
 from deliberation.files import append_durably, write_json_atomic
 from deliberation.methods.options import DEFAULTS
-from deliberation.trees.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.actions import ACTION_ORDER, ACTIONS
+from deliberation.outputs.lock import DirectoryLock, lock_directory, refuse_if_locked
+from deliberation.outputs.resume import ResumeRule, check_resume
 from deliberation.types import Episode, Turn, from_json, strict_json, to_json
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
@@ -161,31 +162,16 @@ resume as before)."""
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency", ENGINE_USED})
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
-_ADDED_LATER = {**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())}
-"""config.json keys a later version added, with the value every run made before them had: a run directory
-written without the key compares equal to one that holds this value. Every method option is one: a run made
-before an option existed ran with its default."""
-_ENGINE_ADDED_LATER = {"prompts": "standalone"}
-"""The same for the engine settings: runs made before prompt version 2 used the standalone prompts."""
-
-
-def comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` without the keys a resumed run may change: what makes two runs the same configuration."""
-    kept = {k: v for k, v in config.items() if k not in _RESUMABLE_KEYS and k != RESUMES
-            and not (k in _ADDED_LATER and v == _ADDED_LATER[k])}
-    if isinstance(kept.get("engine"), dict):
-        kept["engine"] = {**_ENGINE_ADDED_LATER, **kept["engine"]}
-    if isinstance(kept.get("backend_options"), dict):
-        kept["backend_options"] = _without_speed(kept["backend_options"])
-    return kept
-
-
-def _without_speed(options: dict[str, Any]) -> dict[str, Any]:
-    """Backend options less the speed settings, also in each member of a mixed team (``members``)."""
-    kept = {k: v for k, v in options.items() if k not in _SPEED_OPTIONS}
-    if isinstance(kept.get("members"), list):
-        kept["members"] = [_without_speed(m) if isinstance(m, dict) else m for m in kept["members"]]
-    return kept
+_BACKEND_OPTIONS = ResumeRule(may_change=_SPEED_OPTIONS, nested={"members": ResumeRule(may_change=_SPEED_OPTIONS)})
+"""Backend options less the speed settings, also in each member of a mixed team (``members``)."""
+RUN_RESUME = ResumeRule(
+    may_change=_RESUMABLE_KEYS | {RESUMES},
+    added_later={**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())},
+    nested={"engine": ResumeRule(added_later={"prompts": "standalone"}), "backend_options": _BACKEND_OPTIONS})
+"""When a run directory may be resumed: every config.json key must match but the resumable ones. Keys a later
+version added read, in a run written before them, as the value every run then had: every method option (a
+run made before an option existed ran with its default), and the engine's prompts (runs made before prompt
+version 2 used the standalone prompts)."""
 
 
 class RunDir:
@@ -269,11 +255,7 @@ class RunDir:
         return old
 
     def _check_same(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        old, new = comparable(old), comparable(new)
-        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        if diff:
-            raise DelibError(f"{self.path} holds a run with other settings ({', '.join(diff)}); "
-                             "use another --out or delete it")
+        check_resume(self.path, "a run", old, new, RUN_RESUME, "use another --out or delete it")
 
     def _record_resume(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Note the resumable settings ``new`` changes against the latest recorded ones; ``append`` writes

@@ -7,7 +7,7 @@ actors (``EpisodeWorker``). Each builds its own backend from the spec (``make_ba
 cache=spec.cache, **spec.backend_options)``, e.g. the ``openai`` backend pointed at a llama.cpp server on
 its node) and runs one example per call through ``runner.run_example``. The driver hands the next example
 to whichever actor is idle, collects results as they finish (``ray.wait``) and is the only writer of
-episodes.jsonl: it records each episode as it arrives through the run's output and ``backends.jobs.record_all``,
+episodes.jsonl: it records each episode as it arrives through the run's output and ``outputs.driver.record_all``,
 as a local run does, behind the same progress bar.
 
 Guaranteed:
@@ -58,8 +58,8 @@ from typing import Any, Iterator
 from deliberation import methods
 from deliberation.backends import make_backend
 from deliberation.backends.concurrent import in_flight
-from deliberation.backends.jobs import Ledger, pending, record_all
 from deliberation.errors import DelibError, install_hint, require_at_least
+from deliberation.outputs.driver import Ledger, pending, record_all
 from deliberation.runs.runner import Accuracy, RunSpec, config_record, run_example, run_output, validate
 from deliberation.runs.directory import RunDir, Summary
 from deliberation.types import Episode, Example

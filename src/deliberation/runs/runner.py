@@ -15,7 +15,6 @@ from deliberation import benchmarks, methods
 from deliberation.backends import check_options, context_window, make_backend, records_summaries, team_size
 from deliberation.backends.base import Backend
 from deliberation.backends.team import agent_models
-from deliberation.backends.jobs import Ledger, QuestionJob, pending, run_job
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
@@ -24,6 +23,7 @@ from deliberation.engine.team_checks import check_context, check_models, check_t
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.methods.options import MethodOptions
+from deliberation.outputs.driver import Ledger, QuestionJob, pending, run_job
 from deliberation.runs.directory import ENGINE_USED, RunDir, Summary, summarize
 from deliberation.types import Episode, Example, to_json
 

@@ -22,7 +22,6 @@ from typing import Any, Iterator, Sequence
 from deliberation import benchmarks, methods
 from deliberation.backends import make_backend
 from deliberation.backends.base import Backend, cache_scope_of
-from deliberation.backends.jobs import Ledger, QuestionJob, run_job
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, Workload
@@ -31,8 +30,9 @@ from deliberation.engine.loop import act, generate, initial_round, make_context,
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
+from deliberation.outputs.driver import Ledger, QuestionJob, run_job
+from deliberation.outputs.lock import refuse_if_locked
 from deliberation.policy.rules import ConstantPolicy
-from deliberation.trees.lock import refuse_if_locked
 from deliberation.trees.manifest import TreeManifest
 from deliberation.trees.store import BUSY_FIX, MissingNode, TreeBackend, TreeStore, split_examples
 from deliberation.actions import Action

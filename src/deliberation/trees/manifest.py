@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from deliberation.config import RESUMES, Selection
 from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import write_json_atomic
+from deliberation.outputs.resume import ResumeRule, check_resume
 from deliberation.types import from_json, to_json
 
 MANIFEST = "manifest.json"
@@ -25,8 +26,8 @@ BEFORE_METHODS = ("cot", "self-consistency", "debate", "reconcile", "dylan", "mp
                   "oracle")
 """The methods registered when ``methods`` joined the manifest: a store without the entry recorded the round-1
 nodes of exactly these (every method then), never those of a method registered later."""
-MATCHED = ("backend", "model", "scope", "benchmark", "split", "temperature", "max_tokens", "seed",
-           "verbal_confidence", "prompt_version")
+TREE_RESUME = ResumeRule(compared=("backend", "model", "scope", "benchmark", "split", "temperature", "max_tokens",
+                                   "seed", "verbal_confidence", "prompt_version"))
 """Entries a store and a build growing it must share: they change what a node's outcome is (the cache scope
 names the backend settings that do, and node keys hash it)."""
 
@@ -107,11 +108,8 @@ class TreeManifest:
     def check_matches(self, wanted: "TreeManifest", path: Path) -> None:
         """Refuse to mix outcomes made under other settings, or questions of another selection, into (or out
         of) one store."""
-        diff = [k for k in MATCHED if getattr(self, k) != getattr(wanted, k)]
-        if diff:
-            shown = ", ".join(f"{k} {getattr(self, k)!r} there, {getattr(wanted, k)!r} here" for k in diff)
-            raise DelibError(f"{path} holds trees built with other settings ({shown}); use another store or the "
-                             "store's settings")
+        check_resume(path, "trees built", to_json(self), to_json(wanted), TREE_RESUME,
+                     "use another store or the store's settings")
         if self.selection != wanted.selection:
             raise DelibError(f"{path} holds trees of another question selection ({_shown(self.selection)} there, "
                              f"{_shown(wanted.selection)} here); use another store or its selection")

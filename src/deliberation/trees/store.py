@@ -16,7 +16,7 @@ Directory layout:
   from the request's ``types.Purpose``, which also names the question a node is filed under), ``agent``
   the agent bits of the request's seed (``engine.loop.request_seed``: a RESAMPLE's are its sample's, a
   critic's, seed 0, are 0);
-- ``.writer.lock``: locked by the one process appending to the store (``trees.lock``); readers ignore it.
+- ``.writer.lock``: locked by the one process appending to the store (``outputs.lock``); readers ignore it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.errors import DelibError, make_folder, writable_folder
 from deliberation.files import append_gzip_line, read_gzip_lines
-from deliberation.trees.lock import DirectoryLock, lock_directory
+from deliberation.outputs.lock import DirectoryLock, lock_directory
 from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
 from deliberation.types import Completion, Example, GenerationRequest, RequestKind, from_json, purpose_of, to_json
 
@@ -72,7 +72,7 @@ def node_of(backend: str, scope: str, request: GenerationRequest, completion: Co
 
 class TreeStore:
     """A store directory opened for reading and appending (thread-safe appends). Only the store's one writer
-    appends (``lock``, ``trees.lock``): a build (``create``), or a replay whose ``TreeBackend`` may add nodes."""
+    appends (``lock``, ``outputs.lock``): a build (``create``), or a replay whose ``TreeBackend`` may add nodes."""
 
     def __init__(self, path: Path, manifest: TreeManifest, nodes: dict[str, Node], built: set[str],
                  size: int = 0) -> None:

@@ -9,7 +9,7 @@ and no cleanup is needed: the file stays, and the next writer takes the lock and
 Readers (reports, offline replays) take no lock. The lock file is not inherited by programs the writer
 starts (``open`` makes it close-on-exec). POSIX systems only (``fcntl``).
 
-It lives in ``trees``, the lowest package that writes such directories (``rl`` and ``runs`` import it).
+It lives in ``outputs``, the layer that writes resumable outputs, below every package that writes them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The resumable per-question job driver (backends/jobs.py): a new job is its hooks only, and gets resuming,
+"""The resumable per-question job driver (outputs/driver.py): a new job is its hooks only, and gets resuming,
 questions in flight and Ctrl-C handling from ``run_job``, as ``delib run``, ``collect`` and ``tree`` do."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Callable, Iterator, Sequence
 import pytest
 
 from deliberation.backends.base import Backend
-from deliberation.backends.jobs import Ledger, QuestionJob, run_job
 from deliberation.errors import Interrupted
+from deliberation.outputs.driver import Ledger, QuestionJob, run_job
 from deliberation.types import Completion, Example, GenerationRequest, Message
 
 

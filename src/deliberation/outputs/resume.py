@@ -1,0 +1,95 @@
+"""Whether an output made under some settings may be resumed under others: one rule per output kind.
+
+An output (a run directory's ``config.json``, a tree store's or a rollout directory's ``manifest.json``)
+records the settings that made it. A command resuming it compares those with its own under the kind's
+``ResumeRule``: which settings must match (every setting but those that may change, or only those named),
+which were added by a later version (an output written before holds the value every output then had), and
+which are themselves settings (the engine, the backend options) compared entry by entry. One comparison and
+one refusal message serve every kind, so a resumed run, tree build or collection says alike which settings
+differ, with both values where they are short.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from deliberation.errors import DelibError
+
+_ABSENT = object()
+SHOWN_WIDTH = 30
+"""A differing value is shown in the refusal when its repr is at most this long (a question list is not)."""
+
+
+@dataclass(frozen=True)
+class ResumeRule:
+    """What of an output's recorded settings must equal the settings a command resumes it with."""
+
+    compared: tuple[str, ...] | None = None
+    """The settings that must match, in the order a refusal names them; None: every recorded or asked one
+    except ``may_change``."""
+    may_change: frozenset[str] = frozenset()
+    """Settings that change how fast or where the work goes, not what it computes (threads, the cache file)."""
+    added_later: Mapping[str, Any] = field(default_factory=dict)
+    """Settings a later version added, with the value every output written before them had."""
+    nested: Mapping[str, "ResumeRule"] = field(default_factory=dict)
+    """Settings that are settings themselves (a dict, or a list of dicts), compared under their own rule."""
+
+    def canonical(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings this rule compares, each as every version would record it (defaults of later versions
+        filled in, nested settings canonical too): two outputs resume each other when these are equal."""
+        keys = self.compared if self.compared is not None else sorted(set(settings) | set(self.added_later))
+        found = {}
+        for key in keys:
+            value = settings[key] if key in settings else self.added_later.get(key, _ABSENT)
+            if key in self.may_change or value is _ABSENT:
+                continue
+            rule = self.nested.get(key)
+            if rule is not None and isinstance(value, Mapping):
+                value = rule.canonical(value)
+            elif rule is not None and _dicts(value):
+                value = [rule.canonical(v) for v in value]
+            found[key] = value
+        return found
+
+    def differing(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+        """(setting, old value, new value) for each setting on which ``old`` and ``new`` differ; a nested one
+        is named by its path (``engine.temperature``, ``backend_options.members[1].model``)."""
+        return self._differing(self.canonical(old), self.canonical(new), "")
+
+    def _differing(self, old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> list[tuple[str, Any, Any]]:
+        found = []
+        for key in self._order(old, new):
+            a, b = old.get(key), new.get(key)  # a setting not recorded reads as None (none given)
+            rule = self.nested.get(key)
+            if rule is not None and isinstance(a, Mapping) and isinstance(b, Mapping):
+                found += rule._differing(a, b, f"{prefix}{key}.")
+            elif rule is not None and _dicts(a) and _dicts(b) and len(a) == len(b):
+                for i, (x, y) in enumerate(zip(a, b)):
+                    found += rule._differing(x, y, f"{prefix}{key}[{i}].")
+            elif a != b:
+                found.append((f"{prefix}{key}", a, b))
+        return found
+
+    def _order(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+        return list(self.compared) if self.compared is not None else sorted(set(old) | set(new))
+
+
+def _dicts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, Mapping) for v in value)
+
+
+def _shown(name: str, old: Any, new: Any) -> str:
+    there, here = repr(old), repr(new)
+    return name if max(len(there), len(here)) > SHOWN_WIDTH else f"{name} {there} there, {here} here"
+
+
+def check_resume(where: Path, holds: str, old: Mapping[str, Any], new: Mapping[str, Any], rule: ResumeRule,
+                 fix: str) -> None:
+    """Refuse, in one line naming the differing settings and ``fix``, to resume the output at ``where`` (which
+    ``holds`` what, e.g. "a run") with settings ``new`` that ``rule`` says differ from its recorded ``old``."""
+    differing = rule.differing(old, new)
+    if differing:
+        shown = ", ".join(_shown(*d) for d in differing)
+        raise DelibError(f"{where} holds {holds} with other settings ({shown}); {fix}")
