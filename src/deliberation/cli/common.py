@@ -310,3 +310,17 @@ def set_data_dir(args: argparse.Namespace) -> None:
 def command_line(args: argparse.Namespace) -> str:
     """The command as typed (the arguments ``main`` parsed), for config.json and manifest.json."""
     return shlex.join(["delib", *args.argv])
+
+
+def workload(args: argparse.Namespace, **given: Any) -> dict[str, Any]:
+    """Every ``Workload`` field from the shared flags (benchmark, split, limit, backend and its options, cache,
+    engine, data folder, the command, questions in flight, question selection), as the keyword arguments of
+    any spec built on ``Workload`` (``RunSpec``, ``TreeSpec``, ``CollectSpec``, ...); ``given`` holds what a
+    command decides itself (``delib run``'s team backend, a cache beside ``--out``), and no flag is read for
+    it."""
+    read = {"benchmark": lambda: benchmark_name(args), "split": lambda: args.split, "limit": lambda: args.limit,
+            "backend": lambda: args.backend, "backend_options": lambda: backend_options(args),
+            "cache": lambda: args.cache, "engine": lambda: engine_config(args), "data_dir": lambda: args.data_dir,
+            "command": lambda: command_line(args), "concurrency": lambda: args.concurrency,
+            "selection": lambda: selection(args)}
+    return {name: given[name] if name in given else flag() for name, flag in read.items()}

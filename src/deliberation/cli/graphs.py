@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from deliberation.cli import flags
-from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, backend_options, benchmark_name,
-                                     command_line, engine_config, out_folder, selection, set_data_dir)
+from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, backend_options, out_folder,
+                                     set_data_dir, workload)
 
 EPILOG = """examples:
   delib optimize-graph --method gptswarm --split train --limit 200 --iterations 25 --out runs/swarm
@@ -62,11 +62,8 @@ def cmd_aflow_search(args: argparse.Namespace) -> int:
     set_data_dir(args)
     optimizer = argparse.Namespace(backend=args.optimizer_backend, backend_opt=args.optimizer_opt,
                                    model=args.optimizer_model, base_url=args.optimizer_base_url)
-    spec = AFlowSearch(benchmark=benchmark_name(args), split=args.split, limit=args.limit, backend=args.backend,
-                       backend_options=backend_options(args), cache=args.cache, engine=engine_config(args),
-                       data_dir=args.data_dir, command=command_line(args), selection=selection(args),
-                       optimizer_backend=args.optimizer_backend, optimizer_options=backend_options(optimizer),
-                       **flags.values(args, AFlowSearch, only=SEARCH_OWN))
+    spec = AFlowSearch(**workload(args), optimizer_backend=args.optimizer_backend,
+                       optimizer_options=backend_options(optimizer), **flags.values(args, AFlowSearch, only=SEARCH_OWN))
     print(f"-> {search(spec, args.out)}")
     return 0
 
@@ -91,9 +88,6 @@ def cmd_optimize_graph(args: argparse.Namespace) -> int:
     from deliberation.rl.graph_optimize import GraphOptimization, optimize
 
     set_data_dir(args)
-    spec = GraphOptimization(benchmark=benchmark_name(args), split=args.split, limit=args.limit, backend=args.backend,
-                             backend_options=backend_options(args), cache=args.cache, engine=engine_config(args),
-                             data_dir=args.data_dir, command=command_line(args), selection=selection(args),
-                             **flags.values(args, GraphOptimization, only=OWN))
+    spec = GraphOptimization(**workload(args), **flags.values(args, GraphOptimization, only=OWN))
     print(f"-> {optimize(spec, args.out)}")
     return 0

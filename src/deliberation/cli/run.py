@@ -9,8 +9,8 @@ from pathlib import Path
 from deliberation.cli import flags
 from deliberation.errors import DelibError
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, add_team_arg,
-                                     benchmark_name, cache_path, note_pinned, command_line, engine_config, out_folder,
-                                     positive, registry_names, run_backend, selection, set_data_dir)
+                                     cache_path, engine_config, note_pinned, out_folder, positive, registry_names,
+                                     run_backend, set_data_dir, workload)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -137,10 +137,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend, options = run_backend(args)
     engine = engine_config(args)
     note_pinned(args, args.method, engine)
-    spec = RunSpec(method=args.method, benchmark=benchmark_name(args), split=args.split, limit=args.limit,
-                   backend=backend, backend_options=options, cache=cache_path(args, args.out), engine=engine,
-                   data_dir=args.data_dir, command=command_line(args), concurrency=args.concurrency,
-                   selection=selection(args), **method_options(args))
+    spec = RunSpec(method=args.method, **workload(args, backend=backend, backend_options=options,
+                                                  cache=cache_path(args, args.out), engine=engine),
+                   **method_options(args))
     if args.workers > 1 or args.ray_address:
         from deliberation.runs.distributed import execute_distributed
 

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deliberation.cli import flags
-from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, add_selection_args,
-                                     backend_options, cache_path, command_line, engine_config, out_folder, positive,
-                                     registry_names, selection, set_data_dir)
+from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, add_selection_args, cache_path,
+                                     out_folder, positive, registry_names, selection, set_data_dir, workload)
 
 if TYPE_CHECKING:
     from deliberation.config import Selection
@@ -143,11 +142,8 @@ def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None, c
     from deliberation.rl.collect import CollectSpec
 
     set_data_dir(args)
-    return CollectSpec(benchmark=benchmark, split=args.split, limit=args.limit, selection=chosen or Selection(),
-                       backend=args.backend, backend_options=backend_options(args), cache=cache,
-                       engine=engine_config(args), policy=args.policy, data_dir=args.data_dir,
-                       command=command_line(args), concurrency=args.concurrency,
-                       **flags.values(args, CollectSpec, only=COLLECT_OPTIONS))
+    return CollectSpec(**workload(args, benchmark=benchmark, cache=cache, selection=chosen or Selection()),
+                       policy=args.policy, **flags.values(args, CollectSpec, only=COLLECT_OPTIONS))
 
 
 def cmd_collect(args: argparse.Namespace) -> int:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 
 from deliberation.cli import flags
-from deliberation.cli.common import (DATA_DIR_HELP, add_backend_args, add_data_args, add_engine_args, backend_options,
-                                     benchmark_name, cache_path, command_line, engine_config, out_folder,
-                                     registry_names, selection, set_data_dir)
+from deliberation.cli.common import (DATA_DIR_HELP, add_backend_args, add_data_args, add_engine_args, cache_path,
+                                     command_line, out_folder, registry_names, set_data_dir, workload)
 
 TREE_EPILOG = """examples:
   delib tree --benchmark gsm8k --limit 100 --samples 9 --concurrency 3 --out trees/gsm8k   # resumable
@@ -64,11 +63,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     from deliberation.trees.build import TreeSpec, build
 
     set_data_dir(args)
-    spec = TreeSpec(benchmark=benchmark_name(args), split=args.split, limit=args.limit, backend=args.backend,
-                    backend_options=backend_options(args), cache=cache_path(args, args.out),
-                    engine=engine_config(args), data_dir=args.data_dir, command=command_line(args),
-                    concurrency=args.concurrency, samples=args.samples, methods=args.methods,
-                    selection=selection(args))
+    spec = TreeSpec(**workload(args, cache=cache_path(args, args.out)), samples=args.samples, methods=args.methods)
     print(f"{build(spec, args.out, progress=not args.quiet)} questions built in {args.out}")
     return 0
 
