@@ -29,8 +29,9 @@ class ReplaySettings:
     """The settings every replay over tree stores shares, whatever it replays (``delib evaluate``'s methods,
     ``tune-rules``' grid, ``tune-votes``' temperatures, ``compare``'s arms): declared once, here."""
 
-    rounds: int = 2
-    """Deliberation rounds after round 0 (round 1 is in the stores; deeper ones are added as reached)."""
+    rounds: int = EngineConfig.rounds
+    """Deliberation rounds after round 0, by default ``delib run``'s (round 1 is in the stores; deeper ones are
+    added as reached)."""
     offline: bool = False
     """Never call a backend: a node a store lacks is an error naming it."""
     ids: tuple[str, ...] = ()
