@@ -33,12 +33,13 @@ from deliberation.errors import DelibError
 from deliberation.report.columns import text_table
 from deliberation.report.compare import Comparison, check_held_out, read_rule
 from deliberation.report.compare_plot import PAIRED_PNG, plotted
-from deliberation.report.look import counts, read_paired
 from deliberation.report.paired import POOLED, Paired, diff_points
 from deliberation.runs.directory import CONFIG
 from deliberation.trees.build import replayable
 from deliberation.trees.manifest import read_manifest
 from deliberation.trees.store import TreeStore, built_examples
+
+from looks.record import counts, read_paired
 
 STORE = "data/trees/qwen2.5-coder-1.5b/gsm8k-test"
 """The held-out store the demo replays: the paired experiment's GSM8K test questions (its look 3 read all 300)."""

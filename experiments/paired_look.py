@@ -7,7 +7,7 @@ round 0, and each signal's AUROC. It also keeps the meta-actions each arm took,
 per benchmark and pooled (from the look's run folders). The record keeps what it was computed from:
 the commit (``+dirty`` when the code or a registered file differs from it), registered.json as
 paired_look.sh checked the look's files against it, the stores and their counts, NumPy's version (the
-bootstrap's generator and percentile). A look is recorded only in its turn (``report/sequential.check_order``).
+bootstrap's generator and percentile). A look is recorded only in its turn (``looks/sequential.check_order``).
 
     python experiments/paired_look.py record K LOOK_DIR SUMMARY REGISTERED_JSON [STORE:N ...]
     python experiments/paired_look.py order K SUMMARY      # may look K be taken? (before its replays)
@@ -33,15 +33,16 @@ from deliberation.errors import DelibError, exit_status
 from deliberation.files import write_json_atomic, write_text_atomic
 from deliberation.report.compare import TEAM_JSON
 from deliberation.report.loading import load_runs
-from deliberation.report.look import headroom, look_record
-from deliberation.report.look_markdown import headline_markdown, headroom_markdown, looks_markdown
-from deliberation.report.look_actions import action_counts
-from deliberation.report.sequential import check_order
 from deliberation.trees.store import TreeStore
+
+from looks.actions import action_counts
+from looks.markdown import headline_markdown, headroom_markdown, looks_markdown
+from looks.record import headroom, look_record
+from looks.sequential import check_order
 
 
 LOOKS_MD = "looks.md"
-"""Beside summary.json: the table of every look taken (``report/look_markdown.looks_markdown``)."""
+"""Beside summary.json: the table of every look taken (``looks/markdown.looks_markdown``)."""
 
 
 def taken(summary: Path) -> list[dict]:

@@ -49,7 +49,7 @@ for pair in "${STORE_N[@]}"; do  # self-consistency at every k <= 6 (equal token
 done
 reference=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['reference'])" "$L/compare/team.json")
 "$DELIB" report "$L/compare" "$L/sampling" --reference "$reference" --out "$L/report"
-AGAINST=$(python -c "from deliberation.report.look import LEARNED_AGAINST_K as ks
+AGAINST=$(PYTHONPATH="$(dirname "$0")${PYTHONPATH:+:$PYTHONPATH}" python -c "from looks.record import LEARNED_AGAINST_K as ks
 from deliberation.report.loading import sampling_label
 for k in ks: print(k, sampling_label(k), sep='\t')")
 while IFS=$'\t' read -r k label; do  # the learned policy against self-consistency at k = 3 and 6 (secondaries)

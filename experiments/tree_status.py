@@ -20,8 +20,9 @@ from pathlib import Path
 import registered  # experiments/registered.py: a script's own folder is on its import path
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 from deliberation.errors import DelibError, exit_status
-from deliberation.report.sequential import BOUNDARIES
 from deliberation.trees.store import TreeStore
+
+from looks.sequential import BOUNDARIES
 
 REPO = Path(__file__).resolve().parents[1]
 STORES = ("gsm8k-test", "math-test")

@@ -1,4 +1,4 @@
-"""The project's scripts (experiments/*.py, benchmarks/*.py) imported as modules for their tests."""
+"""The project's scripts (experiments/*.py, bench/*.py) imported as modules for their tests."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_pyflakes_finds_nothing():
     """An unused import or an undefined name is a bug or dead code; pyflakes lists each with its line."""
-    paths = [str(REPO / p) for p in ("src", "tests", "benchmarks")]
+    paths = [str(REPO / p) for p in ("src", "tests", "bench")]
     done = subprocess.run([sys.executable, "-m", "pyflakes", *paths], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -21,7 +21,7 @@ MAX_LINE = 120
 
 def test_no_line_is_longer_than_the_limit():
     """Lines stay within MAX_LINE characters (the style of the project); each offender is listed."""
-    long = [f"{path.relative_to(REPO)}:{n}" for root in ("src", "tests", "benchmarks")
+    long = [f"{path.relative_to(REPO)}:{n}" for root in ("src", "tests", "bench")
             for path in sorted((REPO / root).rglob("*.py"))
             for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > MAX_LINE]
     assert not long, "lines over {} characters: {}".format(MAX_LINE, ", ".join(long))

@@ -1,5 +1,5 @@
 """``delib bench``: the overhead accounting, the records' arithmetic and the JSON's keys. No assertion
-here is about speed (that is what the bench itself measures: benchmarks/run_bench.py): the accounting is
+here is about speed (that is what the bench itself measures: bench/run_bench.py): the accounting is
 checked on a fake clock against backends whose cost on it is known, and a real run's numbers only for
 being finite and positive."""
 
@@ -249,7 +249,7 @@ def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_pat
 
 @pytest.mark.parametrize("flag", [True, False])
 def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(flag, monkeypatch, capsys):
-    """benchmarks/batch_speedup.py --no-extra-bufts: the engine's backend (``model_params``) and raw ``Llama``
+    """bench/batch_speedup.py --no-extra-bufts: the engine's backend (``model_params``) and raw ``Llama``
     (the low-level defaults) load without the extra buffer types while it measures; without the flag they
     keep llama.cpp's default; either way the defaults are llama.cpp's own again afterwards."""
     import json
@@ -279,7 +279,7 @@ def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(flag, 
     monkeypatch.setattr(llamacpp, "LlamaCppBackend", Backend)
     monkeypatch.setattr(measure, "measure_llamacpp_batch", fake_measure)
     monkeypatch.setattr(sys, "argv", ["batch_speedup.py", "--quick"] + ([] if flag else ["--no-extra-bufts"]))
-    with script("benchmarks/batch_speedup.py") as batch_speedup:
+    with script("bench/batch_speedup.py") as batch_speedup:
         batch_speedup.main()
     amx = "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode()
     assert seen == {"backend": flag and not amx, "raw": flag and not amx}
@@ -290,13 +290,13 @@ def test_batch_speedup_script_turns_extra_buffer_types_off_for_both_sides(flag, 
 
 @pytest.mark.parametrize("name", ["batch_speedup", "llamacpp_batch", "offline_replay", "prefix_reuse", "run_bench"])
 def test_benchmark_scripts_refuse_an_abbreviated_flag(name, tmp_path):
-    """benchmarks/*.py parse like delib: a prefix (--mod for --model, --ou for --out) is a one-line error, never
+    """bench/*.py parse like delib: a prefix (--mod for --model, --ou for --out) is a one-line error, never
     taken for the flag (the required --out is given, so the refusal can only be the prefix's)."""
     import subprocess
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
     needs_out = "--out" in path.read_text()
     args = ["--out", str(tmp_path / "out.json"), "--ou", str(tmp_path / "x")] if needs_out else ["--mod", "x"]
     done = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=120)

@@ -16,9 +16,10 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.report.loading import load_runs
-from deliberation.report.look_markdown import looks_markdown
 from deliberation.report.paired import POOLED
 from deliberation.trees.store import TreeStore, split_examples
+
+from looks.markdown import looks_markdown
 from replays import episodes, replay_argv
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,9 +17,10 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
-from deliberation.report.look import look_record
-from deliberation.report.look_markdown import headline_markdown, looks_markdown
 from deliberation.report.paired import diff_points
+
+from looks.markdown import headline_markdown, looks_markdown
+from looks.record import look_record
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
 

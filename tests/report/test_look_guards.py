@@ -20,7 +20,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "paired_look.sh"
 def test_every_row_against_every_reference_covers_the_learned_arms_questions():
     """The guard itself: rows against self-consistency (the against/ reports) are held to the same questions;
     a row at equal tokens may lack a column (no k fits its budget there) but not questions of one."""
-    from deliberation.report.look import _require_same_questions
+    from looks.record import _require_same_questions
     from deliberation.report.paired import Paired
 
     def row(label: str, reference: str, column: str, n: int, unpaired: int = 0, budget=None) -> Paired:
@@ -47,7 +47,7 @@ def test_every_row_against_every_reference_covers_the_learned_arms_questions():
 
 @pytest.mark.parametrize("text", [None, "method,gsm8k/test:n\nmpdf,four\n", "label\nmpdf\n"])
 def test_a_missing_or_malformed_report_csv_is_one_clear_error(tmp_path, text):
-    from deliberation.report.look import counts
+    from looks.record import counts
 
     path = tmp_path / "report.csv"
     if text is not None:
@@ -65,6 +65,8 @@ def test_the_recorded_commit_is_marked_dirty_when_the_code_differs_from_it(tmp_p
     for folder in ("experiments", "src", "docs"):
         (repo / folder).mkdir(parents=True)
     shutil.copy(SCRIPT.with_name("paired_look.py"), repo / "experiments")
+    shutil.copytree(SCRIPT.with_name("looks"), repo / "experiments" / "looks",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "src" / "code.py").write_text("x = 1\n")
     (repo / "docs" / "summary.json").write_text("{}\n")
     rule = repo / "docs" / "best_rule.json"

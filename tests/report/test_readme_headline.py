@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 from deliberation.report.paired import POOLED
-from deliberation.report.sequential import BOUNDARIES
+
+from looks.sequential import BOUNDARIES
 
 REPO = Path(__file__).resolve().parents[2]
 PAIRED = REPO / "docs" / "results" / "paired"

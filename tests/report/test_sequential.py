@@ -1,4 +1,4 @@
-"""The paired experiment's stopping rule (report/sequential.py): O'Brien-Fleming efficacy boundaries at
+"""The paired experiment's stopping rule (experiments/looks/sequential.py): O'Brien-Fleming efficacy boundaries at
 four looks and the two futility rules, as PREREGISTRATION.md amendment 1 registers them."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 
 from deliberation.errors import DelibError
 from deliberation.report.paired import Paired
-from deliberation.report.sequential import BOUNDARIES, check_order, decide, mcnemar_z
+
+from looks.sequential import BOUNDARIES, check_order, decide, mcnemar_z
 
 
 def paired(b: int, c: int, hi: float, n: int = 150) -> Paired:

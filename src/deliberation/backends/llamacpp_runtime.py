@@ -48,7 +48,7 @@ def llama_loads_as_backend(lib: Any, extra_bufts: bool = True) -> Iterator[None]
     """While open, ``llama_cpp.Llama``, which reads the default model parameters itself (from the low-level
     module), loads models with ``model_params``: the bench's raw side stays like for like with the backend,
     and does not crash on an AMX build. ``extra_bufts=False`` also turns the extra weight buffers off for
-    the backend itself, i.e. for every load on either side (``benchmarks/batch_speedup.py
+    the backend itself, i.e. for every load on either side (``bench/batch_speedup.py
     --no-extra-bufts``: a build that crashes with them although it has no AMX kernels)."""
     low = lib.llama_cpp
     top_default, low_default = lib.llama_model_default_params, low.llama_model_default_params

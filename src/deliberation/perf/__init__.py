@@ -34,7 +34,7 @@ many-fold when another process holds one (seen here with 2 cores and one busy: S
 Layout: ``results`` (settings and records, JSON), ``timing`` (timed/replay backends, profiling),
 ``measure`` (one function per measurement), ``prefix_round`` (the round the prefix-reuse measurement
 times), and here the entry point ``run_bench`` and ``bench_backend``, the llamacpp backend every stage
-and ``benchmarks/*.py`` measure.
+and ``bench/*.py`` measure.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
 @contextmanager
 def bench_backend(settings: BenchSettings, **options: Any) -> Iterator[Any]:
     """The llamacpp backend the bench measures (``settings``' model, context, threads and team size, plus
-    ``options``), closed when the ``with`` block ends (also ``benchmarks/*.py``)."""
+    ``options``), closed when the ``with`` block ends (also ``bench/*.py``)."""
     from deliberation.backends.llamacpp import LlamaCppBackend
 
     backend = LlamaCppBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.threads,

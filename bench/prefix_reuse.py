@@ -1,7 +1,7 @@
 """``prefix_reuse_speedup`` of ``delib bench`` alone (issue 26): one deliberation round per question on the
 llamacpp backend with its prefix cache off and on, without the rest of the bench.
 
-Usage: PYTHONPATH=src python benchmarks/prefix_reuse.py [--quick] [--model NAME] [--questions N] --out FILE
+Usage: PYTHONPATH=src python bench/prefix_reuse.py [--quick] [--model NAME] [--questions N] --out FILE
 Writes one JSON object: the record (both sides' seconds and tokens, prompt tokens read and reused, the ratio)
 with the settings and where it ran (CPU count, threads, load average at the start).
 """

@@ -1,6 +1,6 @@
 """Measured costs of the framework as JSON: the script form of ``delib bench``.
 
-Usage: PYTHONPATH=src python benchmarks/run_bench.py --quick --out bench.json [--model NAME]
+Usage: PYTHONPATH=src python bench/run_bench.py --quick --out bench.json [--model NAME]
 ``--quick`` uses smollm2-135m and small sizes (a few minutes on 2 cores); the full bench uses
 qwen2.5-coder-1.5b. What each number means: the docstring of ``deliberation.perf``.
 """

@@ -1,6 +1,6 @@
 """Tokens per second of the llamacpp backend: one batch of N requests against the same N one at a time.
 
-Usage: PYTHONPATH=src python benchmarks/llamacpp_batch.py --model smollm2-135m --n 9 --max-tokens 128
+Usage: PYTHONPATH=src python bench/llamacpp_batch.py --model smollm2-135m --n 9 --max-tokens 128
 Prints one JSON object. The requests are GSM8K-style questions sampled at temperature 0.7 with distinct
 seeds; ``identical`` reports whether batched and one-at-a-time outputs agree (they should: per-request
 seeded sampling and batch-invariant logits, see deliberation/backends/llamacpp.py).

@@ -2,7 +2,7 @@
 
 A look's replays (``experiments/paired_look.sh``) end in a ``delib report`` whose paired.json pairs every
 row with the best fixed rule, per benchmark and pooled, and whose report.csv holds each row's counts and
-tokens. This module reads both, applies the registered stopping rule (``report/sequential.py``) to the
+tokens. This module reads both, applies the registered stopping rule (``looks/sequential.py``) to the
 pooled rows of the learned policy and of the oracle, and returns the look's record: per benchmark and
 pooled, per method, n, correct, tokens_per_question and, against the best rule, only_method,
 only_reference, mcnemar_p, diff and diff_ci95, token_ratio and its interval, with the decision and the
@@ -11,7 +11,7 @@ where the look replayed self-consistency at several k (``report/equal_tokens.py`
 against self-consistency at k = 3 and 6 (reports of the same runs with those references); Holm-adjusted
 p-values beside the raw ones of every secondary comparison; and the headroom table's columns that come
 from the stores (some agent right at round 0, each signal's AUROC); and the meta-actions each arm took
-(``report/look_actions.py``).
+(``looks/actions.py``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from deliberation.errors import DelibError, parse_json, utf8
 from deliberation.report.compare import BEST, ORACLE
 from deliberation.report.loading import sampling_label
 from deliberation.report.paired import POOLED, Paired, holm
-from deliberation.report.sequential import decide
 from deliberation.report.signals import signal_rows
 from deliberation.trees.responses import Response, responses
 from deliberation.trees.store import TreeStore
 from deliberation.types import from_json, to_json
+
+from looks.sequential import decide
 
 
 LEARNED_AGAINST_K = (3, 6)

@@ -1,6 +1,6 @@
 """A look's record as markdown: the headline table the README's headline becomes (headline.md), the
 registered headroom table (headroom.md), and the table of every look taken (looks.md). The record is
-``report/look.py``'s: the comparisons and the decision are computed there, and only shown here.
+``looks/record.py``'s: the comparisons and the decision are computed there, and only shown here.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from deliberation.actions import EXTENDED_ACTIONS, by_cost
 from deliberation.methods.oracle import SEARCHED
 from deliberation.report.compare import ORACLE, SFT_PREFIX
 from deliberation.report.loading import sampling_k, sampling_label
-from deliberation.report.look import rule_method
-from deliberation.report.look_actions import actions_markdown
 from deliberation.report.paired import POOLED, diff_points
-from deliberation.report.sequential import FUTILITY_POINTS
 from deliberation.runs.tune_rules import constants
+
+from looks.actions import actions_markdown
+from looks.record import rule_method
+from looks.sequential import FUTILITY_POINTS
 
 ORACLE_ROW = f"oracle ({', '.join(a.value for a in by_cost(SEARCHED))}; in hindsight)"
 """The headroom table's oracle row, named by the actions it searches (``methods/oracle.SEARCHED``)."""
@@ -68,7 +69,7 @@ def _futility_ends(record: dict[str, Any]) -> str:
 
 def upper_ends(record: dict[str, Any]) -> list[tuple[str, float]]:
     """(``oracle`` | ``learned``, the upper end in points of its pooled 95% interval against the best rule):
-    what the registered futility rule reads (``report/sequential.decide``)."""
+    what the registered futility rule reads (``looks/sequential.decide``)."""
     return [(label, 100 * record["methods"][arm][POOLED]["diff_ci95"][1])
             for label, arm in (("oracle", ORACLE), ("learned", record["learned"]))]
 

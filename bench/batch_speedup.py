@@ -1,6 +1,6 @@
 """``llamacpp_batch_speedup`` of ``delib bench`` alone: the same measurement, without the rest of the bench.
 
-Usage: PYTHONPATH=src python benchmarks/batch_speedup.py --model smollm2-135m [--quick] [--no-extra-bufts]
+Usage: PYTHONPATH=src python bench/batch_speedup.py --model smollm2-135m [--quick] [--no-extra-bufts]
 Prints one JSON object (engine, raw and raw-fresh tokens/s and the two ratios).
 
 Why a separate entry point: on a GPU host the whole bench may not run in one process. Seen on an H100 host

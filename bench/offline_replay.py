@@ -1,6 +1,6 @@
 """Offline replay of ten methods over a 100-question tree store: zero backend calls, seconds of wall time.
 
-Usage: DELIB_DATA_DIR=../shared/data PYTHONPATH=src python benchmarks/offline_replay.py --out replay.json
+Usage: DELIB_DATA_DIR=../shared/data PYTHONPATH=src python bench/offline_replay.py --out replay.json
 Builds a store with the ``scripted`` backend (its outcomes stand in for an LLM's: this measures the replay,
 never a result), then times ``delib evaluate --offline`` of ten methods at 1 and 2 rounds (2 rounds after one
 online replay grew the store) and counts the calls that reached a backend (must be 0).
