@@ -24,13 +24,13 @@ from deliberation.cli.main import build_parser, main
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
-from deliberation.methods.options import DEFAULTS, OPTION_NAMES, MethodOptions
+from deliberation.methods.options import DEFAULTS, MethodOptions, OPTION_NAMES, Variant
 from deliberation.runs.api import run_experiment
 from deliberation.runs.directory import RUN_RESUME
 from deliberation.runs.replay import Replay, evaluate
-from deliberation.runs.experiment_file import VARIANT_KEYS, Arm
+from deliberation.runs.experiment_file import VARIANT_KEYS
 from deliberation.runs.runner import RunSpec, method_entry
-from deliberation.runs.variants import StoreSettings, Variant, replay_variants
+from deliberation.runs.variants import StoreSettings, replay_variants
 from deliberation.types import to_json
 
 SEEN: list[MethodConfig] = []
@@ -90,7 +90,7 @@ def _recorded(run: Path) -> None:
 
 
 def test_every_record_that_carries_options_inherits_the_one_declaration():
-    for cls in (MethodConfig, RunSpec, Replay, Variant, Arm):
+    for cls in (MethodConfig, RunSpec, Replay, Variant):
         assert issubclass(cls, MethodOptions), cls
         redeclared = [(k.__name__, name) for k in cls.__mro__ if k is not MethodOptions
                       for name in OPTION_NAMES if name in k.__dict__.get("__annotations__", {})]

@@ -2,8 +2,8 @@
 
 Each option is a field of ``MethodOptions``: its type, its default, its docstring (the help of its flag) and
 its check in ``__post_init__``. Everything that carries options inherits these fields: ``MethodConfig``
-(what a method reads), ``RunSpec`` (so config.json holds them under their names), ``Replay``, ``Variant``
-and the experiment file's ``Arm``. From them come the ``delib run``/``ask``/``evaluate`` flags, the keys of
+(what a method reads), ``RunSpec`` (so config.json holds them under their names), ``Replay`` and
+``Variant`` (a labelled method: an experiment's row, a replayed variant). From them come the ``delib run``/``ask``/``evaluate`` flags, the keys of
 an experiment file's ``[[variants]]``, the Python calls' ``**options`` and, for a config.json written
 before an option existed, its value (the default, ``runs/directory.py``). A method entry lists the
 options it reads (``Method.options``); one that is given to a method reading none of them is refused,
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from deliberation.config import EngineConfig
 from deliberation.errors import require_number
 
 
@@ -77,6 +78,19 @@ class MethodOptions:
     def given(self) -> tuple[str, ...]:
         """The options set to other than their default: the one test of "was it given?"."""
         return tuple(name for name, value in self.method_options().items() if value != DEFAULTS[name])
+
+
+@dataclass(frozen=True)
+class Variant(MethodOptions):
+    """A method under a label, with its options: a row of a table, whether an experiment file's (``[[variants]]``
+    and its plain methods) or one that ``delib tune-rules``, ``tune-votes`` and ``compare`` replay."""
+
+    label: str
+    method: str
+    directory: str = ""
+    """The name of its run directory, where a replay names it (an experiment names cells by label and seed)."""
+    engine: EngineConfig | None = None
+    """The engine it runs with, where an experiment file sets one (a replay runs its store's)."""
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(MethodOptions))

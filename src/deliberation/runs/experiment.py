@@ -29,8 +29,9 @@ from deliberation.benchmarks.own import folder_name
 from deliberation.config import Selection
 from deliberation.errors import DelibError, make_folder, require_at_least
 from deliberation.files import write_json_atomic
+from deliberation.methods.options import Variant
 from deliberation.runs.experiment_backbones import Backbone, resolve_env
-from deliberation.runs.experiment_file import Arm, ExperimentConfig
+from deliberation.runs.experiment_file import ExperimentConfig
 from deliberation.runs.runner import RunSpec, execute, validate
 from deliberation.runs.directory import CELL, Summary
 
@@ -45,7 +46,7 @@ class Position:
     backbone: Backbone
     benchmark: str
     seed: int
-    arm: Arm
+    arm: Variant
 
     def method_options(self) -> dict[str, Any]:
         """The row's method options, ``{backbone}`` in a path made this backbone's label."""

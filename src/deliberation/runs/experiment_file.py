@@ -31,7 +31,7 @@ from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, read_user_text, require_at_least, writable_folder
 from deliberation import methods
 from deliberation.methods import METHODS
-from deliberation.methods.options import MethodOptions
+from deliberation.methods.options import MethodOptions, Variant
 from deliberation.runs import experiment_agents as agents
 from deliberation.runs import experiment_backbones as backbones
 from deliberation.runs.experiment_backbones import Backbone
@@ -49,21 +49,12 @@ LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # labels name directories
 
 
 @dataclass(frozen=True)
-class Arm(MethodOptions):
-    """A row of the experiment's table: a method under a label, with its options and engine settings."""
-
-    label: str
-    method: str
-    engine: EngineConfig
-
-
-@dataclass(frozen=True)
 class ExperimentConfig:
     """A parsed, validated experiment file."""
 
     name: str
     out: str
-    arms: tuple[Arm, ...]
+    arms: tuple[Variant, ...]
     """The plain methods (labelled by name) followed by the variants."""
     benchmarks: tuple[str, ...]
     seeds: tuple[int, ...]
@@ -114,7 +105,7 @@ def parse_experiment(raw: Mapping[str, Any], source: str = "experiment") -> Expe
     backend, options = agents.team_backend(raw.get("agents"), backend, options, source)
     models = team_size(backend, options)
     engine = _engine(_get(raw, "engine", dict, source, {}), agents.base_engine(models), "[engine]", source)
-    arms = tuple(Arm(m, m, engine) for m in _names(raw, "methods", list(METHODS), source))
+    arms = tuple(Variant(m, m, engine=engine) for m in _names(raw, "methods", list(METHODS), source))
     arms += tuple(_variant(v, engine, i, source) for i, v in enumerate(_get(raw, "variants", list, source, [])))
     _check_arms(arms, source)
     for arm in arms:
@@ -288,7 +279,7 @@ def _engine(table: Mapping[str, Any], base: EngineConfig, where: str, source: st
         _fail(source, f"{where}: {err}")
 
 
-def _variant(table: Any, base: EngineConfig, index: int, source: str) -> Arm:
+def _variant(table: Any, base: EngineConfig, index: int, source: str) -> Variant:
     where = f"[[variants]] #{index + 1}"
     if not isinstance(table, dict):
         _fail(source, f"{where} must be a table with label and method")
@@ -303,12 +294,12 @@ def _variant(table: Any, base: EngineConfig, index: int, source: str) -> Arm:
         _fail(source, f"{where} ({label}): {unused} means nothing to method {method!r}; drop it")
     engine = _engine({k: v for k, v in table.items() if k in ENGINE_TYPES}, base, where, source)
     try:
-        return Arm(label, method, engine, **options)
+        return Variant(label, method, engine=engine, **options)
     except DelibError as err:
         _fail(source, f"{where}: {err}")
 
 
-def _check_arms(arms: Sequence[Arm], source: str) -> None:
+def _check_arms(arms: Sequence[Variant], source: str) -> None:
     if not arms:
         _fail(source, "no methods and no variants: list methods = [...] or add [[variants]]")
     labels = [a.label for a in arms]

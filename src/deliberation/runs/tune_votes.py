@@ -20,9 +20,10 @@ from typing import Any, Sequence
 
 from deliberation import methods
 from deliberation.files import write_json_atomic
+from deliberation.methods.options import Variant
 from deliberation.runs.directory import Summary
 from deliberation.runs.replay import Replay
-from deliberation.runs.variants import StoreSettings, Variant, pooled_counts, replay_variants
+from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
 from deliberation.trees.store import open_store
 from deliberation.types import to_json
 

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from deliberation.errors import DelibError, make_folder, writable_folder
 from deliberation.files import write_json_atomic
-from deliberation.methods.options import MethodOptions
+from deliberation.methods.options import Variant
 from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.replay import Replay, ReplaySettings, check_method, spec_of, tree_backend
 from deliberation.runs.runner import RunSpec, config_record, execute, validate
@@ -46,15 +46,6 @@ class StoreSettings(ReplaySettings):
         counts = self.questions * len(self.trees) if len(self.questions) == 1 else self.questions
         return [Replay(trees=t, methods=(), rounds=self.rounds, offline=self.offline, questions=n, ids=self.ids,
                        command=self.command) for t, n in itertools.zip_longest(self.trees, counts)]
-
-
-@dataclass(frozen=True)
-class Variant(MethodOptions):
-    """A method with its options, under a label (the report's row) and a directory name."""
-
-    label: str
-    method: str
-    directory: str
 
 
 @dataclass(frozen=True)
