@@ -31,7 +31,7 @@ def modules() -> dict[str, Path]:
 
 
 REGISTERED = re.compile(r"^(deliberation(?:\.\w+)+):[\w.\[\]\"'-]+$")
-"""A registry entry ``"module:attribute"`` (``registry.lookup`` imports it lazily): an import like any other."""
+"""A registry entry ``"module:attribute"`` (a ``Registry`` imports it lazily): an import like any other."""
 
 
 def imports_of(path: Path, known: set[str], registered: bool = False) -> set[str]:

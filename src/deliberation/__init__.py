@@ -30,10 +30,10 @@ policy.pt) with ``decide(observation, rng)``. Names load lazily, so ``import del
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from deliberation.errors import DelibError
+from deliberation.registry import imported
 
 _LAZY = {
     "deliberate": "deliberation.runs.ask:deliberate",
@@ -62,5 +62,4 @@ def __getattr__(name: str) -> Any:
     """The public names above, imported on first use (PEP 562)."""
     if name not in _LAZY:
         raise AttributeError(f"module 'deliberation' has no attribute {name!r}")
-    module, attribute = _LAZY[name].split(":")
-    return getattr(importlib.import_module(module), attribute)
+    return imported(_LAZY[name])

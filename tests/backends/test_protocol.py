@@ -56,7 +56,7 @@ class SaysItCaches(MinimalBackend):
 def registered(monkeypatch):
     """Register this module's classes by name for one test (monkeypatch removes them afterwards)."""
     def register(name: str, cls: type) -> str:
-        monkeypatch.setitem(BACKENDS, name, f"{__name__}:{cls.__name__}")
+        monkeypatch.setitem(BACKENDS.table, name, f"{__name__}:{cls.__name__}")
         return name
     MinimalBackend.seen.clear()
     return register

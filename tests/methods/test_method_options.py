@@ -75,7 +75,7 @@ def _flag(name: str, value: Any) -> list[str]:
 @pytest.fixture
 def probe(monkeypatch):
     """``probe`` registered as a method; the configs it is built with, cleared."""
-    monkeypatch.setitem(methods.METHODS, "probe", f"{__name__}:PROBE")
+    monkeypatch.setitem(methods.METHODS.table, "probe", f"{__name__}:PROBE")
     SEEN.clear()
     return SEEN
 

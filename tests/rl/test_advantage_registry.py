@@ -1,5 +1,5 @@
-"""The advantage registry (rl/advantages.py ``register_advantage``): adding an estimator is one decorated
-function, and the algorithm table, TrainConfig's check, the trainer and ``delib train --algo`` follow."""
+"""The advantage registry (rl/advantages.py ``ADVANTAGES``): adding an estimator is one function and its entry,
+and the algorithm table, TrainConfig's check, the trainer and ``delib train --algo`` follow."""
 
 from __future__ import annotations
 
@@ -11,30 +11,21 @@ import pytest
 import torch
 
 from deliberation.cli.main import build_parser
-from deliberation.rl.advantages import ADVANTAGES, register_advantage, reinforce_baseline
+from deliberation.rl.advantages import ADVANTAGES, Advantage, reinforce_baseline
 from deliberation.rl.algorithms import ALGORITHMS, OBJECTIVES, POLICY_GRADIENT
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.trainer import train_pg
 
 
-@pytest.fixture
-def registry():
-    """ADVANTAGES as it was before the test, restored after it (whatever the test registers)."""
-    saved = dict(ADVANTAGES)
-    yield ADVANTAGES
-    ADVANTAGES.clear()
-    ADVANTAGES.update(saved)
-
-
-def test_one_decorated_function_is_an_algorithm_that_trains(registry, decisions, tmp_path):
+def test_one_entry_is_an_algorithm_that_trains(monkeypatch, decisions, tmp_path):
     seen = []
 
-    @register_advantage("tau")  # the one edit: a tempered sign of the group-centred reward
-    def tempered_sign(rewards, groups, tau=0.0):
+    def tempered_sign(rewards, groups, tau=0.0):  # a tempered sign of the group-centred reward
         seen.append(tau)
         centred = reinforce_baseline(rewards, groups)
         return torch.tanh(centred / tau) if tau > 0 else torch.sign(centred)
 
+    monkeypatch.setitem(ADVANTAGES.table, "tempered_sign", Advantage(tempered_sign, ("tau",)))  # the one edit
     assert {"tempered_sign", "tempered_sign-full"} <= set(POLICY_GRADIENT)
     assert "tempered_sign-pooled" not in ALGORITHMS  # pooled only where registered (softrankpo)
     cfg = TrainConfig(algo="tempered_sign", tau=0.5, epochs=1, batch_size=len(decisions), val_fraction=0.25)
@@ -47,6 +38,7 @@ def test_one_decorated_function_is_an_algorithm_that_trains(registry, decisions,
 
 
 def test_the_table_holds_every_registered_function_under_each_objective_it_names():
+    assert all(advantage.fn.__name__ == name for name, advantage in ADVANTAGES.items())
     for name, advantage in ADVANTAGES.items():
         labels = {name if o == "sampled" else f"{name}-{o}" for o in advantage.objectives}
         assert labels <= set(ALGORITHMS) and all(ALGORITHMS[label].advantage == name for label in labels)
@@ -60,16 +52,10 @@ def test_every_declared_parameter_is_a_train_config_field():
     assert ADVANTAGES["softrankpo"].params == ("tau",)
 
 
-def test_bad_registrations_are_refused(registry):
+def test_bad_entries_are_refused(monkeypatch):
     with pytest.raises(ValueError, match="takes no such keyword"):
-        register_advantage("tau")(lambda rewards, groups: rewards)
-    with pytest.raises(ValueError, match="registered twice"):
-        register_advantage()(reinforce_baseline)
-
-    @register_advantage(objectives=("sampled", "sideways"))
-    def odd(rewards, groups):
-        return rewards
-
+        Advantage(lambda rewards, groups: rewards, ("tau",))
+    monkeypatch.setitem(ADVANTAGES.table, "odd", Advantage(reinforce_baseline, objectives=("sampled", "sideways")))
     with pytest.raises(ValueError, match="unknown objectives"):
         list(ALGORITHMS)
 

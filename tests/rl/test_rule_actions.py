@@ -1,5 +1,5 @@
 """The tensor twins of the fixed rules (rl/rule_actions.py) agree with the rules' policies (policy/rules.py),
-and a new rule is one entry of ``FIXED_RULES`` (and, for the held-out comparison, one decorated twin)."""
+and a new rule is one entry of ``FIXED_RULES`` (and, for the held-out comparison, one entry of ``RULES``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from deliberation.engine.state import AgentView, Observation, observe
 from deliberation.policy.rules import FIXED_RULES, FixedRule
 from deliberation.rl.data import tensorize
 from deliberation.rl.held_out import rule_actions
-from deliberation.rl.rule_actions import CONFIDENCE, PARSEABLE, RULES, agreement_threshold, twin_of
+from deliberation.rl.rule_actions import CONFIDENCE, PARSEABLE, RULES, agreement_threshold
 from deliberation.actions import ACTION_ORDER, ACTIONS, Action
 from deliberation.types import Decision
 
@@ -53,6 +53,10 @@ def policy_and_twin_actions(name: str) -> tuple[list[Action], list[Action]]:
 def test_every_twin_takes_its_rules_actions_on_hand_built_teams(name):
     expected, got = policy_and_twin_actions(name)
     assert got == expected
+
+
+def test_every_twin_is_of_a_fixed_rule():
+    assert set(RULES) <= set(FIXED_RULES)
 
 
 def test_the_teams_reach_every_branch_of_the_twinned_rules():
@@ -94,7 +98,7 @@ import json, sys
 from deliberation.policy.rules import FIXED_RULES, FixedRule
 from deliberation.actions import Action
 {inspect.getsource(ConfidentPersist)}
-FIXED_RULES[{NEW!r}] = FixedRule(ConfidentPersist, simplicity=55, confidence=True)  # the one edit
+FIXED_RULES.table[{NEW!r}] = FixedRule(ConfidentPersist, simplicity=55, confidence=True)  # the one edit
 
 from deliberation import methods
 from deliberation.cli.main import main
@@ -120,28 +124,15 @@ def test_a_new_rule_is_one_entry_then_a_method_and_on_the_tune_grid(tmp_path):
     assert json.loads((tmp_path / "run" / "config.json").read_text())["confidence_threshold"] == 0.9
 
 
-@pytest.fixture
-def twins():
-    """RULES as it was before the test, restored after it."""
-    saved = dict(RULES)
-    yield RULES
-    RULES.clear()
-    RULES.update(saved)
+def test_a_new_rules_twin_is_one_entry_checked_against_its_policy(monkeypatch):
+    monkeypatch.setitem(FIXED_RULES.table, NEW, FixedRule(ConfidentPersist, simplicity=55, confidence=True))
 
-
-def test_a_new_rules_twin_is_one_decorated_function_checked_against_its_policy(monkeypatch, twins):
-    monkeypatch.setitem(FIXED_RULES, NEW, FixedRule(ConfidentPersist, simplicity=55, confidence=True))
-
-    @twin_of(NEW)
     def confident_persist(batch):
         sure = (batch.own[:, PARSEABLE] > 0.5) & (batch.own[:, CONFIDENCE] >= THRESHOLD)  # (N,)
         return torch.where(sure, ACTIONS.index(Action.PERSIST), ACTIONS.index(Action.REFINE))
 
+    monkeypatch.setitem(RULES.table, NEW, confident_persist)  # the one edit
     expected, got = policy_and_twin_actions(NEW)
     assert got == expected and {Action.PERSIST, Action.REFINE} <= set(expected)
     assert NEW in rule_actions(tensorize(team(0)[1]))  # the held-out comparison scores it
-    with pytest.raises(ValueError, match="has a twin already"):
-        twin_of(NEW)(confident_persist)
-    with pytest.raises(ValueError, match="no fixed rule"):
-        twin_of("never-registered")(confident_persist)
 

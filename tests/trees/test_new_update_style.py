@@ -33,7 +33,7 @@ reached it; a right answer never breaks."""
 @pytest.fixture(autouse=True)
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The method's registry line (a real one goes into ``methods.METHODS``)."""
-    monkeypatch.setitem(methods.METHODS, "critique", f"{__name__}:METHOD")
+    monkeypatch.setitem(methods.METHODS.table, "critique", f"{__name__}:METHOD")
 
 
 def delib(*argv: str) -> None:

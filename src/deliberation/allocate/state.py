@@ -22,6 +22,7 @@ import numpy as np
 from deliberation.engine.adaptive import leader_probability
 from deliberation.engine.signals import arith_clean, logprob_answer
 from deliberation.engine.state import AgentView
+from deliberation.registry import Registry
 
 FEATURE_VERSION = 1
 SCALE = 12
@@ -107,7 +108,7 @@ def _leader_arith(state: State) -> float:
     return 0.0 if found is None else found
 
 
-FEATURES: dict[str, Callable[[State], float]] = {
+FEATURES: Registry[Callable[[State], float]] = Registry("allocator feature", {
     "drawn": lambda s: s.drawn / SCALE,
     "top_votes": lambda s: _nth(s, 0) / SCALE,
     "second_votes": lambda s: _nth(s, 1) / SCALE,
@@ -122,7 +123,7 @@ FEATURES: dict[str, Callable[[State], float]] = {
     "logprob_known": lambda s: float(any(x.logprob is not None for x in s.samples)),
     "leader_arith": _leader_arith,
     "deliberated": lambda s: float(s.deliberated),
-}
+})
 """Every feature of the allocator's state by name, in the order of its input vector."""
 FEATURE_NAMES: tuple[str, ...] = tuple(FEATURES)
 

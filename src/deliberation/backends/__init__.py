@@ -16,22 +16,22 @@ from typing import Any, Callable, Sequence
 from deliberation.backends.cache import CACHE_FILE
 from deliberation.backends.base import Backend, Capabilities, capabilities, check_backend, check_class
 from deliberation.errors import DelibError, writable_file
-from deliberation.registry import lookup
+from deliberation.registry import Registry
 
 # name -> "module:Class"; resolved on use so no heavy import happens at registry time.
-BACKENDS: dict[str, str] = {
+BACKENDS: Registry[type] = Registry("backend", {
     "llamacpp": "deliberation.backends.llamacpp:LlamaCppBackend",
     "openai": "deliberation.backends.openai_http:OpenAIBackend",
     "hf": "deliberation.backends.hf:HFBackend",
     "vllm": "deliberation.backends.vllm:VLLMBackend",
     "scripted": "deliberation.backends.scripted:ScriptedBackend",
     "team": "deliberation.backends.team:TeamBackend",  # each agent on its own model (--team)
-}
+})
 
 
 def backend_class(name: str) -> type:
     """The class registered under ``name``, checked to have a backend's members (``base.check_class``)."""
-    return check_class(lookup(BACKENDS, name, "backend"), name)
+    return check_class(BACKENDS.resolve(name), name)
 
 
 def backend_capabilities(name: str) -> Capabilities:

@@ -13,17 +13,17 @@ import atexit
 import threading
 
 from deliberation.benchmarks.base import Benchmark
-from deliberation.registry import lookup
+from deliberation.registry import Registry
 
 # name -> "module:Class"
-BENCHMARKS: dict[str, str] = {
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", {
     "gsm8k": "deliberation.benchmarks.gsm8k:GSM8K",
     "math": "deliberation.benchmarks.math:MATH",
     "aime24": "deliberation.benchmarks.aime:AIME24",
     "amc23": "deliberation.benchmarks.amc:AMC23",
     "mmlu": "deliberation.benchmarks.mmlu:MMLU",
     "humaneval": "deliberation.benchmarks.humaneval:HumanEval",
-}
+})
 _OPEN: dict[str, Benchmark] = {}
 _LOCK = threading.Lock()
 
@@ -43,7 +43,7 @@ def _make(name: str) -> Benchmark:
     parsed = own.parse_name(name)
     if parsed is not None:
         return own.OwnData(parsed.answer_type, parsed.path)
-    return lookup(BENCHMARKS, name, "benchmark")()
+    return BENCHMARKS.resolve(name)()
 
 
 def opened() -> list[Benchmark]:

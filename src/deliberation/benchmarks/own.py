@@ -33,17 +33,17 @@ from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.helpers import numeric, sources
 from deliberation.benchmarks.helpers.sources import Row
 from deliberation.errors import BadText, DelibError, clean_text
-from deliberation.registry import lookup
+from deliberation.registry import Registry
 from deliberation.types import Example
 
 # answer type -> "module:Class" of the benchmark whose extraction, agreement keys and scorer it uses
-ANSWER_TYPES: dict[str, str] = {
+ANSWER_TYPES: Registry[type[Benchmark]] = Registry("answer type", {
     "numeric": "deliberation.benchmarks.gsm8k:GSM8K",
     "math": "deliberation.benchmarks.math:MATH",
     "choice": "deliberation.benchmarks.mmlu:MMLU",
     "code": "deliberation.benchmarks.humaneval:HumanEval",
     "text": "deliberation.benchmarks.text:TextAnswers",
-}
+})
 ASK = "ask"
 LETTERS = "ABCD"
 NEEDS = {"numeric": ("answer",), "math": ("answer",), "choice": ("choices", "answer"), "code": ("tests",),
@@ -75,7 +75,7 @@ def parse_name(name: str) -> OwnName | None:
 
 def file_name(answer_type: str, path: str) -> str:
     """The benchmark name of the JSONL file ``path`` scored as ``answer_type``."""
-    lookup(ANSWER_TYPES, answer_type, "answer type")
+    ANSWER_TYPES.resolve(answer_type)
     return f"{answer_type}:{path}"
 
 
@@ -90,7 +90,7 @@ def folder_name(name: str) -> str:
 
 def ask_name(answer_type: str) -> str:
     """The benchmark name of questions asked with no gold answer, keyed and extracted as ``answer_type``."""
-    lookup(ANSWER_TYPES, answer_type, "answer type")
+    ANSWER_TYPES.resolve(answer_type)
     return f"{ASK}:{answer_type}"
 
 
@@ -128,7 +128,7 @@ class OwnData(Benchmark):
     splits = ("test",)
 
     def __init__(self, answer_type: str, path: str | None) -> None:
-        self.scorer: Benchmark = lookup(ANSWER_TYPES, answer_type, "answer type")()
+        self.scorer: Benchmark = ANSWER_TYPES.resolve(answer_type)()
         self.answer_type, self.path = answer_type, path
         self.name = ask_name(answer_type) if path is None else file_name(answer_type, path)
         self.answer_instruction = self.scorer.answer_instruction

@@ -20,6 +20,7 @@ import numpy as np
 from deliberation.engine import arith_check
 from deliberation.engine.signals import logprob_answer
 from deliberation.engine.state import FEATURE_GROUPS, FEATURE_NAMES, FEATURE_VERSION, AgentView, Observation
+from deliberation.registry import Registry
 
 ARITH_FEATURES: tuple[str, ...] = (
     "arith_wrong_share",  # share of the checked computations that are wrong (0 when none is checkable)
@@ -65,7 +66,7 @@ SIGNALS = FeatureSet("signals", 2, FEATURE_NAMES + SIGNAL_FEATURES, {
     "checked-arithmetic": ARITH_FEATURES,
     "logprob-confidence": LOGPROB_FEATURES,
 }, signal_columns, reads_summaries=True)
-FEATURE_SETS: dict[str, FeatureSet] = {s.name: s for s in (PAPER, SIGNALS)}
+FEATURE_SETS: Registry[FeatureSet] = Registry("feature set", {s.name: s for s in (PAPER, SIGNALS)})
 """Every feature set by name (``--features``)."""
 
 

@@ -18,6 +18,7 @@ from deliberation.backends.logprob_summary import answer_mean
 from deliberation.engine import arith_check
 from deliberation.engine.consensus import support
 from deliberation.engine.state import AgentView
+from deliberation.registry import Registry
 
 Signal = Callable[[Sequence[AgentView], int], "float | None"]
 """(the team's views, the agent) -> the signal, higher = more likely right; None where undefined."""
@@ -64,7 +65,7 @@ def answer_follows(views: Sequence[AgentView], i: int) -> float | None:
     return None if follows is None else float(follows)
 
 
-SIGNALS: dict[str, Signal] = {
+SIGNALS: Registry[Signal] = Registry("signal", {
     "critic": critic,
     "agreement": agreement,
     "logprob-mean": logprob_mean,
@@ -73,7 +74,7 @@ SIGNALS: dict[str, Signal] = {
     "arith-ok": arith_ok,
     "arith-clean": arith_clean,
     "answer-follows": answer_follows,
-}
+})
 """Every zero-cost correctness signal by name (the AUROC table's rows)."""
 SUMMARY_SIGNALS = frozenset({"logprob-mean", "logprob-lowest-window", "logprob-answer"})
 """The signals read from a completion's log-probability summary (undefined where a backend records none)."""

@@ -11,10 +11,10 @@ from deliberation.engine.loop import example_rng
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.policy.rules import FIXED_RULES
 from deliberation.methods.options import MethodOptions
-from deliberation.registry import lookup
+from deliberation.registry import Registry
 from deliberation.types import Episode, Example
 
-METHODS: dict[str, str] = {
+METHODS: Registry[Method] = Registry("method", {
     "cot": "deliberation.methods.cot:METHOD",
     "self-consistency": "deliberation.methods.self_consistency:METHOD",
     "adaptive-consistency": "deliberation.methods.adaptive_consistency:METHOD",
@@ -34,12 +34,12 @@ METHODS: dict[str, str] = {
     "mpdf-allocate": "deliberation.methods.allocate:ALLOCATE",
     **{name: f"deliberation.methods.rules:RULE_METHODS[{name}]" for name in FIXED_RULES},  # the fixed rules
     "oracle": "deliberation.methods.oracle:METHOD",
-}
+})
 
 
 def get(name: str) -> Method:
     """The method registered under ``name``."""
-    return lookup(METHODS, name, "method")
+    return METHODS.resolve(name)
 
 
 def described() -> str:

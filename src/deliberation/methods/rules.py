@@ -8,6 +8,7 @@ from __future__ import annotations
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import Method
 from deliberation.policy.rules import FIXED_RULES, FixedRule
+from deliberation.registry import Registry
 
 
 def rule_method(name: str, rule: FixedRule) -> Method:
@@ -19,4 +20,5 @@ def rule_method(name: str, rule: FixedRule) -> Method:
                   options=options, fixed_rule=True, about=rule.about)
 
 
-RULE_METHODS: dict[str, Method] = {name: rule_method(name, rule) for name, rule in FIXED_RULES.items()}
+RULE_METHODS: Registry[Method] = Registry("method", {name: rule_method(name, rule)
+                                                    for name, rule in FIXED_RULES.items()})

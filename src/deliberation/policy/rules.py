@@ -25,6 +25,7 @@ from deliberation.engine.consensus import support
 from deliberation.engine.spec import MetaPolicy
 from deliberation.engine.state import Observation
 from deliberation.actions import ACTION_SETS, PAPER_ACTIONS, Action
+from deliberation.registry import Registry
 
 Decided = tuple[tuple[Action, ...], tuple[float, ...]]
 
@@ -131,7 +132,7 @@ class FixedRule:
         return set(ACTION_SETS[self.actions]) <= set(ACTION_SETS[actions])
 
 
-FIXED_RULES: dict[str, FixedRule] = {
+FIXED_RULES: Registry[FixedRule] = Registry("fixed rule", {
     "always-persist": FixedRule(lambda _: ConstantPolicy(Action.PERSIST), 10, about="fixed rule: every agent keeps "
                                 "its answer"),
     "always-refine": FixedRule(lambda _: ConstantPolicy(Action.REFINE), 20, about="fixed rule: every agent refines"),
@@ -148,5 +149,5 @@ FIXED_RULES: dict[str, FixedRule] = {
                                     about="fixed rule: the agreement rule, a lone answer resampled instead of refined"),
     "agreement-then-confidence": FixedRule(AgreementThenConfidence, 60, confidence=True, about="fixed rule: the "
                                            "agreement rule, a confident lone agent kept from conceding"),
-}
+})
 """name -> rule, in the order ``methods.METHODS`` lists them (a tree store's manifest records that order)."""

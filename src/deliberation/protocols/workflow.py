@@ -35,6 +35,7 @@ from deliberation.engine.loop import AgentRecord, Context, episode_of
 from deliberation.errors import DelibError
 from deliberation.protocols.aflow import (ATTEMPTS, DETAILED_SOLUTION, GENERATE_SOLUTION, MATH_SOLVE, REFINE_ANSWER,
                                           Calls)
+from deliberation.registry import Registry
 from deliberation.types import Episode
 
 OPS = ("custom", "sc_ensemble", "programmer")
@@ -158,7 +159,7 @@ def workflow_episode(ctx: Context, rng: np.random.Generator) -> Episode:
                       start)
 
 
-TRANSFERRED: dict[str, Workflow] = {
+TRANSFERRED: Registry[Workflow] = Registry("transferred workflow", {
     "gsm8k": parse({"steps": [
         {"op": "custom", "out": "solutions", "instruction": MATH_SOLVE, "input": ["$problem"], "n": 5},
         {"op": "sc_ensemble", "out": "best", "from": ["solutions"]},
@@ -170,7 +171,7 @@ TRANSFERRED: dict[str, Workflow] = {
         {"op": "custom", "out": "detailed", "instruction": DETAILED_SOLUTION},
         {"op": "custom", "out": "generated", "instruction": GENERATE_SOLUTION, "n": 2},
         {"op": "sc_ensemble", "out": "best", "from": ["refined", "detailed", "generated"]}], "answer": ["best"]}),
-}
+})
 """The workflows AFlow found, by the benchmark they were found on. The authors' graph files are not public;
 the structure follows the paper's case study (Section 5.2, Figure 6) for GSM8K and Appendix B for MATH, as
 independent reconstructions agree on them. GSM8K: five careful solutions, the most consistent one, a program

@@ -2,11 +2,10 @@
 
 Every function has the signature ``(rewards: Tensor (N,), groups: LongTensor (N,), **kw) -> Tensor (N,)``:
 ``groups[n]`` names the group of samples that decision ``n`` is ranked or baselined against (in training,
-the K samples of one question, round and agent). Each registers itself with ``@register_advantage`` (the
-model is verl's ``register_adv_est``), naming the TrainConfig fields it reads and the objectives it trains
-under; ``rl/algorithms.py`` builds every algorithm name from ``ADVANTAGES`` (so do ``TrainConfig``'s check and
-``delib train --algo``), and the trainer never switches on the name. Adding an estimator is one decorated
-function here.
+the K samples of one question, round and agent). Each is one entry of ``ADVANTAGES`` at the bottom of this
+file, naming the TrainConfig fields it reads and the objectives it trains under; ``rl/algorithms.py`` builds
+every algorithm name from ``ADVANTAGES`` (so do ``TrainConfig``'s check and ``delib train --algo``), and the
+trainer never switches on the name. Adding an estimator is one function here plus its entry.
 
 How SoftRankPO (Yang & Thomason, AAAI 2026, arXiv 2509.03817; our definition in docs/design.md, section SoftRankPO)
 departs from GRPO (Shao et al. 2024, arXiv 2402.03300), whose advantage is (r - mean_g) / (std_g + eps):
@@ -34,47 +33,34 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
+from deliberation.registry import Registry
+
 GRPO_EPS = 1e-6  # GRPO's std guard (TRL's default scale_rewards epsilon is 1e-4; 1e-6 keeps it tighter)
-Fn = TypeVar("Fn", bound=Callable[..., Tensor])
 
 
 @dataclass(frozen=True)
 class Advantage:
-    """A registered advantage function and what it reads besides the rewards and groups."""
+    """An advantage function and what it reads besides the rewards and groups (an entry of ``ADVANTAGES``)."""
 
     fn: Callable[..., Tensor]  # (rewards (N,), groups (N,), **params) -> advantages (N,)
-    params: tuple[str, ...]  # TrainConfig fields passed to ``fn`` by keyword (softrankpo: tau)
-    objectives: tuple[str, ...]  # keys of ``rl/algorithms.OBJECTIVES`` it trains under
+    params: tuple[str, ...] = ()  # TrainConfig fields passed to ``fn`` by keyword (softrankpo: tau)
+    objectives: tuple[str, ...] = ("sampled", "full")
+    """Keys of ``rl/algorithms.OBJECTIVES`` it trains under, each an algorithm: the sampled one as NAME, any
+    other as NAME-OBJECTIVE (by default NAME-full; docs/design.md, section Objectives)."""
+
+    def __post_init__(self) -> None:
+        unread = [p for p in self.params if p not in inspect.signature(self.fn).parameters]
+        if unread:
+            raise ValueError(f"advantage {self.fn.__name__!r} declares {unread} but takes no such keyword")
 
     def __call__(self, rewards: Tensor, groups: Tensor, cfg: Any) -> Tensor:
         """(N,) advantages of (N,) rewards and groups, ``params`` read from ``cfg`` (a TrainConfig)."""
         return self.fn(rewards, groups, **{name: getattr(cfg, name) for name in self.params})
-
-
-ADVANTAGES: dict[str, Advantage] = {}
-"""Every advantage function under its function's name, in registration order (``register_advantage``)."""
-
-
-def register_advantage(*params: str, objectives: tuple[str, ...] = ("sampled", "full")) -> Callable[[Fn], Fn]:
-    """Register the decorated function in ``ADVANTAGES`` under its name. ``params``: the TrainConfig fields it
-    reads, each a keyword of the function. ``objectives``: those it trains under, each an algorithm: the
-    sampled one as NAME, any other as NAME-OBJECTIVE (by default NAME-full; docs/design.md, section Objectives)."""
-
-    def register(fn: Fn) -> Fn:
-        if fn.__name__ in ADVANTAGES:
-            raise ValueError(f"advantage {fn.__name__!r} is registered twice")
-        unread = [p for p in params if p not in inspect.signature(fn).parameters]
-        if unread:
-            raise ValueError(f"advantage {fn.__name__!r} declares {unread} but takes no such keyword")
-        ADVANTAGES[fn.__name__] = Advantage(fn, params, objectives)
-        return fn
-
-    return register
 
 
 @dataclass(frozen=True)
@@ -145,7 +131,6 @@ def _group_std(padded: Tensor, grp: _Groups) -> Tensor:
     return (dev.square().sum(-1, keepdim=True) / grp.counts.unsqueeze(-1)).sqrt()
 
 
-@register_advantage("tau", objectives=("sampled", "full", "pooled"))
 def softrankpo(rewards: Tensor, groups: Tensor, tau: float = 0.0) -> Tensor:
     """SoftRankPO advantages: normal scores of within-group ranks (hard, tau = 0) or of soft ranks (tau > 0).
 
@@ -194,7 +179,6 @@ def _soft_scores(padded: Tensor, grp: _Groups, tau: float) -> Tensor:
     return torch.where(grp.mask, quant - grp.mean(quant), torch.zeros_like(u))
 
 
-@register_advantage()
 def grpo(rewards: Tensor, groups: Tensor, eps: float = GRPO_EPS) -> Tensor:
     """GRPO (Shao et al. 2024): (r - mean_g) / (std_g + eps), population std. Centred again after the
     division: when a group's rewards differ only by rounding (std far below eps), the rounding left in
@@ -205,14 +189,12 @@ def grpo(rewards: Tensor, groups: Tensor, eps: float = GRPO_EPS) -> Tensor:
     return _out(grp.unpad(adv - grp.mean(adv)), rewards)
 
 
-@register_advantage()
 def reinforce(rewards: Tensor, groups: Tensor) -> Tensor:
     """REINFORCE (Williams 1992): the reward itself, no baseline; ``groups`` is only validated."""
     r, _ = _prepare(rewards, groups)
     return _out(r, rewards)
 
 
-@register_advantage()
 def reinforce_baseline(rewards: Tensor, groups: Tensor) -> Tensor:
     """REINFORCE with the group-mean baseline: r - mean_g."""
     r, grp = _prepare(rewards, groups)
@@ -220,7 +202,6 @@ def reinforce_baseline(rewards: Tensor, groups: Tensor) -> Tensor:
     return _out(grp.unpad(padded - grp.mean(padded)), rewards)
 
 
-@register_advantage()
 def rloo(rewards: Tensor, groups: Tensor) -> Tensor:
     """RLOO (Kool et al. 2019; Ahmadian et al. 2024): r minus the mean of the other K - 1 rewards, computed
     as K/(K-1) * (r - mean_g). Groups of one decision get 0 (there is no other sample)."""
@@ -229,3 +210,13 @@ def rloo(rewards: Tensor, groups: Tensor) -> Tensor:
     k = grp.counts.unsqueeze(-1).to(torch.float64)  # (G, 1)
     factor = torch.where(k > 1, k / (k - 1).clamp(min=1), torch.zeros_like(k))
     return _out(grp.unpad(factor * (padded - grp.mean(padded))), rewards)
+
+
+ADVANTAGES: Registry[Advantage] = Registry("advantage", {
+    "softrankpo": Advantage(softrankpo, ("tau",), objectives=("sampled", "full", "pooled")),
+    "grpo": Advantage(grpo),
+    "reinforce": Advantage(reinforce),
+    "reinforce_baseline": Advantage(reinforce_baseline),
+    "rloo": Advantage(rloo),
+})
+"""Every advantage function under its function's name; ``rl/algorithms.py`` lists the algorithms in this order."""

@@ -1,10 +1,10 @@
 """The algorithm registry, the one place an algorithm's name is read (docs/design.md, section Comparator algorithms).
 
-An algorithm is an advantage function (an entry of ``ADVANTAGES``, which ``rl/advantages.py`` fills with
-``@register_advantage``) plus the objective it is trained with (a key of ``OBJECTIVES``, ``rl/objectives.py``:
+An algorithm is an advantage function (an entry of ``ADVANTAGES``, the table at the bottom of
+``rl/advantages.py``) plus the objective it is trained with (a key of ``OBJECTIVES``, ``rl/objectives.py``:
 which rewards the function compares and the loss form); ``sft`` is the entry with no advantage: cross-entropy
 on oracle labels. The table is built from the registry: each function trains under the sampled objective by
-its own name (the paper's objective) and under each other objective it registers for as
+its own name (the paper's objective) and under each other objective its entry names as
 ``NAME-OBJECTIVE`` (``NAME-full``, ``softrankpo-pooled``; docs/design.md, section Objectives); ``ppo`` is
 GRPO, always clipped.
 Importing this module loads no torch (the CLI lists ``ALGORITHMS`` as ``--algo``'s choices, and reports ask
@@ -14,15 +14,15 @@ Importing this module loads no torch (the CLI lists ``ALGORITHMS`` as ``--algo``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
-from deliberation.registry import lookup
+from deliberation.registry import Registry
 
-OBJECTIVES: dict[str, str] = {
+OBJECTIVES: Registry[Any] = Registry("objective", {
     "sampled": "deliberation.rl.objectives:SAMPLED",
     "full": "deliberation.rl.objectives:FULL",
     "pooled": "deliberation.rl.objectives:POOLED",
-}
+})
 """name -> "module:attribute" of an ``Objective``: the rewards ranked together and the loss that uses them."""
 PLAIN = "sampled"  # the objective an advantage trains under by its own name
 SFT = "sft"  # the one supervised algorithm
@@ -55,11 +55,11 @@ class Algorithm:
     def decision_advantages(self, batch: Any, cfg: Any) -> Any:
         """Advantages of a DecisionBatch under this algorithm's objective: (N,) for the action each decision
         took, or (N, A) for every action (ACTION_ORDER)."""
-        return lookup(OBJECTIVES, self.objective, "objective").advantages(self, batch, cfg)
+        return OBJECTIVES.resolve(self.objective).advantages(self, batch, cfg)
 
     def policy_gradient(self, logp: Any, actions: Any, advantages: Any, behaviour_logp: Any, cfg: Any) -> Any:
         """The objective's policy-gradient loss () of log-probs (N, A) and ``decision_advantages`` rows."""
-        objective = lookup(OBJECTIVES, self.objective, "objective")
+        objective = OBJECTIVES.resolve(self.objective)
         return objective.loss(logp, actions, advantages, behaviour_logp, self.clip_eps(cfg))
 
 
@@ -78,29 +78,15 @@ def algorithm_table() -> dict[str, Algorithm]:
     return {SFT: Algorithm(None), **plain, "ppo": Algorithm("grpo", default_clip_eps=PPO_CLIP_EPS), **others}
 
 
-class _Table(Mapping[str, Algorithm]):
-    """A read-only view of ``algorithm_table()``, read again at every use: listing no names loads no torch,
-    and an advantage registered later (a test's) is an algorithm at once."""
-
-    def __init__(self, policy_gradient_only: bool) -> None:
-        self._policy_gradient_only = policy_gradient_only
-
-    def _read(self) -> dict[str, Algorithm]:
-        table = algorithm_table()
-        return {n: a for n, a in table.items() if not a.supervised} if self._policy_gradient_only else table
-
-    def __getitem__(self, name: str) -> Algorithm:
-        return self._read()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._read())
-
-    def __len__(self) -> int:
-        return len(self._read())
+def policy_gradient_table() -> dict[str, Algorithm]:
+    """``algorithm_table()`` without the supervised entry: the algorithms ``delib iterate`` trains."""
+    return {n: a for n, a in algorithm_table().items() if not a.supervised}
 
 
-ALGORITHMS: Mapping[str, Algorithm] = _Table(policy_gradient_only=False)
-POLICY_GRADIENT: Mapping[str, Algorithm] = _Table(policy_gradient_only=True)
+ALGORITHMS: Registry[Algorithm] = Registry("algorithm", algorithm_table)
+"""Read from the advantage registry at every use: listing no names loads no torch, and an advantage added to
+its table (a test's) is an algorithm at once."""
+POLICY_GRADIENT: Registry[Algorithm] = Registry("algorithm", policy_gradient_table)
 
 
 def is_supervised(stage: str) -> bool:

@@ -22,41 +22,38 @@ from functools import partial
 from typing import Any, Callable
 
 from deliberation.config import EngineConfig
-from deliberation.errors import DelibError
-from deliberation.registry import lookup
+from deliberation.registry import Registry, imported
 
 
 @dataclass(frozen=True)
 class RewardSpec:
     """A reward function and what training data can hold it."""
 
-    function: str  # "module:function" with the signature of rl/rollouts.Reward
+    function: str  # "module:function" with the signature of rl/rollouts.Reward, imported when chosen
     tree_rounds: int  # rounds a tree store's episodes run for training when --tree-rounds is not given
     in_rollouts: bool  # rollout files of `delib collect` hold this reward
 
 
-REWARDS: dict[str, RewardSpec] = {
+REWARDS: Registry[RewardSpec] = Registry("reward", {
     "round": RewardSpec("deliberation.rl.rollouts:rewards_for", tree_rounds=1, in_rollouts=True),
     # the episode of the engine's default length: with one round it would be the round reward
     "episode": RewardSpec("deliberation.rl.episode:episode_rewards", tree_rounds=EngineConfig().rounds,
                           in_rollouts=False),
-}
+})
 
 
-REWARD_COMPONENTS: dict[str, tuple[float, float]] = {
+REWARD_COMPONENTS: Registry[tuple[float, float]] = Registry("reward components", {
     "both": (1.0, 1.0),  # the paper's: r = r_local + r_global
     "local": (1.0, 0.0),  # the agent's own correctness change only
     "global": (0.0, 1.0),  # the team vote's leave-one-out change only
-}
+})
 """(weight of r_local, weight of r_global) by name: the reward-component ablation (docs/design.md, section Rewards)."""
 
 
 def reward_function(name: str, components: str = "both") -> Any:
     """The ``Reward`` callable registered under ``name``, its pairs weighted by ``REWARD_COMPONENTS[components]``."""
-    function = lookup({key: spec.function for key, spec in REWARDS.items()}, name, "reward")
-    if components not in REWARD_COMPONENTS:
-        raise DelibError(f"unknown reward components {components!r}; choose one of: {', '.join(REWARD_COMPONENTS)}")
-    weights = REWARD_COMPONENTS[components]
+    function = imported(REWARDS.resolve(name).function)
+    weights = REWARD_COMPONENTS.resolve(components)
     return function if weights == REWARD_COMPONENTS["both"] else partial(_weighted, function, weights)
 
 

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 from deliberation.engine.prompts.common import (DEBATE, PROBLEM_HEADER, RECONCILE, REFINE, SECTION, SYSTEM, Prompt,
                                                 PromptSet, UpdateStyle, answered, initial_messages)
-from deliberation.registry import lookup
+from deliberation.registry import Registry
 
-PROMPTS: dict[str, str] = {
+PROMPTS: Registry[PromptSet] = Registry("prompt set", {
     "continuation": "deliberation.engine.prompts.continuation:PROMPTS",
     "standalone": "deliberation.engine.prompts.standalone:PROMPTS",
-}
+})
 DEFAULT = "continuation"
 
 
 def get(name: str) -> PromptSet:
     """The prompt set registered under ``name``."""
-    return lookup(PROMPTS, name, "prompt set")
+    return PROMPTS.resolve(name)
 
 
 __all__ = ["DEBATE", "DEFAULT", "PROBLEM_HEADER", "PROMPTS", "Prompt", "PromptSet", "RECONCILE", "REFINE", "SECTION",
