@@ -57,7 +57,8 @@ def test_canonical_settings_are_equal_exactly_when_nothing_differs():
 def test_the_refusal_is_one_line_with_short_values_shown_and_long_ones_named(tmp_path):
     long = ["q"] * SHOWN_WIDTH
     with pytest.raises(DelibError) as err:
-        check_resume(tmp_path, "a run", {"seed": 0, "ids": long}, {"seed": 1, "ids": long[:2]}, RULE, "use another --out")
+        check_resume(tmp_path, "a run", {"seed": 0, "ids": long}, {"seed": 1, "ids": long[:2]}, RULE,
+                     "use another --out")
     text = str(err.value)
     assert "\n" not in text and text.startswith(f"{tmp_path} holds a run with other settings (")
     assert "(ids, seed 0 there, 1 here); use another --out" in text

@@ -1,6 +1,6 @@
-"""Mixed teams end to end on the scripted backend with distinct models (docs/guides/backends.md, "Mixed teams"): `delib run
---team`, an experiment's [[agents]], the run record per model, the checks made before anything is written, and
-`delib report` keeping the models apart."""
+"""Mixed teams end to end on the scripted backend with distinct models (docs/guides/backends.md, "Mixed teams"):
+`delib run --team`, an experiment's [[agents]], the run record per model, the checks made before anything is
+written, and `delib report` keeping the models apart."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """The method options: what a user may set for a method besides its benchmark and engine, declared once.
 
-Each option is a field of ``MethodOptions``: its type, its default, its docstring (the help of its flag) and
-its check in ``__post_init__``. Everything that carries options inherits these fields: ``MethodConfig``
-(what a method reads), ``RunSpec`` (so config.json holds them under their names), ``Replay`` and
-``Variant`` (a labelled method: an experiment's row, a replayed variant). From them come the ``delib run``/``ask``/``evaluate`` flags, the keys of
-an experiment file's ``[[variants]]``, the Python calls' ``**options`` and, for a config.json written
-before an option existed, its value (the default, ``runs/directory.py``). A method entry lists the
-options it reads (``Method.options``); one that is given to a method reading none of them is refused,
-never silently ignored. Adding an option is adding a field here (and reading it in the methods that use it).
+Each option is a field of ``MethodOptions``: its type, its default, its docstring (the help of its flag) and its
+check in ``__post_init__``. Everything that carries options inherits these fields: ``MethodConfig`` (what a
+method reads), ``RunSpec`` (so config.json holds them under their names), ``Replay`` and ``Variant`` (a labelled
+method: an experiment's row, a replayed variant). From them come the ``delib run``/``ask``/``evaluate`` flags,
+the keys of an experiment file's ``[[variants]]``, the Python calls' ``**options`` and, for a config.json written
+before an option existed, its value (the default, ``runs/directory.py``). A method entry lists the options it
+reads (``Method.options``); one that is given to a method reading none of them is refused, never silently
+ignored. Adding an option is adding a field here (and reading it in the methods that use it).
 """
 
 from __future__ import annotations
