@@ -46,6 +46,7 @@ from deliberation.rl.allocation.paths import Path as QuestionPath
 from deliberation.rl.allocation.paths import simulate
 from deliberation.rl.allocation.config import AllocatorTraining
 from deliberation.rl.allocation.train import train
+from deliberation.runs.tune_rules import BEST_RULE, read_best_rule
 
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = ("math-train", "gsm8k-train")
@@ -207,7 +208,7 @@ def registered(record: dict, out: Path) -> dict:
                         "esc_window": int(record["esc_window"]["matched"])},
             "cisc_temperatures": {name: votes["methods"][name]["vote_temperature"]
                                   for name in ("cisc", "cisc-logprob")},
-            "best_rule": json.loads((PAIRED / "best_rule.json").read_text())["method"]}
+            "best_rule": read_best_rule(PAIRED / BEST_RULE).method}
 
 
 def main(argv: list[str]) -> None:

@@ -31,10 +31,11 @@ from typing import Any, Sequence
 from deliberation.cli.main import main as delib
 from deliberation.errors import DelibError
 from deliberation.report.columns import text_table
-from deliberation.report.compare import Comparison, check_held_out, read_rule
+from deliberation.report.compare import Comparison, check_held_out
 from deliberation.report.compare_plot import PAIRED_PNG, plotted
 from deliberation.report.paired import POOLED, Paired, diff_points
 from deliberation.runs.directory import CONFIG
+from deliberation.runs.tune_rules import read_best_rule
 from deliberation.trees.build import replayable
 from deliberation.trees.manifest import read_manifest
 from deliberation.trees.store import TreeStore, built_examples
@@ -99,7 +100,7 @@ def replay(out: Path, trees: str) -> None:
 def report(out: Path, trees: str) -> list[Path]:
     """The report of the replays into ``out/report``, against the best rule; prints the paired table and
     returns the figures' paths."""
-    reference = read_rule(RULE).label
+    reference = read_best_rule(Path(RULE)).label
     _step(f"3. paired with the best fixed rule ({reference}) and with self-consistency at equal tokens")
     folder = out / "report"
     _run(["report", str(out / "replay"), "--trees", trees, "--reference", reference, "--out", str(folder)])

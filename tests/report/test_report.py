@@ -176,8 +176,9 @@ def test_without_matplotlib_the_tables_are_still_written(runs, tmp_path, monkeyp
 
 def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_path):
     write_training_dir(tmp_path / "train" / "srpo", "softrankpo", 10.0, 0.75)
-    scores = {"decision_accuracy": 0.8, "policy_reward": 0.25, "policy_actions": [0.7, 0.1, 0.2],
-              "fixed_rewards": [0.1, -0.2, 0.05], "oracle_reward": 0.4}
+    scores = {"questions": 10, "decisions": 40, "policy_reward": 0.25, "decision_accuracy": 0.8,
+              "policy_actions": [0.7, 0.1, 0.2], "fixed_rewards": [0.1, -0.2, 0.05], "oracle_reward": 0.4,
+              "oracle_actions": [0.5, 0.3, 0.2]}  # the first held_out.json files held these entries only
     start = {**scores, "decision_accuracy": 0.6, "policy_reward": 0.1, "policy_actions": [0.5, 0.2, 0.3]}
     (tmp_path / "train" / "srpo" / "held_out.json").write_text(json.dumps({"policy": scores, "start": start}))
     write_training_dir(tmp_path / "train" / "grpo", "grpo", 1.0, 0.5)  # no held_out.json: from metrics
@@ -191,11 +192,26 @@ def test_training_table_shows_each_run_before_and_after_rl_with_references(tmp_p
            "|  |  |  |  |  |  |" == rows["| grpo"]
     scores.update(fixed_accuracies=[0.7, 0.2, 0.3], gain_ci95=[0.15, -0.05, 0.35], best_rule="agreement-threshold",
                   rule_rewards={"agreement-threshold": 0.3, "confidence-threshold": 0.2},
+                  rule_accuracies={"agreement-threshold": 0.6, "confidence-threshold": 0.5},
                   gain_over_rule_ci95=[-0.05, -0.2, 0.1])
     (tmp_path / "train" / "srpo" / "held_out.json").write_text(json.dumps({"policy": scores, "start": start}))
     report.write_report([tmp_path / "train"], tmp_path / "out2")
     assert ("| 0.100 / -0.200 / 0.050 | 0.700 / 0.200 / 0.300 | +0.150 [-0.050, +0.350] | agreement-threshold: 0.300 "
             "| -0.050 [-0.200, +0.100] | 0.400 |") in (tmp_path / "out2" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("scores, says", [({"questions": 10}, "HeldOut record is missing field(s) decisions"),
+                                           ([1, 2], "a JSON list, not an object")])
+def test_a_held_out_json_of_another_shape_is_one_line_naming_it_and_the_fix(tmp_path, scores, says):
+    write_training_dir(tmp_path / "train" / "srpo", "softrankpo", 1.0, 0.75)
+    path = tmp_path / "train" / "srpo" / "held_out.json"
+    path.write_text(json.dumps({"policy": scores, "start": None} if isinstance(scores, dict) else scores))
+    with pytest.raises(DelibError) as refused:
+        report.write_report([tmp_path / "train"], tmp_path / "out")
+    message = str(refused.value)
+    assert message.startswith(f"{path} is not a held_out.json of `delib train` (") and says in message
+    assert message.endswith("; restore it from a copy, or delete it (the report then reads the run's metrics.jsonl)")
+    assert "\n" not in message and not (tmp_path / "out").exists()
 
 
 def test_mpdf_row_names_the_rule_when_no_policy_ships(runs, tmp_path):

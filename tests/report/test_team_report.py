@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.runs.tune_rules import read_best_rule
 from deliberation.trees.store import TreeStore
 
 pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
@@ -39,9 +40,9 @@ def setup(tmp_path_factory) -> dict[str, Path]:
 
 def test_the_table_holds_every_arm_per_benchmark_and_pooled(setup):
     team = json.loads((setup["out"] / "team.json").read_text())
-    rule = json.loads((setup["root"] / "tuning" / "best_rule.json").read_text())
-    reference = f"best rule: {rule['label']}"
-    constants = {"always-persist", "always-refine", "always-concede"} - {rule["method"]}
+    rule = read_best_rule(setup["root"] / "tuning" / "best_rule.json")
+    reference = f"best rule: {rule.label}"
+    constants = {"always-persist", "always-refine", "always-concede"} - {rule.method}
     labels = {"mpdf [default]", f"sft [{setup['root'] / 'sft' / 'policy.pt'}]", reference, "oracle", *constants}
     assert team["reference"] == reference and {r["label"] for r in team["rows"]} == labels
     assert {(r["label"], r["column"]) for r in team["rows"]} == {
@@ -71,8 +72,9 @@ def test_paired_numbers_equal_delib_report_on_the_same_run_directories(setup, tm
 
 
 def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys):
-    bad_rule = tmp_path / "rule.json"
-    bad_rule.write_text(json.dumps({"method": "confidence-threshold", "threshold": None}))
+    bad_rule = tmp_path / "rule.json"  # a rule that reads a threshold, without one
+    tuned = json.loads((setup["root"] / "tuning" / "best_rule.json").read_text())
+    bad_rule.write_text(json.dumps({**tuned, "method": "confidence-threshold", "threshold": None}))
     trees = str(setup["root"] / "gsm8k-test")
     for extra, says in (((), "names no tuned rule"),
                         (("--sft", "default"), "given twice"),

@@ -7,6 +7,7 @@ import pytest
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
 from deliberation.rl.collect import CollectSpec
+from deliberation.rl.config import TrainConfig
 from deliberation.rl.iterate import IterateSpec, policy_file
 
 
@@ -35,18 +36,19 @@ def test_each_iteration_collects_with_the_previous_policy_and_trains_from_it(tmp
 
 
 def test_bad_settings_are_refused_before_anything_runs():
-    for kwargs, message in (({"iterations": 0}, "iterations"), ({"benchmarks": ()}, "benchmark"),
-                            ({"algo": "sft"}, "policy-gradient"), ({"overrides": {"lr": -1.0}}, "lr must be > 0"),
-                            ({"overrides": {"group_size": 9}}, "--group-size 9 is more than the --samples 8"),
-                            ({"overrides": {"ignore_features": ("nope",)}}, "unknown features"),
-                            ({"overrides": {"reward": "episode"}}, "--reward episode is not in the rollouts"),
-                            ({"overrides": {"reward_components": "local"}},
-                             "--reward-components local is not in the rollouts"),
-                            ({"overrides": {"actions": "resample"}}, "--actions resample is not in the rollouts"),
-                            ({"overrides": {"features": "signals"}}, "--features signals is not in the rollouts")):
+    for kwargs, message in (({"algo": "sft"}, "policy-gradient"), ({"lr": -1.0}, "lr must be > 0"),
+                            ({"group_size": 9}, "--group-size 9 is more than the --samples 8"),
+                            ({"ignore_features": ("nope",)}, "unknown features"),
+                            ({"reward": "episode"}, "--reward episode is not in the rollouts"),
+                            ({"reward_components": "local"}, "--reward-components local is not in the rollouts"),
+                            ({"actions": "resample"}, "--actions resample is not in the rollouts"),
+                            ({"features": "signals"}, "--features signals is not in the rollouts")):
         with pytest.raises(DelibError, match=message):
-            IterateSpec(**{"collect": CollectSpec(backend="scripted"), "benchmarks": ("gsm8k",), "iterations": 1,
-                           **kwargs})
+            IterateSpec(CollectSpec(backend="scripted"), ("gsm8k",), 1, TrainConfig(**kwargs))
+    with pytest.raises(DelibError, match="iterations"):
+        IterateSpec(CollectSpec(backend="scripted"), ("gsm8k",), 0)
+    with pytest.raises(DelibError, match="benchmark"):
+        IterateSpec(CollectSpec(backend="scripted"), (), 1)
 
 
 def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp_path):

@@ -98,15 +98,43 @@ def test_concurrent_collection_writes_the_same_questions(tmp_path):
 
 @pytest.mark.needs_split("gsm8k/train")
 def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
-    (tmp_path / "manifest.json").write_text(json.dumps({"feature_version": -1, "feature_names": []}))
-    with pytest.raises(DelibError, match="feature version"):
-        files.load_decisions([tmp_path])
     empty = tmp_path / "empty"
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", samples=2)
     collect(spec, str(empty), progress=False)
     gzip.open(empty / files.ROLLOUTS, "wt").close()  # stopped before its first question finished
     with pytest.raises(DelibError, match="empty"):
         files.load_decisions([empty])
+    other = tmp_path / "other"
+    other.mkdir()
+    manifest = json.loads((empty / files.MANIFEST).read_text())
+    (other / files.MANIFEST).write_text(json.dumps({**manifest, "feature_version": -1}))
+    with pytest.raises(DelibError, match="holds rollouts of feature version -1, this build uses version"):
+        files.load_decisions([other])
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"samples": "eight"}, "RolloutManifest.samples: a JSON text where a int belongs"),
+    ({"model": None, "benchmark": None, "feature_names": 3}, "RolloutManifest.feature_names"),
+])
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_manifest_of_the_wrong_shape_is_one_line_naming_it_and_the_fix(tmp_path, change, says):
+    """Training and a resumed collection read the manifest alike: a damaged one is refused, not a traceback."""
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", samples=2)
+    collect(spec, str(tmp_path), progress=False)
+    path = tmp_path / files.MANIFEST
+    manifest = json.loads(path.read_text())
+    assert files.read_manifest(path).to_dict() == manifest
+    path.write_text(json.dumps({**manifest, **change}))
+    for read in (lambda: files.load_decisions([tmp_path]), lambda: collect(spec, str(tmp_path), progress=False)):
+        with pytest.raises(DelibError) as refused:
+            read()
+        message = str(refused.value)
+        assert message.startswith(f"{path} lacks or mangles an entry of a rollout manifest (") and says in message
+        assert message.endswith("; restore it from a copy, or collect again into a new --out")
+        assert "\n" not in message
+    path.write_text("[1, 2]")
+    with pytest.raises(DelibError, match="is not a rollout manifest"):
+        files.load_decisions([tmp_path])
 
 
 def test_samples_below_two_and_no_exploration_are_refused():

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.rl.held_out_file import read_held_out
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,10 @@ def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
     rows = [json.loads(x) for x in (srpo / "metrics.jsonl").read_text().splitlines()]
     assert rows and all(set(r) >= {"loss", "kl", "entropy", "mean_advantage", "val_accuracy"} for r in rows)
     assert "gain over the best constant" in capsys.readouterr().out
-    compared = json.loads((srpo / "held_out.json").read_text())
-    assert compared["start"]["decisions"] == compared["policy"]["decisions"] > 0
+    scores = read_held_out(srpo)
+    assert scores.start.decisions == scores.policy.decisions > 0 and scores.policy.rule_rewards is not None
+    assert scores.policy.over_rule()[0] == scores.policy.best_rule in scores.policy.rule_rewards
+    assert read_held_out(sft).start is None
     # the trained policy runs as mpdf's policy
     run = tmp_path / "run"
     assert main(["run", "--method", "mpdf", "--policy", str(srpo / "policy.pt"), "--backend", "scripted",

@@ -12,7 +12,8 @@ import pytest
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
 from deliberation.policy.rules import FIXED_RULES
-from deliberation.runs.tune_rules import GridRow, Rule, Tuning, best, grid, read_grid, simplest_first, write_grid
+from deliberation.runs.tune_rules import (GridRow, Rule, Tuning, best, grid, read_best_rule, read_grid, simplest_first,
+                                          write_grid)
 
 IGNORED = ("wall_seconds", "generation_seconds")
 
@@ -102,12 +103,13 @@ def test_delib_tune_rules_replays_the_grid_and_writes_the_best(stores, tmp_path,
     for name in names:
         cells = {json.loads(p.read_text())["label"] for p in (out / name).glob("*/cell.json")}
         assert cells == {r.label for r in grid()}
-    record = json.loads((out / "best_rule.json").read_text())
+    record = read_best_rule(out / "best_rule.json")
     label, n, correct, tokens = independent_best(out, names)
-    assert record["label"] == label and record["n"] == n == 10 and record["rounds"] == 2
-    assert record["accuracy"] == correct / n and record["tokens_per_question"] == tokens / n
-    assert {"method", "threshold", "grid"} <= set(record) and len(record["grid"]) == 20
-    assert record["chosen_by"].endswith("(always-persist < always-refine < always-concede < agreement-threshold "
+    assert record.label == label and record.n == n == 10 and record.rounds == 2
+    assert record.accuracy == correct / n and record.tokens_per_question == tokens / n
+    assert record.rule.label == label and len(record.grid) == 20 and record.ids is None
+    assert record.trees == tuple(map(str, stores))
+    assert record.chosen_by.endswith("(always-persist < always-refine < always-concede < agreement-threshold "
                                         "< confidence-threshold < agreement-then-confidence; lower threshold first)")
     assert f"| {label} (best) |" in printed and "best: " + label in printed
 
@@ -151,10 +153,10 @@ def test_tune_rules_with_resample_actions_replays_the_resample_rules(tmp_path):
     out = tmp_path / "tuning"
     assert delib("tune-rules", "--trees", str(store), "--rounds", "1", "--offline", "--actions", "resample",
                  "--out", str(out)) == 0
-    record = json.loads((out / "best_rule.json").read_text())
-    assert [row["label"] for row in record["grid"]] == [r.label for r in grid("resample")]
-    assert {"always-resample", "agreement-resample"} <= {row["method"] for row in record["grid"]}
-    assert "always-concede < always-resample < agreement-threshold < agreement-resample" in record["chosen_by"]
+    record = read_best_rule(out / "best_rule.json")
+    assert [row.label for row in record.grid] == [r.label for r in grid("resample")]
+    assert {"always-resample", "agreement-resample"} <= {row.method for row in record.grid}
+    assert "always-concede < always-resample < agreement-threshold < agreement-resample" in record.chosen_by
 
 
 PAIRED = Path(__file__).resolve().parents[2] / "docs" / "results" / "paired"
@@ -164,9 +166,9 @@ def test_the_registered_grid_is_frozen_and_a_new_rule_does_not_join_it(monkeypat
     """The paired experiment's grid is a file beside its registration, equal to the grid best_rule.json
     tuned; a rule registered later changes the default grid, never the frozen one."""
     frozen = read_grid(str(PAIRED / "rule_grid.json"))
-    tuned = json.loads((PAIRED / "best_rule.json").read_text())["grid"]
-    assert [(r.method, r.threshold) for r in frozen] == [(g["method"], g["threshold"]) for g in tuned]
-    monkeypatch.setitem(FIXED_RULES, "always-persist-too", FIXED_RULES["always-persist"])
+    tuned = read_best_rule(PAIRED / "best_rule.json").grid
+    assert [(r.method, r.threshold) for r in frozen] == [(g.method, g.threshold) for g in tuned]
+    monkeypatch.setitem(FIXED_RULES.table, "always-persist-too", FIXED_RULES["always-persist"])
     assert "always-persist-too" in [r.method for r in grid("resample")]
     assert read_grid(str(PAIRED / "rule_grid.json")) == frozen
 
@@ -176,9 +178,40 @@ def test_tune_rules_with_a_frozen_grid_replays_exactly_its_rules(stores, tmp_pat
     trees = ",".join(map(str, stores))
     assert delib("tune-rules", "--trees", trees, "--grid", str(tmp_path / "grid.json"), "--rounds", "1",
                  "--offline", "--out", str(tmp_path / "out")) == 0
-    record = json.loads((tmp_path / "out" / "best_rule.json").read_text())
-    assert [g["label"] for g in record["grid"]] == ["always-persist", "confidence-threshold t=0.6"]
+    record = read_best_rule(tmp_path / "out" / "best_rule.json")
+    assert [g.label for g in record.grid] == ["always-persist", "confidence-threshold t=0.6"]
     (tmp_path / "bad.json").write_text('[{"method": "telepathy", "threshold": null}]')
     assert delib("tune-rules", "--trees", trees, "--grid", str(tmp_path / "bad.json"), "--out",
                  str(tmp_path / "bad")) == 2
     assert "unknown one (telepathy)" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"grid": [{"method": "always-persist"}]}, "BestRule.grid: GridRow record is missing field(s) threshold"),
+    ({"trees": "gsm8k-train"}, "BestRule.trees: a JSON text where a list belongs"),
+    ({"n": "150"}, "BestRule.n: a JSON text where a int belongs"),
+    ({"chosen_by": None, "label": None, "accuracy": "high"}, "BestRule.accuracy"),
+])
+def test_a_best_rule_json_of_another_shape_is_one_line_naming_it_and_the_fix(tmp_path, change, says):
+    """``delib compare`` and the experiments read best_rule.json through ``read_best_rule``: a field missing or of
+    another type, a rule that is not registered or lacks its threshold, or no JSON at all is refused in one line."""
+    tuned = json.loads((PAIRED / "best_rule.json").read_text())
+    path = tmp_path / "best_rule.json"
+    path.write_text(json.dumps({**tuned, **change}))
+    fix = "; pass the best_rule.json `delib tune-rules` wrote"
+    with pytest.raises(DelibError) as refused:
+        read_best_rule(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path} is not a best_rule.json of `delib tune-rules` (") and says in message
+    assert message.endswith(fix) and "\n" not in message
+    missing = {k: v for k, v in tuned.items() if k != "grid"}
+    path.write_text(json.dumps(missing))
+    with pytest.raises(DelibError, match=r"\(BestRule record is missing field\(s\) grid\)"):
+        read_best_rule(path)
+    for method, threshold in (("telepathy", None), ("confidence-threshold", None), ("always-persist", 0.5)):
+        path.write_text(json.dumps({**tuned, "method": method, "threshold": threshold}))
+        with pytest.raises(DelibError, match=rf"names no tuned rule \(method '{method}', threshold {threshold}\)"):
+            read_best_rule(path)
+    path.write_text('{"method": ')
+    with pytest.raises(DelibError, match=f"{path} is .*{fix}"):
+        read_best_rule(path)

@@ -25,7 +25,9 @@ HOLD = {
     "run": "from deliberation.runs.directory import RunDir\n"
            "held = RunDir.prepare(path, json.loads((path / 'config.json').read_text())).create()",
     "store": "from deliberation.trees.store import TreeStore\nheld = TreeStore.open(path)\nheld.lock()",
-    "rollouts": "from deliberation.rl.rollout_files import open_collection\nheld = open_collection(path, {})",
+    "rollouts": "from deliberation.rl.collect import CollectSpec, manifest\n"
+                "from deliberation.rl.rollout_files import open_collection\n"
+                "held = open_collection(path, manifest(CollectSpec(backend='scripted'), 'scripted'))",
 }
 """How each kind of writer takes its directory, as the commands do (``held`` keeps it until the process ends)."""
 

@@ -16,6 +16,7 @@ from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_ar
 
 if TYPE_CHECKING:
     from deliberation.config import Selection
+    from deliberation.rl.config import TrainConfig
 
 COLLECT_OPTIONS = ("samples", "epsilon", "allow_test")
 TRAIN_SKIP = ("algo", "seed")  # --algo is its own flag; the seed is --seed (train) or --train-seed (iterate)
@@ -125,14 +126,15 @@ def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed", skip: 
                    help=f"{seed} (default {TrainConfig.seed})")
 
 
-def _overrides(args: argparse.Namespace) -> dict:
-    """The TrainConfig fields given on the command line (``--clip-eps none`` gives clip_eps None)."""
+def _train_config(args: argparse.Namespace) -> TrainConfig:
+    """The training settings: --algo and the TrainConfig fields given on the command line, TrainConfig's
+    defaults for the others (``--clip-eps none`` gives clip_eps None)."""
     from deliberation.rl.config import TrainConfig
 
     values = flags.values(args, TrainConfig, skip=TRAIN_SKIP)
     if hasattr(args, "train_seed"):
         values["seed"] = args.train_seed
-    return values
+    return TrainConfig(algo=args.algo, **values)
 
 
 def _collect_spec(args: argparse.Namespace, benchmark: str, cache: str | None, chosen: Selection | None = None):
@@ -158,7 +160,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from deliberation.rl.pipeline import TrainRequest, run_training
 
-    print(run_training(TrainRequest(args.algo, tuple(args.rollouts), args.init, args.out, _overrides(args),
+    print(run_training(TrainRequest(_train_config(args), tuple(args.rollouts), args.init, args.out,
                                      tuple(args.trees), args.tree_rounds, args.grow_trees)))
     return 0
 
@@ -168,7 +170,7 @@ def cmd_iterate(args: argparse.Namespace) -> int:
 
     cache = cache_path(args, str(Path(args.out) / "rollouts"))  # default: <out>/responses.sqlite, all iterations
     spec = IterateSpec(_collect_spec(args, args.benchmark[0], cache), tuple(args.benchmark), args.iterations,
-                       args.algo, _overrides(args))
+                       _train_config(args))
     last = iterate(spec, args.out, progress=not args.quiet, notify=print)
     print(f"last policy: {last}")
     return 0

@@ -20,15 +20,15 @@ from typing import Any, Sequence
 
 from deliberation.errors import DelibError, read_object
 from deliberation.files import write_json_atomic, write_text_atomic
+from deliberation.methods.options import Variant
 from deliberation.methods.oracle import SPEC as ORACLE_SPEC
-from deliberation.policy.rules import FIXED_RULES
 from deliberation.report.loading import RunResult, load_results
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
 from deliberation.report.compare_plot import TEAM_PNG, paired_plot
 from deliberation.rl.config import SPLIT_FILE, split_file
-from deliberation.runs.tune_rules import Rule, constants
-from deliberation.runs.variants import StoreSettings, Variant, replay_variants, store_names
+from deliberation.runs.tune_rules import Rule, constants, read_best_rule
+from deliberation.runs.variants import StoreSettings, replay_variants, store_names
 from deliberation.types import to_json
 
 TEAM_JSON, TEAM_MD = "team.json", "team.md"
@@ -82,17 +82,6 @@ def learned_label(policy: str) -> str:
     return f"mpdf [{policy}]"
 
 
-def read_rule(path: str) -> Rule:
-    """The rule best_rule.json names, or a DelibError saying what is wrong with the file."""
-    record = read_object(Path(path))
-    method, threshold = record.get("method"), record.get("threshold")
-    if method not in FIXED_RULES or (threshold is None) == FIXED_RULES[method].confidence or not (
-            threshold is None or isinstance(threshold, (int, float))):
-        raise DelibError(f"{path} names no tuned rule (method {method!r}, threshold {threshold!r}); pass the "
-                         "best_rule.json `delib tune-rules` wrote")
-    return Rule(method, None if threshold is None else float(threshold))
-
-
 def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     """The rows: learned policies, the SFT checkpoint, the best rule, the other constants, the oracle (with
     ``arms`` primary: the learned policies and the best rule)."""
@@ -128,15 +117,13 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
     """(why, question ids) of every source the held-out questions must avoid."""
     from deliberation.policy.shipped import checkpoint_path
 
-    record = read_object(Path(cmp.rule))
-    tuned = [str(t) for t in record.get("trees", [])]
-    missing = [t for t in tuned if not Path(t).is_dir()]
+    record = read_best_rule(Path(cmp.rule))
+    missing = [t for t in record.trees if not Path(t).is_dir()]
     if missing:
         LOG.warning("cannot check that the held-out stores differ from the tuning store %s (%s names it; not found "
                     "from here): run delib compare from the folder tune-rules ran in to check", missing[0], cmp.rule)
-    only = set(record.get("ids", ()))  # tuned on these questions of its stores (--ids), else on all of them
-    sources = [(f"the rule was tuned on {t}", {q for q in _questions(t) if not only or q in only})
-               for t in tuned if t not in missing]
+    sources = [(f"the rule was tuned on {t}", {q for q in _questions(t) if not record.ids or q in record.ids})
+               for t in record.trees if t not in missing]
     for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
         split = split_file(checkpoint_path(ckpt))
         if split.is_file():
@@ -173,7 +160,7 @@ def _row(label: str, column: str, done: Sequence[Outcome]) -> TeamRow:
 def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
                  progress: bool = False) -> tuple[list[TeamRow], list[Paired]]:
     """Replay every arm over the held-out stores into ``out``; write team.json and team.md there."""
-    rule = read_rule(cmp.rule)
+    rule = read_best_rule(Path(cmp.rule)).rule
     check_held_out(cmp)
     variants = arms(cmp, rule)
     replay_variants(cmp.replays(), variants, out, data_dir, progress)

@@ -22,6 +22,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 from deliberation.backends.team import agent_models
 from deliberation.errors import (BadText, DelibError, clean_text, decode_text, parse_json, printable, read_json,
                                  read_object)
+from deliberation.rl.held_out_file import HeldOutScores, read_held_out
 from deliberation.runs.directory import (CELL, CONFIG, EPISODES, RUN_RESUME, SUMMARY, Summary, jsonl_lines,
                                          parse_episodes, summarize)
 from deliberation.actions import ACTION_ORDER, ACTIONS
@@ -316,7 +317,7 @@ class TrainingRun:
     name: str
     reward_scale: float | None
     points: tuple[TrainingPoint, ...]
-    held_out: dict[str, Any] | None = None  # held_out.json: the final policy against the fixed policies
+    held_out: HeldOutScores | None = None  # held_out.json: the final policy against the fixed policies
 
     @property
     def final_stage(self) -> str:
@@ -328,7 +329,8 @@ class TrainingRun:
 
 
 def load_training(dirs: Sequence[Path]) -> list[TrainingRun]:
-    """Read each training directory's metrics.jsonl and config.json (reward_scale)."""
+    """Read each training directory's metrics.jsonl, config.json (reward_scale) and held_out.json (when it has
+    one)."""
     return [_training_run(Path(d)) for d in dirs]
 
 
@@ -338,13 +340,12 @@ def _training_run(folder: Path) -> TrainingRun:
         config = read_json(config_path) if config_path.exists() else {}
         lines = decode_text((folder / "metrics.jsonl").read_bytes(), str(folder / "metrics.jsonl")).splitlines()
         points = tuple(_point(parse_json(line)) for line in lines if line.strip())
-        compared = folder / "held_out.json"
-        held_out = read_json(compared) if compared.exists() else None
     except (AttributeError, KeyError, TypeError, ValueError) as err:  # AttributeError: JSON but not an object
         raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
                          f"metrics.jsonl record needs step, loss, kl and entropy ({err!r})") from err
     scale = config.get("reward_scale")
-    return TrainingRun(folder, folder.name, float(scale) if scale is not None else None, points, held_out)
+    return TrainingRun(folder, folder.name, float(scale) if scale is not None else None, points,
+                       read_held_out(folder))
 
 
 def _point(row: dict[str, Any]) -> TrainingPoint:

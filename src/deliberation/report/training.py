@@ -18,6 +18,7 @@ from typing import Any, Sequence
 from deliberation.report.loading import TrainingPoint, TrainingRun
 from deliberation.report.tables import md_line
 from deliberation.rl.algorithms import is_supervised
+from deliberation.rl.held_out_file import HeldOut, HeldOutScores
 
 TAIL_STEPS = 100
 
@@ -57,10 +58,10 @@ def _row(run: TrainingRun) -> tuple[str, ...]:
 def _ends(run: TrainingRun) -> tuple[_Scores | None, _Scores | None]:
     """(start policy, final policy) on held-out decisions: from held_out.json when the run wrote one
     (it scores an ``--init`` policy too), else the last SFT point before another stage and the last point."""
-    compared = run.held_out or {}
-    if compared.get("policy"):
-        start = compared.get("start")
-        return (_from_held_out(start) if start else None), _from_held_out(compared["policy"])
+    compared = run.held_out
+    if compared is not None and compared.policy is not None:
+        start = compared.start
+        return (_from_held_out(start) if start is not None else None), _from_held_out(compared.policy)
     points = run.points
     if not points:
         return None, None
@@ -89,8 +90,8 @@ def _from_point(point: TrainingPoint) -> _Scores:
     return _Scores(point.val_accuracy, point.val_reward, point.val_actions)
 
 
-def _from_held_out(scores: dict[str, Any]) -> _Scores:
-    return _Scores(scores["decision_accuracy"], scores["policy_reward"], scores["policy_actions"])
+def _from_held_out(scores: HeldOut) -> _Scores:
+    return _Scores(scores.decision_accuracy, scores.policy_reward, scores.policy_actions)
 
 
 def _pair(before: _Scores | None, after: _Scores | None, show: Any) -> str:
@@ -99,26 +100,25 @@ def _pair(before: _Scores | None, after: _Scores | None, show: Any) -> str:
     return show(after) if before is None else f"{show(before)} -> {show(after)}"
 
 
-def _references(held_out: dict[str, Any] | None) -> tuple[str, str, str, str]:
+def _references(held_out: HeldOutScores | None) -> tuple[str, str, str, str]:
     """(constant policies' rewards, their accuracies, the final policy's gain over the best of them with its
     interval, oracle reward) from held_out.json, blank when absent (or written before the field existed)."""
-    policy = (held_out or {}).get("policy")
-    if not policy:
+    policy = held_out.policy if held_out is not None else None
+    if policy is None:
         return "", "", "", ""
-    accuracy = " / ".join(_num(a) for a in policy.get("fixed_accuracies") or ())
-    gain = "{:+.3f} [{:+.3f}, {:+.3f}]".format(*policy["gain_ci95"]) if policy.get("gain_ci95") else ""
-    return " / ".join(_num(r) for r in policy["fixed_rewards"]), accuracy, gain, _num(policy["oracle_reward"])
+    accuracy = " / ".join(_num(a) for a in policy.fixed_accuracies or ())
+    gain = "{:+.3f} [{:+.3f}, {:+.3f}]".format(*policy.gain_ci95) if policy.gain_ci95 else ""
+    return " / ".join(_num(r) for r in policy.fixed_rewards), accuracy, gain, _num(policy.oracle_reward)
 
 
-def _rule(held_out: dict[str, Any] | None) -> tuple[str, str]:
+def _rule(held_out: HeldOutScores | None) -> tuple[str, str]:
     """(best fixed rule and its reward, the policy's gain over it with its interval); blank for a
     held_out.json written before the rules were scored."""
-    policy = (held_out or {}).get("policy") or {}
-    if not policy.get("best_rule"):
+    rule = held_out.policy.over_rule() if held_out is not None and held_out.policy is not None else None
+    if rule is None:
         return "", ""
-    name = policy["best_rule"]
-    return f"{name}: {_num(policy['rule_rewards'][name])}", "{:+.3f} [{:+.3f}, {:+.3f}]".format(
-        *policy["gain_over_rule_ci95"])
+    name, reward, gain = rule
+    return f"{name}: {_num(reward)}", "{:+.3f} [{:+.3f}, {:+.3f}]".format(*gain)
 
 
 def _num(x: float | None) -> str:

@@ -11,7 +11,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from deliberation import benchmarks
 from deliberation.backends import make_backend
@@ -68,11 +68,13 @@ def behaviour_policy(spec: CollectSpec) -> MetaPolicy:
     return EpsilonMixed(load_learned(spec.policy), spec.epsilon)
 
 
-def manifest(spec: CollectSpec, model: str) -> dict[str, Any]:
+def manifest(spec: CollectSpec, model: str) -> files.RolloutManifest:
+    """The manifest of collecting ``spec`` with ``model``: every setting of the spec, the engine's seed, agents
+    and rounds besides, and this build's features."""
     record = to_json(spec)
     record.update(model=model, seed=spec.engine.seed, agents=spec.engine.agents, rounds=spec.engine.rounds,
                   feature_version=FEATURE_VERSION, feature_names=list(FEATURE_NAMES))
-    return record
+    return files.manifest_of(record)
 
 
 def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:

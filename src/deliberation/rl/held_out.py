@@ -13,43 +13,20 @@ Accuracy counts a decision right when the chosen action earns the best reward, t
 collected decisions every action earns the same (nothing the agent does changes the vote), and there
 the tie-broken oracle label (the SFT target, ``label_accuracy``) would reward the cheapest action alone.
 The constant policies get the same tie-aware accuracy, so always-PERSIST is the baseline to beat. The
-gain interval is over questions (decisions of one question are not independent).
+gain interval is over questions (decisions of one question are not independent). The scores are written
+as held_out.json (``rl/held_out_file.py``).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import torch
 
 from deliberation.engine.features import FEATURE_SETS
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.data import DecisionBatch
+from deliberation.rl.held_out_file import HeldOut
 from deliberation.rl.rule_actions import RULES
 from deliberation.rl.sft import oracle_labels
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """Mean counterfactual reward per decision on held-out questions, for the policy and the references."""
-
-    questions: int
-    decisions: int  # every sample of every decision point
-    decision_points: int  # distinct (question, round, agent): the K samples of one share their features
-    policy_reward: float
-    decision_accuracy: float  # greedy action earns the best reward of the set (ties count as right)
-    label_accuracy: float  # greedy action == tie-broken oracle label (the SFT target)
-    tied_share: float  # decisions where every action earns the same reward
-    policy_actions: tuple[float, ...]  # greedy action shares, the action set's order
-    fixed_rewards: tuple[float, ...]  # always-PERSIST, always-REFINE, always-CONCEDE (, always-RESAMPLE)
-    fixed_accuracies: tuple[float, ...]  # their tie-aware accuracy
-    gain_ci95: tuple[float, float, float]  # policy reward minus the best fixed policy's: (mean, lo, hi)
-    oracle_reward: float
-    oracle_actions: tuple[float, ...]
-    rule_rewards: dict[str, float] = field(default_factory=dict)  # the fixed rules (rl/rule_actions.py)
-    rule_accuracies: dict[str, float] = field(default_factory=dict)  # their tie-aware accuracy
-    best_rule: str = ""  # the fixed rule of highest reward: the bar a learned policy must clear
-    gain_over_rule_ci95: tuple[float, float, float] | None = None  # policy minus best_rule: (mean, lo, hi)
 
 
 def held_out(net: MetaPolicyNet, val: DecisionBatch) -> HeldOut | None:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from deliberation.errors import DelibError, require_at_least
 from deliberation.rl.collect import CollectSpec, collect
-from deliberation.rl.config import CHECKPOINT_NAME
+from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
 from deliberation.rl.pipeline import TrainRequest, not_in_rollouts, run_training
 
 @dataclass(frozen=True)
@@ -33,9 +33,8 @@ class IterateSpec:
     collect: CollectSpec
     benchmarks: tuple[str, ...]
     iterations: int
-    algo: str = "softrankpo"
-    overrides: dict[str, Any] = field(default_factory=dict)
-    """``delib train`` settings (epochs, lr, kl_coef, ...)."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """``delib train`` settings (the policy-gradient algo, epochs, lr, kl_coef, ...)."""
 
     def __post_init__(self) -> None:
         require_at_least("--iterations", self.iterations)
@@ -43,21 +42,20 @@ class IterateSpec:
             raise DelibError("give at least one --benchmark to collect on")
         from deliberation.rl.algorithms import ALGORITHMS
 
-        if ALGORITHMS.get(self.algo) is not None and ALGORITHMS[self.algo].supervised:
+        if ALGORITHMS[self.train.algo].supervised:
             raise DelibError("--algo sft learns from oracle labels, not from its own rollouts; choose a policy-"
                              "gradient algo (softrankpo, grpo, ...)")
         self._check_training()
 
     def _check_training(self) -> None:
-        """Refuse, before hours of collection, training settings that would fail after it: bad values, a
-        group larger than the samples collected, a start policy blind to other features, a reward rollouts
-        do not hold."""
+        """Refuse, before hours of collection, training settings that would fail after it (``TrainConfig``
+        checks its own values): a group larger than the samples collected, a start policy blind to other
+        features, a reward rollouts do not hold."""
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
-        from deliberation.rl.config import TrainConfig
         from deliberation.rl.trainer import check_ignored
 
-        cfg = TrainConfig(**{"algo": self.algo, **self.overrides})
+        cfg = self.train
         beyond = not_in_rollouts(cfg)
         if beyond:
             raise DelibError(f"{beyond[0]} is not in the rollouts `delib iterate` collects ({beyond[1]}): train "
@@ -101,4 +99,4 @@ def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: 
     done = policy_file(out, i)
     if done.exists():
         return f"trained earlier -> {done.parent}"
-    return run_training(TrainRequest(spec.algo, tuple(rollouts), behaviour, str(done.parent), dict(spec.overrides)))
+    return run_training(TrainRequest(spec.train, tuple(rollouts), behaviour, str(done.parent)))

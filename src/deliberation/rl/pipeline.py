@@ -6,7 +6,7 @@ written; outputs are staged and renamed by ``write_training_outputs``, so nothin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,23 +14,22 @@ from deliberation.engine.features import PAPER
 from deliberation.errors import DelibError, read_object
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.config import SPLIT_FILE, TrainConfig, split_file
+from deliberation.rl.held_out_file import HeldOutScores
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
-from deliberation.types import Decision, to_json
-
-HELD_OUT_FILE = "held_out.json"
+from deliberation.types import Decision
 
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """What the CLI asks for: the algorithm, the data, an optional start policy, where to write."""
+    """What the CLI asks for: the training settings (the algorithm among them), the data, an optional start
+    policy, where to write."""
 
-    algo: str
+    config: TrainConfig
     rollouts: tuple[str, ...]
     init: str | None
     out: str
-    overrides: dict[str, Any] = field(default_factory=dict)
     trees: tuple[str, ...] = ()
     """Tree stores whose decisions (the collector's behaviour policy, replayed offline) join the data."""
     tree_rounds: int | None = None
@@ -49,14 +48,14 @@ def run_training(req: TrainRequest) -> str:
     from deliberation.rl.trainer import CHECKPOINT_NAME, prepare, train_pg, train_sft, write_training_outputs
 
     torch.set_num_threads(1)  # measured 5-10x faster than 2 threads on a loaded 2-core machine
-    cfg = TrainConfig(**{"algo": req.algo, **req.overrides})
+    cfg = req.config
     features = cfg.feature_set()
     supervised = ALGORITHMS[cfg.algo].supervised
     if req.init and supervised:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
     init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init else None
-    decisions = training_decisions(req, cfg)
+    decisions = training_decisions(req)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
     split = {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
     if init_file:
@@ -71,10 +70,10 @@ def run_training(req: TrainRequest) -> str:
         net, pg_metrics = train_pg(decisions, cfg, init=init, reference=init)
         metrics = [*sft_metrics, *pg_metrics]
     start = None if supervised else init
-    comparison = _comparison(val, net, start)
+    scores = _scores(val, net, start)
     out = write_training_outputs(req.out, net, cfg, metrics, features.names, features.version,
-                                 extra={HELD_OUT_FILE: comparison, SPLIT_FILE: split})
-    return _summary_line(req.algo, len(first_samples(decisions, cfg.group_size)), comparison, out)
+                                 extra={SPLIT_FILE: split}, scores=scores)
+    return _summary_line(cfg.algo, len(first_samples(decisions, cfg.group_size)), scores, out)
 
 
 def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str, str] | None:
@@ -93,11 +92,12 @@ def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str, str] | None:
     return None
 
 
-def training_decisions(req: TrainRequest, cfg: TrainConfig) -> list[Decision]:
-    """The decisions of the rollout directories and of the tree stores, rewards by ``cfg.reward``; a question
-    may come from one source only."""
+def training_decisions(req: TrainRequest) -> list[Decision]:
+    """The decisions of the rollout directories and of the tree stores, rewards by the request's reward; a
+    question may come from one source only."""
     from deliberation.rl.from_trees import decisions_from_trees
 
+    cfg = req.config
     if not req.rollouts and not req.trees:
         raise DelibError("nothing to train on: pass --rollouts from `delib collect` or --trees from `delib tree`")
     if not req.trees and (req.tree_rounds or req.grow_trees):
@@ -158,27 +158,27 @@ def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
                          f"(now {cfg.seed} and {cfg.val_fraction}), or its training questions leak into validation")
 
 
-def _comparison(val: Any, net: Any, start: Any) -> dict[str, Any]:
+def _scores(val: Any, net: Any, start: Any) -> HeldOutScores:
     """held_out.json: the trained policy (and the policy it started from) against the fixed policies on the
     questions the trainer held out (``val``)."""
     from deliberation.rl.held_out import held_out
 
-    scores = {"policy": held_out(net, val), "start": held_out(start, val) if start is not None else None}
-    return {k: to_json(v) if v is not None else None for k, v in scores.items()}
+    return HeldOutScores(held_out(net, val), held_out(start, val) if start is not None else None)
 
 
-def _summary_line(algo: str, n: int, comparison: dict[str, Any], out: Path) -> str:
-    policy = comparison["policy"]
+def _summary_line(algo: str, n: int, scores: HeldOutScores, out: Path) -> str:
+    policy = scores.policy
     if policy is None:
         return f"{algo}: {n} decisions, nothing held out (val_fraction 0) -> {out}"
-    fixed = ", ".join(f"{a.value} {r:.3f}" for a, r in zip(ACTION_ORDER, policy["fixed_rewards"]))
-    accuracy = "/".join(f"{x:.3f}" for x in policy["fixed_accuracies"])
-    names = "/".join(a.value for a in ACTION_ORDER[: len(policy["fixed_accuracies"])])
-    gain, lo, hi = policy["gain_ci95"]
-    rule = policy["best_rule"]
-    over_rule = (f", over the best fixed rule ({rule}, {policy['rule_rewards'][rule]:.3f}) "
-                 "{:+.3f} [{:+.3f}, {:+.3f}]".format(*policy["gain_over_rule_ci95"]) if rule else "")
-    return (f"{algo}: {n} decisions; held out ({policy['questions']} questions, {policy['decision_points']} "
-            f"decision points): accuracy {policy['decision_accuracy']:.3f} (always {names} {accuracy}), reward "
-            f"{policy['policy_reward']:.3f} (always {fixed}; oracle {policy['oracle_reward']:.3f}), gain over the "
-            f"best constant {gain:+.3f} [{lo:+.3f}, {hi:+.3f}]{over_rule} -> {out}")
+    fixed = ", ".join(f"{a.value} {r:.3f}" for a, r in zip(ACTION_ORDER, policy.fixed_rewards))
+    accuracies = policy.fixed_accuracies or ()
+    accuracy = "/".join(f"{x:.3f}" for x in accuracies)
+    names = "/".join(a.value for a in ACTION_ORDER[: len(accuracies)])
+    gain = "{:+.3f} [{:+.3f}, {:+.3f}]".format(*policy.gain_ci95) if policy.gain_ci95 else ""
+    rule = policy.over_rule()
+    over_rule = (f", over the best fixed rule ({rule[0]}, {rule[1]:.3f}) "
+                 "{:+.3f} [{:+.3f}, {:+.3f}]".format(*rule[2]) if rule else "")
+    return (f"{algo}: {n} decisions; held out ({policy.questions} questions, {policy.decision_points} "
+            f"decision points): accuracy {policy.decision_accuracy:.3f} (always {names} {accuracy}), reward "
+            f"{policy.policy_reward:.3f} (always {fixed}; oracle {policy.oracle_reward:.3f}), gain over the "
+            f"best constant {gain}{over_rule} -> {out}")

@@ -2,16 +2,16 @@
 
 Line: ``{"model", "benchmark", "split", "example_id", "decisions": [...]}``. Each question is appended as its
 own gzip member and fsynced, so a killed collection loses at most the question in flight; a torn last
-member is cut off on reopen. The manifest names the model, seeds, feature version and the exact command;
-reading refuses rollouts whose feature version differs from this build's. One collection writes a directory
-at a time (``open_collection``: ``.writer.lock``, see ``deliberation.outputs.lock``).
+member is cut off on reopen. The manifest (``RolloutManifest``) names the model, seeds, feature version and
+the exact command; reading refuses rollouts whose feature version differs from this build's. One collection
+writes a directory at a time (``open_collection``: ``.writer.lock``, see ``deliberation.outputs.lock``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
@@ -19,7 +19,7 @@ from deliberation.errors import BadText, DelibError, make_folder, parse_json, ut
 from deliberation.files import read_gzip_lines, write_json_atomic
 from deliberation.outputs.lock import DirectoryLock, lock_directory
 from deliberation.outputs.resume import ResumeRule, check_resume
-from deliberation.types import Decision, from_json, to_json
+from deliberation.types import ADDED_LATER, Decision, from_json, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
 ALL_QUESTIONS = to_json(Selection())
@@ -31,6 +31,48 @@ ROLLOUT_RESUME = ResumeRule(
 """What a resumed collection must share with the rollout directory: what an episode is (the engine settings
 among them that change it). A manifest from before question selection (--ids/--offset/--sample) holds all
 questions."""
+MANIFEST_FIX = "restore it from a copy, or collect again into a new --out"
+
+
+@dataclass(frozen=True)
+class RolloutManifest:
+    """A rollout directory's manifest.json: what its episodes depend on (compared when a collection resumes
+    it, ``ROLLOUT_RESUME``), the features its decisions hold (checked by every reader), the command, and the
+    collection's other settings as they were recorded. The file keeps the keys it always had: a manifest
+    written before a setting existed reads, and is written back, without it."""
+
+    model: str
+    benchmark: str
+    split: str
+    seed: int
+    agents: int
+    rounds: int
+    samples: int
+    epsilon: float
+    policy: str | None
+    """The behaviour policy's checkpoint; None: the agreement-threshold rule."""
+    feature_version: int
+    feature_names: tuple[str, ...]
+    engine: Mapping[str, Any]
+    """The engine settings (``config.EngineConfig``), as the build that collected recorded them."""
+    command: str = ""
+    selection: Selection | None = field(default=None, metadata=ADDED_LATER)
+    """The questions; None: a manifest from before question selection (all questions, and not written)."""
+    others: Mapping[str, Any] = field(default_factory=dict)
+    """The collection's settings nothing reads back (backend and its options, cache, limit, concurrency, ...):
+    kept, and written back."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of manifest.json."""
+        return {**self.others, **{k: v for k, v in to_json(self).items() if k != "others"}}
+
+
+def manifest_of(settings: Mapping[str, Any]) -> RolloutManifest:
+    """The manifest of the JSON object ``settings`` (a collection's settings, or manifest.json), each known entry
+    of its annotated type (``types.from_json``: a TypeError or ValueError naming the entry otherwise)."""
+    names = {f.name for f in fields(RolloutManifest)} - {"others"}
+    known = from_json(RolloutManifest, {k: v for k, v in settings.items() if k in names})
+    return replace(known, others={k: v for k, v in settings.items() if k not in names})
 
 
 @dataclass(frozen=True)
@@ -48,7 +90,7 @@ def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
     return read_gzip_lines(path, "delib collect", repair, lambda row: from_json(RolloutRow, row))
 
 
-def open_collection(directory: Path, manifest: dict[str, Any]) -> DirectoryLock:
+def open_collection(directory: Path, manifest: RolloutManifest) -> DirectoryLock:
     """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
     then create its manifest, or check an existing one describes the same collection."""
     writer = lock_directory(make_folder(directory))
@@ -60,12 +102,13 @@ def open_collection(directory: Path, manifest: dict[str, Any]) -> DirectoryLock:
     return writer
 
 
-def _open_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+def _open_manifest(directory: Path, manifest: RolloutManifest) -> None:
     path = directory / MANIFEST
     if not path.exists():
-        write_json_atomic(path, manifest)
+        write_manifest(path, manifest)
         return
-    check_resume(directory, "rollouts", read_manifest(path), manifest, ROLLOUT_RESUME, "use another --out")
+    check_resume(directory, "rollouts", read_manifest(path).to_dict(), manifest.to_dict(), ROLLOUT_RESUME,
+                 "use another --out")
 
 
 def question_row(model: str, benchmark: str, split: str, example_id: str, decisions: list[Decision]) -> dict[str, Any]:
@@ -73,28 +116,36 @@ def question_row(model: str, benchmark: str, split: str, example_id: str, decisi
             "decisions": [to_json(d) for d in decisions]}
 
 
-def check_manifest(directory: Path) -> dict[str, Any]:
+def check_manifest(directory: Path) -> RolloutManifest:
     """The manifest of a rollout directory, refused if its features are not this build's."""
     path = directory / MANIFEST
     if not path.exists():
         raise DelibError(f"{directory} has no {MANIFEST}: not a rollout directory made by `delib collect`")
     manifest = read_manifest(path)
-    if manifest.get("feature_version") != FEATURE_VERSION or tuple(manifest.get("feature_names", ())) != FEATURE_NAMES:
-        raise DelibError(f"{directory} holds rollouts of feature version {manifest.get('feature_version')}, this "
+    if manifest.feature_version != FEATURE_VERSION or manifest.feature_names != FEATURE_NAMES:
+        raise DelibError(f"{directory} holds rollouts of feature version {manifest.feature_version}, this "
                          f"build uses version {FEATURE_VERSION}; recollect them with `delib collect`")
     return manifest
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
-    """A manifest.json as a dict, or a DelibError naming it (a damaged file, not a traceback)."""
+def write_manifest(path: Path, manifest: RolloutManifest) -> None:
+    """Write manifest.json (``read_manifest`` reads it back equal)."""
+    write_json_atomic(path, manifest.to_dict())
+
+
+def read_manifest(path: Path) -> RolloutManifest:
+    """The manifest.json at ``path``; a damaged file or one of another shape is a one-line DelibError naming it
+    and the fix (not a traceback)."""
     try:
-        manifest = parse_json(utf8(path.read_bytes()))
+        raw = parse_json(utf8(path.read_bytes()))
     except BadText as err:
-        raise DelibError(f"{path} is not valid JSON ({err}); restore it from a copy, or collect again into a new "
-                         "--out") from err
-    if not isinstance(manifest, dict):
-        raise DelibError(f"{path} is not a rollout manifest (a JSON object); restore it or collect again")
-    return manifest
+        raise DelibError(f"{path} is not valid JSON ({err}); {MANIFEST_FIX}") from err
+    if not isinstance(raw, dict):
+        raise DelibError(f"{path} is not a rollout manifest (a JSON object); {MANIFEST_FIX}")
+    try:
+        return manifest_of(raw)
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} lacks or mangles an entry of a rollout manifest ({err}); {MANIFEST_FIX}") from err
 
 
 def load_decisions(paths: list[Path]) -> list[Decision]:

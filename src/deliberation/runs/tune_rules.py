@@ -16,18 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from deliberation.files import write_json_atomic
+from deliberation.methods.options import Variant
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
-from deliberation.runs.variants import StoreSettings, Variant, pooled_counts, replay_variants
+from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
 from deliberation.actions import PAPER_ACTIONS, check_action_set
 from deliberation.errors import DelibError, read_json
-from deliberation.types import to_json
+from deliberation.types import ADDED_LATER, from_json, to_json
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 BEST_RULE = "best_rule.json"
+BEST_RULE_FIX = "pass the best_rule.json `delib tune-rules` wrote"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +141,31 @@ def best(rows: Sequence[GridRow]) -> GridRow:
     return min(rows, key=preference)
 
 
+@dataclass(frozen=True)
+class BestRule:
+    """best_rule.json: the rule ``delib tune-rules`` chose, with its numbers pooled over the stores, what it was
+    tuned on (rounds, stores, questions), how it was chosen (in words) and the whole grid. ``delib compare``
+    replays its rule and refuses held-out stores sharing a question with its ``trees``."""
+
+    method: str
+    threshold: float | None
+    label: str
+    accuracy: float
+    tokens_per_question: float
+    n: int
+    rounds: int
+    trees: tuple[str, ...]
+    chosen_by: str
+    grid: tuple[GridRow, ...]
+    ids: tuple[str, ...] | None = field(default=None, metadata=ADDED_LATER)
+    """Tuned on only these questions of its stores (``--ids``); None: on every question (and not written)."""
+
+    @property
+    def rule(self) -> Rule:
+        """The chosen grid point, to replay."""
+        return Rule(self.method, None if self.threshold is None else float(self.threshold))
+
+
 def tune(tuning: Tuning, out: str | Path, data_dir: str | None = None,
          progress: bool = False) -> tuple[GridRow, list[GridRow]]:
     """Replay the grid over ``tuning.trees`` into ``out``, write ``out/best_rule.json``: (best, grid rows)."""
@@ -146,18 +173,36 @@ def tune(tuning: Tuning, out: str | Path, data_dir: str | None = None,
     runs = replay_variants(tuning.replays(), [r.variant() for r in rules], out, data_dir, progress)
     rows = [pooled(rule, {name: summaries[k] for name, summaries in runs.items()}) for k, rule in enumerate(rules)]
     chosen = best(rows)
-    write_json_atomic(Path(out) / BEST_RULE, best_rule_record(chosen, rows, tuning))
+    write_best_rule(Path(out) / BEST_RULE, best_rule_record(chosen, rows, tuning))
     return chosen, rows
 
 
-def best_rule_record(chosen: GridRow, rows: Sequence[GridRow], tuning: Tuning) -> dict[str, Any]:
-    """best_rule.json: the chosen rule's method, threshold and numbers, how it was chosen, the whole grid."""
-    return {"method": chosen.method, "threshold": chosen.threshold, "label": chosen.label,
-            "accuracy": chosen.accuracy, "tokens_per_question": chosen.tokens_per_question, "n": chosen.n,
-            "rounds": tuning.rounds, "trees": list(tuning.trees),
-            "chosen_by": "whole-episode accuracy pooled over the stores, then fewer tokens per question, then "
-                         f"the simpler rule ({' < '.join(simplest_first(tuning.actions))}; lower threshold first)",
-            "grid": [to_json(r) for r in rows], **({"ids": list(tuning.ids)} if tuning.ids else {})}
+def best_rule_record(chosen: GridRow, rows: Sequence[GridRow], tuning: Tuning) -> BestRule:
+    """The record of ``chosen`` among the grid ``rows`` under ``tuning``."""
+    return BestRule(chosen.method, chosen.threshold, chosen.label, chosen.accuracy, chosen.tokens_per_question,
+                    chosen.n, tuning.rounds, tuple(tuning.trees),
+                    "whole-episode accuracy pooled over the stores, then fewer tokens per question, then the "
+                    f"simpler rule ({' < '.join(simplest_first(tuning.actions))}; lower threshold first)",
+                    tuple(rows), tuple(tuning.ids) if tuning.ids else None)
+
+
+def write_best_rule(path: Path, record: BestRule) -> None:
+    """Write best_rule.json (``read_best_rule`` reads it back equal)."""
+    write_json_atomic(path, to_json(record))
+
+
+def read_best_rule(path: Path) -> BestRule:
+    """The best_rule.json at ``path``; a file that is not one (unreadable, a field missing or of another type, a
+    method that is no fixed rule, a threshold the method does not read or lacks) is a one-line DelibError."""
+    raw = read_json(path, BEST_RULE_FIX)
+    try:
+        record = from_json(BestRule, raw)
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} is not a best_rule.json of `delib tune-rules` ({err}); {BEST_RULE_FIX}") from err
+    if record.method not in FIXED_RULES or (record.threshold is None) == FIXED_RULES[record.method].confidence:
+        raise DelibError(f"{path} names no tuned rule (method {record.method!r}, threshold {record.threshold!r}); "
+                         f"{BEST_RULE_FIX}")
+    return record
 
 
 def grid_table(chosen: GridRow, rows: Sequence[GridRow]) -> str:
