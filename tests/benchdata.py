@@ -1,6 +1,7 @@
 """The benchmark data folder the tests read: $DELIB_DATA_DIR, which tests/conftest.py sets to the shared folder
-beside the repository when there is one. None on a clone with no data folder: loaders then read the installed
-data packages (the Makefile's setup installs them when it finds no folder)."""
+beside the repository when there is one. None on a clone with no data folder until tests/conftest.py points
+$DELIB_DATA_DIR at its stand-in GSM8K train (tests/standin.py): loaders read every other split from the
+installed data packages (the Makefile's setup installs them when it finds no folder)."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def rollouts(work: Path) -> Path:
     return golden.collect(work)
 
 
-@pytest.mark.needs_split("gsm8k/train")
+@pytest.mark.needs_data_folder("the goldens were recorded on the real GSM8K train questions")
 def test_rollout_rows_equal_the_goldens(work: Path, rollouts: Path) -> None:
     expected = golden.read_gz(golden.ROLLOUT_ROWS)
     assert golden.rollout_rows(rollouts) == expected["rule"]
@@ -47,7 +47,7 @@ AMD EPYC host trains the same tensors to within 7e-6). A changed computation mov
 after three epochs: dropping one decision from the SFT data moves them by more than 1e-2."""
 
 
-@pytest.mark.needs_split("gsm8k/train")
+@pytest.mark.needs_data_folder("the goldens were recorded on the real GSM8K train questions")
 def test_checkpoints_equal_the_goldens(work: Path, rollouts: Path) -> None:
     expected = torch.load(golden.CHECKPOINTS, map_location="cpu", weights_only=True)
     got = golden.train(work, rollouts)

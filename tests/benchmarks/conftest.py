@@ -8,7 +8,7 @@ from benchdata import data_folder
 
 @pytest.fixture(scope="session")
 def data_dir() -> str | None:
-    """The benchmark data folder, or None on a clone without one: loaders then read the installed packages
-    (splits no package ships are marked ``needs_split`` and never reach here unloaded)."""
+    """The benchmark data folder ($DELIB_DATA_DIR): the real one, or on a clone without one the stand-in that
+    tests/conftest.py writes (GSM8K train only: loaders read every other split from the installed packages)."""
     folder = data_folder()
     return None if folder is None else str(folder)

@@ -10,33 +10,42 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from deliberation.benchmarks import BENCHMARKS, get
+from deliberation.benchmarks import BENCHMARKS, get, mmlu
 from deliberation.benchmarks.helpers import sources
 from deliberation.benchmarks.math import OLMO_SUBJECTS
 from deliberation.errors import DelibError
 
 SIZES = {
-    ("gsm8k", "train"): 7473,
     ("gsm8k", "test"): 1319,
     ("math", "train"): 4500,
     ("math", "test"): 500,
-    ("aime24", "test"): 30,
-    ("amc23", "test"): 40,
     ("mmlu", "dev"): 285,
     ("mmlu", "validation"): 1531,
     ("mmlu", "test"): 14042,
     ("humaneval", "test"): 164,
 }
+"""Splits a package ships (the same questions as the data folder's files)."""
+UNSHIPPED = {("gsm8k", "train"): 7473, ("aime24", "test"): 30, ("amc23", "test"): 40}
+"""Splits only a data folder (or the hub) holds."""
 
 
-@pytest.mark.needs_data_folder
-@pytest.mark.parametrize(("name", "split"), sorted(SIZES))
-def test_split_sizes_from_env_data_dir(name: str, split: str, data_dir: str | None, monkeypatch) -> None:
-    monkeypatch.setenv("DELIB_DATA_DIR", str(data_dir))
+@pytest.mark.parametrize(("name", "split"), [pytest.param(*key, marks=pytest.mark.needs_split("/".join(key)))
+                                             for key in sorted(SIZES)])
+def test_split_sizes_from_env_data_dir_or_packages(name: str, split: str) -> None:
     examples = get(name).load(split)
     assert len(examples) == SIZES[name, split]
     assert len({ex.id for ex in examples}) == len(examples)
     assert all(ex.question.strip() and ex.answer.strip() for ex in examples)
+
+
+@pytest.mark.needs_data_folder("no package ships GSM8K train, AIME or AMC, whose real sizes and answers it checks")
+def test_the_splits_no_package_ships_from_the_data_folder(data_dir: str | None) -> None:
+    for (name, split), size in UNSHIPPED.items():
+        examples = get(name).load(split, data_dir=data_dir)
+        assert len(examples) == size and len({ex.id for ex in examples}) == size, f"{name}/{split}"
+        assert all(ex.question.strip() and ex.answer.strip() for ex in examples), f"{name}/{split}"
+    aime = get("aime24").load("test", data_dir=data_dir)
+    assert all(0 <= int(ex.answer) <= 999 and ex.answer == str(int(ex.answer)) for ex in aime)
 
 
 def test_every_registered_benchmark_lists_its_splits() -> None:
@@ -58,21 +67,20 @@ def test_limit_takes_the_first_examples(data_dir: str | None) -> None:
     assert get("gsm8k").load("test", limit=0, data_dir=data_dir) == []
 
 
-@pytest.mark.needs_split("aime24/test")
+@pytest.mark.needs_split("mmlu/dev", "humaneval/test")
 def test_example_fields(data_dir: str | None) -> None:
     mmlu = get("mmlu").load("dev", limit=1, data_dir=data_dir)[0]
     assert len(mmlu.choices) == 4 and mmlu.answer in "ABCD"
     human = get("humaneval").load("test", limit=1, data_dir=data_dir)[0]
     assert human.id == "HumanEval/0" and human.meta["entry_point"] == "has_close_elements"
     assert "def check(candidate)" in human.meta["test"]
-    aime = get("aime24").load("test", data_dir=data_dir)
-    assert all(0 <= int(ex.answer) <= 999 and ex.answer == str(int(ex.answer)) for ex in aime)
 
 
-@pytest.mark.needs_data_folder
+@pytest.mark.needs_split("humaneval/test")
 def test_humaneval_falls_back_to_the_installed_package(data_dir: str | None, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("DELIB_DATA_DIR", raising=False)
-    from_package = get("humaneval").load("test", data_dir=str(tmp_path))
+    from_package = get("humaneval").load("test", data_dir=str(tmp_path))  # a data folder without the split
+    assert len(from_package) == 164 and from_package[0].id == "HumanEval/0"
     assert from_package == get("humaneval").load("test", data_dir=data_dir)
 
 
@@ -304,10 +312,10 @@ def test_hub_errors_are_reported_with_the_other_places(fake_hub: Path) -> None:
         get("math").load("train", data_dir=str(fake_hub))
 
 
-@pytest.mark.needs_data_folder
+@pytest.mark.needs_split("mmlu/test")
 def test_mmlu_limit_samples_across_subjects(data_dir: str | None) -> None:
     full = get("mmlu").load("test", data_dir=data_dir)
     first = get("mmlu").load("test", limit=57, data_dir=data_dir)
-    assert first == full[:57] and len({ex.meta["subject"] for ex in first}) == 57  # the file is sorted by subject
-    raw = [json.loads(line) for line in (Path(str(data_dir)) / "mmlu" / "test.jsonl").read_text().split("\n") if line]
-    assert sorted(ex.id for ex in full) == sorted(row["id"] for row in raw)  # reordered, none lost or repeated
+    assert first == full[:57] and len({ex.meta["subject"] for ex in first}) == 57  # the source is sorted by subject
+    raw = sources.load("mmlu", "test", mmlu.SOURCES, None, data_dir)  # in the source's order
+    assert raw[:57] != first and sorted(ex.id for ex in full) == sorted(ex.id for ex in raw)  # none lost or repeated

@@ -107,10 +107,10 @@ def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
     from deliberation.files import read_gzip_lines
 
     out = tmp_path / "offset"
-    assert main(["collect", "--offset", "1000", "--limit", "2", "--samples", "2", "--backend", "scripted",
+    assert main(["collect", "--offset", "100", "--limit", "2", "--samples", "2", "--backend", "scripted",
                  "--out", str(out), "--quiet"]) == 0
     ids = sorted(row["example_id"] for row in read_gzip_lines(out / ROLLOUTS, "delib collect"))  # a row a question
-    assert ids == ["gsm8k/train/1000", "gsm8k/train/1001"]
+    assert ids == ["gsm8k/train/100", "gsm8k/train/101"]
     before = (out / "rollouts.jsonl.gz").read_bytes()
     assert main(["collect", "--limit", "3", "--samples", "2", "--backend", "scripted", "--out", str(out),
                  "--quiet"]) == 2  # another selection into the same directory: refused, nothing appended
