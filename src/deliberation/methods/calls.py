@@ -7,7 +7,7 @@ a method gives ``Calls``: the least and the most of each kind. ``answers`` write
 completion, whose length the plan must assume); ``critics`` ask the critic for its P(Yes), one generated token
 each (eight with verbal confidence: ``engine/confidence.critic_request``). A method entry's ``calls`` gives
 them (``methods/base.Method.call_bounds``); the methods of the round loop share ``loop_calls``, derived from
-their spec. tests/methods/test_calls.py runs every method and checks that each question's calls fall in its
+their spec. tests/methods/test_call_bounds.py runs every method and checks that each question's calls fall in its
 range.
 """
 
