@@ -34,7 +34,7 @@ def tree(out: Path, benchmark: str, split: str, limit: int, offset: int = 0) -> 
 
 GRID = [{"method": "always-resample", "threshold": None}, {"method": "agreement-resample", "threshold": None}]
 """The rule grid: the registered grid's RESAMPLE rules, so the best rule is one of them whichever the training
-questions favour, and the look replays it again under its own name among issue 37's arms."""
+questions favour, and the look replays it again under its own name among the state-and-actions arms."""
 
 BLOCK = ("4", "2")
 """A block of 4 GSM8K and 2 MATH questions: look 1 holds every built question."""
