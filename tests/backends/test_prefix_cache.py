@@ -95,6 +95,7 @@ def _questions(n: int) -> list[str]:
     return [ex.question for ex in benchmarks.get("gsm8k").load("test", limit=n)]
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_greedy_round_with_reuse_matches_without_above_the_floor(pair) -> None:
     off, on = pair

@@ -224,6 +224,7 @@ def test_updates_are_timed_without_their_warm_up(clock, monkeypatch):
     assert result.seconds == 2.0 and result.steps == 3
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_quick_bench_json_has_every_key_with_finite_positive_numbers(smollm2_path):
     settings = BenchSettings(model=str(smollm2_path), quick=True, overhead_questions=3, batch_questions=1,

@@ -22,6 +22,8 @@ from deliberation.trees.store import TreeStore, split_examples
 from looks.markdown import looks_markdown
 from replays import episodes, replay_argv
 
+pytestmark = pytest.mark.slow  # replays the committed looks from their stores (make test-slow)
+
 REPO = Path(__file__).resolve().parents[2]
 PAIRED = REPO / "docs" / "results" / "paired"
 LOOKS = json.loads((PAIRED / "summary.json").read_text())["looks"]

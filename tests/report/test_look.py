@@ -22,7 +22,8 @@ from deliberation.report.paired import diff_points
 from looks.markdown import headline_markdown, looks_markdown
 from looks.record import look_record
 
-pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
+pytestmark = [pytest.mark.needs_split("gsm8k/train"),  # its questions come from GSM8K train (no package ships it)
+              pytest.mark.slow]  # whole looks: the experiment end to end (make test-slow)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "paired_look.sh"
 

@@ -20,7 +20,8 @@ from deliberation.trees.responses import responses
 from deliberation.trees.store import TreeStore
 from replays import episodes
 
-pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from GSM8K train (no package ships it)
+pytestmark = [pytest.mark.needs_split("gsm8k/train"),  # its questions come from GSM8K train (no package ships it)
+              pytest.mark.slow]  # trains six policies: an experiment (make test-slow)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "state_actions.sh"
 PREPARE = SCRIPT.with_name("paired_prepare.sh")

@@ -194,6 +194,7 @@ def train_policy_script(out, rollouts, **env):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.needs_split("gsm8k/train")
 def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_path, rollouts):
     """experiments/train_policy.sh, the pipeline behind the shipped policy, end to end (1 epoch each)."""
@@ -206,6 +207,7 @@ def test_train_policy_script_runs_sft_the_nine_ablation_runs_and_the_report(tmp_
     assert (out / "report" / "report.md").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.needs_split("gsm8k/train")
 def test_the_reward_scale_ablation_runs_with_the_full_information_objective(tmp_path, rollouts):
     out = tmp_path / "full"

@@ -15,7 +15,7 @@ from deliberation.cli.main import main
 from registered_methods import FROM_TREES, spec_at_defaults
 from replays import episodes
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # whole replays on the real model (make test-slow)
 METHODS = FROM_TREES
 COMMON = ("--benchmark", "gsm8k", "--limit", "2", "--backend", "llamacpp", "--model", "smollm2-135m",
           "--max-tokens", "48", "--quiet")
