@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "deliberation"
 TOP_LEVEL_MODULES = {"__init__", "actions", "types", "files", "errors", "registry", "config"}
 FOUNDATION = {"deliberation", "deliberation.actions", "deliberation.types", "deliberation.files",
               "deliberation.errors", "deliberation.registry", "deliberation.config"}
-LAYERS = ("benchmarks", "backends", "outputs", "engine", "policy", "allocate", "protocols", "methods", "trees", "rl",
+LAYERS = ("backends", "benchmarks", "outputs", "engine", "policy", "allocate", "protocols", "methods", "trees", "rl",
           "runs", "report", "perf", "cli")
 """Bottom to top: a package imports the foundation and the packages before it, never one after it."""
 

@@ -14,7 +14,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 from deliberation.actions import Action
 from deliberation.errors import DelibError, check_json_text
@@ -142,6 +142,28 @@ class Example:
     answer: str
     choices: tuple[str, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A question as an answer key holds it (``AnswerKey``): its example, gold included, how an answer to it
+    is scored, and whether answers to it are code (HumanEval, your own code questions) or a boxed value."""
+
+    example: Example
+    score: Callable[[Example, str], bool]
+    code: bool = False
+
+
+class AnswerKey(Protocol):
+    """The golds a simulator answers from: ``find`` the question a request shows its agents. The benchmarks
+    layer builds them (``benchmarks/answers.py``) and whoever builds a backend hands one to it, so the backends
+    layer, an LLM client layer, knows no dataset."""
+
+    def find(self, question: str) -> Keyed: ...
+
+
+AnswerKeys = Callable[[Optional[str], Optional[str]], AnswerKey]
+"""Builds the answer key of a benchmark (None: any) read from a data folder (None: the usual sources)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import pytest
 
 from deliberation import benchmarks
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import AgentRecord, act, make_context, request_seed, run_episode
 from deliberation.engine.spec import MethodSpec
@@ -25,7 +26,7 @@ def examples():
 
 @pytest.fixture()
 def backend():
-    return ScriptedBackend(benchmark="gsm8k")
+    return ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers)
 
 
 def ctx_for(example, backend, action=Action.PERSIST, rounds=2, confidence=False, early_stop=False, agents=3):
@@ -110,7 +111,7 @@ def test_token_totals_and_correctness_are_consistent(examples, backend):
 
 def test_same_seed_same_episode(examples):
     def once():
-        ctx = ctx_for(examples[3], ScriptedBackend(benchmark="gsm8k"), Action.REFINE, confidence=True)
+        ctx = ctx_for(examples[3], ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers), Action.REFINE, confidence=True)
         return replace(run_episode(ctx, np.random.default_rng(5)), wall_seconds=0.0)
 
     assert once() == once()

@@ -16,6 +16,7 @@ from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.engine.loop import act, initial_round, make_context
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.policy.rules import ConstantPolicy
@@ -29,7 +30,7 @@ class Recording(ScriptedBackend):
     """The scripted simulator, keeping every request it answers."""
 
     def __init__(self) -> None:
-        super().__init__(benchmark="gsm8k")
+        super().__init__(benchmark="gsm8k", answers=BenchmarkAnswers)
         self.seen: list[GenerationRequest] = []
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
@@ -71,7 +72,7 @@ def test_the_purpose_is_not_part_of_the_request_key() -> None:
 def test_a_request_that_says_not_what_it_is_for_is_refused_in_one_line(tmp_path: Path) -> None:
     bare = GenerationRequest(prompts.initial_messages("What is 2 + 3?"), max_tokens=8)
     with pytest.raises(DelibError, match="^scripted backend: the request says not what it is for") as err:
-        ScriptedBackend(benchmark="gsm8k").generate([bare])
+        ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers).generate([bare])
     assert "\n" not in str(err.value)
     store = TreeStore.create(tmp_path / "s", TreeManifest(
         backend="scripted", model="m", scope="m", supports_logprobs=True, backend_options={}, benchmark="gsm8k",

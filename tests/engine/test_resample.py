@@ -14,6 +14,7 @@ from deliberation.cli.main import main
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import act, initial_round, make_context, resample_agent
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.engine.spec import MethodSpec
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.actions import Action
@@ -30,7 +31,7 @@ def test_the_kth_resample_of_agent_i_is_sample_k_n_plus_i():
 def test_a_resample_answers_as_self_consistency_sample_n_plus_i():
     bench = get_benchmark("gsm8k")
     example = bench.load("test", 1)[0]
-    backend = ScriptedBackend("gsm8k")
+    backend = ScriptedBackend("gsm8k", answers=BenchmarkAnswers)
     spec = MethodSpec("r", ConstantPolicy(Action.RESAMPLE), confidence=True)
     ctx = make_context(example, backend, bench, EngineConfig(agents=3), spec)
     records, _ = initial_round(ctx)

@@ -11,6 +11,7 @@ import pytest
 from deliberation import benchmarks
 from deliberation.benchmarks.helpers import sources
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.errors import DelibError
 from deliberation.runs.runner import RunSpec, execute
 from deliberation.types import GenerationRequest, Message, Purpose, RequestKind
@@ -51,7 +52,7 @@ def test_a_gsm8k_run_reads_gsm8k_test_and_nothing_else(given: str | None, gsm8k_
 
 
 def test_a_question_found_nowhere_names_the_data_that_could_not_be_loaded(gsm8k_test_only: list) -> None:
-    backend = ScriptedBackend()
+    backend = ScriptedBackend(answers=BenchmarkAnswers)
     mars = "What is the capital of Mars?"
     request = GenerationRequest((Message("user", mars),), max_tokens=64,
                                 purpose=Purpose(RequestKind.ANSWER, "mars", mars, 0))

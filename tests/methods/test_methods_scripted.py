@@ -76,13 +76,14 @@ def test_concurrent_questions_give_the_same_episodes(tmp_path, method):
 
 def test_concurrency_merges_the_questions_requests_into_shared_batches():
     from deliberation.backends.scripted import ScriptedBackend
+    from deliberation.benchmarks.answers import BenchmarkAnswers
     from functools import partial
 
     from deliberation.backends.concurrent import in_flight
     from deliberation.runs.runner import RunSpec, run_example
     from deliberation.methods import get
 
-    inner = ScriptedBackend(benchmark="gsm8k")
+    inner = ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers)
     sizes = []
     original = inner.generate
     inner.generate = lambda requests: sizes.append(len(requests)) or original(requests)

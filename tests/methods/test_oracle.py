@@ -9,6 +9,7 @@ from deliberation import benchmarks, methods
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import example_rng, make_context, run_episode
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.methods.base import MethodConfig
 from deliberation.methods.oracle import SPEC, best_episode, candidates, one_round, tokens
 from deliberation.policy.rules import JointActions
@@ -39,7 +40,7 @@ def every_candidate(example, backend, engine) -> list[Episode]:
 
 
 def test_the_oracle_is_the_best_of_every_joint_action_played_alone():
-    backend, engine = ScriptedBackend(benchmark="gsm8k"), EngineConfig()
+    backend, engine = ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers), EngineConfig()
     oracle = methods.get("oracle")
     for ex in EXAMPLES:
         got = oracle.run(ex, backend, MethodConfig(engine=engine), example_rng(engine.seed, ex.id))
@@ -51,7 +52,7 @@ def test_the_oracle_is_the_best_of_every_joint_action_played_alone():
 
 def test_the_oracle_beats_every_constant_and_calls_each_request_once():
     calls: list[int] = []
-    backend = ScriptedBackend(benchmark="gsm8k")
+    backend = ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers)
     original = backend.generate
     backend.generate = lambda requests: calls.append(len(requests)) or original(requests)
     cfg = MethodConfig(engine=EngineConfig(rounds=1, early_stop=False))

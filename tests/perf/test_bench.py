@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.perf import BenchSettings, llama_build, measure, run_settings, timing
 from deliberation.perf.measure import measure_overhead, measure_updates, raw_llama, synthetic_decisions
 from deliberation.perf.results import (BatchResult, BenchMeta, BenchResult, CacheResult, OverheadResult,
@@ -101,7 +102,7 @@ def test_overhead_subtracts_the_backend_time(clock):
     """On the fake clock only the backend costs anything: the run's wall time is exactly the backend's, so
     the overhead is exactly 0 (without the subtraction it would be the 50 ms a call costs), and the replay,
     which never reaches the costly backend, takes no time at all."""
-    backend = CostlyBackend(clock, benchmark="gsm8k")
+    backend = CostlyBackend(clock, benchmark="gsm8k", answers=BenchmarkAnswers)
     settings = BenchSettings(overhead_questions=4, overhead_methods=("mpdf",))
     result = measure_overhead("mpdf", settings, backend)
     assert result.llm_calls >= 4 * settings.agents  # round 0 at least

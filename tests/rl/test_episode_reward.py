@@ -13,6 +13,7 @@ from deliberation.cli.main import main
 from deliberation.engine.consensus import Ballot, leave_one_out, vote
 from deliberation.engine.loop import make_context, run_episode
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.policy.rules import AgreementThreshold
@@ -58,7 +59,7 @@ def greedy_episodes(store) -> dict[str, Episode]:
     engine = store_engine(tree, 2)
     bench = benchmarks.get(tree.manifest.benchmark)
     examples = built_examples(tree, None)
-    backend = TreeBackend(tree, ScriptedBackend())
+    backend = TreeBackend(tree, ScriptedBackend(answers=BenchmarkAnswers))
     spec = MethodSpec("greedy-rule", AgreementThreshold(), confidence=True)
     return {ex.id: run_episode(make_context(ex, backend, bench, engine, spec), np.random.default_rng(0))
             for ex in examples}

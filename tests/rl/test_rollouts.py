@@ -9,6 +9,7 @@ import pytest
 
 from deliberation import benchmarks
 from deliberation.backends.scripted import ScriptedBackend
+from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import AgentRecord, make_context
 from deliberation.engine.spec import MethodSpec
@@ -49,7 +50,7 @@ def test_rewards_of_a_hand_built_decision():
 @pytest.mark.needs_split("gsm8k/train")
 def test_collect_question_groups_and_counterfactuals():
     examples = BENCH.load("train", limit=6)
-    backend = ScriptedBackend(benchmark="gsm8k")
+    backend = ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers)
     for ex in examples:
         decisions = collect_question(ctx_for(ex, backend), 4,
                                      np.random.default_rng(0))

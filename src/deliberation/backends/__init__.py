@@ -17,6 +17,7 @@ from deliberation.backends.cache import CACHE_FILE
 from deliberation.backends.base import Backend, Capabilities, capabilities, check_backend, check_class
 from deliberation.errors import DelibError, writable_file
 from deliberation.registry import Registry
+from deliberation.types import AnswerKeys
 
 # name -> "module:Class"; resolved on use so no heavy import happens at registry time.
 BACKENDS: Registry[type] = Registry("backend", {
@@ -52,16 +53,30 @@ class MissingOptions(DelibError):
         return f"{self.where}backend {self.backend!r} needs {' and '.join(map(word, self.options))}"
 
 
-def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
+HANDED = ("answers",)
+"""Constructor arguments that whoever builds a backend hands in, never options a user sets: ``answers``, the
+answer key a simulator answers from (``types.AnswerKeys``; the scripted backend, and a team passes it on)."""
+
+
+def backend_options(name: str) -> dict[str, inspect.Parameter]:
+    """The options a user may set on the backend ``name``: its constructor's parameters, less ``HANDED``."""
+    params = inspect.signature(backend_class(name)).parameters
+    return {p: spec for p, spec in params.items() if p not in HANDED}
+
+
+def make_backend(name: str, cache: str | None = None, answers: AnswerKeys | None = None,
+                 **options: Any) -> Backend:
     """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache`` (a
-    backend that ``caches_itself``, a team, gets the path instead: each of its members has its own scope)."""
+    backend that ``caches_itself``, a team, gets the path instead: each of its members has its own scope).
+    ``answers`` goes to a backend that takes it (``HANDED``) and is dropped for the others."""
     if cache is not None:
         writable_file(cache, "cache", CACHE_FILE)
     check_options(name, options)
     cls = backend_class(name)
+    handed = {"answers": answers} if "answers" in inspect.signature(cls).parameters else {}
     if capabilities(cls).caches_itself:
-        return check_backend(cls(**options, cache=cache), name)
-    backend = check_backend(cls(**options), name)
+        return check_backend(cls(**options, **handed, cache=cache), name)
+    backend = check_backend(cls(**options, **handed), name)
     if cache is None:
         return backend
     from deliberation.backends.cache import CachedBackend
@@ -74,7 +89,7 @@ def check_options(name: str, options: dict[str, Any]) -> None:
     without a model or a base URL), before anything is built or written; then the class's own checks (a
     ``validate_options``: a team checks every member)."""
     cls = backend_class(name)
-    params = inspect.signature(cls).parameters
+    params = backend_options(name)
     needed = [p for p, spec in params.items() if spec.default is inspect.Parameter.empty
               and spec.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
     missing = [p for p in needed if p not in options]

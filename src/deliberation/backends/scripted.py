@@ -4,13 +4,9 @@
 beside the real backends: its registry entry points down the layers, never up.
 
 It reads the request's purpose (never the prompt text: any prompt style or wording works), looks the problem
-up in the benchmark (built without one: in the own-data files and benchmarks this process opened, which the
-run opened before its first request, then in every registered one), and answers in the benchmark's format so
-extraction and scoring run for real. Splits are read one at a time (``test`` first) and only until the
-question is found, so a run reads the data it uses and no more: a split that cannot be loaded (data that is
-not there) is passed over, and named only when no question matches. A question no benchmark holds
-(``delib ask``, benchmark ``ask:<type>``) gets a hidden gold drawn from its hash: a number, or a letter for
-``choice``. Then:
+up in the answer key it was handed (``types.AnswerKey``; whoever builds the backend passes ``answers``, the
+benchmarks' key ``benchmarks/answers.py`` everywhere in this package, so this LLM client layer knows no
+dataset), and answers in the benchmark's format so extraction and scoring run for real. Then:
 - round 0: agent k (the low 4 bits of the request seed) is right with probability skill_k + d_q, d_q a
   per-question difficulty offset; wrong answers come from a few per-question distractors, so wrong agents
   sometimes agree, as real ones do;
@@ -37,12 +33,9 @@ from typing import Sequence
 import numpy as np
 
 from deliberation.backends.logprob_summary import summarize
-from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
-from deliberation.benchmarks.base import Benchmark
-from deliberation.benchmarks.own import OwnData
 from deliberation.errors import DelibError
-from deliberation.types import (Completion, Example, GenerationRequest, LogprobSummary, Purpose, RequestKind,
-                                TokenLogprob, purpose_of)
+from deliberation.types import (AnswerKey, AnswerKeys, Completion, Example, GenerationRequest, Keyed,
+                                LogprobSummary, Purpose, RequestKind, TokenLogprob, purpose_of)
 
 _FILLER = ("we", "compute", "the", "value", "carefully", "then", "combine", "it", "with", "previous", "result")
 
@@ -65,22 +58,24 @@ def _hash(*parts: object) -> int:
 
 
 class ScriptedBackend:
-    """Simulated agents answering questions of one benchmark (``benchmark``) deterministically."""
+    """Simulated agents answering the questions of ``answers(benchmark, data_dir)`` deterministically
+    (``benchmark`` None: any question the key holds)."""
 
     name = "scripted"
     supports_logprobs = True
 
     def __init__(self, benchmark: str | None = None, skills: Sequence[float] = (0.45, 0.55, 0.65),
                  p_break: float = 0.1, p_fix: float = 0.25, conf_right: float = 0.72, conf_wrong: float = 0.5,
-                 data_dir: str | None = None, model: str = "scripted-v1") -> None:
-        self._given = [get_benchmark(benchmark)] if benchmark else None  # None: any (opened first, see above)
+                 data_dir: str | None = None, model: str = "scripted-v1", answers: AnswerKeys | None = None) -> None:
+        if answers is None:
+            raise DelibError("the scripted backend answers from an answer key and was given none: build it with "
+                             "deliberation.make_backend('scripted'), which hands it the benchmarks' key")
+        self._answers, self._benchmark, self._data_dir = answers, benchmark, data_dir
+        self._key: AnswerKey = answers(benchmark, data_dir)
         self.model = model
         self.skills = tuple(skills)
         self.p_break, self.p_fix = p_break, p_fix
         self.conf_right, self.conf_wrong = conf_right, conf_wrong
-        self._data_dir = data_dir
-        self._indexes: dict[tuple[str, str], dict[str, Example]] = {}  # (benchmark, split) -> question -> example
-        self._unloadable: dict[tuple[str, str], str] = {}  # (benchmark, split) -> why it could not be loaded
         self.calls = 0  # requests answered, for tests of "no LLM call"
 
     @staticmethod
@@ -93,82 +88,36 @@ class ScriptedBackend:
         return [self._one(r) for r in requests]
 
     def close(self) -> None:
-        self._indexes.clear()
-        self._unloadable.clear()
+        """Drop the key's loaded questions (a fresh key reads them again if asked)."""
+        self._key = self._answers(self._benchmark, self._data_dir)
 
     # --- request handling --------------------------------------------------------------------------
 
     def _one(self, request: GenerationRequest) -> Completion:
         purpose = purpose_of(request, "scripted backend")
-        bench, example = self._lookup(purpose.question)
+        keyed = self._key.find(purpose.question)
         rng = np.random.default_rng([request.seed, _hash(request.messages[-1].content)])
         if purpose.kind is RequestKind.CRITIC:
-            return self._critic(request, bench, example, purpose, rng)
-        right = self._right_after_update(bench, example, purpose, rng) if purpose.kind is RequestKind.UPDATE else (
-            rng.random() < self._p_initial(example, request.seed % 16))
-        completion = self._completion(request, self._solution(bench, example, right, rng))
+            return self._critic(request, keyed, purpose, rng)
+        right = self._right_after_update(keyed, purpose, rng) if purpose.kind is RequestKind.UPDATE else (
+            rng.random() < self._p_initial(keyed.example, request.seed % 16))
+        completion = self._completion(request, self._solution(keyed, right, rng))
         return replace(completion, summary=_summary(request, completion, right))
-
-    def _lookup(self, question: str) -> tuple[Benchmark, Example]:
-        """The (benchmark, example) a request is about; splits are indexed lazily, in turn, until it is found."""
-        benches = self._candidates()
-        for bench in benches:
-            for split in sorted(bench.splits, key=lambda s: s != "test"):
-                index = self._index(bench, split)
-                if question in index:
-                    return bench, index[question]
-        return self._free(question, benches)
-
-    def _candidates(self) -> list[Benchmark]:
-        """The benchmark given; else the own-data files and benchmarks opened in this process, then every
-        registered one (opened here, not loaded: loading waits for ``_index``)."""
-        if self._given is not None:
-            return self._given
-        now = opened()
-        own = [b for b in now if isinstance(b, OwnData)]
-        return list(dict.fromkeys([*own, *now, *(get_benchmark(n) for n in sorted(BENCHMARKS))]))
-
-    def _free(self, question: str, benches: list[Benchmark]) -> tuple[Benchmark, Example]:
-        """An asked question (``ask:<type>``, no gold): its scorer, and an example whose gold is drawn from the
-        question (a letter for choice, else a number)."""
-        asked = [b for b in benches if isinstance(b, OwnData) and b.path is None and b.answer_type != "code"
-                 and question.endswith(b.answer_instruction)]
-        if not asked:
-            names = ", ".join(b.name for b in benches)
-            unread = next(iter(self._unloadable.values()), None)
-            why = f" (some data could not be loaded: {unread})" if unread else ""
-            raise DelibError(f"scripted backend: the request is not about a question of {names}{why}")
-        pick = _hash("free", question)
-        choice = asked[0].answer_type == "choice"
-        gold = "ABCD"[pick % 4] if choice else str(10 + pick % 90)
-        return asked[0].scorer, Example(f"free/{pick}", question, gold, tuple("ABCD") if choice else ())
-
-    def _index(self, bench: Benchmark, split: str) -> dict[str, Example]:
-        """Formatted question -> example of one split, built on first use. A split that cannot be loaded (data
-        not there, an own-data file a command refused) holds no question; why is kept for the error above."""
-        key = (bench.name, split)
-        if key not in self._indexes:
-            try:
-                examples = bench.load(split, data_dir=self._data_dir)
-            except DelibError as err:
-                self._unloadable[key], examples = str(err), []
-            self._indexes[key] = {bench.format_question(ex): ex for ex in examples}
-        return self._indexes[key]
 
     def _p_initial(self, example: Example, agent: int) -> float:
         difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3
         return float(np.clip(self.skills[agent % len(self.skills)] + difficulty, 0.02, 0.98))
 
-    def _right_after_update(self, bench: Benchmark, example: Example, purpose: Purpose,
-                            rng: np.random.Generator) -> bool:
-        share = float(np.mean([bench.score(example, p) for p in purpose.peers])) if purpose.peers else 0.0
-        if bench.score(example, purpose.own):
+    def _right_after_update(self, keyed: Keyed, purpose: Purpose, rng: np.random.Generator) -> bool:
+        example = keyed.example
+        share = float(np.mean([keyed.score(example, p) for p in purpose.peers])) if purpose.peers else 0.0
+        if keyed.score(example, purpose.own):
             return rng.random() >= self.p_break
         return rng.random() < self.p_fix + 0.5 * share
 
-    def _critic(self, request: GenerationRequest, bench: Benchmark, example: Example, purpose: Purpose,
+    def _critic(self, request: GenerationRequest, keyed: Keyed, purpose: Purpose,
                 rng: np.random.Generator) -> Completion:
-        mean = self.conf_right if bench.score(example, purpose.own) else self.conf_wrong
+        mean = self.conf_right if keyed.score(keyed.example, purpose.own) else self.conf_wrong
         p_yes = float(np.clip(rng.normal(mean, 0.15), 0.01, 0.99))
         if not request.logprobs:
             return self._completion(request, str(round(100 * p_yes)))
@@ -180,13 +129,14 @@ class ScriptedBackend:
 
     # --- text ----------------------------------------------------------------------------------------
 
-    def _solution(self, bench: Benchmark, example: Example, right: bool, rng: np.random.Generator) -> str:
+    def _solution(self, keyed: Keyed, right: bool, rng: np.random.Generator) -> str:
         steps = [f"Step {k}: " + " ".join(rng.choice(_FILLER, size=int(rng.integers(15, 30)))) + "."
                  for k in range(1, int(rng.integers(4, 10)))]
-        return "\n".join(steps) + "\n" + self._final(bench, example, right, rng)
+        return "\n".join(steps) + "\n" + self._final(keyed, right, rng)
 
-    def _final(self, bench: Benchmark, example: Example, right: bool, rng: np.random.Generator) -> str:
-        if bench.name == "humaneval" or isinstance(bench, OwnData) and bench.answer_type == "code":
+    def _final(self, keyed: Keyed, right: bool, rng: np.random.Generator) -> str:
+        example = keyed.example
+        if keyed.code:
             body = example.answer if right else "    return None\n"
             return f"```python\n{example.question}{body}```"
         answer = example.answer if right else self._distractor(example, rng)

@@ -32,7 +32,7 @@ from deliberation.backends import (MissingOptions, backend_capabilities, check_o
                                    records_summaries)
 from deliberation.backends.base import Backend, cache_scope, cache_scope_of, interrupt
 from deliberation.errors import DelibError
-from deliberation.types import Completion, GenerationRequest
+from deliberation.types import AnswerKeys, Completion, GenerationRequest
 
 TEAM = "team"
 
@@ -129,12 +129,13 @@ class TeamBackend:
     caches_itself = True
     """``make_backend`` passes the cache path in rather than wrapping the team: each member gets its own scope."""
 
-    def __init__(self, members: Sequence[Mapping[str, Any]], cache: str | None = None) -> None:
+    def __init__(self, members: Sequence[Mapping[str, Any]], cache: str | None = None,
+                 answers: AnswerKeys | None = None) -> None:
         team = members_of(members)
         distinct = list({m.key: m for m in team}.values())
         self.assignment: tuple[int, ...] = tuple([d.key for d in distinct].index(m.key) for m in team)
         """Per agent, the index of its member in ``members``."""
-        self.members: list[Backend] = _build(distinct, cache)
+        self.members: list[Backend] = _build(distinct, cache, answers)
         self.labels = labels(team)
         self.model = ",".join(self.labels)
         self.cache_scope = f"team({', '.join(cache_scope_of(self.members[i]) for i in self.assignment)})"
@@ -201,12 +202,13 @@ class TeamBackend:
             raise errors[0]
 
 
-def _build(distinct: Sequence[Member], cache: str | None) -> list[Backend]:
-    """One backend per member, each behind ``cache``; those built are closed again if a later one fails."""
+def _build(distinct: Sequence[Member], cache: str | None, answers: AnswerKeys | None) -> list[Backend]:
+    """One backend per member, each behind ``cache`` (and handed ``answers``, ``backends.HANDED``); those built
+    are closed again if a later one fails."""
     built: list[Backend] = []
     try:
         for member in distinct:
-            built.append(make_backend(member.backend, cache=cache, **member.options))
+            built.append(make_backend(member.backend, cache=cache, answers=answers, **member.options))
     except BaseException:
         for backend in built:
             backend.close()

@@ -68,9 +68,9 @@ def option_defaults(backend: str) -> str:
     left out): read off the constructor, so the help never disagrees with the code."""
     import inspect
 
-    from deliberation.backends import backend_class
+    from deliberation.backends import backend_options
 
-    params = inspect.signature(backend_class(backend)).parameters.values()
+    params = backend_options(backend).values()
     return ", ".join(f"{p.name}={p.default}" for p in params
                      if p.default is not inspect.Parameter.empty and p.name not in ("model", "base_url"))
 

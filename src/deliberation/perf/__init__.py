@@ -61,11 +61,12 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
     from tqdm import tqdm
 
     from deliberation.backends.scripted import ScriptedBackend
+    from deliberation.benchmarks.answers import BenchmarkAnswers
 
     meta = collect_meta(settings)  # before the work: its load average is the background load
     with tqdm(total=len(settings.overhead_methods) + 5, disable=not progress, unit="stage") as bar:
         step = _stepper(bar)
-        scripted = ScriptedBackend(benchmark=settings.benchmark)
+        scripted = ScriptedBackend(benchmark=settings.benchmark, answers=BenchmarkAnswers)
         overhead = tuple(step(f"overhead {m}", measure_overhead, m, settings, scripted)
                          for m in settings.overhead_methods)
         updates = (step("softrankpo updates", measure_updates, settings),

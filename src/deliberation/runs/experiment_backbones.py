@@ -24,13 +24,12 @@ holds no machine's address; they are read when the cells are built, so ``delib e
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from deliberation.backends import backend_class
+from deliberation.backends import backend_options
 from deliberation.errors import DelibError
 
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -84,7 +83,7 @@ def _backbone(table: Mapping[str, Any], index: int, backend: str, source: str) -
     if not isinstance(label, str) or not LABEL.fullmatch(label):
         raise DelibError(f"{where} needs a label of letters, digits, '.', '_', '+' or '-' (it names a folder), got "
                          f"{label!r}")
-    params = inspect.signature(backend_class(backend)).parameters
+    params = backend_options(backend)
     unknown = [k for k in table if k != "label" and k not in params]
     if unknown and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         raise DelibError(f"{where} ({label}): backend {backend} takes no option {unknown[0]!r}; its options: "

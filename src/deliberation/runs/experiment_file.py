@@ -14,7 +14,6 @@ experiment``'s ``--limit``, ``--benchmarks``, ``--methods`` and ``--backbones`` 
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import tomllib
@@ -26,7 +25,7 @@ from typing import Any, Mapping, NoReturn, Sequence
 from deliberation import benchmarks
 from deliberation.benchmarks import own
 from deliberation.benchmarks.helpers.sources import require_folder
-from deliberation.backends import BACKENDS, backend_class, team_size
+from deliberation.backends import BACKENDS, backend_options, team_size
 from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, read_user_text, require_at_least, writable_folder
 from deliberation import methods
@@ -380,7 +379,7 @@ def _backend(table: Mapping[str, Any], source: str) -> tuple[str, dict[str, Any]
     if name not in BACKENDS:
         _fail(source, f"unknown backend {name!r} in [backend]; choose from: {', '.join(sorted(BACKENDS))}")
     options = {k: v for k, v in table.items() if k != "name"}
-    params = inspect.signature(backend_class(name)).parameters
+    params = backend_options(name)
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         _known(options, ("name", *params), f"option of backend {name} in [backend]", source)
     return name, options

@@ -19,6 +19,7 @@ names as where its questions come from, must exist and hold the split (``require
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.util
 import itertools
@@ -221,10 +222,19 @@ def _from_package(sources: SplitSources, limit: int | None, _: str | None) -> tu
     folder = package_dir(sources.package)
     if folder is None:
         return None, f"installed package {sources.package} (not installed)"
-    examples = sources.from_package(folder)
+    examples = _package_examples(sources.from_package, folder)
     if examples is None:
         return None, f"installed package {sources.package} at {folder} (data files missing)"
-    return examples[:limit], str(folder)
+    return list(examples[:limit]), str(folder)
+
+
+@functools.lru_cache(maxsize=32)
+def _package_examples(read: Callable[[Path], list[Example] | None], folder: Path) -> tuple[Example, ...] | None:
+    """``read(folder)``, read once a process: an installed package's files do not change while it runs, and
+    some splits are slow to assemble (MATH train is seven subject files less MATH-500, about a second), while a
+    replay or a tuning grid loads its split once per variant."""
+    examples = read(folder)
+    return None if examples is None else tuple(examples)
 
 
 def _from_hub(sources: SplitSources, limit: int | None, _: str | None) -> tuple[list[Example] | None, str]:

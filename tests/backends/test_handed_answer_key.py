@@ -1,0 +1,58 @@
+"""The backends layer knows no dataset: the scripted simulator answers from an answer key whoever builds it
+hands in (``backends.HANDED``), never one it finds by importing the benchmarks."""
+
+from __future__ import annotations
+
+import pytest
+
+from deliberation import backends
+from deliberation.backends import HANDED, backend_options, check_options
+from deliberation.benchmarks import get as get_benchmark
+from deliberation.errors import DelibError
+from deliberation.runs.api import make_backend
+from deliberation.types import Example, GenerationRequest, Keyed, Message, Purpose, RequestKind
+
+
+class OneQuestion:
+    """An answer key holding one question whose gold is 42, scored by exact text."""
+
+    def __init__(self, benchmark: str | None, data_dir: str | None) -> None:
+        self.asked: list[str] = []
+
+    def find(self, question: str) -> Keyed:
+        self.asked.append(question)
+        return Keyed(Example("q/0", question, "42"), lambda example, text: text.rstrip().endswith("{42}$."))
+
+
+def request(question: str, seed: int) -> GenerationRequest:
+    return GenerationRequest((Message("user", question),), seed=seed,
+                             purpose=Purpose(RequestKind.ANSWER, "q/0", question, 0))
+
+
+def test_a_scripted_backend_built_without_a_key_is_one_line_naming_the_fix():
+    with pytest.raises(DelibError, match="given none: build it with deliberation.make_backend") as err:
+        backends.make_backend("scripted")
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_the_key_is_not_an_option_a_user_sets():
+    assert "answers" in HANDED and "answers" not in backend_options("scripted")
+    with pytest.raises(DelibError, match="takes no option answers"):
+        check_options("scripted", {"answers": "gsm8k"})
+
+
+def test_the_simulator_answers_from_the_key_it_is_handed():
+    """Any key works, datasets or not: the gold comes from the key, and so does the scoring."""
+    backend = backends.make_backend("scripted", answers=OneQuestion)
+    texts = [c.text for c in backend.generate([request("What is six times seven?", s) for s in range(40)])]
+    right = [t for t in texts if t.endswith("\\boxed{42}$.")]
+    assert 0 < len(right) < len(texts)  # agents are sometimes right, and right means the key's gold
+
+
+@pytest.mark.needs_split("gsm8k/test")
+def test_the_benchmarks_key_is_what_every_command_hands_in():
+    bench = get_benchmark("gsm8k")
+    example = bench.load("test", 1)[0]
+    completions = make_backend("scripted").generate([request(bench.format_question(example), s) for s in range(30)])
+    scores = {bench.score(example, c.text) for c in completions}
+    assert scores == {True, False}  # its gold is the benchmark's: some agents are right, some are not
