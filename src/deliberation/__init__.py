@@ -45,7 +45,7 @@ _LAZY = {
     "Summary": "deliberation.runs.directory:Summary",
     "run_method": "deliberation.methods:run_method",
     "METHODS": "deliberation.methods:METHODS",
-    "make_backend": "deliberation.runs.api:make_backend",
+    "make_backend": "deliberation.benchmarks.answers:make_backend",
     "load_benchmark": "deliberation.benchmarks:get",
     "load_policy": "deliberation.policy.checkpoint:load_learned",
     "EngineConfig": "deliberation.config:EngineConfig",

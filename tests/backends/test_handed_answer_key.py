@@ -9,7 +9,7 @@ from deliberation import backends
 from deliberation.backends import HANDED, backend_options, check_options
 from deliberation.benchmarks import get as get_benchmark
 from deliberation.errors import DelibError
-from deliberation.runs.api import make_backend
+from deliberation.benchmarks.answers import make_backend
 from deliberation.types import Example, GenerationRequest, Keyed, Message, Purpose, RequestKind
 
 

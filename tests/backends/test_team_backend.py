@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.backends import check_options, context_window, team_size
-from deliberation.runs.api import make_backend
+from deliberation.benchmarks.answers import make_backend
 from deliberation.backends.cache import request_key
 from deliberation.backends.team import TeamBackend, agent_models, team_options
 from deliberation.benchmarks import get as get_benchmark

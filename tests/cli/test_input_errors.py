@@ -224,7 +224,7 @@ def test_a_cache_below_a_file_or_in_a_read_only_folder_is_refused(refused, here,
 
 
 def test_the_library_names_the_cache_as_its_parameter(here):
-    from deliberation.runs.api import make_backend
+    from deliberation.benchmarks.answers import make_backend
 
     with pytest.raises(DelibError, match="^cache afolder is a folder"):  # the CLI's --cache: above
         make_backend("scripted", cache="afolder")

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from deliberation import benchmarks, methods
-from deliberation.runs.api import make_backend
+from deliberation.benchmarks.answers import make_backend
 from deliberation.config import EngineConfig
 from deliberation.methods.base import MethodConfig
 from deliberation.methods.calls import Calls, exactly, loop_calls

@@ -87,7 +87,7 @@ def test_critics_are_read_by_a_later_round_or_a_tied_final_vote_only():
     one stops (not read); after the last round only a tie reads them; an eager method always reads them."""
     from deliberation import benchmarks
     from deliberation.actions import Action
-    from deliberation.runs.api import make_backend
+    from deliberation.benchmarks.answers import make_backend
     from deliberation.config import EngineConfig
     from deliberation.engine.loop import AgentRecord, critics_read, make_context
     from deliberation.engine.spec import MethodSpec

@@ -18,7 +18,7 @@ import pytest
 
 import deliberation
 from deliberation import methods
-from deliberation.runs.api import make_backend
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks import get as get_benchmark
 from deliberation.cli.main import build_parser, main
 from deliberation.engine.spec import MethodSpec

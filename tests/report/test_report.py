@@ -15,7 +15,7 @@ import pytest
 
 from deliberation.report import loading as run_results, plots, tables, write as report
 from deliberation.report.styles import figure_styles
-from deliberation.runs.api import make_backend
+from deliberation.benchmarks.answers import make_backend
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
 from deliberation.runs.runner import RunSpec, execute

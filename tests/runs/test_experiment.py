@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.runs.api import make_backend
+from deliberation.benchmarks.answers import make_backend
 from deliberation.backends.cache import CachedBackend
 from deliberation.errors import DelibError
 from deliberation.runs.experiment import plan, run_experiment

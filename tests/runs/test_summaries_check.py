@@ -71,7 +71,7 @@ def test_a_signals_policy_is_refused_live_without_summaries_and_replays_from_a_s
 def test_scripted_answers_carry_summaries_that_track_correctness():
     """The simulator's summaries are what CISC by log-probability and the signals features read in tests:
     right answers' mean log-probability is higher on average, and every summary fits its text."""
-    from deliberation.runs.api import make_backend
+    from deliberation.benchmarks.answers import make_backend
     from deliberation.benchmarks import get
     from deliberation.types import GenerationRequest, Message, Purpose, RequestKind
 

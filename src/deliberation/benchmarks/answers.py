@@ -1,5 +1,6 @@
 """The benchmarks' answer key: the gold of any question a run shows its agents, for the ``scripted`` simulator
-(``backends/scripted.py``), which is handed one where it is built and so needs to know no dataset.
+(``backends/scripted.py``), which is handed one where it is built and so needs to know no dataset; and
+``make_backend``, which builds a backend as every command does, handing it this key.
 
 A question is looked up in the benchmark given; built without one, in the own-data files and benchmarks this
 process opened (which a run opens before its first request), then in every registered one. Splits are read
@@ -12,12 +13,22 @@ its hash: a number, or a letter for ``choice``.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
+from deliberation import backends
+from deliberation.backends.base import Backend
 from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.own import OwnData
 from deliberation.errors import DelibError
 from deliberation.types import Example, Keyed
+
+
+def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
+    """The backend ``name`` built with ``options`` (behind the SQLite response cache at ``cache``) as every
+    command builds it: a simulator (``scripted``, a team of them) is handed the benchmarks' answer key, the
+    other backends are built as ``backends.make_backend`` builds them."""
+    return backends.make_backend(name, cache=cache, answers=BenchmarkAnswers, **options)
 
 
 class BenchmarkAnswers:

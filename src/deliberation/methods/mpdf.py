@@ -7,6 +7,26 @@ docs/results/policy). Without either the fallback is the confidence-threshold ru
 cfg.confidence_threshold, else concede to a more confident peer, else refine); the run's config records
 which policy ran, with the checkpoint's content hash, so resuming a run after the checkpoint changed is
 refused rather than mixing two policies.
+
+MPDF in one place: the paper's algorithm step by step, and the one function or class that does each step
+(the engine runs every round-loop method, so the steps live where every method shares them; a test checks
+each name below exists):
+
+1. Round 0, every agent answers alone: ``deliberation.engine.loop:initial_round``.
+2. Introspective confidence, the critic's P(Yes) on each answer: ``deliberation.engine.confidence:critic_request``,
+   ``deliberation.engine.confidence:read_confidence``, asked by ``deliberation.engine.loop:score_confidence``.
+3. Each round, every agent's meta-cognitive state (decision schema, reasoning profile, confidence) and its
+   peers': ``deliberation.engine.state:observe``, as network inputs ``deliberation.engine.features:arrays``.
+4. The meta-policy picks PERSIST, REFINE or CONCEDE per agent: ``deliberation.policy.learned:TrainedPolicy``
+   over ``deliberation.policy.network:MetaPolicyNet`` (``policy_for`` below picks the checkpoint).
+5. The actions run, a round's calls in one batch: ``deliberation.engine.loop:act`` (CONCEDE's peer:
+   ``deliberation.engine.loop:concede_target``), rounds until the team agrees: ``deliberation.engine.loop:run_rounds``.
+6. The team's answer, a plurality vote: ``deliberation.engine.loop:final_vote`` over
+   ``deliberation.engine.consensus:vote``; the whole episode: ``deliberation.engine.loop:run_episode``.
+7. Training data, each decision with the rewards of its counterfactual actions:
+   ``deliberation.rl.rollouts:collect_question``, rewards ``deliberation.rl.rollouts:rewards_for``.
+8. SoftRankPO, advantages as reward ranks through the normal quantile: ``deliberation.rl.advantages:softrankpo``;
+   the loss ``deliberation.rl.losses:policy_loss``; the updates ``deliberation.rl.trainer:train_pg``.
 """
 
 from __future__ import annotations

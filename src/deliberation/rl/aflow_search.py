@@ -32,8 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from deliberation import benchmarks
-from deliberation.backends import make_backend
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context, request_seed
@@ -125,8 +124,8 @@ def search(spec: AFlowSearch, out: str) -> Path:
     cache = job_cache(spec.cache, folder)
     tokens = {"executor": [0, 0], "optimizer": [0, 0]}
     with ExitStack() as stack:
-        executor = stack.enter_context(closing(make_backend(spec.backend, answers=BenchmarkAnswers, cache=cache, **spec.backend_options)))
-        optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, answers=BenchmarkAnswers, cache=cache,
+        executor = stack.enter_context(closing(make_backend(spec.backend, cache=cache, **spec.backend_options)))
+        optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=cache,
                                                              **spec.optimizer_options)))
         rounds = _search(spec, examples, bench, executor, optimizer, tokens)
     best = max(rounds, key=lambda r: (r.mean, -r.number))

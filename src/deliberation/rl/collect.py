@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Iterator
 
 from deliberation import benchmarks
-from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng, make_context
@@ -85,7 +84,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     behaviour = behaviour_policy(spec)
     directory = Path(out)
     refuse_if_locked(directory)
-    job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, answers=BenchmarkAnswers, cache=spec.cache, **spec.backend_options)),
+    job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
                       partial(_rollouts, spec, directory), partial(_collect_one, spec, collecting(behaviour)),
                       spec.concurrency)
     return run_job(job, progress)

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from deliberation import benchmarks
-from deliberation.backends import make_backend
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import make_context
@@ -88,7 +87,7 @@ def optimize(spec: GraphOptimization, out: str) -> Path:
     graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    made = make_backend(spec.backend, answers=BenchmarkAnswers, cache=job_cache(spec.cache, folder), **spec.backend_options)
+    made = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
     with closing(made) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench)
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},

@@ -6,22 +6,13 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from deliberation import backends
-from deliberation.backends.base import Backend
 from deliberation.backends.team import TEAM, team_options
-from deliberation.benchmarks.answers import BenchmarkAnswers
 from deliberation.benchmarks.own import file_name
 from deliberation.config import EngineConfig, Selection
 from deliberation.errors import DelibError, writable_folder
 from deliberation.runs import experiment, experiment_file
 from deliberation.runs.directory import Summary
 from deliberation.runs.runner import RunSpec, execute
-
-
-def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
-    """The backend ``name`` built with ``options`` (behind the SQLite response cache at ``cache``), as every
-    command builds it: a simulator (``scripted``, a team of them) is handed the benchmarks' answer key."""
-    return backends.make_backend(name, cache=cache, answers=BenchmarkAnswers, **options)
 
 
 def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k", *, answer_type: str | None = None,

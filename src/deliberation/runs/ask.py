@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from deliberation import benchmarks
-from deliberation.backends import check_options, context_window, make_backend
+from deliberation.backends import check_options, context_window
 from deliberation.backends.base import Backend
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.own import ask_name, asked_example
 from deliberation.config import EngineConfig
 from deliberation.engine.team_checks import check_context
@@ -103,7 +103,7 @@ def _backend(backend: str | Backend, model: str | None, cache: str | None, optio
         opts.setdefault("benchmark", spec.benchmark)
     check_options(backend, opts)  # before the window, which reads n_ctx
     check_context(spec.method, method.engine(spec.engine), {"the question": prompt}, context_window(backend, opts))
-    return make_backend(backend, answers=BenchmarkAnswers, cache=cache, **opts), True
+    return make_backend(backend, cache=cache, **opts), True
 
 
 def final_turns(episode: Episode) -> list[Turn]:

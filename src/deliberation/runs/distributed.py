@@ -56,9 +56,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from deliberation import methods
-from deliberation.backends import make_backend
 from deliberation.backends.concurrent import in_flight
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.errors import DelibError, install_hint, require_at_least
 from deliberation.outputs.driver import Ledger, pending, record_all
 from deliberation.runs.runner import Accuracy, RunSpec, config_record, run_example, run_output, validate
@@ -90,7 +89,7 @@ class EpisodeWorker:
         too: at ``--concurrency`` above 1 the method sees the same coalescing backend as there)."""
         if self._backend is None:
             self._method = methods.get(self.spec.method)
-            self._backend = make_backend(self.spec.backend, answers=BenchmarkAnswers, cache=self.spec.cache, **self.spec.backend_options)
+            self._backend = make_backend(self.spec.backend, cache=self.spec.cache, **self.spec.backend_options)
         one = partial(run_example, self._method, self.spec)
         return next(in_flight(one, [example], self._backend, self.spec.concurrency))
 

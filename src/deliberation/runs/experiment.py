@@ -23,9 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from deliberation.backends import make_backend
 from deliberation.backends.base import Backend
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.own import folder_name
 from deliberation.config import Selection
 from deliberation.errors import DelibError, make_folder, require_at_least
@@ -139,7 +138,7 @@ def _runner(spec: RunSpec, backend: Backend | None, workers: int, ray_address: s
     elif backend is not None:
         yield _local(backend)
     else:
-        shared = make_backend(spec.backend, answers=BenchmarkAnswers, cache=spec.cache, **spec.backend_options)
+        shared = make_backend(spec.backend, cache=spec.cache, **spec.backend_options)
         try:
             yield _local(shared)
         finally:

@@ -12,10 +12,10 @@ from functools import partial
 from typing import Any, Iterable, Iterator, Sequence
 
 from deliberation import benchmarks, methods
-from deliberation.backends import check_options, context_window, make_backend, records_summaries, team_size
+from deliberation.backends import check_options, context_window, records_summaries, team_size
 from deliberation.backends.base import Backend
 from deliberation.backends.team import agent_models
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
@@ -120,7 +120,7 @@ def _backend(spec: RunSpec, given: Backend | None) -> AbstractContextManager[Bac
     """The caller's backend, left open (an experiment's cells share it), else a new one, closed after the run."""
     if given is not None:
         return nullcontext(given)
-    return closing(make_backend(spec.backend, answers=BenchmarkAnswers, cache=spec.cache, **spec.backend_options))
+    return closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options))
 
 
 @contextmanager

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from deliberation import benchmarks, methods
-from deliberation.backends import make_backend
 from deliberation.backends.base import Backend, cache_scope_of
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, Workload
@@ -148,7 +147,7 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     examples = load_selected(benchmarks.get(spec.benchmark), spec.split, spec.limit, spec.selection, spec.data_dir)
     updates = update_specs(recorded_methods(spec))
     refuse_if_locked(Path(out), BUSY_FIX)
-    job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, answers=BenchmarkAnswers, cache=spec.cache, **spec.backend_options)),
+    job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
                       lambda inner: _store(out, spec, inner, examples, updates),
                       lambda ex, backend: build_question(ex, backend, spec, updates), spec.concurrency)
     return run_job(job, progress)

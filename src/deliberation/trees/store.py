@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation import benchmarks, methods
-from deliberation.backends import make_backend
 from deliberation.backends.base import Backend, cache_scope_of, interrupt
 from deliberation.backends.cache import request_key
-from deliberation.benchmarks.answers import BenchmarkAnswers
+from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig
 from deliberation.engine import prompts
@@ -243,7 +242,7 @@ def recording_backend(store: TreeStore, cache: str | None,
     m = store.manifest
     store.lock()
     try:
-        inner = make_backend(m.backend, answers=BenchmarkAnswers, cache=cache, **m.backend_options)
+        inner = make_backend(m.backend, cache=cache, **m.backend_options)
         _check_scope(store, cache_scope_of(inner), inner)
     except BaseException:
         store.unlock()
