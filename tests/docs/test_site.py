@@ -20,9 +20,9 @@ PATH_IN_BACKTICKS = re.compile(r"`((?:docs|experiments|src|tests|benchmarks|data
 """A repository path written as code in prose: the top-level folders of committed files, no placeholders."""
 
 
-def cli_hook():
-    """docs/hooks/cli_reference.py, the MkDocs hook that renders the CLI reference (a file, not a package)."""
-    spec = importlib.util.spec_from_file_location("cli_reference", DOCS / "hooks" / "cli_reference.py")
+def references_hook():
+    """docs/hooks/references.py, the MkDocs hook that renders the reference pages (a file, not a package)."""
+    spec = importlib.util.spec_from_file_location("references", DOCS / "hooks" / "references.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -51,7 +51,7 @@ def test_the_cli_reference_holds_every_subcommands_help(built_site):
     from deliberation.cli.main import build_parser
 
     page = (built_site[1] / "reference" / "cli" / "index.html").read_text()
-    names = [name for name, _, _ in cli_hook().subcommands(build_parser())]
+    names = [name for name, _, _ in references_hook().subcommands(build_parser())]
     assert len(names) > 10
     for name in names:
         assert f'id="delib-{name}"' in page, f"the CLI reference lacks delib {name}"
