@@ -23,8 +23,11 @@ best rule and its method again under its plain name."""
 LABELS = (*methods.METHODS, *EXTRA)
 
 
-def test_every_registered_method_has_a_style_of_its_own_colour():
-    assert set(STYLES) == set(methods.METHODS)
+def test_every_styled_method_is_registered_and_has_a_colour_of_its_own():
+    """Today's methods all have a style; a method registered later draws in a fallback style until it is
+    given one (a new method is one registry entry: no test pins the set of styles to the set of methods)."""
+    assert set(STYLES) <= set(methods.METHODS)
+    assert len(STYLES) >= 20
     assert len({s.colour for s in STYLES.values()}) == len(STYLES)
     assert not {s.colour for s in STYLES.values()} & set(FALLBACK_COLOURS)
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from deliberation.rl.advantages import grpo, softrankpo
+from deliberation.rl.advantages import ADVANTAGES, grpo, softrankpo
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import tensorize
 from deliberation.rl.algorithms import ALGORITHMS, PPO_CLIP_EPS, is_supervised
@@ -61,8 +61,12 @@ def test_policy_loss_combines_the_terms_with_the_configured_weights():
 
 
 def test_registry_holds_every_algorithm_and_ppo_always_clips():
+    """Each registered advantage is an algorithm under each objective it declares (so a new advantage is an
+    algorithm with no other edit), beside sft and ppo; today's five are all there."""
+    derived = {n if o == "sampled" else f"{n}-{o}" for n, adv in ADVANTAGES.items() for o in adv.objectives}
+    assert set(ALGORITHMS) == {"sft", "ppo", *derived}
     sampled = {"softrankpo", "grpo", "reinforce", "reinforce_baseline", "rloo"}
-    assert set(ALGORITHMS) == {"sft", "ppo", "softrankpo-pooled", *sampled, *(f"{n}-full" for n in sampled)}
+    assert {"softrankpo-pooled", *sampled, *(f"{n}-full" for n in sampled)} <= set(ALGORITHMS)
     assert [name for name in ALGORITHMS if is_supervised(name)] == ["sft"]
     plain = TrainConfig(clip_eps=None)
     assert ALGORITHMS["ppo"].clip_eps(plain) == PPO_CLIP_EPS

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, make_folder, read_object
+from deliberation.files import write_json_atomic
+from deliberation.outputs.lock import DirectoryLock, lock_directory
 
 _ABSENT = object()
 SHOWN_WIDTH = 30
@@ -93,3 +95,24 @@ def check_resume(where: Path, holds: str, old: Mapping[str, Any], new: Mapping[s
     if differing:
         shown = ", ".join(_shown(*d) for d in differing)
         raise DelibError(f"{where} holds {holds} with other settings ({shown}); {fix}")
+
+
+def open_output(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, holds: str, fix: str,
+                file: str, read: Callable[[Path], Mapping[str, Any]] | None = None) -> DirectoryLock:
+    """Become the one writer of the output ``directory`` (made if missing) until the returned lock is
+    released; then record ``settings`` in its ``file`` if it has none, or refuse (``check_resume``, naming
+    ``holds`` and ``fix``) an output recorded under settings ``rule`` says differ. ``read`` reads the recorded
+    settings (default: the file as a JSON object). A new output kind calls this once: the folder, the lock,
+    the record and the refusal are all here."""
+    writer = lock_directory(make_folder(directory))
+    try:
+        path = directory / file
+        if not path.exists():
+            write_json_atomic(path, settings)
+        else:
+            old = read(path) if read is not None else read_object(path, f"delete it, or {fix}")
+            check_resume(directory, holds, old, settings, rule, fix)
+    except BaseException:
+        writer.release()
+        raise
+    return writer

@@ -68,7 +68,8 @@ STYLES: dict[str, Style] = {
     "reconcile": Style("#7b4173", "h"),
     "dylan": Style("#5254a3", "X"),
 }
-"""Every registered method's style (``tests/report/test_styles.py`` holds it to ``methods.METHODS``)."""
+"""A style per method (each a registered one: ``tests/report/test_styles.py``); a method without an entry draws
+in a fallback style (``figure_styles``) until it is given one here."""
 
 FALLBACK_COLOURS = ("#000000", "#8ca252", "#ad494a", "#636363", "#a55194", "#6b6ecf", "#e7cb94", "#b5cf6b",
                     "#e7969c", "#ce6dbd", "#9c9ede", "#d6616b", "#cedb9c", "#de9ed6", "#3182bd", "#e6550d",

@@ -15,10 +15,10 @@ from typing import Any, Mapping
 
 from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
-from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8
+from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
-from deliberation.outputs.lock import DirectoryLock, lock_directory
-from deliberation.outputs.resume import ResumeRule, check_resume
+from deliberation.outputs.lock import DirectoryLock
+from deliberation.outputs.resume import ResumeRule, open_output
 from deliberation.types import ADDED_LATER, Decision, from_json, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
@@ -93,22 +93,8 @@ def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
 def open_collection(directory: Path, manifest: RolloutManifest) -> DirectoryLock:
     """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
     then create its manifest, or check an existing one describes the same collection."""
-    writer = lock_directory(make_folder(directory))
-    try:
-        _open_manifest(directory, manifest)
-    except BaseException:
-        writer.release()
-        raise
-    return writer
-
-
-def _open_manifest(directory: Path, manifest: RolloutManifest) -> None:
-    path = directory / MANIFEST
-    if not path.exists():
-        write_manifest(path, manifest)
-        return
-    check_resume(directory, "rollouts", read_manifest(path).to_dict(), manifest.to_dict(), ROLLOUT_RESUME,
-                 "use another --out")
+    return open_output(directory, manifest.to_dict(), ROLLOUT_RESUME, "rollouts", "use another --out", MANIFEST,
+                       lambda path: read_manifest(path).to_dict())
 
 
 def question_row(model: str, benchmark: str, split: str, example_id: str, decisions: list[Decision]) -> dict[str, Any]:

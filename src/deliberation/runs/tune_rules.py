@@ -1,10 +1,12 @@
 """``delib tune-rules``: the best fixed rule on training trees, the reference a learned policy must beat.
 
-The grid holds every registered rule (``policy/rules.py`` ``FIXED_RULES``) whose actions are in the tuning's
-action set, simplest first, a rule that reads the critic at each threshold of ``THRESHOLDS``. Under the
-default set, ``paper``, that is the grid docs/results/paired/PREREGISTRATION.md fixes: always-persist,
-always-refine, always-concede, agreement-threshold, and confidence-threshold and agreement-then-confidence at
-each threshold; ``resample`` adds the RESAMPLE rules. Every rule is replayed over every store
+The default grid of an action set is data (``DEFAULT_GRIDS``): the rules it names, simplest first, a rule
+that reads the critic at each threshold of ``THRESHOLDS``. Under the default set, ``paper``, that is the grid
+docs/results/paired/PREREGISTRATION.md fixes: always-persist, always-refine, always-concede,
+agreement-threshold, and confidence-threshold and agreement-then-confidence at each threshold; ``resample``
+adds the RESAMPLE rules. A rule registered later (``policy/rules.py`` ``FIXED_RULES``) joins no grid until a
+grid names it: here, or in a grid file (``--grid``), so a registered grid never changes behind its
+registration. Every rule is replayed over every store
 (``runs/variants.py``: as ``delib evaluate`` replays it, one run directory per rule and store), its questions
 pooled over the stores, and the best is chosen by whole-episode accuracy, ties by fewer tokens per question,
 then by the simpler rule (``FixedRule.simplicity``, the lower threshold first). Numbers are compared as exact
@@ -23,7 +25,7 @@ from deliberation.methods.options import Variant
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
-from deliberation.actions import PAPER_ACTIONS, check_action_set
+from deliberation.actions import EXTENDED_ACTIONS, PAPER_ACTIONS, check_action_set
 from deliberation.errors import DelibError, read_json
 from deliberation.types import ADDED_LATER, from_json, to_json
 
@@ -42,8 +44,8 @@ class Tuning(StoreSettings):
     ``delib tree --samples``)."""
     grid: str | None = None
     """A frozen grid (a JSON list of {"method", "threshold"}), e.g. the one a registration fixed
-    (docs/results/paired/rule_grid.json): exactly these rules, whatever is registered today. Default: every
-    registered rule under --actions."""
+    (docs/results/paired/rule_grid.json): exactly these rules, whatever is registered today. Default: the
+    rules ``DEFAULT_GRIDS`` names for --actions."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -52,10 +54,19 @@ class Tuning(StoreSettings):
             read_grid(self.grid)  # a bad file is refused before anything is replayed
 
 
+_PAPER_GRID = ("always-persist", "always-refine", "always-concede", "agreement-threshold", "confidence-threshold",
+               "agreement-then-confidence")
+DEFAULT_GRIDS: dict[str, tuple[str, ...]] = {
+    PAPER_ACTIONS: _PAPER_GRID,
+    EXTENDED_ACTIONS: (*_PAPER_GRID, "always-resample", "agreement-resample"),
+}
+"""The rules each action set's default grid tries (the paper's six are PREREGISTRATION.md's); a new rule is
+tried when it is named here or in a ``--grid`` file, never because it is registered."""
+
+
 def simplest_first(actions: str = PAPER_ACTIONS) -> list[str]:
-    """The registered rules that take only ``actions``, simplest first."""
-    names = [name for name, rule in FIXED_RULES.items() if rule.within(actions)]
-    return sorted(names, key=lambda name: FIXED_RULES[name].simplicity)
+    """The rules of the default grid under ``actions``, simplest first."""
+    return sorted(DEFAULT_GRIDS[actions], key=lambda name: FIXED_RULES[name].simplicity)
 
 
 def constants(actions: str = PAPER_ACTIONS) -> list[str]:
