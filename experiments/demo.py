@@ -23,7 +23,6 @@ the live answer comes from ask.sqlite.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -35,6 +34,7 @@ from deliberation.report.compare import Comparison, check_held_out
 from deliberation.report.compare_plot import PAIRED_PNG, plotted
 from deliberation.report.paired import POOLED, Paired, diff_points
 from deliberation.runs.directory import CONFIG
+from deliberation.runs.run_config import read_run_config
 from deliberation.runs.tune_rules import read_best_rule
 from deliberation.trees.build import replayable
 from deliberation.trees.manifest import read_manifest
@@ -147,16 +147,16 @@ def _equal(row: Paired | None) -> str:
 def live_command(run: Path, out: Path) -> str:
     """The `delib run` line that generates the replayed run ``run`` live: its method, policy, questions and
     settings."""
-    config = json.loads((run / CONFIG).read_text())
-    engine, options = config["engine"], dict(config["backend_options"])
+    spec = read_run_config(run / CONFIG).spec
+    engine, options = spec.engine, dict(spec.backend_options)
     model = options.pop("model", None)  # a backend option, but with a flag of its own
-    words = ["delib", "run", "--method", config["method"], "--benchmark", config["benchmark"], "--split",
-             config["split"], "--limit", str(config["limit"]), "--backend", config["backend"]]
-    words += ["--model", model] * (model is not None) + ["--policy", config["policy"]] * bool(config.get("policy"))
+    words = ["delib", "run", "--method", spec.method, "--benchmark", spec.benchmark, "--split", spec.split,
+             "--limit", str(spec.limit), "--backend", spec.backend]
+    words += ["--model", model] * (model is not None) + ["--policy", str(spec.policy)] * bool(spec.policy)
     words += [w for key, value in sorted(options.items()) for w in ("--backend-opt", f"{key}={value}")]
     words += [w for key in ("agents", "rounds", "max_tokens", "temperature", "seed", "prompts")
-              for w in (f"--{key.replace('_', '-')}", str(engine[key]))]
-    words += ["--no-early-stop"] * (not engine["early_stop"]) + ["--verbal-confidence"] * engine["verbal_confidence"]
+              for w in (f"--{key.replace('_', '-')}", str(getattr(engine, key)))]
+    words += ["--no-early-stop"] * (not engine.early_stop) + ["--verbal-confidence"] * engine.verbal_confidence
     return " ".join(words + ["--out", str(out)])
 
 

@@ -24,6 +24,7 @@ from deliberation.report.plots import new_figure, save_figure
 from deliberation.report.styles import figure_styles
 from deliberation.report.compare import ORACLE
 from deliberation.report.compare_plot import short_label
+from deliberation.runs.run_config import read_run_config
 
 BASE = "main"
 ONE_ROUND = ORACLE  # methods/oracle.py plays one round whatever --rounds says: left out of the depth rows
@@ -57,7 +58,7 @@ def setting(folder: Path) -> Setting:
     if config is None:
         sys.exit(f"{folder} holds no run directory: rerun experiments/policy_trees.sh to finish it")
     rounds = json.loads((folder / "team.json").read_text())["rounds"]
-    return Setting(folder.name, int(json.loads(config.read_text())["engine"]["agents"]), int(rounds))
+    return Setting(folder.name, read_run_config(config).spec.engine.agents, int(rounds))
 
 
 def arms(out: Path, name: str) -> Arms:

@@ -27,7 +27,9 @@ from deliberation import methods
 from deliberation.benchmarks.math import equivalent, extract
 from deliberation.errors import DelibError, exit_status
 from deliberation.methods import MethodConfig
-from deliberation.report.loading import read_episodes, read_object
+from deliberation.report.loading import read_episodes
+from deliberation.runs.directory import CONFIG
+from deliberation.runs.run_config import read_run_config
 from deliberation.types import Episode, Turn
 
 
@@ -84,16 +86,14 @@ def check(run: Path) -> dict:
 
 def _plain_vote(run: Path) -> str:
     """The run's method, refused unless its final vote gives every ballot one vote."""
-    if not (run / "config.json").is_file():
-        raise DelibError(f"{run} is not a run directory (no config.json); give the --out of `delib evaluate`")
-    config = read_object(run / "config.json")
-    if not isinstance(config.get("method"), str) or not isinstance(config.get("benchmark"), str):
-        raise DelibError(f"{run / 'config.json'} names no method and benchmark; give the --out of `delib evaluate`")
-    spec = methods.get(config["method"]).spec(MethodConfig(config["benchmark"]))
+    if not (run / CONFIG).is_file():
+        raise DelibError(f"{run} is not a run directory (no {CONFIG}); give the --out of `delib evaluate`")
+    ran = read_run_config(run / CONFIG).spec
+    spec = methods.get(ran.method).spec(MethodConfig(ran.benchmark))
     if spec.weighted_vote or spec.vote_weights is not None:
-        raise DelibError(f"{run}: {config['method']} weighs its ballots, so its winner is not the largest group; "
+        raise DelibError(f"{run}: {ran.method} weighs its ballots, so its winner is not the largest group; "
                          "give runs of methods with a plain vote")
-    return config["method"]
+    return ran.method
 
 
 def main(argv: list[str]) -> None:

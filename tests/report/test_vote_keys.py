@@ -13,6 +13,8 @@ import pytest
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
 from deliberation.report.loading import read_episodes
+from deliberation.runs.run_config import RunSpec
+from deliberation.types import to_json
 from scripts import script
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,10 +36,15 @@ def episode(example_id: str, correct: bool, *turns: dict) -> dict:
     return {"example_id": example_id, "method": "m", "final_answer": None, "correct": correct, "turns": list(turns)}
 
 
+def run_config(method: str) -> dict:
+    """config.json of a run of ``method`` on MATH."""
+    return to_json(RunSpec(method=method, benchmark="math", backend="scripted"))
+
+
 def run_of(folder: Path, method: str, *episodes: dict) -> Path:
     """A run directory as `delib evaluate` leaves it, as far as the script reads one."""
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"method": method, "benchmark": "math"}))
+    (folder / "config.json").write_text(json.dumps(run_config(method)))
     (folder / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
     return folder
 
@@ -76,9 +83,9 @@ def test_runs_of_methods_that_weigh_their_ballots_are_refused(vote_keys, tmp_pat
 
 @pytest.mark.parametrize("config, episodes, message", [
     (None, "", r"is not a run directory \(no config\.json\)"),
-    ({"benchmark": "math"}, "", "names no method and benchmark"),
-    ({"method": "mpdf", "benchmark": "math"}, "", "holds no episodes"),
-    ({"method": "mpdf", "benchmark": "math"}, '{"example_id": 1}\n', r"episodes\.jsonl")])
+    ({"benchmark": "math"}, "", r"config\.json is not a run's config\.json \(it lacks split, backend, "),
+    (run_config("mpdf"), "", "holds no episodes"),
+    (run_config("mpdf"), '{"example_id": 1}\n', r"episodes\.jsonl")])
 def test_a_folder_that_is_not_a_run_is_one_clear_error(vote_keys, tmp_path, config, episodes, message):
     if config is not None:
         (tmp_path / "config.json").write_text(json.dumps(config))

@@ -7,13 +7,19 @@ import pytest
 
 from deliberation.errors import DelibError
 from deliberation.runs.directory import RunDir, summarize, wilson_ci
+from deliberation.runs.run_config import RunSpec
 from deliberation.actions import Action
-from deliberation.types import Episode, Turn
+from deliberation.types import Episode, Turn, to_json
 
 
 def episode(i, correct=True):
     turn = Turn(0, 0, None, "1", "text", 0.5, 10, 5, 1, False, correct)
     return Episode(f"ex{i}", "m", "1", correct, (turn, Turn(0, 1, Action.PERSIST, "1", "text", 0.5)), 1, 0.1)
+
+
+RECORDED = to_json(RunSpec(method="m"))
+"""config.json of a run of method m as a run records it, for the tests that report on one (a report reads every
+setting a run records)."""
 
 
 def write(path, config, *episodes):
@@ -197,7 +203,7 @@ def test_a_duplicated_episode_line_counts_once_with_one_warning_naming_the_file(
     once everywhere episodes are read, and the file is named in one warning however often it is read."""
     from deliberation.report.loading import load_run, read_episodes
 
-    write(tmp_path, {"method": "m"}, episode(0), episode(1, correct=False))
+    write(tmp_path, RECORDED, episode(0), episode(1, correct=False))
     path = tmp_path / "episodes.jsonl"
     path.write_text(path.read_text() * 2)
     loaded = load_run(tmp_path)
@@ -216,7 +222,7 @@ def test_an_episode_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path, cap
     from deliberation.cli.main import main
     from deliberation.types import to_json
 
-    write(tmp_path / "run", {"method": "m"}, episode(0))
+    write(tmp_path / "run", RECORDED, episode(0))
     with open(tmp_path / "run" / "episodes.jsonl", "a") as f:
         f.write(json.dumps({**to_json(episode(1)), **damage}) + "\n")
     assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report")]) == 2

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
-from deliberation.methods.base import Method, MethodConfig, fixed
+from deliberation.methods.base import Method, MethodConfig, MethodRecord, fixed
 from deliberation.methods.calls import Calls
 from deliberation.protocols.aflow import ATTEMPTS
 from deliberation.policy.shipped import content_hash
@@ -59,4 +59,5 @@ SEARCHED = Method(spec=lambda cfg: MethodSpec(name="aflow", policy=None, protoco
                   engine=_one_agent, options=frozenset({"workflow"}), episode=workflow_episode, check=_check,
                   tree_requests=False, calls=lambda cfg: workflow_calls(searched(cfg)[0]),
                   about="a workflow found by `delib aflow-search`, --workflow (Zhang et al. 2025)",
-                  record=lambda cfg: {"workflow_used": f"{cfg.workflow} {content_hash(Path(str(cfg.workflow)))}"})
+                  record=lambda cfg: MethodRecord(
+                      workflow_used=f"{cfg.workflow} {content_hash(Path(str(cfg.workflow)))}"))

@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from deliberation.allocate.episode import DELIBERATION, Allocation, run_allocation
 from deliberation.allocate.moves import WindowRule
 from deliberation.engine.spec import MethodSpec, VoteWeights
 from deliberation.errors import DelibError
-from deliberation.methods.base import Method, MethodConfig, samples_only
+from deliberation.methods.base import Method, MethodConfig, MethodRecord, samples_only
 from deliberation.methods.calls import Calls
 from deliberation.policy import shipped
 from deliberation.types import Example
@@ -56,9 +56,9 @@ def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
                          f"questions (e.g. {hit[0]}); answer other questions, or train it on others")
 
 
-def _record(cfg: MethodConfig) -> dict[str, Any]:
+def _record(cfg: MethodConfig) -> MethodRecord:
     name = cfg.policy or DEFAULT_ALLOCATOR
-    return {"policy_used": f"{name} {shipped.content_hash(shipped.checkpoint_path(name))}"}
+    return MethodRecord(policy_used=f"{name} {shipped.content_hash(shipped.checkpoint_path(name))}")
 
 
 def allocation_calls(spec: MethodSpec) -> Calls:

@@ -20,7 +20,7 @@ from deliberation.engine.loop import Context, make_context, run_episode
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.calls import Calls, loop_calls
 from deliberation.methods.options import OPTION_NAMES, MethodOptions
-from deliberation.types import Episode, Example
+from deliberation.types import ADDED_LATER, Episode, Example
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,24 @@ def samples_only(engine: EngineConfig) -> EngineConfig:
     return replace(engine, rounds=0)
 
 
-def _nothing(cfg: MethodConfig) -> dict[str, Any]:
-    return {}
+@dataclass(frozen=True)
+class MethodRecord:
+    """What a method adds to its run's config.json (``Method.record``): the file it actually ran, with the hash
+    of its contents, so resuming a run after that file changed is refused. Each entry is written only by the
+    methods that run such a file (left out while None)."""
+
+    policy_used: str | None = field(default=None, metadata=ADDED_LATER)
+    """mpdf: the checkpoint (or the rule, ``rule:...``, when none exists); mpdf-allocate: the allocator."""
+    graph_used: str | None = field(default=None, metadata=ADDED_LATER)
+    """gptswarm, agentprune: the optimised graph."""
+    graph_rounds: int | None = field(default=None, metadata=ADDED_LATER)
+    """gptswarm, agentprune: the rounds the graph runs (the engine's are not used)."""
+    workflow_used: str | None = field(default=None, metadata=ADDED_LATER)
+    """aflow: the searched workflow."""
+
+
+def _nothing(cfg: MethodConfig) -> MethodRecord:
+    return MethodRecord()
 
 
 @dataclass(frozen=True)
@@ -58,8 +74,8 @@ class Method:
     ignored."""
     fixed_rule: bool = False
     """A fixed meta-policy (methods/rules.py): what a learned policy is compared against by default."""
-    record: Callable[[MethodConfig], dict[str, Any]] = _nothing
-    """Entries the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
+    record: Callable[[MethodConfig], MethodRecord] = _nothing
+    """What the run's config.json gains (mpdf: ``policy_used``, the checkpoint and its content hash)."""
     episode: Callable[[Context, np.random.Generator], Episode] = run_episode
     """How an episode runs: the round loop, or another protocol over the engine's parts (adaptive sampling)."""
     about: str = ""

@@ -15,7 +15,7 @@ import numpy as np
 from deliberation.engine.loop import Context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
-from deliberation.methods.base import Method, MethodConfig
+from deliberation.methods.base import Method, MethodConfig, MethodRecord
 from deliberation.methods.calls import Calls, exactly
 from deliberation.policy.shipped import content_hash
 from deliberation.protocols.designs import Graph, load_graph, refuse_trained
@@ -53,9 +53,9 @@ def graph_method(kind: str) -> Method:
     def check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
         refuse_trained(graph_of(kind, cfg), examples, str(cfg.graph))
 
-    def record(cfg: MethodConfig) -> dict[str, object]:
+    def record(cfg: MethodConfig) -> MethodRecord:
         graph = graph_of(kind, cfg)
-        return {"graph_used": f"{cfg.graph} {content_hash(Path(str(cfg.graph)))}", "graph_rounds": graph.rounds}
+        return MethodRecord(graph_used=f"{cfg.graph} {content_hash(Path(str(cfg.graph)))}", graph_rounds=graph.rounds)
 
     return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,

@@ -31,10 +31,8 @@ each name below exists):
 
 from __future__ import annotations
 
-from typing import Any
-
 from deliberation.engine.spec import MetaPolicy, MethodSpec
-from deliberation.methods.base import Method, MethodConfig
+from deliberation.methods.base import Method, MethodConfig, MethodRecord
 from deliberation.policy import shipped
 from deliberation.policy.rules import ConfidenceThreshold
 
@@ -59,8 +57,8 @@ def policy_name(cfg: MethodConfig) -> str:
     return "rule:confidence-threshold"
 
 
-def _record(cfg: MethodConfig) -> dict[str, Any]:
-    return {"policy_used": policy_name(cfg)}
+def _record(cfg: MethodConfig) -> MethodRecord:
+    return MethodRecord(policy_used=policy_name(cfg))
 
 
 METHOD = Method(spec=lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True,

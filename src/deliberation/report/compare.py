@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from deliberation.errors import DelibError, read_object
+from deliberation.errors import DelibError
 from deliberation.files import write_json_atomic, write_text_atomic
 from deliberation.methods.options import Variant
 from deliberation.methods.oracle import SPEC as ORACLE_SPEC
@@ -27,6 +27,7 @@ from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired
 from deliberation.report.plots import PlotOutcome
 from deliberation.report.compare_plot import TEAM_PNG, paired_plot
 from deliberation.rl.config import SPLIT_FILE, split_file
+from deliberation.rl.split_file import read_split
 from deliberation.runs.tune_rules import Rule, constants, read_best_rule
 from deliberation.runs.variants import StoreSettings, replay_variants, store_names
 from deliberation.types import to_json
@@ -127,7 +128,7 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
     for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
         split = split_file(checkpoint_path(ckpt))
         if split.is_file():
-            sources.append((f"{ckpt} trained on it", set(read_object(split).get("train", []))))
+            sources.append((f"{ckpt} trained on it", set(read_split(split).train)))
         else:
             LOG.warning("cannot check that %s did not train on the held-out questions (no %s beside it: a shipped "
                         "checkpoint without one, or one copied without it); copy its training run's %s beside it to "

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
@@ -25,6 +25,7 @@ from deliberation.errors import (BadText, DelibError, clean_text, decode_text, p
 from deliberation.rl.held_out_file import HeldOutScores, read_held_out
 from deliberation.runs.directory import (CELL, CONFIG, EPISODES, RUN_RESUME, SUMMARY, Summary, jsonl_lines,
                                          parse_episodes, summarize)
+from deliberation.runs.run_config import NOTHING_RECORDED, RunConfig, RunSpec, read_run_config
 from deliberation.actions import ACTION_ORDER, ACTIONS
 from deliberation.types import Episode, from_json
 
@@ -204,50 +205,52 @@ def _digest(policy_used: str) -> str:
 def load_run(path: Path) -> RunResult:
     """One run directory; summarized from its episodes when summary.json is absent or counts other episodes
     than episodes.jsonl holds (written before summaries always described the whole file)."""
-    config = read_object(path / CONFIG) if (path / CONFIG).exists() else {}
+    config = read_run_config(path / CONFIG) if (path / CONFIG).exists() else NOTHING_RECORDED
+    spec = config.spec
     lines = complete_lines(path / EPISODES)
     episodes = parse_episodes(path / EPISODES, lines)
     summary = _summary(path / SUMMARY) if (path / SUMMARY).exists() else None
     if summary is None or (episodes and summary.n != len(episodes)):  # stale: a rerun's --limit counted, not the file
-        summary = summarize(episodes, config.get("method", "?"), config.get("benchmark", "?"),
-                            config.get("split", "?"), _agent_models(config))
+        summary = summarize(episodes, spec.method, spec.benchmark, spec.split, _agent_models(spec))
     cell = read_object(path / CELL) if (path / CELL).exists() else {}
-    return RunResult(path, _label(cell.get("label") or _default_label(summary.method, config.get("policy")), config),
-                     summary.method, summary.benchmark, summary.split, config.get("backend", "?"),
-                     _model(config), int((config.get("engine") or {}).get("seed", 0)),
+    policy_used = config.used.policy_used or ""
+    return RunResult(path, _label(cell.get("label") or _default_label(summary.method, spec.policy), policy_used),
+                     summary.method, summary.benchmark, summary.split, spec.backend, _model(spec), spec.engine.seed,
                      summary, actions_by_round(episodes), not (path / SUMMARY).exists(),
-                     str(config.get("policy_used") or ""), _engine(config), _digests(config, lines), _options(config))
+                     policy_used, _engine(config), _digests(config, lines), _options(spec))
 
 
-def _agent_models(config: dict) -> list[str]:
+def _agent_models(spec: RunSpec) -> list[str]:
     """A mixed team's model per agent (``backends.team.agent_models``); empty for one model or a damaged team."""
     try:
-        return agent_models(str(config.get("backend", "")), config.get("backend_options") or {})
+        return agent_models(spec.backend, spec.backend_options)
     except DelibError:
         return []
 
 
-def _model(config: dict) -> str:
+def _model(spec: RunSpec) -> str:
     """The run's model: a mixed team's, agent by agent (``a,b,a``), else the model option (or ``default``)."""
-    team = _agent_models(config)
-    return ",".join(team) if team else str((config.get("backend_options") or {}).get("model", "default"))
+    team = _agent_models(spec)
+    return ",".join(team) if team else str(spec.backend_options.get("model", "default"))
 
 
-def _digests(config: dict, lines: Sequence[str]) -> frozenset[str]:
-    settings = json.dumps(RUN_RESUME.canonical(config), sort_keys=True)
+def _digests(config: RunConfig, lines: Sequence[str]) -> frozenset[str]:
+    settings = json.dumps(RUN_RESUME.canonical(config.to_dict()), sort_keys=True)
     return frozenset(hashlib.sha256(f"{settings}\n{line}".encode()).hexdigest() for line in lines if line.strip())
 
 
-def _options(config: dict) -> tuple[tuple[str, str], ...]:
-    """The method options config.json records at other than their default (``methods/options.py``)."""
-    from deliberation.methods.options import DEFAULTS
-
-    return tuple(sorted((k, str(config[k])) for k, default in DEFAULTS.items() if k in config and config[k] != default
-                        and k != "policy"))
+def _options(spec: RunSpec) -> tuple[tuple[str, str], ...]:
+    """The method options the run set to other than their default (``methods/options.py``), the policy aside
+    (the label names it)."""
+    return tuple(sorted((name, str(getattr(spec, name))) for name in spec.given() if name != "policy"))
 
 
-def _engine(config: dict) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, str(v)) for k, v in (config.get("engine") or {}).items() if k != "seed"))
+def _engine(config: RunConfig) -> tuple[tuple[str, str], ...]:
+    """The engine settings config.json records but the seed. A run made before a setting existed records none
+    (``RunConfig.absent``), and is told apart from runs that record it."""
+    engine = config.spec.engine
+    return tuple(sorted((f.name, str(getattr(engine, f.name))) for f in fields(engine)
+                        if f.name != "seed" and config.records(f"engine.{f.name}")))
 
 
 def _default_label(method: str, policy: str | None) -> str:
@@ -256,11 +259,10 @@ def _default_label(method: str, policy: str | None) -> str:
     return f"{method} [{Path(policy).name.removesuffix('.pt')}]" if policy else method
 
 
-def _label(label: str, config: dict) -> str:
+def _label(label: str, policy_used: str) -> str:
     """``label``, marked when mpdf ran its documented rule because no trained policy existed, so such a row
     is never read (or pooled) as the learned policy."""
-    used = str(config.get("policy_used") or "")
-    return f"{label} [{used}]" if used.startswith("rule:") else label
+    return f"{label} [{policy_used}]" if policy_used.startswith("rule:") else label
 
 
 def _summary(path: Path) -> Summary:

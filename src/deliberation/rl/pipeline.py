@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from deliberation.engine.features import PAPER
 from deliberation.errors import DelibError, read_object
 from deliberation.rl.algorithms import ALGORITHMS
-from deliberation.rl.config import SPLIT_FILE, TrainConfig, split_file
+from deliberation.rl.config import TrainConfig, split_file
 from deliberation.rl.held_out_file import HeldOutScores
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
+from deliberation.rl.split_file import read_split, split_of
 from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
 from deliberation.types import Decision
 
@@ -57,9 +58,9 @@ def run_training(req: TrainRequest) -> str:
     init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init else None
     decisions = training_decisions(req)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
-    split = {"train": sorted(set(train.examples)), "held_out": sorted(set(val.examples))}
+    split = split_of(train.examples, val.examples)
     if init_file:
-        check_init_split(init_file, cfg, split["held_out"])
+        check_init_split(init_file, cfg, split.held_out)
     if supervised:
         net, metrics = train_sft(decisions, cfg)
     else:
@@ -72,7 +73,7 @@ def run_training(req: TrainRequest) -> str:
     start = None if supervised else init
     scores = _scores(val, net, start)
     out = write_training_outputs(req.out, net, cfg, metrics, features.names, features.version,
-                                 extra={SPLIT_FILE: split}, scores=scores)
+                                 split=split, scores=scores)
     return _summary_line(cfg.algo, len(first_samples(decisions, cfg.group_size)), scores, out)
 
 
@@ -134,14 +135,14 @@ def init_checkpoint(init: str, name: str) -> Path:
     return path / name
 
 
-def check_init_split(init: Path, cfg: TrainConfig, held_out: list[str]) -> None:
+def check_init_split(init: Path, cfg: TrainConfig, held_out: Sequence[str]) -> None:
     """Refuse an ``--init`` policy that trained on questions this run holds out. With the start run's
     split.json the check is exact; older runs have only config.json, and holding out by (seed, hash) below
     val_fraction is safe then only with the same seed and a val_fraction no larger. A checkpoint with
     neither beside it (e.g. one shipped in the package without its ``<name>.split.json``) is taken as is."""
     split = split_file(init)
     if split.exists():
-        leaked = sorted(set(held_out) & set(read_object(split).get("train", [])))
+        leaked = sorted(set(held_out) & set(read_split(split).train))
         if leaked:
             raise DelibError(f"--init {init} trained on {len(leaked)} of this run's held-out questions (e.g. "
                              f"{leaked[0]}), so they would leak into validation; train with the --seed and "

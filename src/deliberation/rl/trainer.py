@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -31,6 +31,7 @@ from deliberation.rl.held_out_file import HeldOutScores, write_held_out
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.losses import entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss
+from deliberation.rl.split_file import Split, write_split
 from deliberation.types import Decision, strict_json, to_json
 
 
@@ -193,12 +194,12 @@ def validate(net: MetaPolicyNet, val: DecisionBatch) -> Validation:
 
 def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: TrainConfig,
                            metrics: Sequence[StepMetrics], feature_names: Sequence[str],
-                           feature_version: int, extra: dict[str, Any] | None = None,
+                           feature_version: int, split: Split | None = None,
                            scores: HeldOutScores | None = None) -> Path:
-    """Write ``policy.pt``, ``config.json``, ``metrics.jsonl``, ``held_out.json`` (the held-out ``scores``, when
-    given) and each ``extra`` name -> JSON value into ``out_dir``, all or nothing: they are written into a
-    temporary sibling folder that is renamed to ``out_dir`` at the end. A write the file system refuses (a full
-    disk) leaves nothing and is a DelibError naming the cause (``errors.write_error``)."""
+    """Write ``policy.pt``, ``config.json``, ``metrics.jsonl``, ``split.json`` (the questions trained on and held
+    out, when given) and ``held_out.json`` (the held-out ``scores``, when given) into ``out_dir``, all or nothing:
+    they are written into a temporary sibling folder that is renamed to ``out_dir`` at the end. A write the file
+    system refuses (a full disk) leaves nothing and is a DelibError naming the cause (``errors.write_error``)."""
     target = Path(out_dir)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise DelibError(f"{target} already exists and is not an empty folder; choose a new --out or delete it")
@@ -206,8 +207,8 @@ def write_training_outputs(out_dir: str | os.PathLike, net: MetaPolicyNet, cfg: 
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", dir=make_folder(target.parent)))
         try:
             _write_files(staging, net, cfg, metrics, tuple(feature_names), feature_version)
-            for name, value in (extra or {}).items():
-                (staging / name).write_text(strict_json(value, indent=2) + "\n")
+            if split is not None:
+                write_split(staging, split)
             if scores is not None:
                 write_held_out(staging, scores)
             if target.exists():

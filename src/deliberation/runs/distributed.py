@@ -60,7 +60,8 @@ from deliberation.backends.concurrent import in_flight
 from deliberation.benchmarks.answers import make_backend
 from deliberation.errors import DelibError, install_hint, require_at_least
 from deliberation.outputs.driver import Ledger, pending, record_all
-from deliberation.runs.runner import Accuracy, RunSpec, config_record, run_example, run_output, validate
+from deliberation.runs.run_config import config_record
+from deliberation.runs.runner import Accuracy, RunSpec, run_example, run_output, validate
 from deliberation.runs.directory import RunDir, Summary
 from deliberation.types import Episode, Example
 
@@ -105,7 +106,7 @@ def execute_distributed(spec: RunSpec, out: str, workers: int, ray_address: str 
     _check_counts(workers, max_retries)
     _, examples = validate(spec)
     ray = _import_ray()
-    run_dir = RunDir.prepare(out, config_record(spec))  # writes nothing: a refusal below (CPUs) leaves nothing
+    run_dir = RunDir.prepare(out, config_record(spec).to_dict())  # only checks: a refusal below (CPUs) leaves nothing
     todo = pending(examples, run_dir.finished_ids())
     with _ray_session(ray, ray_address, workers) if todo else nullcontext(), \
             run_output(run_dir, spec, [ex.id for ex in examples]) as ledger:

@@ -7,9 +7,8 @@ is checked before the directory is created, so bad input leaves nothing behind.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from deliberation import benchmarks, methods
 from deliberation.backends import check_options, context_window, records_summaries, team_size
@@ -17,33 +16,15 @@ from deliberation.backends.base import Backend
 from deliberation.backends.team import agent_models
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import Workload
 from deliberation.engine.loop import example_rng
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.team_checks import check_context, check_models, check_team
 from deliberation.errors import DelibError
-from deliberation.methods.base import Method, MethodConfig
-from deliberation.methods.options import MethodOptions
+from deliberation.methods.base import Method
 from deliberation.outputs.driver import Ledger, QuestionJob, pending, run_job
-from deliberation.runs.directory import ENGINE_USED, RunDir, Summary, summarize
-from deliberation.types import Episode, Example, to_json
-
-
-@dataclass(frozen=True)
-class RunSpec(MethodOptions, Workload):
-    """One cell of an evaluation: a method with its options on a workload; saved as config.json (the method
-    options under their names, methods/options.py)."""
-
-    method: str = field(kw_only=True)
-    trees: str | None = None
-    """The tree store a replay read its outcomes from (``delib evaluate``); None for a live run."""
-
-    def __post_init__(self) -> None:
-        Workload.__post_init__(self)
-        MethodOptions.__post_init__(self)
-
-    def method_config(self) -> MethodConfig:
-        return MethodConfig(benchmark=self.benchmark, engine=self.engine, **self.method_options())
+from deliberation.runs.directory import RunDir, Summary, summarize
+from deliberation.runs.run_config import RunSpec, config_record
+from deliberation.types import Episode, Example
 
 
 def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
@@ -88,13 +69,6 @@ def refuse_unread(given: Iterable[str], names: Sequence[str]) -> None:
                          f"{', '.join(names)}; drop it (it applies to: {', '.join(methods.taking(option))})")
 
 
-def config_record(spec: RunSpec) -> dict[str, Any]:
-    """config.json: the spec (the engine as asked), the engine the method ran (``engine_used``: no rounds for
-    self-consistency, one agent for cot), and what the method adds (mpdf: which policy actually ran)."""
-    method = methods.get(spec.method)
-    return {**to_json(spec), ENGINE_USED: to_json(method.engine(spec.engine)), **method.record(spec.method_config())}
-
-
 def run_example(method: Method, spec: RunSpec, example: Example, backend: Backend) -> Episode:
     """The episode of ``example`` (the unit of work of local and distributed runs): it depends on the spec and
     the example only, not on when or where it runs."""
@@ -106,7 +80,7 @@ def execute(spec: RunSpec, out: str, progress: bool = True, backend: Backend | N
     summary. Nothing is written before the backend is built: a model that fails to load leaves no config.json
     behind."""
     method, examples = validate(spec)
-    run_dir = RunDir.prepare(out, config_record(spec))
+    run_dir = RunDir.prepare(out, config_record(spec).to_dict())
     order = [ex.id for ex in examples]
     if not pending(examples, run_dir.finished_ids()):  # finished: no model to load, no empty progress bar
         with run_dir.create():

@@ -21,7 +21,8 @@ from deliberation.files import write_json_atomic
 from deliberation.methods.options import Variant
 from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.replay import Replay, ReplaySettings, check_method, spec_of, tree_backend
-from deliberation.runs.runner import RunSpec, config_record, execute, validate
+from deliberation.runs.run_config import config_record
+from deliberation.runs.runner import RunSpec, execute, validate
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
 from deliberation.types import Example
 
@@ -84,7 +85,7 @@ def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: 
         validate(specs[-1])  # e.g. a checkpoint for other features fails before any directory exists
     outs = tuple(out / name / v.directory for v in variants)
     for spec, folder in zip(specs, outs):  # a folder holding a run of other settings fails before any replay
-        RunDir.prepare(folder, config_record(spec))
+        RunDir.prepare(folder, config_record(spec).to_dict())
     return StoreReplay(store, examples, replay, tuple(specs), outs)
 
 

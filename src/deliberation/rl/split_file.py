@@ -1,0 +1,47 @@
+"""``split.json`` of a ``delib train`` run, beside its checkpoint (``rl.config.split_file`` finds it): the question
+ids the run trained on and those it held out, so a run started from the checkpoint (``--init``) or a comparison of
+it (``delib compare``) can refuse a question it trained on. Its record, its one writer and its one reader.
+
+The file keeps the keys, and the order of the keys, it always had: ``train``, then ``held_out``, each a sorted
+list of ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from deliberation.errors import DelibError, read_json
+from deliberation.files import write_text_atomic
+from deliberation.rl.config import SPLIT_FILE
+from deliberation.types import from_json, strict_json, to_json
+
+FIX = "copy it again from the training run that wrote it, or delete it (a check that reads it then says so)"
+
+
+@dataclass(frozen=True)
+class Split:
+    """The questions of a training run: those it trained on, and those the trainer held out to validate on."""
+
+    train: tuple[str, ...]
+    held_out: tuple[str, ...]
+
+
+def split_of(train: Iterable[str], held_out: Iterable[str]) -> Split:
+    """The split of these question ids, each once, in sorted order (as the file lists them)."""
+    return Split(tuple(sorted(set(train))), tuple(sorted(set(held_out))))
+
+
+def write_split(folder: Path, split: Split) -> None:
+    """Write split.json into the training directory ``folder`` (``read_split`` reads it back equal)."""
+    write_text_atomic(folder / SPLIT_FILE, strict_json(to_json(split), indent=2) + "\n")
+
+
+def read_split(path: Path) -> Split:
+    """The split.json at ``path``; a damaged file, or one of another shape (a list missing, a text where a list
+    belongs), is a one-line DelibError naming it, the entry and the fix."""
+    try:
+        return from_json(Split, read_json(path, FIX))
+    except (TypeError, ValueError) as err:
+        raise DelibError(f"{path} is not a split.json of `delib train` ({err}); {FIX}") from None
