@@ -18,7 +18,7 @@ from pathlib import Path
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 from deliberation.cli.main import main as delib
 
-METHODS = ("cot", "debate", "reconcile", "dylan", "mpdf", "always-persist", "always-refine", "always-concede",
+REPLAYED = ("cot", "debate", "reconcile", "dylan", "mpdf", "always-persist", "always-refine", "always-concede",
            "confidence-threshold", "agreement-threshold")
 QUESTIONS = 100
 
@@ -31,7 +31,7 @@ def timed(*argv: str) -> float:
 
 
 def replay(store: Path, out: Path, rounds: int, offline: bool) -> float:
-    return timed("evaluate", "--trees", str(store), "--method", ",".join(METHODS), "--rounds", str(rounds),
+    return timed("evaluate", "--trees", str(store), "--method", ",".join(REPLAYED), "--rounds", str(rounds),
                  *(("--offline",) if offline else ()), "--out", str(out))
 
 
@@ -39,7 +39,7 @@ def measure(work: Path) -> dict:
     store = work / "store"
     build = timed("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--out", str(store))
     grow = replay(store, work / "grow", 2, offline=False)
-    return {"questions": QUESTIONS, "methods": list(METHODS), "build_seconds": build,
+    return {"questions": QUESTIONS, "methods": list(REPLAYED), "build_seconds": build,
             "online_replay_2_rounds_seconds": grow,
             "offline_replay_1_round_seconds": replay(store, work / "r1", 1, offline=True),
             "offline_replay_2_rounds_seconds": replay(store, work / "r2", 2, offline=True),

@@ -102,25 +102,27 @@ FIXED_RULES.table[{NEW!r}] = FixedRule(ConfidentPersist, simplicity=55, confiden
 
 from deliberation import methods
 from deliberation.cli.main import main
-from deliberation.runs.tune_rules import grid
+from deliberation.runs.tune_rules import Rule, grid, read_grid, write_grid
+write_grid(sys.argv[1] + ".grid.json", [Rule({NEW!r}, 0.9)])
 print(json.dumps({{"methods": [m for m in methods.METHODS if methods.get(m).fixed_rule],
                   "options": sorted(methods.get({NEW!r}).options),
-                  "grid": [r.label for r in grid() if r.method == {NEW!r}],
+                  "default grids": [r.label for a in ("paper", "resample") for r in grid(a) if r.method == {NEW!r}],
+                  "named": [r.label for r in read_grid(sys.argv[1] + ".grid.json")],
                   "run": main(["run", "--method", {NEW!r}, "--confidence-threshold", "0.9", "--backend", "scripted",
                                "--limit", "2", "--quiet", "--out", sys.argv[1]])}}))
 """
 
 
-def test_a_new_rule_is_one_entry_then_a_method_and_on_the_tune_grid(tmp_path):
+def test_a_new_rule_is_one_entry_then_a_method_and_tuned_where_a_grid_names_it(tmp_path):
     """A fresh interpreter registers the rule before anything reads the registry, as an edit of the source
-    would: it is then a method (with the critic, its threshold and lazy-critic options) and on the grid at
-    every threshold."""
+    would: it is then a method (with the critic, its threshold and lazy-critic options), tuned by a grid file
+    that names it, and on no default grid (those are data: a registration's grid never changes behind it)."""
     done = subprocess.run([sys.executable, "-c", ONE_EDIT, str(tmp_path / "run")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["methods"][-1] == NEW and found["methods"][:-1] == list(FIXED_RULES)
     assert found["options"] == ["confidence_threshold", "lazy_critic"]
-    assert len(found["grid"]) == 8 and found["run"] == 0
+    assert found["default grids"] == [] and found["named"] == [f"{NEW} t=0.9"] and found["run"] == 0
     assert json.loads((tmp_path / "run" / "config.json").read_text())["confidence_threshold"] == 0.9
 
 
