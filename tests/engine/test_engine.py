@@ -111,7 +111,8 @@ def test_token_totals_and_correctness_are_consistent(examples, backend):
 
 def test_same_seed_same_episode(examples):
     def once():
-        ctx = ctx_for(examples[3], ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers), Action.REFINE, confidence=True)
+        backend = ScriptedBackend(benchmark="gsm8k", answers=BenchmarkAnswers)
+        ctx = ctx_for(examples[3], backend, Action.REFINE, confidence=True)
         return replace(run_episode(ctx, np.random.default_rng(5)), wall_seconds=0.0)
 
     assert once() == once()

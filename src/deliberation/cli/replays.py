@@ -39,8 +39,8 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.runs.tune_rules import Tuning
 
     p = sub.add_parser("tune-rules", help="pick the best fixed rule on training trees (best_rule.json)",
-                       description="Replays a grid of fixed rules (by default the pre-registered one of the action set, "
-                       "the rules reading the critic at t in 0.3..0.95; --grid for others) over the stores "
+                       description="Replays a grid of fixed rules (by default the pre-registered one of the action "
+                       "set, the rules reading the critic at t in 0.3..0.95; --grid for others) over the stores "
                        "and picks the best by pooled accuracy, then fewer tokens, then the simpler rule.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, Tuning)
