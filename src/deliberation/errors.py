@@ -198,7 +198,8 @@ def read_json(path: Path, fix: str = REWRITTEN) -> Any:
 
 
 def read_object(path: Path, fix: str = REWRITTEN) -> dict[str, Any]:
-    """A JSON file holding an object (config.json, cell.json, split.json), or a DelibError naming it."""
+    """A JSON file holding an object (cell.json, a manifest, an output's recorded settings), or a DelibError
+    naming it."""
     data = read_json(path, fix)
     if not isinstance(data, dict):
         raise DelibError(f"{path} holds a JSON {type(data).__name__}, not an object; {fix}")

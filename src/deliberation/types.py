@@ -147,7 +147,8 @@ class Example:
 @dataclass(frozen=True)
 class Keyed:
     """A question as an answer key holds it (``AnswerKey``): its example, gold included, how an answer to it
-    is scored, and whether answers to it are code (HumanEval, your own code questions) or a boxed value."""
+    is scored, and whether answers to it are code (HumanEval, your own code questions) or a boxed value.
+    Passed between modules only, never written: it holds a function, so it has no JSON form."""
 
     example: Example
     score: Callable[[Example, str], bool]
@@ -162,8 +163,9 @@ class AnswerKey(Protocol):
     def find(self, question: str) -> Keyed: ...
 
 
-AnswerKeys = Callable[[Optional[str], Optional[str]], AnswerKey]
-"""Builds the answer key of a benchmark (None: any) read from a data folder (None: the usual sources)."""
+AnswerKeyFactory = Callable[[Optional[str], Optional[str]], AnswerKey]
+"""Builds the answer key of a benchmark (None: any) read from a data folder (None: the usual sources):
+``(benchmark, data_dir) -> AnswerKey``."""
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from deliberation.actions import ACTION_SETS
 from deliberation.cli.main import main
 from deliberation.errors import DelibError
 from deliberation.policy.rules import FIXED_RULES
-from deliberation.runs.tune_rules import (GridRow, Rule, Tuning, best, grid, read_best_rule, read_grid, simplest_first,
-                                          write_grid)
+from deliberation.runs.tune_rules import (DEFAULT_GRIDS, GridRow, Rule, Tuning, best, grid, read_best_rule, read_grid,
+                                          simplest_first, write_grid)
 
 IGNORED = ("wall_seconds", "generation_seconds")
 
@@ -43,6 +44,14 @@ def test_the_grid_is_the_preregistered_one():
     assert len(labels) == len(set(labels)) == 20
     assert simplest_first() == ["always-persist", "always-refine", "always-concede", "agreement-threshold",
                                 "confidence-threshold", "agreement-then-confidence"]  # PREREGISTRATION.md
+
+
+def test_each_default_grid_names_registered_rules_its_action_set_holds():
+    """The default grids are data beside the registry: one per action set, each naming rules that exist and
+    take only that set's actions (so --actions paper never replays a RESAMPLE rule)."""
+    assert set(DEFAULT_GRIDS) == set(ACTION_SETS)
+    for actions, names in DEFAULT_GRIDS.items():
+        assert names and all(FIXED_RULES[name].within(actions) for name in names), actions
 
 
 def test_the_resample_rules_join_the_grid_only_on_request():

@@ -17,7 +17,7 @@ from deliberation.backends.cache import CACHE_FILE
 from deliberation.backends.base import Backend, Capabilities, capabilities, check_backend, check_class
 from deliberation.errors import DelibError, writable_file
 from deliberation.registry import Registry
-from deliberation.types import AnswerKeys
+from deliberation.types import AnswerKeyFactory
 
 # name -> "module:Class"; resolved on use so no heavy import happens at registry time.
 BACKENDS: Registry[type] = Registry("backend", {
@@ -55,7 +55,7 @@ class MissingOptions(DelibError):
 
 HANDED = ("answers",)
 """Constructor arguments that whoever builds a backend hands in, never options a user sets: ``answers``, the
-answer key a simulator answers from (``types.AnswerKeys``; the scripted backend, and a team passes it on)."""
+answer key a simulator answers from (``types.AnswerKeyFactory``; the scripted backend, and a team passes it on)."""
 
 
 def backend_options(name: str) -> dict[str, inspect.Parameter]:
@@ -64,16 +64,18 @@ def backend_options(name: str) -> dict[str, inspect.Parameter]:
     return {p: spec for p, spec in params.items() if p not in HANDED}
 
 
-def make_backend(name: str, cache: str | None = None, answers: AnswerKeys | None = None,
+def make_backend(name: str, cache: str | None = None, answers: AnswerKeyFactory | None = None,
                  **options: Any) -> Backend:
     """Build the backend ``name`` with ``options``; wrap it in the SQLite response cache at ``cache`` (a
     backend that ``caches_itself``, a team, gets the path instead: each of its members has its own scope).
-    ``answers`` goes to a backend that takes it (``HANDED``) and is dropped for the others."""
+    ``answers`` goes to a backend that takes it (``HANDED``) and is dropped for the others. A user's
+    ``answers`` option is refused (``check_options``) before anything is built."""
     if cache is not None:
         writable_file(cache, "cache", CACHE_FILE)
     check_options(name, options)
     cls = backend_class(name)
-    handed = {"answers": answers} if "answers" in inspect.signature(cls).parameters else {}
+    params = inspect.signature(cls).parameters
+    handed = {k: v for k, v in {"answers": answers}.items() if k in HANDED and k in params}
     if capabilities(cls).caches_itself:
         return check_backend(cls(**options, **handed, cache=cache), name)
     backend = check_backend(cls(**options, **handed), name)
@@ -158,5 +160,6 @@ def team_size(name: str, options: dict[str, Any]) -> int | None:
     return backend_capabilities(name).team_size(**options)
 
 
-__all__ = ["BACKENDS", "Backend", "MissingOptions", "backend_capabilities", "backend_class", "check_options",
-           "context_window", "make_backend", "option_kinds", "records_summaries", "team_size"]
+__all__ = ["BACKENDS", "HANDED", "Backend", "MissingOptions", "backend_capabilities", "backend_class",
+           "backend_options", "check_options", "context_window", "make_backend", "option_kinds", "records_summaries",
+           "team_size"]

@@ -34,7 +34,7 @@ import numpy as np
 
 from deliberation.backends.logprob_summary import summarize
 from deliberation.errors import DelibError
-from deliberation.types import (AnswerKey, AnswerKeys, Completion, Example, GenerationRequest, Keyed,
+from deliberation.types import (AnswerKey, AnswerKeyFactory, Completion, Example, GenerationRequest, Keyed,
                                 LogprobSummary, Purpose, RequestKind, TokenLogprob, purpose_of)
 
 _FILLER = ("we", "compute", "the", "value", "carefully", "then", "combine", "it", "with", "previous", "result")
@@ -66,7 +66,8 @@ class ScriptedBackend:
 
     def __init__(self, benchmark: str | None = None, skills: Sequence[float] = (0.45, 0.55, 0.65),
                  p_break: float = 0.1, p_fix: float = 0.25, conf_right: float = 0.72, conf_wrong: float = 0.5,
-                 data_dir: str | None = None, model: str = "scripted-v1", answers: AnswerKeys | None = None) -> None:
+                 data_dir: str | None = None, model: str = "scripted-v1",
+                 answers: AnswerKeyFactory | None = None) -> None:
         if answers is None:
             raise DelibError("the scripted backend answers from an answer key and was given none: build it with "
                              "deliberation.make_backend('scripted'), which hands it the benchmarks' key")

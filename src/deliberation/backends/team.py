@@ -32,7 +32,7 @@ from deliberation.backends import (MissingOptions, backend_capabilities, check_o
                                    records_summaries)
 from deliberation.backends.base import Backend, cache_scope, cache_scope_of, interrupt
 from deliberation.errors import DelibError
-from deliberation.types import AnswerKeys, Completion, GenerationRequest
+from deliberation.types import AnswerKeyFactory, Completion, GenerationRequest
 
 TEAM = "team"
 
@@ -130,7 +130,7 @@ class TeamBackend:
     """``make_backend`` passes the cache path in rather than wrapping the team: each member gets its own scope."""
 
     def __init__(self, members: Sequence[Mapping[str, Any]], cache: str | None = None,
-                 answers: AnswerKeys | None = None) -> None:
+                 answers: AnswerKeyFactory | None = None) -> None:
         team = members_of(members)
         distinct = list({m.key: m for m in team}.values())
         self.assignment: tuple[int, ...] = tuple([d.key for d in distinct].index(m.key) for m in team)
@@ -202,7 +202,7 @@ class TeamBackend:
             raise errors[0]
 
 
-def _build(distinct: Sequence[Member], cache: str | None, answers: AnswerKeys | None) -> list[Backend]:
+def _build(distinct: Sequence[Member], cache: str | None, answers: AnswerKeyFactory | None) -> list[Backend]:
     """One backend per member, each behind ``cache`` (and handed ``answers``, ``backends.HANDED``); those built
     are closed again if a later one fails."""
     built: list[Backend] = []

@@ -21,20 +21,22 @@ from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.own import OwnData
 from deliberation.errors import DelibError
-from deliberation.types import Example, Keyed
+from deliberation.types import AnswerKeyFactory, Example, Keyed
 
 
-def make_backend(name: str, cache: str | None = None, **options: Any) -> Backend:
+def make_backend(name: str, cache: str | None = None, answers: AnswerKeyFactory | None = None,
+                 **options: Any) -> Backend:
     """The backend ``name`` built with ``options`` (behind the SQLite response cache at ``cache``) as every
-    command builds it: a simulator (``scripted``, a team of them) is handed the benchmarks' answer key, the
+    command builds it: a simulator (``scripted``, a team of them) is handed ``answers`` (default: the
+    benchmarks' answer key, ``BenchmarkAnswers``; a key of your own answers questions no benchmark holds), the
     other backends are built as ``backends.make_backend`` builds them."""
-    return backends.make_backend(name, cache=cache, answers=BenchmarkAnswers, **options)
+    return backends.make_backend(name, cache=cache, answers=answers or BenchmarkAnswers, **options)
 
 
 class BenchmarkAnswers:
     """``AnswerKey`` over the benchmarks: ``benchmark`` (None: any, opened first, see above), its splits read
     from ``data_dir`` (None: the usual sources, ``benchmarks/helpers/sources.py``). It is itself an
-    ``AnswerKeys``: ``BenchmarkAnswers(benchmark, data_dir)`` builds one."""
+    ``AnswerKeyFactory``: ``BenchmarkAnswers(benchmark, data_dir)`` builds one."""
 
     def __init__(self, benchmark: str | None = None, data_dir: str | None = None) -> None:
         self._given = [get_benchmark(benchmark)] if benchmark else None

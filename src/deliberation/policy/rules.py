@@ -124,8 +124,9 @@ class FixedRule:
     about: str = ""
     """What it does, in one line (``delib run --help``)."""
     actions: str = PAPER_ACTIONS
-    """The smallest action set (``actions.ACTION_SETS``) holding every action it takes: ``delib tune-rules``
-    tries it under that set or a larger one (RESAMPLE needs stores with 2N round-0 samples)."""
+    """The smallest action set (``actions.ACTION_SETS``) holding every action it takes: only the default tune
+    grid of that set or a larger one may name it (``runs/tune_rules.DEFAULT_GRIDS``; RESAMPLE needs stores with
+    2N round-0 samples)."""
 
     def within(self, actions: str) -> bool:
         """Whether every action this rule takes is in the action set ``actions``."""

@@ -6,8 +6,9 @@ The file keeps the entries it always had, all at its top level: the spec's setti
 engine the method ran (``engine_used``), the method's record (``methods.base.MethodRecord``) and, once the run
 was resumed, ``resumes``. A file written before a setting existed reads as what it meant: the value
 ``RUN_RESUME`` gives every run made before it (a method option's default, the standalone prompts), or, for a
-setting that may change on a resume (``concurrency``), its default; it is written back without it, and entries
-this version does not know are kept, so every file reads and writes back byte for byte. ``RunDir`` compares and
+setting that may change on a resume (``concurrency``), its default; it is written back without it, and top-level
+entries this version does not know are kept, so every file this or an earlier version wrote reads and writes
+back byte for byte (a later version's unknown keys nested in ``engine`` would be dropped). ``RunDir`` compares and
 extends the file as JSON (``RunConfig.to_dict``), under ``RUN_RESUME``.
 """
 
@@ -65,7 +66,7 @@ class RunConfig:
     """The spec's settings the file does not record (it was written before they existed), a nested one by its
     path (``engine.prompts``): read as their values then, left out when written back."""
     others: Mapping[str, Any] = field(default_factory=dict)
-    """Entries this version does not know: kept, and written back."""
+    """Top-level entries this version does not know: kept, and written back."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of config.json (``config_of`` reads it back equal)."""

