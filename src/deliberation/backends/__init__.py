@@ -75,7 +75,7 @@ def make_backend(name: str, cache: str | None = None, answers: AnswerKeyFactory 
     check_options(name, options)
     cls = backend_class(name)
     params = inspect.signature(cls).parameters
-    handed = {k: v for k, v in {"answers": answers}.items() if k in HANDED and k in params}
+    handed = {"answers": answers} if "answers" in params else {}
     if capabilities(cls).caches_itself:
         return check_backend(cls(**options, **handed, cache=cache), name)
     backend = check_backend(cls(**options, **handed), name)
