@@ -69,7 +69,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch, capsys):
         exec(compile(block, "README.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].split()[0].isdigit() and printed[1].startswith("0 0 None ")  # answer, tokens; round 0
-    assert (tmp_path / "runs" / "api-sample" / "summary.json").exists()
+    assert (tmp_path / "runs" / "api-subset" / "summary.json").exists()
 
 
 def test_deliberate_returns_the_answer_the_episode_and_its_tokens():

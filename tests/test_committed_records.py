@@ -47,5 +47,5 @@ def test_a_committed_manifest_resumes_its_own_collection():
     """The typed manifest compares as the file's JSON did: equal to itself, other on a changed setting."""
     manifest = read_manifest(committed(MANIFEST, "data/rollouts")[0])
     assert ROLLOUT_RESUME.differing(manifest.to_dict(), manifest.to_dict()) == []
-    other = {**manifest.to_dict(), "samples": manifest.samples + 1}
+    other = {**manifest.to_dict(), "samples": manifest.joint_actions + 1}
     assert [name for name, _, _ in ROLLOUT_RESUME.differing(manifest.to_dict(), other)] == ["samples"]

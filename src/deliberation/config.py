@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.types import formerly
 
 RESUMES = "resumes"
 """The key, in a run's config.json and a tree store's manifest.json, of what each later command that resumed
@@ -53,7 +54,7 @@ class EngineConfig:
 
 @dataclass(frozen=True)
 class Selection:
-    """Which questions of a split a command runs on, applied in this order: ``ids``, ``offset``, ``sample``,
+    """Which questions of a split a command runs on, applied in this order: ``ids``, ``offset``, ``subset``,
     then the workload's ``limit`` (so a larger limit extends the same selection). The default is the whole
     split in its order, as before selections existed."""
 
@@ -61,17 +62,17 @@ class Selection:
     """Only these question ids (kept in the split's order); --ids a,b,c or --ids @file (one id a line)."""
     offset: int = 0
     """Skip the first N questions (after --ids)."""
-    sample: int | None = None
-    """A random sample of N questions (after --offset; not round-0 samples), kept in the split's order; a
-    larger N with the same seed keeps the smaller sample's questions."""
-    sample_seed: int = 0
-    """Seed of --sample."""
+    subset: int | None = field(default=None, metadata=formerly("sample"))
+    """A random subset of N questions (after --offset), kept in the split's order; a larger N with the same seed
+    keeps the smaller subset's questions."""
+    subset_seed: int = field(default=0, metadata=formerly("sample_seed"))
+    """Seed of --subset."""
 
     def __post_init__(self) -> None:
         if self.offset < 0:
             raise DelibError(f"--offset must be 0 or more (got {self.offset})")
-        if self.sample is not None:
-            require_at_least("--sample", self.sample)
+        if self.subset is not None:
+            require_at_least("--subset", self.subset)
         twice = _repeated(self.ids)
         if twice is not None:
             raise DelibError(f"--ids names {twice!r} twice; list each question once")

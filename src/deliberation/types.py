@@ -31,6 +31,29 @@ class RequestKind(str, enum.Enum):
 _ADDED_LATER_KEY = "added_later"
 ADDED_LATER = {_ADDED_LATER_KEY: True}
 """Field metadata of an optional field added after files of its record were written (see ``to_json``)."""
+_FORMERLY_KEY = "formerly"
+
+
+def formerly(name: str) -> dict[str, str]:
+    """Field metadata of a field renamed after files of its record were written: files keep ``name`` as its key
+    (their format, and every file already written, unchanged; ``key``), and a flag or TOML key of the former
+    name is refused with a line naming the new one (``cli.flags``, ``runs.experiment_file``)."""
+    return {_FORMERLY_KEY: name}
+
+
+def key(f: dataclasses.Field) -> str:
+    """The key of field ``f`` in files: its name, or the name it had when its files were first written."""
+    return f.metadata.get(_FORMERLY_KEY, f.name)
+
+
+def formerly_named(f: dataclasses.Field) -> str | None:
+    """The name field ``f`` had before it was renamed (None: never renamed)."""
+    return f.metadata.get(_FORMERLY_KEY)
+
+
+def renamed(cls: type) -> dict[str, str]:
+    """Former name to name of each renamed field of the dataclass ``cls`` (``formerly``)."""
+    return {f.metadata[_FORMERLY_KEY]: f.name for f in dataclasses.fields(cls) if _FORMERLY_KEY in f.metadata}
 
 
 @dataclass(frozen=True)
@@ -223,6 +246,7 @@ class Decision:
 
     example_id: str
     sample: int
+    """Which of the decision point's K joint actions (``delib collect --joint-actions``) this one belongs to."""
     round: int
     agent: int
     own: tuple[float, ...]
@@ -245,9 +269,10 @@ class Decision:
 
 def to_json(obj: Any) -> Any:
     """Convert a record (or nested records, tuples, enums) into plain JSON-able values; a field marked
-    ``ADDED_LATER`` is left out while None, so files without it keep their exact format."""
+    ``ADDED_LATER`` is left out while None, so files without it keep their exact format; a renamed field is
+    written under its former name (``formerly``)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+        return {key(f): to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
                 if not (f.metadata.get(_ADDED_LATER_KEY) and getattr(obj, f.name) is None)}
     if isinstance(obj, enum.Enum):
         return obj.value
@@ -265,11 +290,11 @@ def from_json(cls: type, data: Any) -> Any:
     if not isinstance(data, Mapping):
         raise TypeError(f"{cls.__name__} record is a JSON {json_type(data)}, not an object")
     hints = typing.get_type_hints(cls)
-    missing = [f.name for f in dataclasses.fields(cls) if f.name not in data and _required(f)]
+    missing = [key(f) for f in dataclasses.fields(cls) if key(f) not in data and _required(f)]
     if missing:
         raise ValueError(f"{cls.__name__} record is missing field(s) {', '.join(missing)}")
-    return cls(**{f.name: _field(cls, f.name, hints[f.name], data[f.name]) for f in dataclasses.fields(cls)
-                  if f.name in data})
+    return cls(**{f.name: _field(cls, f.name, hints[f.name], data[key(f)]) for f in dataclasses.fields(cls)
+                  if key(f) in data})
 
 
 def _field(cls: type, name: str, tp: Any, value: Any) -> Any:

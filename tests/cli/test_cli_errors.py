@@ -106,7 +106,7 @@ def test_specs_built_in_code_check_their_counts():
 
 @pytest.mark.parametrize("name,value,minimum,why,expected", [
     ("--agents", 0, 1, "", "--agents must be at least 1 (got 0)"),
-    ("--samples", 1, 2, "to rank rewards", "--samples must be at least 2 to rank rewards (got 1)"),
+    ("--joint-actions", 1, 2, "to rank rewards", "--joint-actions must be at least 2 to rank rewards (got 1)"),
 ])
 def test_require_at_least_names_the_bound_and_the_value(name, value, minimum, why, expected):
     from deliberation.errors import DelibError, require_at_least

@@ -66,7 +66,7 @@ def test_ctrl_c_says_whether_the_command_saved_its_work(here, monkeypatch, capsy
 
 def test_ctrl_c_during_train_saves_nothing_and_says_so(tmp_path, monkeypatch, capsys):
     rollouts, out = tmp_path / "rollouts", tmp_path / "ckpt"
-    assert main(["collect", "--split", "test", "--allow-test", "--limit", "6", "--samples", "2", "--out",
+    assert main(["collect", "--split", "test", "--allow-test", "--limit", "6", "--joint-actions", "2", "--out",
                  str(rollouts), *SCRIPTED]) == 0
     monkeypatch.setattr("deliberation.rl.trainer._optimize", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--out", str(out)]) == 130

@@ -66,7 +66,7 @@ def test_a_full_disk_while_episodes_are_appended_tears_nothing(tmp_path, monkeyp
 
 @pytest.mark.parametrize(("command", "folder", "name"), [
     (["tree", "--limit", "3", "--samples", "3"], "store", "trees.jsonl.gz"),
-    (["collect", "--split", "test", "--allow-test", "--limit", "2", "--samples", "2"], "rollouts",
+    (["collect", "--split", "test", "--allow-test", "--limit", "2", "--joint-actions", "2"], "rollouts",
      "rollouts.jsonl.gz"),
 ])
 def test_a_full_disk_while_a_store_or_rollouts_are_appended_tears_nothing(tmp_path, monkeypatch, capsys, command,
@@ -100,8 +100,8 @@ def test_a_disk_that_fails_the_sync_keeps_no_half_record(tmp_path, monkeypatch, 
 @pytest.fixture
 def rollouts(tmp_path) -> Path:
     out = tmp_path / "rollouts"
-    assert main(["collect", "--split", "test", "--allow-test", "--limit", "6", "--samples", "2", "--out", str(out),
-                 *SCRIPTED]) == 0
+    assert main(["collect", "--split", "test", "--allow-test", "--limit", "6", "--joint-actions", "2",
+                 "--out", str(out), *SCRIPTED]) == 0
     return out
 
 

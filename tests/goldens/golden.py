@@ -61,7 +61,7 @@ def collect(work: Path, policy: str | None = None, limit: int = COLLECT_QUESTION
     out = work / f"rollouts-{policy or 'rule'}"
     extra = ("--policy", policy) if policy else ()
     _delib("collect", "--benchmark", "gsm8k", "--split", "train", "--limit", str(limit), "--backend",
-           "scripted", "--samples", "4", "--quiet", "--out", str(out), *PROMPTS, *extra)
+           "scripted", "--joint-actions", "4", "--quiet", "--out", str(out), *PROMPTS, *extra)
     return out
 
 

@@ -123,7 +123,7 @@ def test_delib_train_with_the_episode_reward(tmp_path, capsys):
 @pytest.mark.needs_split("gsm8k/train")
 def test_rollouts_hold_only_the_round_reward(tmp_path, capsys):
     rollouts = tmp_path / "rollouts"
-    assert main(["collect", "--limit", "2", "--samples", "2", "--backend", "scripted", "--quiet",
+    assert main(["collect", "--limit", "2", "--joint-actions", "2", "--backend", "scripted", "--quiet",
                  "--out", str(rollouts)]) == 0
     assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--reward", "episode",
                  "--out", str(tmp_path / "o")]) == 2

@@ -12,7 +12,7 @@ from deliberation.rl.iterate import IterateSpec, policy_file
 
 
 def iterate_cmd(out):
-    return ["iterate", "--benchmark", "gsm8k", "math", "--limit", "6", "--samples", "2", "--iterations", "2",
+    return ["iterate", "--benchmark", "gsm8k", "math", "--limit", "6", "--joint-actions", "2", "--iterations", "2",
             "--backend", "scripted", "--epochs", "2", "--out", str(out), "--quiet"]
 
 
@@ -37,7 +37,7 @@ def test_each_iteration_collects_with_the_previous_policy_and_trains_from_it(tmp
 
 def test_bad_settings_are_refused_before_anything_runs():
     for kwargs, message in (({"algo": "sft"}, "policy-gradient"), ({"lr": -1.0}, "lr must be > 0"),
-                            ({"group_size": 9}, "--group-size 9 is more than the --samples 8"),
+                            ({"group_size": 9}, "--group-size 9 is more than the --joint-actions 8"),
                             ({"ignore_features": ("nope",)}, "unknown features"),
                             ({"reward": "episode"}, "--reward episode is not in the rollouts"),
                             ({"reward_components": "local"}, "--reward-components local is not in the rollouts"),

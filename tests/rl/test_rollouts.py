@@ -67,7 +67,7 @@ def test_collect_question_groups_and_counterfactuals():
 @pytest.mark.needs_split("gsm8k/train")
 def test_collect_writes_resumable_gzip_jsonl(tmp_path):
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=5, backend="scripted",
-                       backend_options={"benchmark": "gsm8k"}, samples=3, command="delib collect ...")
+                       backend_options={"benchmark": "gsm8k"}, joint_actions=3, command="delib collect ...")
     assert collect(spec, str(tmp_path), progress=False) == 5
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["feature_version"] and manifest["command"] == "delib collect ..."
@@ -85,7 +85,7 @@ def test_collect_writes_resumable_gzip_jsonl(tmp_path):
 @pytest.mark.needs_split("gsm8k/train")
 def test_concurrent_collection_writes_the_same_questions(tmp_path):
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=6, backend="scripted",
-                       backend_options={"benchmark": "gsm8k"}, samples=3)
+                       backend_options={"benchmark": "gsm8k"}, joint_actions=3)
     assert collect(spec, str(tmp_path / "1"), progress=False) == 6
     assert collect(dataclasses.replace(spec, concurrency=3), str(tmp_path / "3"), progress=False) == 6
     read = lambda d: {r["example_id"]: r for r in (json.loads(x) for x in gzip.open(d / files.ROLLOUTS, "rt"))}
@@ -100,7 +100,7 @@ def test_concurrent_collection_writes_the_same_questions(tmp_path):
 @pytest.mark.needs_split("gsm8k/train")
 def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
     empty = tmp_path / "empty"
-    spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", samples=2)
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", joint_actions=2)
     collect(spec, str(empty), progress=False)
     gzip.open(empty / files.ROLLOUTS, "wt").close()  # stopped before its first question finished
     with pytest.raises(DelibError, match="empty"):
@@ -114,13 +114,13 @@ def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
 
 
 @pytest.mark.parametrize("change, says", [
-    ({"samples": "eight"}, "RolloutManifest.samples: a JSON text where a int belongs"),
+    ({"samples": "eight"}, "RolloutManifest.joint_actions: a JSON text where a int belongs"),
     ({"model": None, "benchmark": None, "feature_names": 3}, "RolloutManifest.feature_names"),
 ])
 @pytest.mark.needs_split("gsm8k/train")
 def test_a_manifest_of_the_wrong_shape_is_one_line_naming_it_and_the_fix(tmp_path, change, says):
     """Training and a resumed collection read the manifest alike: a damaged one is refused, not a traceback."""
-    spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", samples=2)
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", joint_actions=2)
     collect(spec, str(tmp_path), progress=False)
     path = tmp_path / files.MANIFEST
     manifest = json.loads(path.read_text())
@@ -138,9 +138,9 @@ def test_a_manifest_of_the_wrong_shape_is_one_line_naming_it_and_the_fix(tmp_pat
         files.load_decisions([tmp_path])
 
 
-def test_samples_below_two_and_no_exploration_are_refused():
-    with pytest.raises(DelibError, match="samples"):
-        CollectSpec(samples=1)
+def test_joint_actions_below_two_and_no_exploration_are_refused():
+    with pytest.raises(DelibError, match="--joint-actions must be at least 2"):
+        CollectSpec(joint_actions=1)
     with pytest.raises(DelibError, match="nothing to rank"):
         CollectSpec(epsilon=0.0)
 
@@ -152,7 +152,7 @@ def test_collect_refuses_garbage_between_questions_instead_of_cutting_off_the_re
     from deliberation.files import gzip_members
 
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=3, backend="scripted",
-                       backend_options={"benchmark": "gsm8k"}, samples=2)
+                       backend_options={"benchmark": "gsm8k"}, joint_actions=2)
     collect(spec, str(tmp_path), progress=False)
     path = tmp_path / files.ROLLOUTS
     first_end = next(gzip_members(path))[0]
@@ -176,7 +176,7 @@ def test_a_rollout_line_of_the_wrong_shape_is_refused_by_file_and_line(tmp_path,
     from deliberation.files import append_gzip_line
 
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=2, backend="scripted",
-                       backend_options={"benchmark": "gsm8k"}, samples=2)
+                       backend_options={"benchmark": "gsm8k"}, joint_actions=2)
     collect(spec, str(tmp_path), progress=False)
     append_gzip_line(tmp_path / files.ROLLOUTS, row)
     message = rf"{files.ROLLOUTS} line 3 is not a record `delib collect` writes \("

@@ -13,7 +13,7 @@ from deliberation.rl.held_out_file import read_held_out
 @pytest.fixture(scope="module")
 def rollouts(tmp_path_factory):
     out = tmp_path_factory.mktemp("rollouts")
-    assert main(["collect", "--benchmark", "gsm8k", "--split", "train", "--limit", "40", "--samples", "4",
+    assert main(["collect", "--benchmark", "gsm8k", "--split", "train", "--limit", "40", "--joint-actions", "4",
                  "--backend", "scripted", "--out", str(out), "--quiet"]) == 0
     return out
 
@@ -91,7 +91,7 @@ def test_init_trained_on_a_different_split_is_refused(tmp_path, rollouts, capsys
 
 def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
     out = tmp_path / "test-split"
-    args = ["collect", "--split", "test", "--limit", "1", "--samples", "2", "--backend", "scripted", "--out",
+    args = ["collect", "--split", "test", "--limit", "1", "--joint-actions", "2", "--backend", "scripted", "--out",
             str(out), "--quiet"]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
@@ -102,17 +102,17 @@ def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
 
 @pytest.mark.needs_split("gsm8k/train")
 def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
-    """--offset (and --ids, --sample) choose which train questions are collected, as in delib run and tree."""
+    """--offset (and --ids, --subset) choose which train questions are collected, as in delib run and tree."""
     from deliberation.rl.rollout_files import ROLLOUTS
     from deliberation.files import read_gzip_lines
 
     out = tmp_path / "offset"
-    assert main(["collect", "--offset", "100", "--limit", "2", "--samples", "2", "--backend", "scripted",
+    assert main(["collect", "--offset", "100", "--limit", "2", "--joint-actions", "2", "--backend", "scripted",
                  "--out", str(out), "--quiet"]) == 0
     ids = sorted(row["example_id"] for row in read_gzip_lines(out / ROLLOUTS, "delib collect"))  # a row a question
     assert ids == ["gsm8k/train/100", "gsm8k/train/101"]
     before = (out / "rollouts.jsonl.gz").read_bytes()
-    assert main(["collect", "--limit", "3", "--samples", "2", "--backend", "scripted", "--out", str(out),
+    assert main(["collect", "--limit", "3", "--joint-actions", "2", "--backend", "scripted", "--out", str(out),
                  "--quiet"]) == 2  # another selection into the same directory: refused, nothing appended
     assert (out / "rollouts.jsonl.gz").read_bytes() == before
 
@@ -120,12 +120,26 @@ def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
 @pytest.mark.parametrize("flags", [["--epsilon", "0.5"], ["--temperature", "0.3"]])
 @pytest.mark.needs_split("gsm8k/train")
 def test_resuming_a_collection_with_other_behaviour_settings_is_refused(tmp_path, capsys, flags):
-    args = ["collect", "--limit", "1", "--samples", "2", "--backend", "scripted", "--out", str(tmp_path), "--quiet"]
+    args = ["collect", "--limit", "1", "--joint-actions", "2", "--backend", "scripted", "--out", str(tmp_path),
+            "--quiet"]
     assert main(args) == 0
     before = (tmp_path / "rollouts.jsonl.gz").read_bytes()
     assert main([*args, "--limit", "2", *flags]) == 2
     assert "other settings" in capsys.readouterr().err
     assert (tmp_path / "rollouts.jsonl.gz").read_bytes() == before
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_collection_resumed_with_other_settings_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    from deliberation.rl import collect
+
+    args = ["collect", "--limit", "1", "--joint-actions", "2", "--backend", "scripted", "--out", str(tmp_path),
+            "--quiet"]
+    assert main(args) == 0
+    loads = []
+    monkeypatch.setattr(collect, "make_backend", lambda *a, **k: loads.append(a) or pytest.fail("model loaded"))
+    assert main([*args, "--epsilon", "0.5"]) == 2
+    assert "other settings (epsilon 0.2 there, 0.5 here)" in capsys.readouterr().err and loads == []
 
 
 @pytest.mark.needs_split("gsm8k/train")
@@ -156,7 +170,7 @@ def test_group_size_ablation_trains_on_fewer_samples(tmp_path, rollouts, capsys)
     assert f"softrankpo: {sum(d.sample < 2 for d in every)} decisions;" in capsys.readouterr().out
     assert main(["train", "--algo", "softrankpo", "--rollouts", str(rollouts), "--out", str(tmp_path / "k9"),
                  "--group-size", "9"]) == 2
-    assert "more than the 4 samples" in capsys.readouterr().err and not (tmp_path / "k9").exists()
+    assert "more than the 4 joint actions" in capsys.readouterr().err and not (tmp_path / "k9").exists()
 
 
 @pytest.mark.needs_split("gsm8k/train")

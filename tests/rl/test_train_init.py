@@ -12,7 +12,7 @@ pytestmark = pytest.mark.needs_split("gsm8k/train")  # its questions come from G
 @pytest.fixture(scope="module")
 def rollouts(tmp_path_factory):
     out = tmp_path_factory.mktemp("rollouts")
-    assert main(["collect", "--benchmark", "gsm8k", "--split", "train", "--limit", "20", "--samples", "4",
+    assert main(["collect", "--benchmark", "gsm8k", "--split", "train", "--limit", "20", "--joint-actions", "4",
                  "--backend", "scripted", "--out", str(out), "--quiet"]) == 0
     return out
 

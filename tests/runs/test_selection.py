@@ -1,4 +1,4 @@
-"""Question selection (--ids, --offset, --sample, --sample-seed, with --limit): which questions run, what
+"""Question selection (--ids, --offset, --subset, --subset-seed, with --limit): which questions run, what
 config.json and tree manifests record, resuming the same selection and refusing another."""
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ def ids(examples):
     return [e.id for e in examples]
 
 
-def test_ids_offset_and_sample_apply_in_that_order_keeping_the_split_order():
+def test_ids_offset_and_subset_apply_in_that_order_keeping_the_split_order():
     assert ids(select(EXAMPLES, Selection(ids=("q7", "q2", "q5")), "b")) == ["q2", "q5", "q7"]
     assert ids(select(EXAMPLES, Selection(offset=8), "b")) == ["q8", "q9"]
     assert ids(select(EXAMPLES, Selection(ids=("q7", "q2", "q5"), offset=1), "b")) == ["q5", "q7"]
-    sampled = ids(select(EXAMPLES, Selection(sample=4, sample_seed=3), "b"))
+    sampled = ids(select(EXAMPLES, Selection(subset=4, subset_seed=3), "b"))
     assert len(sampled) == 4 and sampled == sorted(sampled, key=lambda i: int(i[1:]))
-    assert sampled == ids(select(EXAMPLES, Selection(sample=4, sample_seed=3), "b"))
-    assert sampled != ids(select(EXAMPLES, Selection(sample=4, sample_seed=4), "b"))
-    assert set(sampled) <= set(ids(select(EXAMPLES, Selection(sample=7, sample_seed=3), "b")))
+    assert sampled == ids(select(EXAMPLES, Selection(subset=4, subset_seed=3), "b"))
+    assert sampled != ids(select(EXAMPLES, Selection(subset=4, subset_seed=4), "b"))
+    assert set(sampled) <= set(ids(select(EXAMPLES, Selection(subset=7, subset_seed=3), "b")))
 
 
 @pytest.mark.parametrize("selection, message", [
@@ -39,7 +39,7 @@ def test_ids_offset_and_sample_apply_in_that_order_keeping_the_split_order():
     (lambda: Selection(offset=10), "the selection keeps no question of b"),
     (lambda: Selection(ids=("q1", "q1")), "--ids names 'q1' twice"),
     (lambda: Selection(offset=-1), "--offset must be 0 or more"),
-    (lambda: Selection(sample=0), "--sample must be at least 1"),
+    (lambda: Selection(subset=0), "--subset must be at least 1"),
 ])
 def test_bad_selections_are_one_line_errors(selection, message):
     with pytest.raises(DelibError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -48,7 +48,7 @@ def test_bad_selections_are_one_line_errors(selection, message):
 
 def test_limit_comes_last_so_a_larger_limit_extends_the_same_selection():
     bench = benchmarks.get("gsm8k")
-    chosen = Selection(sample=20, sample_seed=1)
+    chosen = Selection(subset=20, subset_seed=1)
     assert load_selected(bench, "test", 3, chosen) == load_selected(bench, "test", 6, chosen)[:3]
     assert load_selected(bench, "test", 4, Selection()) == bench.load("test", limit=4)
 
@@ -74,19 +74,19 @@ def test_offset_and_ids_pick_the_questions_and_config_json_records_them(tmp_path
     assert episode_ids(tmp_path / "ids2") == [first[1], first[5]]
 
 
-def test_sample_is_seeded_and_a_rerun_with_a_larger_limit_continues(tmp_path):
-    assert run(tmp_path, "s", "--sample", "6", "--sample-seed", "2", "--limit", "2") == 0
+def test_subset_is_seeded_and_a_rerun_with_a_larger_limit_continues(tmp_path):
+    assert run(tmp_path, "s", "--subset", "6", "--subset-seed", "2", "--limit", "2") == 0
     two = episode_ids(tmp_path / "s")
-    assert run(tmp_path, "s", "--sample", "6", "--sample-seed", "2", "--limit", "4") == 0
+    assert run(tmp_path, "s", "--subset", "6", "--subset-seed", "2", "--limit", "4") == 0
     four = episode_ids(tmp_path / "s")
     assert four[:2] == two and len(four) == 4 == len(set(four))
-    expected = load_selected(benchmarks.get("gsm8k"), "test", 4, Selection(sample=6, sample_seed=2))
+    expected = load_selected(benchmarks.get("gsm8k"), "test", 4, Selection(subset=6, subset_seed=2))
     assert four == [e.id for e in expected]
 
 
-@pytest.mark.parametrize("other", [["--sample", "6", "--sample-seed", "3"], ["--offset", "1"], []])
+@pytest.mark.parametrize("other", [["--subset", "6", "--subset-seed", "3"], ["--offset", "1"], []])
 def test_another_selection_in_the_same_run_directory_is_refused(tmp_path, capsys, other):
-    assert run(tmp_path, "s", "--sample", "6", "--sample-seed", "2", "--limit", "2") == 0
+    assert run(tmp_path, "s", "--subset", "6", "--subset-seed", "2", "--limit", "2") == 0
     before = (tmp_path / "s" / "episodes.jsonl").read_text()
     assert run(tmp_path, "s", "--limit", "2", *other) == 2
     err = capsys.readouterr().err.strip()
@@ -136,11 +136,11 @@ def test_a_tree_store_without_a_selection_keeps_its_manifest_format(tmp_path):
 
 def test_experiment_files_select_per_benchmark(tmp_path):
     raw = {"name": "sel", "methods": ["cot"], "benchmarks": ["gsm8k", "mmlu"], "limit": 3,
-           "selection": {"sample": 10, "sample_seed": 4, "gsm8k": {"ids": ["gsm8k/test/5"], "sample": 1}},
+           "selection": {"subset": 10, "subset_seed": 4, "gsm8k": {"ids": ["gsm8k/test/5"], "subset": 1}},
            "backend": {"name": "scripted"}, "out": str(tmp_path)}
     cells = {c.benchmark: c.spec.selection for c in plan(parse_experiment(raw))}
-    assert cells == {"gsm8k": Selection(ids=("gsm8k/test/5",), sample=1, sample_seed=4),
-                     "mmlu": Selection(sample=10, sample_seed=4)}
+    assert cells == {"gsm8k": Selection(ids=("gsm8k/test/5",), subset=1, subset_seed=4),
+                     "mmlu": Selection(subset=10, subset_seed=4)}
     with pytest.raises(DelibError, match=r"unknown key in \[selection\] 'math'"):
         parse_experiment({**raw, "selection": {"math": {"offset": 1}}})
     with pytest.raises(DelibError, match=r"\[selection.gsm8k\]: --offset must be 0 or more"):

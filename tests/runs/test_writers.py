@@ -109,8 +109,8 @@ def test_a_rollout_directory_has_one_writer(tmp_path, capsys):
     out = tmp_path / "rollouts"
     out.mkdir()
     with writer("rollouts", out) as first:
-        err = refused(capsys, "collect", "--backend", "scripted", "--limit", "1", "--samples", "2", "--out", str(out),
-                      "--quiet")
+        err = refused(capsys, "collect", "--backend", "scripted", "--limit", "1", "--joint-actions", "2",
+                      "--out", str(out), "--quiet")
         assert f"pid {first.pid}" in err
     assert not (out / "rollouts.jsonl.gz").exists()
 

@@ -47,13 +47,15 @@ LOGPROB_RIGHT, LOGPROB_WRONG = -0.35, -0.6
 def _summary(request: GenerationRequest, completion: Completion, right: bool) -> LogprobSummary | None:
     """A summary of ``completion.completion_tokens`` token log-probabilities drawn around the answer's mean,
     token k ending at character 4(k + 1) of the text (its last at the end)."""
-    rng = np.random.default_rng([request.seed, _hash("logprob", request.messages[-1].content)])
+    rng = np.random.default_rng([request.seed, stable_hash("logprob", request.messages[-1].content)])
     n, length = completion.completion_tokens, len(completion.text)
     values = np.minimum(rng.normal(LOGPROB_RIGHT if right else LOGPROB_WRONG, 0.3, n), 0.0)  # (n,)
     return summarize(values.tolist(), [min(4 * (k + 1), length) for k in range(n - 1)] + [length])
 
 
-def _hash(*parts: object) -> int:
+def stable_hash(*parts: object) -> int:
+    """A 64-bit hash of ``parts`` that every process and Python version gives alike (``hash`` is salted): the
+    scripted backend's draws, and the answer key of a free question (``benchmarks.answers``)."""
     return int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()[:8], "big")
 
 
@@ -97,7 +99,7 @@ class ScriptedBackend:
     def _one(self, request: GenerationRequest) -> Completion:
         purpose = purpose_of(request, "scripted backend")
         keyed = self._key.find(purpose.question)
-        rng = np.random.default_rng([request.seed, _hash(request.messages[-1].content)])
+        rng = np.random.default_rng([request.seed, stable_hash(request.messages[-1].content)])
         if purpose.kind is RequestKind.CRITIC:
             return self._critic(request, keyed, purpose, rng)
         right = self._right_after_update(keyed, purpose, rng) if purpose.kind is RequestKind.UPDATE else (
@@ -106,7 +108,7 @@ class ScriptedBackend:
         return replace(completion, summary=_summary(request, completion, right))
 
     def _p_initial(self, example: Example, agent: int) -> float:
-        difficulty = (_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3
+        difficulty = (stable_hash("difficulty", example.id) % 1000) / 1000.0 * 0.6 - 0.3
         return float(np.clip(self.skills[agent % len(self.skills)] + difficulty, 0.02, 0.98))
 
     def _right_after_update(self, keyed: Keyed, purpose: Purpose, rng: np.random.Generator) -> bool:
@@ -145,7 +147,7 @@ class ScriptedBackend:
 
     def _distractor(self, example: Example, rng: np.random.Generator) -> str:
         """One of three per-question wrong answers (shared across agents, so wrong agents can agree)."""
-        pick = _hash("distractor", example.id, int(rng.integers(0, 3)))
+        pick = stable_hash("distractor", example.id, int(rng.integers(0, 3)))
         if example.choices:
             letters = [c for c in "ABCD"[: len(example.choices)] if c != example.answer]
             return letters[pick % len(letters)]

@@ -12,11 +12,11 @@ its hash: a number, or a letter for ``choice``.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from deliberation import backends
 from deliberation.backends.base import Backend
+from deliberation.backends.scripted import stable_hash
 from deliberation.benchmarks import BENCHMARKS, get as get_benchmark, opened
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.own import OwnData
@@ -74,7 +74,7 @@ class BenchmarkAnswers:
             unread = next(iter(self._unloadable.values()), None)
             why = f" (some data could not be loaded: {unread})" if unread else ""
             raise DelibError(f"scripted backend: the request is not about a question of {names}{why}")
-        pick = int.from_bytes(hashlib.sha256(f"free\x1f{question}".encode()).digest()[:8], "big")
+        pick = stable_hash("free", question)
         choice = asked[0].answer_type == "choice"
         gold = "ABCD"[pick % 4] if choice else str(10 + pick % 90)
         return _keyed(asked[0].scorer, Example(f"free/{pick}", question, gold, tuple("ABCD") if choice else ()))

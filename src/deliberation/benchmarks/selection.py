@@ -1,4 +1,4 @@
-"""The questions a command runs on: a split cut by a ``Selection`` (ids, offset, seeded sample) and a limit.
+"""The questions a command runs on: a split cut by a ``Selection`` (ids, offset, seeded subset) and a limit.
 
 Shared by ``delib run``, ``delib tree`` and ``delib collect`` so a selection means the same everywhere.
 With the default selection only the first ``limit`` questions are read, as before selections existed.
@@ -28,11 +28,11 @@ def load_selected(bench: Benchmark, split: str, limit: int | None, selection: Se
 
 
 def select(examples: list[Example], selection: Selection, where: str) -> list[Example]:
-    """``examples`` cut by ids, then offset, then a seeded sample, each keeping the split's order."""
+    """``examples`` cut by ids, then offset, then a seeded subset, each keeping the split's order."""
     kept = _by_ids(examples, selection.ids, where) if selection.ids else examples
     kept = kept[selection.offset:]
-    if selection.sample is not None:
-        kept = sample(kept, selection.sample, selection.sample_seed)
+    if selection.subset is not None:
+        kept = subset(kept, selection.subset, selection.subset_seed)
     if not kept:
         raise DelibError(f"the selection keeps no question of {where} ({len(examples)} questions); "
                          "lower --offset or check --ids")
@@ -50,7 +50,7 @@ def _by_ids(examples: list[Example], ids: tuple[str, ...], where: str) -> list[E
     return [e for e in examples if e.id in wanted]
 
 
-def sample(examples: list[Example], n: int, seed: int) -> list[Example]:
+def subset(examples: list[Example], n: int, seed: int) -> list[Example]:
     """``n`` of ``examples`` (all when fewer), in their order: the first ``n`` of one seeded permutation, so
     a larger ``n`` keeps every question a smaller one chose."""
     order = np.random.default_rng(seed).permutation(len(examples))[:n]

@@ -195,9 +195,9 @@ def run_backend(args: argparse.Namespace) -> tuple[str, dict]:
 
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (the problem and where help is) that start like every other delib error
-    (``delib: error:``, whichever subcommand's flag it is), and no
-    abbreviated long options: ``delib tree`` has both --sample and --samples, so a prefix or a typo would
-    silently set another flag. ``add_parser`` builds every subcommand's parser with this class."""
+    (``delib: error:``, whichever subcommand's flag it is), and no abbreviated long options: ``delib tree`` has
+    --samples, --subset and --subset-seed, so a prefix (``--s``) or a typo would silently set another flag.
+    ``add_parser`` builds every subcommand's parser with this class."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, allow_abbrev=False, **kwargs)
@@ -208,7 +208,7 @@ class Parser(argparse.ArgumentParser):
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
     """--benchmark (a registered name or a JSONL file), --answer-type, --split and the question selection
-    (--ids, --offset, --sample, --sample-seed) with --limit: shared by run and tree."""
+    (--ids, --offset, --subset, --subset-seed) with --limit: shared by run and tree."""
     from deliberation.benchmarks.own import ANSWER_TYPES
 
     _, bench_names, _ = registry_names()
@@ -222,7 +222,7 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
-    """--ids, --offset, --sample, --sample-seed: which questions of the split (``selection`` reads them)."""
+    """--ids, --offset, --subset, --subset-seed: which questions of the split (``selection`` reads them)."""
     from deliberation.config import Selection
 
     flags.add_flags(p, Selection)

@@ -19,6 +19,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from deliberation.types import formerly_named
+
 SUPPRESS = argparse.SUPPRESS
 
 
@@ -128,7 +130,19 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, only: Iterable[str] | 
         _add(parser, f, hints[f.name], docs.get(f.name, ""), suppress)
 
 
+class _Renamed(argparse.Action):
+    """A renamed field's former flag: refused with a line naming the new one (``types.formerly``), which is
+    its ``dest`` (it sets nothing)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is now {self.dest} (same meaning); rename it")
+
+
 def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: str, suppress: bool) -> None:
+    if formerly_named(f) is not None:
+        parser.add_argument(flag(formerly_named(f)), dest=flag(f.name), action=_Renamed, nargs="?", help=SUPPRESS,
+                            default=SUPPRESS)
     default = f.default
     if tp is bool:
         switch = flag(f.name) if not default else "--no-" + f.name.replace("_", "-")

@@ -25,7 +25,7 @@ EPILOG_RUN = """examples:
             --base-url http://localhost:8000/v1 --out runs/debate-math
   delib run --method self-consistency --backend scripted --limit 30 --out /tmp/sc   # plumbing only
   delib run --method mpdf --benchmark data/mine.jsonl --answer-type numeric --out runs/mine
-  delib run --method mpdf --sample 50 --sample-seed 1 --out runs/sample   # 50 random test questions
+  delib run --method mpdf --subset 50 --subset-seed 1 --out runs/subset   # 50 random test questions
   delib run --method mpdf --team qwen2.5-coder-1.5b,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out runs/mixed
 A rerun into the same --out skips finished examples."""
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from deliberation.config import Selection
     from deliberation.rl.config import TrainConfig
 
-COLLECT_OPTIONS = ("samples", "epsilon", "allow_test")
+COLLECT_OPTIONS = ("joint_actions", "epsilon", "allow_test")
 TRAIN_SKIP = ("algo", "seed")  # --algo is its own flag; the seed is --seed (train) or --train-seed (iterate)
 ALGO_HELP = "one of %(choices)s (default %(default)s)"  # registry views, read (loading torch) when shown or checked
 

@@ -106,13 +106,22 @@ def open_output(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, 
     the record and the refusal are all here."""
     writer = lock_directory(make_folder(directory))
     try:
-        path = directory / file
-        if not path.exists():
-            write_json_atomic(path, settings)
-        else:
-            old = read(path) if read is not None else read_object(path, f"delete it, or {fix}")
-            check_resume(directory, holds, old, settings, rule, fix)
+        if not check_recorded(directory, settings, rule, holds, fix, file, read):
+            write_json_atomic(directory / file, settings)
     except BaseException:
         writer.release()
         raise
     return writer
+
+
+def check_recorded(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, holds: str, fix: str,
+                   file: str, read: Callable[[Path], Mapping[str, Any]] | None = None) -> bool:
+    """Whether the output ``directory`` records its settings in ``file``, refusing (``check_resume``) one recorded
+    under settings ``rule`` says differ from ``settings``: ``open_output``'s check, also made before a model
+    loads (with a rule that leaves out what only the loaded backend knows)."""
+    path = directory / file
+    if not path.exists():
+        return False
+    old = read(path) if read is not None else read_object(path, f"delete it, or {fix}")
+    check_resume(directory, holds, old, settings, rule, fix)
+    return True

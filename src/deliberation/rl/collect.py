@@ -8,7 +8,7 @@ policy exists, the epsilon-mixed agreement-threshold rule.
 from __future__ import annotations
 
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Iterator
@@ -30,7 +30,7 @@ from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
-from deliberation.types import Decision, Example, to_json
+from deliberation.types import Decision, Example, formerly, to_json
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,8 @@ class CollectSpec(Workload):
     """What to collect; saved (with the command) in manifest.json."""
 
     split: str = "train"
-    samples: int = 8
-    """K joint actions drawn per decision point (the ranking group size)."""
+    joint_actions: int = field(default=8, metadata=formerly("samples"))
+    """K joint actions drawn per decision point: the group whose rewards SoftRankPO ranks."""
     epsilon: float = 0.2
     """Probability of replacing the behaviour policy's action by a uniform one."""
     policy: str | None = None
@@ -52,11 +52,11 @@ class CollectSpec(Workload):
         if self.split == "test" and not self.allow_test:
             raise DelibError("--split test would train the policy on the questions it is evaluated on; collect on "
                              "a train split (or pass --allow-test to do it knowingly)")
-        require_at_least("--samples", self.samples, 2, "to rank rewards within a group")
+        require_at_least("--joint-actions", self.joint_actions, 2, "to rank rewards within a group")
         check_team("delib collect", self.engine)
         if not 0.0 < self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in (0, 1] (got {self.epsilon}): the behaviour policies are "
-                             "deterministic, so without exploration the K samples take the same actions: "
+                             "deterministic, so without exploration the K joint actions are the same: "
                              "nothing to rank")
 
 
@@ -84,6 +84,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     behaviour = behaviour_policy(spec)
     directory = Path(out)
     refuse_if_locked(directory)
+    files.check_collection(directory, manifest(spec, model=""))
     job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
                       partial(_rollouts, spec, directory), partial(_collect_one, spec, collecting(behaviour)),
                       spec.concurrency)
@@ -93,7 +94,7 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
 def _collect_one(spec: CollectSpec, method: MethodSpec, example: Example, backend: Backend) -> list[Decision]:
     """The decisions of one question, as the engine's loop under the behaviour policy meets them."""
     ctx = make_context(example, backend, benchmarks.get(spec.benchmark), spec.engine, method)
-    return collect_question(ctx, spec.samples, example_rng(spec.engine.seed, example.id))
+    return collect_question(ctx, spec.joint_actions, example_rng(spec.engine.seed, example.id))
 
 
 @contextmanager

@@ -52,8 +52,8 @@ class TrainConfig:
     """Decisions per optimizer step."""
 
     group_size: int | None = None
-    """K, samples per question ranked against each other: training keeps samples 0..K-1 of every question
-    (the group-size ablation); None = every sample collected (``delib collect --samples``, 8 by default).
+    """K, joint actions per decision ranked against each other: training keeps draws 0..K-1 of every question
+    (the group-size ablation); None = every one collected (``delib collect --joint-actions``, 8 by default).
     At least 2; more than the rollouts hold is refused (``rl.data.first_samples``)."""
 
     tau: float = 0.0

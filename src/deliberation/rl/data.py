@@ -118,8 +118,8 @@ def first_samples(decisions: Sequence[Decision], k: int | None) -> list[Decision
         collected[d.example_id] = max(collected.get(d.example_id, 0), d.sample + 1)
     fewest = min(collected, key=collected.__getitem__)
     if k > collected[fewest]:
-        raise DelibError(f"--group-size {k} is more than the {collected[fewest]} samples the rollouts hold for "
-                         f"question {fewest}; use at most {collected[fewest]}, or collect with --samples {k}")
+        raise DelibError(f"--group-size {k} is more than the {collected[fewest]} joint actions the rollouts hold for "
+                         f"question {fewest}; use at most {collected[fewest]}, or collect with --joint-actions {k}")
     return [d for d in decisions if d.sample < k]
 
 

@@ -49,7 +49,7 @@ class IterateSpec:
 
     def _check_training(self) -> None:
         """Refuse, before hours of collection, training settings that would fail after it (``TrainConfig``
-        checks its own values): a group larger than the samples collected, a start policy blind to other
+        checks its own values): a group larger than the joint actions collected, a start policy blind to other
         features, a reward rollouts do not hold."""
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
@@ -60,9 +60,9 @@ class IterateSpec:
         if beyond:
             raise DelibError(f"{beyond[0]} is not in the rollouts `delib iterate` collects ({beyond[1]}): train "
                              f"with {beyond[2]}, or on tree stores with `delib train --trees`")
-        if cfg.group_size is not None and cfg.group_size > self.collect.samples:
-            raise DelibError(f"--group-size {cfg.group_size} is more than the --samples {self.collect.samples} "
-                             "collected per question; lower it or collect more samples")
+        if cfg.group_size is not None and cfg.group_size > self.collect.joint_actions:
+            raise DelibError(f"--group-size {cfg.group_size} is more than the --joint-actions "
+                             f"{self.collect.joint_actions} collected per decision; lower it or collect more")
         if self.collect.policy is not None:
             check_ignored(load_policy(self.collect.policy, FEATURE_NAMES, FEATURE_VERSION).net, cfg)
 

@@ -18,8 +18,8 @@ from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
 from deliberation.outputs.lock import DirectoryLock
-from deliberation.outputs.resume import ResumeRule, open_output
-from deliberation.types import ADDED_LATER, Decision, from_json, to_json
+from deliberation.outputs.resume import ResumeRule, check_recorded, open_output
+from deliberation.types import ADDED_LATER, Decision, formerly, from_json, key, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
 ALL_QUESTIONS = to_json(Selection())
@@ -29,9 +29,10 @@ ROLLOUT_RESUME = ResumeRule(
     added_later={"selection": ALL_QUESTIONS, "engine": {}},
     nested={"engine": ResumeRule(compared=("temperature", "max_tokens", "early_stop"))})
 """What a resumed collection must share with the rollout directory: what an episode is (the engine settings
-among them that change it). A manifest from before question selection (--ids/--offset/--sample) holds all
+among them that change it). A manifest from before question selection (--ids/--offset/--subset) holds all
 questions."""
 MANIFEST_FIX = "restore it from a copy, or collect again into a new --out"
+MANIFEST_RESUME_FIX = "use another --out"
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class RolloutManifest:
     seed: int
     agents: int
     rounds: int
-    samples: int
+    joint_actions: int = field(metadata=formerly("samples"))
+    """K joint actions drawn per decision point (``delib collect --joint-actions``)."""
     epsilon: float
     policy: str | None
     """The behaviour policy's checkpoint; None: the agreement-threshold rule."""
@@ -70,7 +72,7 @@ class RolloutManifest:
 def manifest_of(settings: Mapping[str, Any]) -> RolloutManifest:
     """The manifest of the JSON object ``settings`` (a collection's settings, or manifest.json), each known entry
     of its annotated type (``types.from_json``: a TypeError or ValueError naming the entry otherwise)."""
-    names = {f.name for f in fields(RolloutManifest)} - {"others"}
+    names = {key(f) for f in fields(RolloutManifest)} - {"others"}
     known = from_json(RolloutManifest, {k: v for k, v in settings.items() if k in names})
     return replace(known, others={k: v for k, v in settings.items() if k not in names})
 
@@ -93,8 +95,23 @@ def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
 def open_collection(directory: Path, manifest: RolloutManifest) -> DirectoryLock:
     """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
     then create its manifest, or check an existing one describes the same collection."""
-    return open_output(directory, manifest.to_dict(), ROLLOUT_RESUME, "rollouts", "use another --out", MANIFEST,
-                       lambda path: read_manifest(path).to_dict())
+    return open_output(directory, manifest.to_dict(), ROLLOUT_RESUME, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
+                       _recorded)
+
+
+BEFORE_LOADING = replace(ROLLOUT_RESUME, compared=tuple(n for n in ROLLOUT_RESUME.compared or () if n != "model"))
+"""``ROLLOUT_RESUME`` less the model's name, which only the loaded backend knows."""
+
+
+def check_collection(directory: Path, manifest: RolloutManifest) -> None:
+    """``open_collection``'s check of an existing manifest, made before the model loads: a resume under other
+    settings is refused at once, not after minutes of loading (the model's name is checked once loaded)."""
+    check_recorded(directory, manifest.to_dict(), BEFORE_LOADING, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
+                   _recorded)
+
+
+def _recorded(path: Path) -> dict[str, Any]:
+    return read_manifest(path).to_dict()
 
 
 def question_row(model: str, benchmark: str, split: str, example_id: str, decisions: list[Decision]) -> dict[str, Any]:
@@ -165,4 +182,4 @@ def _claim(source: dict[str, Path], example_id: str, directory: Path) -> None:
     first = source.setdefault(example_id, directory)
     if first != directory:
         raise DelibError(f"question {example_id} is in both {first} and {directory}; train on one collection of "
-                         "a question at a time (its K samples are ranked against each other)")
+                         "a question at a time (its K joint actions are ranked against each other)")

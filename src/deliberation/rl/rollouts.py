@@ -8,7 +8,7 @@ scored, giving each agent K decisions (its group for ranking) whose rewards are 
 - r_global = 1[vote of all agents correct] - 1[vote without agent i correct] (leave-one-out);
 recorded for each of the three actions given the other agents' sampled actions. That is the ``round``
 reward, scored without further calls; the ``episode`` reward (rl/episode.py, registry rl/rewards.py)
-measures both after the last round instead. The trajectory then continues with the first sample's joint
+measures both after the last round instead. The trajectory then continues with the first drawn joint
 action.
 """
 
@@ -82,7 +82,7 @@ def rewards_for(ctx: Context, before: AgentRecord, outcomes: Outcomes, others: l
 
 
 def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list[Outcomes], round_: int,
-                        behaviour: MetaPolicy, samples: int, rng: np.random.Generator,
+                        behaviour: MetaPolicy, joint_actions: int, rng: np.random.Generator,
                         reward: Reward = rewards_for,
                         features: FeatureSet = PAPER) -> tuple[list[Decision], tuple[Action, ...]]:
     """K joint actions from the behaviour policy, each scored counterfactually per agent by ``reward``; the
@@ -90,7 +90,7 @@ def decisions_for_round(ctx: Context, records: list[AgentRecord], outcomes: list
     obs = observation(ctx, records, round_)
     own, peers = arrays(obs, features)
     decisions, first = [], None
-    for k in range(samples):
+    for k in range(joint_actions):
         actions, logps = behaviour.decide(obs, rng)
         first = first or actions
         team = [outcomes[i].after[ACTION_ORDER.index(a)] for i, a in enumerate(actions)]
@@ -112,17 +112,17 @@ def collecting(behaviour: MetaPolicy) -> MethodSpec:
     return MethodSpec(name="collect", policy=behaviour, confidence=True)
 
 
-def collect_question(ctx: Context, samples: int, rng: np.random.Generator, reward: Reward = rewards_for,
+def collect_question(ctx: Context, joint_actions: int, rng: np.random.Generator, reward: Reward = rewards_for,
                      features: FeatureSet = PAPER, actions: tuple[Action, ...] = ACTIONS) -> list[Decision]:
     """All decisions of one question: the engine's round 0 and round loop, with a step that scores every
-    action counterfactually (by ``reward``) and then follows the first sample's joint action. The behaviour
+    action counterfactually (by ``reward``) and then follows the first drawn joint action. The behaviour
     policy is ``ctx.spec.policy`` (a ``collecting`` spec; its stop rule ends the loop as it ends an episode)."""
     behaviour = ctx.spec.policy
     decisions: list[Decision] = []
 
     def step(c: Context, records: list[AgentRecord], t: int) -> tuple[list[AgentRecord], list[Turn]]:
         outcomes = counterfactuals(c, records, t, actions)
-        new, joint = decisions_for_round(c, records, outcomes, t, behaviour, samples, rng, reward, features)
+        new, joint = decisions_for_round(c, records, outcomes, t, behaviour, joint_actions, rng, reward, features)
         decisions.extend(new)
         return [outcomes[i].after[ACTION_ORDER.index(a)] for i, a in enumerate(joint)], []
 

@@ -35,10 +35,11 @@ from deliberation.runs import experiment_agents as agents
 from deliberation.runs import experiment_backbones as backbones
 from deliberation.runs.experiment_backbones import Backbone
 from deliberation.backends.cache import CACHE_FILE
+from deliberation.types import renamed
 
 TOP_KEYS = ("name", "out", "methods", "benchmarks", "seeds", "split", "limit", "data_dir", "backend", "engine",
             "variants", "concurrency", "selection", "agents", "backbones")
-SELECTION_TYPES: dict[str, type] = {"ids": list, "offset": int, "sample": int, "sample_seed": int}
+SELECTION_TYPES: dict[str, type] = {"ids": list, "offset": int, "subset": int, "subset_seed": int}
 ENGINE_TYPES: dict[str, type] = {k: v for k, v in typing.get_type_hints(EngineConfig).items() if k != "seed"}
 OPTION_TYPES: dict[str, type] = {k: typing.get_args(v)[0] if type(None) in typing.get_args(v) else v
                                   for k, v in typing.get_type_hints(MethodOptions).items()}
@@ -193,8 +194,12 @@ def _fail(source: str, message: str) -> NoReturn:
     raise DelibError(f"{source}: {message}")
 
 
-def _known(table: Mapping[str, Any], valid: Sequence[str], what: str, source: str, hint: str = "") -> None:
+def _known(table: Mapping[str, Any], valid: Sequence[str], what: str, source: str, hint: str = "",
+           formers: Mapping[str, str] | None = None) -> None:
+    """Refuse a key of ``table`` not in ``valid``; one of ``formers`` (a former name to the name) says its name."""
     unknown = [k for k in table if k not in valid]
+    if unknown and unknown[0] in (formers or {}):
+        _fail(source, f"{what} {unknown[0]!r} is now {formers[unknown[0]]!r} (same meaning): rename it")
     if unknown:
         _fail(source, f"unknown {what} {unknown[0]!r}; valid: {', '.join(valid)}{hint}")
 
@@ -349,20 +354,20 @@ def _limits(value: Any, names: Sequence[str], source: str) -> dict[str, int | No
 
 
 def _selections(value: Any, names: Sequence[str], source: str) -> dict[str, Selection]:
-    """A [selection] table: ids, offset, sample, sample_seed for every benchmark, and [selection.<benchmark>]
+    """A [selection] table: ids, offset, subset, subset_seed for every benchmark, and [selection.<benchmark>]
     tables that override them for one (ids belong to one benchmark)."""
     if value is None:
         return {b: Selection() for b in names}
     if not isinstance(value, dict):
         _fail(source, f"selection must be a table ([selection]), got {value!r}")
-    _known(value, (*SELECTION_TYPES, *names), "key in [selection]", source)
+    _known(value, (*SELECTION_TYPES, *names), "key in [selection]", source, formers=renamed(Selection))
     common = {k: v for k, v in value.items() if k in SELECTION_TYPES}
     return {b: _selection({**common, **_get(value, b, dict, source, {}, where="[selection] ")}, f"[selection.{b}]",
                           source) for b in names}
 
 
 def _selection(table: Mapping[str, Any], where: str, source: str) -> Selection:
-    _known(table, tuple(SELECTION_TYPES), f"key in {where}", source)
+    _known(table, tuple(SELECTION_TYPES), f"key in {where}", source, formers=renamed(Selection))
     values = {k: _get(table, k, SELECTION_TYPES[k], source, where=f"{where} ") for k in table}
     if "ids" in values and not (values["ids"] and all(isinstance(i, str) and i.strip() for i in values["ids"])):
         _fail(source, f"{where} ids must be a non-empty list of question ids, got {values['ids']!r} (leave ids out "
