@@ -10,31 +10,52 @@
 # answer of PHP, a graph's agents without predecessors) are served from it, the others generated with the
 # store's backend and recorded in it (appended, never changed), so a rerun replays offline. The graphs are
 # optimised on training questions of each benchmark (the first 100 of its train split: the stores' training
-# questions and, for MATH, 50 more), ITERATIONS steps of 4 questions (default 15: GPTSwarm's 200 and AgentPrune's 10 are the defaults of
-# `delib optimize-graph` for machines with a GPU server; 15 fit a 2-core machine in about an hour each), and
-# their tokens are recorded in graph.json. AFlow's search is not run here (an optimiser model is needed):
-# aflow-gsm8k and aflow-math are the workflows its paper found, transferred. The build of the stores must not
-# run beside this (one writer per store, and two llama.cpp jobs slow each other down). Every step is
+# questions and, for MATH, 50 more), ITERATIONS steps of 4 questions (default 15: GPTSwarm's 200 and
+# AgentPrune's 10 are the defaults of `delib optimize-graph` for machines with a GPU server; 15 fit a 2-core
+# machine in about an hour each), and their tokens are recorded in graph.json. AFlow's search is not run here
+# (an optimiser model is needed): aflow-gsm8k and aflow-math are the workflows its paper found, transferred.
+# Then the references are replayed offline from the same stores and questions (self-consistency at every k the
+# stores hold, the best fixed rule at one round), and `delib report` pairs every method with the best rule and
+# with self-consistency at its own token budget (report.md, paired.json, the figures);
+# experiments/baselines_tables.py adds the optimisation tokens (optimisation.md). The build of the stores must
+# not run beside this (one writer per store, and two llama.cpp jobs slow each other down). Every step is
 # resumable: rerunning continues where it stopped.
+#
+# Environment (defaults: the committed experiment): STORES (folder of gsm8k-test, math-test),
+# OUT (docs/results/baselines), QUESTIONS ("100 50": GSM8K, MATH), TRAIN_LIMIT (100), ENGINE_ARGS (the backend,
+# model and threads of the optimisations; the replays use each store's own), CACHE (the optimisations' response
+# cache), SAMPLES (self-consistency's largest k; default: the round-0 samples every question of a store holds).
 set -euo pipefail
 ITERATIONS=${1:-15}
 M=qwen2.5-coder-1.5b
-D=data/trees/$M
-OUT=docs/results/baselines
-engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 --model "$M" --backend-opt n_threads=2)
-for pair in "gsm8k:gsm8k-test:100" "math:math-test:50"; do
-  IFS=: read -r bench store n <<< "$pair"
+STORES=${STORES:-data/trees/$M}
+OUT=${OUT:-docs/results/baselines}
+read -r N_GSM8K N_MATH <<< "${QUESTIONS:-100 50}"
+TRAIN_LIMIT=${TRAIN_LIMIT:-100}
+read -r -a model <<< "${ENGINE_ARGS:---model $M --backend-opt n_threads=2}"
+engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
+engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}")
+for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
+  IFS=: read -r bench store n <<< "$triple"
   for method in gptswarm agentprune; do
     rounds=$([ "$method" = agentprune ] && echo 1 || echo 0)  # AgentPrune: round 0 and one more
     [ -f "$OUT/graphs/$method-$bench/graph.json" ] || delib optimize-graph --method "$method" --benchmark "$bench" \
-      --split train --limit 100 --iterations "$ITERATIONS" --rounds "$rounds" \
-      "${engine[@]}" --cache "runs/baselines-$M.sqlite" --out "$OUT/graphs/$method-$bench"
+      --split train --limit "$TRAIN_LIMIT" --iterations "$ITERATIONS" --rounds "$rounds" \
+      "${engine[@]}" --out "$OUT/graphs/$method-$bench"
   done
-  replay=(--trees "$D/$store" --questions "$n" --quiet)
-  delib evaluate "${replay[@]}" --method php --out "$OUT/runs/$store/php"
+  replay=(--trees "$STORES/$store" --questions "$n" --quiet)
+  runs=$OUT/runs/$store
+  delib evaluate "${replay[@]}" --method php --out "$runs/php"
   for method in gptswarm agentprune; do
     delib evaluate "${replay[@]}" --method "$method" --graph "$OUT/graphs/$method-$bench/graph.json" \
-      --out "$OUT/runs/$store/$method"
+      --out "$runs/$method"
   done
-  delib evaluate "${replay[@]}" --method "aflow-$bench" --out "$OUT/runs/$store/aflow-$bench"  # found on this benchmark
+  delib evaluate "${replay[@]}" --method "aflow-$bench" --out "$runs/aflow-$bench"  # found on this benchmark
+  delib evaluate "${replay[@]}" --offline --method agreement-resample --rounds 1 --out "$runs/agreement-resample"
+  held=$(python -c "import json, sys; print(json.load(open(sys.argv[1]))['samples'])" "$STORES/$store/manifest.json")
+  for k in $(seq 1 "${SAMPLES:-$held}"); do
+    delib evaluate "${replay[@]}" --offline --method self-consistency --agents "$k" --out "$runs/self-consistency-$k"
+  done
 done
+delib report "$OUT/runs" --out "$OUT"
+python "$(dirname "$0")/baselines_tables.py" --out "$OUT"

@@ -80,6 +80,17 @@ def result(label: str, benchmark: str, correct: int, n: int, tokens: int, seed: 
                                  "default", seed, s, (), False)
 
 
+def test_options_split_a_label_on_one_benchmark_but_not_between_benchmarks():
+    """Each benchmark's own optimised graph is one method's row; two graphs on one benchmark are two rows."""
+    def run(benchmark: str, graph: str, seed: int = 0) -> run_results.RunResult:
+        return replace(result("gptswarm", benchmark, 1, 2, 100, seed), options=(("graph", graph),))
+
+    own = run_results.split_options([run("gsm8k", "g/graph.json"), run("math", "m/graph.json")])
+    assert [r.label for r in own] == ["gptswarm", "gptswarm"]
+    two = run_results.split_options([run("gsm8k", "a.json"), run("math", "m.json"), run("gsm8k", "b.json", 1)])
+    assert [r.label for r in two] == ["gptswarm [graph=a.json]", "gptswarm [graph=m.json]", "gptswarm [graph=b.json]"]
+
+
 def test_average_and_pooling_over_seeds():
     results = [result("a", "gsm8k", 5, 10, 100), result("a", "math", 10, 10, 300),
                result("b", "gsm8k", 2, 10, 50), result("b", "gsm8k", 6, 10, 150, seed=1)]

@@ -59,7 +59,7 @@ class RunResult:
     """SHA-256 of each episode line with the run's settings: a copied run directory shares them (``distinct``)."""
     options: tuple[tuple[str, str], ...] = ()
     """config.json's method options set to other than their default (``--stop-at``, ``--esc-window``, ...),
-    sorted: runs that differ here never pool."""
+    sorted: runs on one benchmark that differ here never pool (``split_options``)."""
 
 
 def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[Path]]:
@@ -147,9 +147,15 @@ def split_engines(results: Sequence[RunResult]) -> list[RunResult]:
 
 
 def split_options(results: Sequence[RunResult]) -> list[RunResult]:
-    """Runs sharing a label but run with other method options (an allocator at two operating points, ESC at
-    two windows) get the options that differ in their label, e.g. ``early-stopping-sc [esc_window=3]``."""
-    return _split_label(results, lambda r: r.options, lambda r, seen: _differing_options(r.options, seen))
+    """Runs sharing a label but run on one benchmark with other method options (an allocator at two operating
+    points, ESC at two windows) get the options that differ in their label, e.g. ``early-stopping-sc
+    [esc_window=3]``. Options that differ only between benchmarks do not split a label: each benchmark's own
+    tuned temperature or optimised graph (``--graph``) is one method's row, as in the paper's tables."""
+    clash = {r.label for r in results if len({o.options for o in results
+                                               if o.label == r.label and o.benchmark == r.benchmark}) > 1}
+    split = iter(_split_label([r for r in results if r.label in clash], lambda r: r.options,
+                              lambda r, seen: _differing_options(r.options, seen)))
+    return [next(split) if r.label in clash else r for r in results]
 
 
 def _differing_options(options: tuple[tuple[str, str], ...], others: set[tuple[tuple[str, str], ...]]) -> str:

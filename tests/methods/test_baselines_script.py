@@ -1,0 +1,48 @@
+"""experiments/baselines.sh end to end on scripted stores: the graphs optimised on training questions, every
+baseline replayed through the test stores, the references replayed offline, the paired report and the
+optimisation tokens (one optimisation step and a few questions; the scripted backend's numbers mean nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+BASELINES = {"php", "gptswarm", "agentprune"}
+
+
+@pytest.mark.slow
+@pytest.mark.needs_split("gsm8k/train", "math/train")
+def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path):
+    stores = tmp_path / "stores"
+    for bench in ("gsm8k", "math"):
+        assert main(["tree", "--backend", "scripted", "--benchmark", bench, "--split", "test", "--limit", "3",
+                     "--samples", "6", "--methods", "mpdf", "--out", str(stores / f"{bench}-test"),
+                     "--quiet"]) == 0
+    out = tmp_path / "out"
+    env = {**os.environ, "STORES": str(stores), "OUT": str(out), "QUESTIONS": "3 2", "TRAIN_LIMIT": "4",
+           "ENGINE_ARGS": "--backend scripted", "CACHE": str(tmp_path / "cache.sqlite"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(REPO / "experiments" / "baselines.sh"), "1"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for store, n, flow in (("gsm8k-test", 3, "aflow-gsm8k"), ("math-test", 2, "aflow-math")):
+        runs = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs" / store).rglob("summary.json")}
+        assert {*BASELINES, flow, "agreement-resample", *(f"self-consistency-{k}" for k in range(1, 7))} <= set(runs)
+        assert {r["n"] for r in runs.values()} == {n}
+    paired = json.loads((out / "paired.json").read_text())
+    references = {p["reference"] for p in paired}
+    assert any(r.startswith("agreement-resample") for r in references) and "self-consistency at equal tokens" in \
+        " ".join(references)
+    table = (out / "optimisation.md").read_text()
+    assert table.count("| gptswarm |") == 2 and table.count("| agentprune |") == 2 and "| php |" in table
+    graph = json.loads((out / "graphs" / "gptswarm-gsm8k" / "graph.json").read_text())
+    spent = graph["record"]["tokens"]
+    assert f"| {spent['prompt_tokens'] + spent['completion_tokens']:,} |" in table
