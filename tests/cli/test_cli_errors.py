@@ -245,7 +245,7 @@ def test_a_team_beyond_the_context_window_is_refused_before_any_model_loads(tmp_
 
 
 def test_an_abbreviated_flag_is_refused_not_read_as_the_flag_it_starts(tmp_path, capsys):
-    """argparse would read --lim as --limit (and a prefix of ``delib tree``'s --samples as --sample): refused."""
+    """argparse would read --lim as --limit (and ``delib tree --sub`` as --subset or --subset-seed): refused."""
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as exit_:
         main(["run", "--method", "cot", "--backend", "scripted", "--lim", "3", "--out", str(out), "--quiet"])
