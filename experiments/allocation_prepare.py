@@ -19,9 +19,10 @@ decides, in this order (docs/results/allocation/PREREGISTRATION.md says why):
 5. the sampling baselines' knobs: adaptive-consistency's threshold and ESC's window whose training tokens are
    the nearest to self-consistency over 6 samples' (the curves run every value of their grids).
 
-Writes OUT/prepare.json (every number above), OUT/checkpoints/{primary,deliberate}.pt and
+Writes OUT/prepare.json (every number above), OUT/checkpoints/{primary,deliberate}.pt,
 OUT/registered.json (what experiments/allocation_compare.py runs: the arms, grids, knobs and the checkpoints
-with their sha256; registering copies it to docs/results/allocation/), and prints the choices.
+with their sha256; registering copies it to docs/results/allocation/) and OUT/commitments.md (the same
+choices as the text of PREREGISTRATION.md's section "Commitments"), and prints the choices.
 Deterministic: seeds are fixed, training is single-threaded.
 """
 
@@ -191,8 +192,36 @@ def prepare(stores: Path, limit: int, out: Path) -> dict[str, object]:
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "prepare.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    (out / "registered.json").write_text(json.dumps(registered(record, out), indent=2, sort_keys=True) + "\n")
+    chosen_arms = registered(record, out)
+    (out / "registered.json").write_text(json.dumps(chosen_arms, indent=2, sort_keys=True) + "\n")
+    (out / "commitments.md").write_text(commitments(record, chosen_arms))
     return record
+
+
+def commitments(record: dict, chosen: dict) -> str:
+    """The registered choices as markdown: what PREREGISTRATION.md's "Commitments" section holds."""
+    ref = record["reference"]
+    lines = [f"- Training questions: {record['questions']} ({', '.join(TRAINING)}), {record['limit']} samples each; "
+             f"self-consistency over {ref['k']} samples there: {100 * ref['accuracy']:.1f}% at "
+             f"{ref['tokens']:,.0f} tokens a question (the primary's budget).",
+             f"- Step: {'one sample' if record['step'] == 1 else 'a batch of the team'} a RESAMPLE; final vote: "
+             f"{'plain' if record['vote'] is None else 'weighted by %s at temperature %s' % tuple(record['vote'])}; "
+             f"lambda {record['lambda']}.",
+             "- Checkpoints (sha256) and operating points (`stop_at`, matched on the training questions):"]
+    lines += [f"  - {name}: `{chosen['checkpoints'][name]}` {arm['sha256']}, stop_at {arm['stop_at']:.4f} "
+              f"({100 * arm['accuracy']:.1f}% at {arm['tokens']:,.0f} tokens on the training questions)"
+              for name, arm in record["checkpoints"].items()]
+    lines += [f"- Matched knobs: adaptive-consistency threshold {chosen['matched']['adaptive_threshold']}, ESC "
+              f"window {chosen['matched']['esc_window']}; grids: stop_at {chosen['stop_at_grid']}, thresholds "
+              f"{chosen['adaptive_thresholds']}, windows {chosen['esc_windows']}.",
+              f"- CISC temperatures {chosen['cisc_temperatures']}; best rule `{chosen['best_rule']}`.",
+              "", "Cross-validation (5 folds, held-out accuracy at the primary's budget) that chose the step and vote:",
+              "", "| setting | held-out accuracy at the budget |", "| --- | ---: |"]
+    lines += [f"| {name} | {100 * c['at_budget']:.1f}% |" for name, c in record["cross_validation"].items()]
+    lines += ["", "The allocator trained at each lambda (in-sample on the training questions):", "",
+              "| lambda | accuracy | tokens a question |", "| ---: | ---: | ---: |"]
+    lines += [f"| {lam} | {100 * v['accuracy']:.1f}% | {v['tokens']:,.0f} |" for lam, v in record["lambdas"].items()]
+    return "\n".join(lines) + "\n"
 
 
 def registered(record: dict, out: Path) -> dict:

@@ -37,6 +37,9 @@ def test_prepare_then_compare(tmp_path):
     assert prepared["reference"]["k"] == 6 and set(prepared["checkpoints"]) == {"primary", "deliberate"}
     assert registered["limit"] == 6 and registered["best_rule"] == "agreement-resample"
     assert all(Path(p).is_file() for p in registered["checkpoints"].values())
+    commitments = (tmp_path / "prep" / "commitments.md").read_text()
+    assert all(sha in commitments for sha in registered["sha256"].values())
+    assert commitments.count("| step=") == 4 and f"ESC window {registered['matched']['esc_window']}" in commitments
     script("allocation_compare.py", "--stores", str(tmp_path), "--registration", str(tmp_path / "prep" /
            "registered.json"), "--out", str(tmp_path / "cmp"))
     runs = sorted(p.name for p in (tmp_path / "cmp" / "runs" / "gsm8k-test").iterdir())
