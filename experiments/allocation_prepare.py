@@ -215,7 +215,8 @@ def commitments(record: dict, chosen: dict) -> str:
               f"window {chosen['matched']['esc_window']}; grids: stop_at {chosen['stop_at_grid']}, thresholds "
               f"{chosen['adaptive_thresholds']}, windows {chosen['esc_windows']}.",
               f"- CISC temperatures {chosen['cisc_temperatures']}; best rule `{chosen['best_rule']}`.",
-              "", "Cross-validation (5 folds, held-out accuracy at the primary's budget) that chose the step and vote:",
+              "", f"Cross-validation ({FOLDS} folds, held-out accuracy at the primary's budget) that chose the step "
+              "and vote:",
               "", "| setting | held-out accuracy at the budget |", "| --- | ---: |"]
     lines += [f"| {name} | {100 * c['at_budget']:.1f}% |" for name, c in record["cross_validation"].items()]
     lines += ["", "The allocator trained at each lambda (in-sample on the training questions):", "",

@@ -48,7 +48,7 @@ class CacheOnly:
 def main(src: Path, cache: str, out: Path) -> None:
     manifest = json.loads((src / files.MANIFEST).read_text())
     engine = EngineConfig(**manifest["engine"])
-    spec = CollectSpec(engine=engine, samples=manifest["samples"], epsilon=manifest["epsilon"],
+    spec = CollectSpec(engine=engine, joint_actions=manifest["samples"], epsilon=manifest["epsilon"],
                        policy=manifest["policy"])
     backend = CachedBackend(CacheOnly(manifest["backend"], manifest["model"]), cache)
     bench = benchmarks.get(manifest["benchmark"])
@@ -62,7 +62,7 @@ def main(src: Path, cache: str, out: Path) -> None:
         example = examples[row["example_id"]]
         ctx = make_context(example, backend, bench, engine, method)
         try:
-            decisions = collect_question(ctx, spec.samples, example_rng(engine.seed, example.id))
+            decisions = collect_question(ctx, spec.joint_actions, example_rng(engine.seed, example.id))
         except Miss:
             stats["left out (trajectory changed)"] += 1
             print("left out", example.id)

@@ -104,7 +104,7 @@ class Workload:
     concurrency: int = 1
     """Questions in flight at once, their LLM requests merged into shared batches (backends/coalesce.py)."""
     selection: Selection = field(default_factory=Selection)
-    """Which questions of the split (before ``limit``): ids, offset, a seeded sample."""
+    """Which questions of the split (before ``limit``): ids, offset, a seeded subset."""
 
     def __post_init__(self) -> None:
         require_at_least("concurrency", self.concurrency)

@@ -293,7 +293,7 @@ def from_json(cls: type, data: Any) -> Any:
     missing = [key(f) for f in dataclasses.fields(cls) if key(f) not in data and _required(f)]
     if missing:
         raise ValueError(f"{cls.__name__} record is missing field(s) {', '.join(missing)}")
-    return cls(**{f.name: _field(cls, f.name, hints[f.name], data[key(f)]) for f in dataclasses.fields(cls)
+    return cls(**{f.name: _field(cls, key(f), hints[f.name], data[key(f)]) for f in dataclasses.fields(cls)
                   if key(f) in data})
 
 

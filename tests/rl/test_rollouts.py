@@ -114,7 +114,7 @@ def test_other_feature_version_and_empty_rollouts_are_refused(tmp_path):
 
 
 @pytest.mark.parametrize("change, says", [
-    ({"samples": "eight"}, "RolloutManifest.joint_actions: a JSON text where a int belongs"),
+    ({"samples": "eight"}, "RolloutManifest.samples: a JSON text where a int belongs"),
     ({"model": None, "benchmark": None, "feature_names": 3}, "RolloutManifest.feature_names"),
 ])
 @pytest.mark.needs_split("gsm8k/train")

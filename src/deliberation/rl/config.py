@@ -131,7 +131,7 @@ class TrainConfig:
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
         _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}; try 256")
         _check(self.group_size is None or self.group_size >= 2, f"group_size must be >= 2 (SoftRankPO ranks K "
-               f"samples of a question), got {self.group_size}; leave it out to rank every collected sample")
+               f"joint actions of a decision), got {self.group_size}; leave it out to rank every one collected")
         _check(self.tau >= 0, f"tau must be >= 0 (0 = hard ranks), got {self.tau}")
         for name in ("kl_coef", "entropy_coef", "token_cost_coef"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")

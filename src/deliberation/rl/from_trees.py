@@ -2,7 +2,7 @@
 
 ``rl/rollouts.collect_question`` runs over a ``TreeBackend``, so every REFINE and critic call of round 1
 is served from the store (``delib tree`` recorded them all). The behaviour policy is ``delib collect``'s
-default (the agreement rule, epsilon-mixed) with its K samples and seeds, so a store and a rollout
+default (the agreement rule, epsilon-mixed) with its K joint actions and seeds, so a store and a rollout
 collection of the same questions and settings give the same round-1 decisions.
 
 Later rounds need nodes a store does not hold after ``delib tree``: the collector's round-2 REFINE of every
@@ -22,6 +22,7 @@ from deliberation.engine.features import FEATURE_SETS, PAPER
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
+from deliberation.rl.collect import CollectSpec
 from deliberation.rl.rewards import reward_function
 from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.trees.store import TreeBackend, built_examples, open_store, recording_backend, store_engine
@@ -34,7 +35,8 @@ GROW_HINT = ("rounds after round 1 (--tree-rounds above 1, --reward episode) nee
              "the store's backend (recorded in the store)")
 
 
-def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.2, rounds: int = 1,
+def decisions_from_trees(path: str | Path, joint_actions: int = CollectSpec.joint_actions,
+                         epsilon: float = CollectSpec.epsilon, rounds: int = 1,
                          reward: str = "round", grow: bool = False, components: str = "both",
                          features: str = PAPER.name, actions: str = PAPER_ACTIONS) -> list[Decision]:
     """Every decision of the behaviour policy over the store's built questions, episodes of ``rounds`` rounds,
@@ -54,7 +56,7 @@ def decisions_from_trees(path: str | Path, samples: int = 8, epsilon: float = 0.
     try:
         for ex in examples:
             ctx = make_context(ex, backend, bench, engine, collecting(behaviour))
-            decisions += collect_question(ctx, samples, example_rng(engine.seed, ex.id), scorer,
+            decisions += collect_question(ctx, joint_actions, example_rng(engine.seed, ex.id), scorer,
                                           FEATURE_SETS[features], ACTION_SETS[actions])
     finally:
         backend.close()

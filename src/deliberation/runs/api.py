@@ -24,7 +24,7 @@ def run_benchmark(method: str, out: str | os.PathLike, benchmark: str = "gsm8k",
                   **method_options: Any) -> Summary:
     """Run ``method`` over a benchmark into the run directory ``out`` (resumable, as ``delib run``) and
     return its summary. ``benchmark`` is a registered name, or with ``answer_type`` a JSONL file of your
-    own; ``selection`` picks questions (ids, offset, seeded sample) before ``limit``. ``cache`` is the
+    own; ``selection`` picks questions (ids, offset, seeded subset) before ``limit``. ``cache`` is the
     SQLite response cache (none unless given; the CLI's default is ``<out>/../responses.sqlite``).
     ``team``: one model per agent (``delib run --team``): a name runs on ``backend`` with ``backend_options``,
     a mapping is an agent's own ``backend`` and options; ``engine`` then defaults to that many agents.
