@@ -15,7 +15,8 @@
 # machine in about an hour each), and their tokens are recorded in graph.json. AFlow's search is not run here
 # (an optimiser model is needed): aflow-gsm8k and aflow-math are the workflows its paper found, transferred.
 # Then the references are replayed offline from the same stores and questions (self-consistency at every k the
-# stores hold, the best fixed rule at one round), and `delib report` pairs every method with the best rule and
+# stores hold, the best fixed rule at one round, as the paired experiment tuned it on training trees:
+# docs/results/paired/best_rule.json), and `delib report` pairs every method with the best rule and
 # with self-consistency at its own token budget (report.md, paired.json, the figures);
 # experiments/baselines_tables.py adds the optimisation tokens (optimisation.md). The build of the stores must
 # not run beside this (one writer per store, and two llama.cpp jobs slow each other down). Every step is
@@ -32,6 +33,8 @@ STORES=${STORES:-data/trees/$M}
 OUT=${OUT:-docs/results/baselines}
 read -r N_GSM8K N_MATH <<< "${QUESTIONS:-100 50}"
 TRAIN_LIMIT=${TRAIN_LIMIT:-100}
+rule=$(python -c "import sys, pathlib; from deliberation.runs.tune_rules import read_best_rule as r
+print(r(pathlib.Path(sys.argv[1])).method)" "$(dirname "$0")/../docs/results/paired/best_rule.json")
 read -r -a model <<< "${ENGINE_ARGS:---model $M --backend-opt n_threads=2}"
 engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
 engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}")
@@ -51,7 +54,7 @@ for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
       --out "$runs/$method"
   done
   delib evaluate "${replay[@]}" --method "aflow-$bench" --out "$runs/aflow-$bench"  # found on this benchmark
-  delib evaluate "${replay[@]}" --offline --method agreement-resample --rounds 1 --out "$runs/agreement-resample"
+  delib evaluate "${replay[@]}" --offline --method "$rule" --rounds 1 --out "$runs/$rule"
   held=$(python -c "import json, sys; print(json.load(open(sys.argv[1]))['samples'])" "$STORES/$store/manifest.json")
   for k in $(seq 1 "${SAMPLES:-$held}"); do
     delib evaluate "${replay[@]}" --offline --method self-consistency --agents "$k" --out "$runs/self-consistency-$k"
