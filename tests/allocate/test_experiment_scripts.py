@@ -46,3 +46,15 @@ def test_prepare_then_compare(tmp_path):
     assert {"self-consistency-6", "allocate", "allocate-deliberate", "best-rule", "esc-2"} <= set(runs)
     paired = json.loads((tmp_path / "cmp" / "report" / "paired.json").read_text())
     assert {p["reference"] for p in paired} >= {"self-consistency [agents=6]"}
+    script("allocation_analysis.py", "--runs", str(tmp_path / "cmp" / "runs"), "--registration",
+           str(tmp_path / "prep" / "registered.json"), "--out", str(tmp_path / "cmp"))
+    analysis = json.loads((tmp_path / "cmp" / "analysis.json").read_text())
+    primary, family = analysis["primary"], analysis["secondaries"]
+    assert primary["n"] == 6 and primary["reference"] == "self-consistency-6" and primary["column"] == "pooled"
+    assert len(family) == 6 and all(s["holm_p"] >= s["mcnemar_p"] for s in family)
+    assert [s["column"] for s in family[3:5]] == ["gsm8k/test", "math/test"] and family[5]["label"] == \
+        "allocate-deliberate"
+    assert analysis["reading"].split(":")[0] in {"better", "worse", "null", "more accurate, but at more tokens, and "
+                                                  "not better at equal tokens"}
+    assert analysis["points"]["self-consistency-6"]["n"] == 6 and "## Secondaries" in \
+        (tmp_path / "cmp" / "analysis.md").read_text()

@@ -1,0 +1,210 @@
+"""The allocation experiment's registered analysis (docs/results/allocation/PREREGISTRATION.md), on the arms
+experiments/allocation_compare.py replayed.
+
+    python experiments/allocation_analysis.py [--runs DIR] [--registration FILE] [--out DIR]
+
+Pools the two test stores (GSM8K test, MATH-500) question by question and writes OUT/analysis.json and
+OUT/analysis.md: the primary endpoint (the allocator at its registered operating point against
+self-consistency over ``reference_k`` samples: paired difference with its bootstrap interval, exact McNemar
+p, paired token ratio), the six secondaries with Holm-adjusted p-values, the descriptive curve (every arm's
+accuracy and tokens a question), the tokens the allocator needs to match self-consistency over ``limit``
+samples, the goal check and the reading the registration gave each outcome; and OUT/curve.png (accuracy
+against tokens, and the allocator's paired difference to self-consistency at its own budget).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from deliberation.cli.common import Parser
+from deliberation.errors import exit_status
+from deliberation.report.equal_tokens import budget_k
+from deliberation.report.loading import load_run
+from deliberation.report.paired import POOLED, Outcome, Paired, Question, compare, holm, outcomes
+from deliberation.report.plots import plotting
+
+REPO = Path(__file__).resolve().parents[1]
+STORES = {"gsm8k-test": "gsm8k/test", "math-test": "math/test"}
+GOAL_POINTS, GOAL_TOKEN_SHARE = 0.02, 0.6
+"""The registered goal: +2 points over self-consistency at equal tokens with the interval above 0, or
+self-consistency over ``limit`` samples matched at no more than 60% of its tokens."""
+Arm = dict[Question, Outcome]
+SERIES = {"self-consistency, k = 1..limit": ("self-consistency-", "o-"), "adaptive-consistency": ("adaptive-", "s--"),
+          "ESC": ("esc-", "^--"), "allocator, stop_at grid": ("allocate-0", "D-")}
+"""The figure's curves: arms whose folder name starts with the prefix (the allocator's grid points are
+``allocate-<stop_at>``, every stop_at below 1)."""
+
+
+def arm(runs: Path, name: str) -> Arm:
+    """An arm's outcomes on both test stores (question -> (correct, tokens))."""
+    found: Arm = {}
+    for store in STORES:
+        result = load_run(runs / store / name)
+        for table in outcomes([result]).values():
+            found.update(table)
+    return found
+
+
+def column(outcome: Arm, name: str) -> Arm:
+    return {q: o for q, o in outcome.items() if q[0] == name}
+
+
+def point(outcome: Arm) -> dict[str, float]:
+    """Pooled accuracy and tokens a question."""
+    return {"n": len(outcome), "accuracy": sum(c for c, _ in outcome.values()) / len(outcome),
+            "tokens": sum(t for _, t in outcome.values()) / len(outcome)}
+
+
+def at_equal_tokens(label: str, row: Arm, sc: dict[int, Arm]) -> Paired:
+    """``row`` against self-consistency at the largest k whose tokens do not exceed its own, per benchmark k,
+    pooled (the first k when even one sample costs more)."""
+    mine, theirs, ks = {}, {}, []
+    for name in STORES.values():
+        own = column(row, name)
+        k = budget_k(sum(t for _, t in own.values()) / len(own), {k: column(s, name) for k, s in sc.items()},
+                     set(own)) or min(sc)
+        mine.update(own)
+        theirs.update(column(sc[k], name))
+        ks.append(k)
+    return compare(label, f"self-consistency at equal tokens (k = {', '.join(map(str, ks))})", POOLED, mine, theirs)
+
+
+def secondaries(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -> list[dict[str, Any]]:
+    """The six registered secondaries, Holm-adjusted over the family."""
+    primary, ref = arms["allocate"], sc[reg["reference_k"]]
+    adaptive = f"adaptive-{reg['matched']['adaptive_threshold']}"
+    rows = [at_equal_tokens("allocate", primary, sc),
+            compare("allocate", adaptive, POOLED, primary, arms[adaptive]),
+            compare("allocate", f"best rule ({reg['best_rule']})", POOLED, primary, arms["best-rule"]),
+            *(compare("allocate", f"self-consistency-{reg['reference_k']}", name, column(primary, name),
+                      column(ref, name)) for name in STORES.values()),
+            compare("allocate-deliberate", "allocate", POOLED, arms["allocate-deliberate"], primary)]
+    return [{**asdict(p), "holm_p": h} for p, h in zip(rows, holm([p.mcnemar_p for p in rows]))]
+
+
+def matching_limit(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -> dict[str, Any] | None:
+    """The cheapest allocator operating point at least as accurate as self-consistency over ``limit`` samples,
+    paired with it (None: no point of the grid reaches it)."""
+    top = sc[reg["limit"]]
+    grid = [f"allocate-{x}" for x in reg["stop_at_grid"]] + ["allocate"]
+    reaching = [g for g in grid if point(arms[g])["accuracy"] >= point(top)["accuracy"]]
+    if not reaching:
+        return None
+    cheapest = min(reaching, key=lambda g: point(arms[g])["tokens"])
+    return {"arm": cheapest, **asdict(compare(cheapest, f"self-consistency-{reg['limit']}", POOLED, arms[cheapest],
+                                              top))}
+
+
+def reading(primary: Paired, equal: dict[str, Any]) -> str:
+    """The registered reading of the primary outcome (PREREGISTRATION.md, "How each outcome will be read")."""
+    lo, hi = primary.accuracy_diff_ci95
+    if lo > 0:
+        if primary.token_ratio <= 1 or equal["accuracy_diff_ci95"][0] > 0:
+            return "better: the allocator answers more questions right than the reference for no more tokens"
+        return "more accurate, but at more tokens, and not better at equal tokens: no claim of better"
+    if hi < 0:
+        return "worse: the allocator answers fewer questions right than the reference at this budget"
+    ruled = f"; the goal's +{GOAL_POINTS * 100:.0f} points is ruled out at this scale" if hi < GOAL_POINTS else ""
+    return f"null: no evidence of a difference (the interval contains 0){ruled}"
+
+
+def analyse(runs: Path, reg: dict[str, Any]) -> dict[str, Any]:
+    names = {p.name for store in STORES for p in (runs / store).iterdir() if p.is_dir()}
+    arms = {name: arm(runs, name) for name in sorted(names)}
+    sc = {k: arms[f"self-consistency-{k}"] for k in range(1, reg["limit"] + 1)}
+    primary = compare("allocate", f"self-consistency-{reg['reference_k']}", POOLED, arms["allocate"],
+                      sc[reg["reference_k"]])
+    family = secondaries(arms, sc, reg)
+    match = matching_limit(arms, sc, reg)
+    goal = (family[0]["accuracy_diff"] >= GOAL_POINTS and family[0]["accuracy_diff_ci95"][0] > 0) or (
+        match is not None and match["token_ratio"] <= GOAL_TOKEN_SHARE)
+    grid = {f"allocate-{x}": asdict(at_equal_tokens(f"allocate-{x}", arms[f"allocate-{x}"], sc))
+            for x in reg["stop_at_grid"]}
+    return {"primary": asdict(primary), "reading": reading(primary, family[0]), "secondaries": family,
+            "match_limit": match, "goal_met": goal, "points": {name: point(o) for name, o in arms.items()},
+            "equal_tokens_grid": grid}
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def row(d: dict[str, Any], p_key: str = "mcnemar_p") -> str:
+    lo, hi = d["accuracy_diff_ci95"]
+    r_lo, r_hi = d["token_ratio_ci95"]
+    return (f"| {d['label']} | {d['reference']} | {d['column']} | {d['n']} | {pct(d['accuracy_diff'])} "
+            f"[{pct(lo)}, {pct(hi)}] | {d['mcnemar_p']:.3g} | {d.get(p_key, d['mcnemar_p']):.3g} | "
+            f"{d['token_ratio']:.2f} [{r_lo:.2f}, {r_hi:.2f}] |")
+
+
+def markdown(result: dict[str, Any]) -> str:
+    head = ["| row | reference | questions | n | difference, points [95% CI] | McNemar p | Holm p | token ratio "
+            "[95% CI] |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["# Allocation experiment: the registered analysis", "", f"**Reading (registered):** "
+             f"{result['reading']}. **Goal met:** {'yes' if result['goal_met'] else 'no'}.", "", "## Primary", "",
+             *head, row(result["primary"]), "", "## Secondaries (Holm over the six)", "", *head,
+             *(row(s, "holm_p") for s in result["secondaries"]), "", "## Matching self-consistency over all samples",
+             ""]
+    match = result["match_limit"]
+    lines += ["No operating point of the grid is as accurate." if match is None else
+              f"Cheapest operating point at least as accurate: {match['arm']}, token ratio {match['token_ratio']:.2f} "
+              f"[{match['token_ratio_ci95'][0]:.2f}, {match['token_ratio_ci95'][1]:.2f}]."]
+    lines += ["", "## Every arm (pooled)", "", "| arm | n | accuracy | tokens a question |",
+              "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {n} | {p['n']} | {100 * p['accuracy']:.1f}% | {p['tokens']:,.0f} |"
+              for n, p in result["points"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def figure(result: dict[str, Any], path: Path) -> None:
+    """Accuracy against tokens (self-consistency's curve, the sampling baselines, the allocator's grid) and the
+    allocator's paired difference to self-consistency at its own budget, with 95% intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for label, (prefix, style) in SERIES.items():
+        pts = sorted((p["tokens"], p["accuracy"]) for n, p in result["points"].items() if n.startswith(prefix))
+        left.plot([t for t, _ in pts], [100 * a for _, a in pts], style, label=label)
+    for name, marker in (("allocate", "*"), ("allocate-deliberate", "P"), ("best-rule", "X")):
+        p = result["points"][name]
+        left.plot(p["tokens"], 100 * p["accuracy"], marker, markersize=12, label=name)
+    left.set(xlabel="tokens a question", ylabel="accuracy %", title="pooled test questions")
+    left.legend(fontsize=8)
+    grid = result["equal_tokens_grid"]
+    xs = [result["points"][n]["tokens"] for n in grid]
+    ys = [100 * g["accuracy_diff"] for g in grid.values()]
+    err = [[y - 100 * g["accuracy_diff_ci95"][0] for y, g in zip(ys, grid.values())],
+           [100 * g["accuracy_diff_ci95"][1] - y for y, g in zip(ys, grid.values())]]
+    right.errorbar(xs, ys, yerr=err, fmt="D", capsize=3)
+    right.axhline(0, color="grey", linewidth=0.8)
+    right.set(xlabel="tokens a question", ylabel="difference, points",
+              title="allocator minus self-consistency at equal tokens")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str]) -> None:
+    parser = Parser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", default=str(REPO / "docs/results/allocation/runs"))
+    parser.add_argument("--registration", default=str(REPO / "docs/results/allocation/registered.json"))
+    parser.add_argument("--out", default=str(REPO / "docs/results/allocation"))
+    args = parser.parse_args(argv)
+    result = analyse(Path(args.runs), json.loads(Path(args.registration).read_text()))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "analysis.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    (out / "analysis.md").write_text(markdown(result))
+    if plotting():
+        figure(result, out / "curve.png")
+    print(out / "analysis.md")
+
+
+if __name__ == "__main__":
+    sys.exit(exit_status(lambda: main(sys.argv[1:])))
