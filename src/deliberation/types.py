@@ -52,7 +52,8 @@ def formerly_named(f: dataclasses.Field) -> str | None:
 
 
 def renamed(cls: type) -> dict[str, str]:
-    """Former name to name of each renamed field of the dataclass ``cls`` (``formerly``)."""
+    """Former name to name of each renamed field of the dataclass ``cls`` (``formerly``): its key in files to
+    the name its flag and code use."""
     return {f.metadata[_FORMERLY_KEY]: f.name for f in dataclasses.fields(cls) if _FORMERLY_KEY in f.metadata}
 
 

@@ -140,6 +140,8 @@ def test_a_collection_resumed_with_other_settings_is_refused_before_the_model_lo
     monkeypatch.setattr(collect, "make_backend", lambda *a, **k: loads.append(a) or pytest.fail("model loaded"))
     assert main([*args, "--epsilon", "0.5"]) == 2
     assert "other settings (epsilon 0.2 there, 0.5 here)" in capsys.readouterr().err and loads == []
+    assert main([*args, "--joint-actions", "3"]) == 2  # named as its flag names it, not as the file's key
+    assert "other settings (joint_actions 2 there, 3 here)" in capsys.readouterr().err and loads == []
 
 
 @pytest.mark.needs_split("gsm8k/train")

@@ -37,6 +37,8 @@ class ResumeRule:
     """Settings a later version added, with the value every output written before them had."""
     nested: Mapping[str, "ResumeRule"] = field(default_factory=dict)
     """Settings that are settings themselves (a dict, or a list of dicts), compared under their own rule."""
+    shown_as: Mapping[str, str] = field(default_factory=dict)
+    """Settings a refusal names otherwise than the file's key (a renamed field: its flag's name today)."""
 
     def canonical(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """The settings this rule compares, each as every version would record it (defaults of later versions
@@ -93,7 +95,7 @@ def check_resume(where: Path, holds: str, old: Mapping[str, Any], new: Mapping[s
     ``holds`` what, e.g. "a run") with settings ``new`` that ``rule`` says differ from its recorded ``old``."""
     differing = rule.differing(old, new)
     if differing:
-        shown = ", ".join(_shown(*d) for d in differing)
+        shown = ", ".join(_shown(rule.shown_as.get(name, name), there, here) for name, there, here in differing)
         raise DelibError(f"{where} holds {holds} with other settings ({shown}); {fix}")
 
 

@@ -19,18 +19,10 @@ from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
 from deliberation.outputs.lock import DirectoryLock
 from deliberation.outputs.resume import ResumeRule, check_recorded, open_output
-from deliberation.types import ADDED_LATER, Decision, formerly, from_json, key, to_json
+from deliberation.types import ADDED_LATER, Decision, formerly, from_json, key, renamed, to_json
 
 ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
 ALL_QUESTIONS = to_json(Selection())
-ROLLOUT_RESUME = ResumeRule(
-    compared=("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
-              "policy", "selection", "engine"),
-    added_later={"selection": ALL_QUESTIONS, "engine": {}},
-    nested={"engine": ResumeRule(compared=("temperature", "max_tokens", "early_stop"))})
-"""What a resumed collection must share with the rollout directory: what an episode is (the engine settings
-among them that change it). A manifest from before question selection (--ids/--offset/--subset) holds all
-questions."""
 MANIFEST_FIX = "restore it from a copy, or collect again into a new --out"
 MANIFEST_RESUME_FIX = "use another --out"
 
@@ -67,6 +59,17 @@ class RolloutManifest:
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of manifest.json."""
         return {**self.others, **{k: v for k, v in to_json(self).items() if k != "others"}}
+
+
+ROLLOUT_RESUME = ResumeRule(
+    compared=("model", "benchmark", "split", "seed", "feature_version", "agents", "rounds", "samples", "epsilon",
+              "policy", "selection", "engine"),
+    added_later={"selection": ALL_QUESTIONS, "engine": {}},
+    nested={"engine": ResumeRule(compared=("temperature", "max_tokens", "early_stop"))},
+    shown_as=renamed(RolloutManifest))
+"""What a resumed collection must share with the rollout directory: what an episode is (the engine settings
+among them that change it). A manifest from before question selection (--ids/--offset/--subset) holds all
+questions. Settings are compared under their keys in the file, and named in a refusal as the flags name them."""
 
 
 def manifest_of(settings: Mapping[str, Any]) -> RolloutManifest:
