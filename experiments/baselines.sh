@@ -2,7 +2,7 @@
 # The paper's other baselines at qwen2.5-coder-1.5b (docs/results/baselines/): PHP, GPTSwarm, AgentPrune and
 # AFlow's transferred workflows on the first block of the tree stores (GSM8K test rows 0-99, MATH-500 rows
 # 0-49), with the stores' settings (3 agents where a method has agents, temperature 0.7, seed 0, max_tokens
-# 1024), so that self-consistency at every k and the best fixed rule are paired with them question by question.
+# 1024, 3 questions in flight with their requests batched), so that self-consistency at every k and the best fixed rule are paired with them question by question.
 #
 #   experiments/baselines.sh [ITERATIONS]
 #
@@ -37,7 +37,7 @@ rule=$(python -c "import sys, pathlib; from deliberation.runs.tune_rules import 
 print(r(pathlib.Path(sys.argv[1])).method)" "$(dirname "$0")/../docs/results/paired/best_rule.json")
 read -r -a model <<< "${ENGINE_ARGS:---model $M --backend-opt n_threads=2}"
 engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
-engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}")
+engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}" --concurrency 3)
 for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
   IFS=: read -r bench store n <<< "$triple"
   for method in gptswarm agentprune; do
@@ -46,7 +46,7 @@ for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
       --split train --limit "$TRAIN_LIMIT" --iterations "$ITERATIONS" --rounds "$rounds" \
       "${engine[@]}" --out "$OUT/graphs/$method-$bench"
   done
-  replay=(--trees "$STORES/$store" --questions "$n" --quiet)
+  replay=(--trees "$STORES/$store" --questions "$n" --quiet --concurrency 3)
   runs=$OUT/runs/$store
   delib evaluate "${replay[@]}" --method php --out "$runs/php"
   for method in gptswarm agentprune; do

@@ -97,6 +97,20 @@ def optimised(tmp_path_factory):
     return root
 
 
+@pytest.mark.needs_split("gsm8k/train")
+def test_an_iteration_runs_its_questions_together_and_learns_the_same_graph(optimised, tmp_path):
+    """--concurrency 4 runs an iteration's four sampled graphs at once: the same graphs are drawn, and the
+    scripted backend answers a request alike in any batch, so the logits and tokens equal a sequential run's."""
+    assert delib("optimize-graph", "--method", "agentprune", "--backend", "scripted", "--limit", "8",
+                 "--iterations", "3", "--rounds", "1", "--concurrency", "4", "--out", str(tmp_path / "c4")) == 0
+    together = json.loads((tmp_path / "c4" / "graph.json").read_text())
+    alone = json.loads((optimised / "agentprune" / "graph.json").read_text())
+    for key in ("spatial_logits", "temporal_logits", "spatial_mask", "temporal_mask"):
+        assert together[key] == alone[key]
+    assert together["record"]["tokens"] == alone["record"]["tokens"]
+    assert together["record"]["settings"]["concurrency"] == 4
+
+
 @pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
 def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised):
     first = (optimised / "agentprune" / "graph.json").read_text()

@@ -5,6 +5,7 @@ what the manifest promises."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,19 @@ def test_the_methods_a_store_replays_follow_from_what_it_records():
     assert not {"mpdf", "confidence-threshold", "oracle", "debate"} & refine_only
     assert set(replayable(("mpdf",))) - refine_only == {"mpdf", "confidence-threshold", "oracle",
                                                          "agreement-then-confidence"}
+
+
+def test_a_replay_generating_what_the_store_lacks_runs_questions_concurrently_and_records_it(stores, tmp_path):
+    """--concurrency batches the nodes a replay adds (debate's, unrecorded in an mpdf store): the scripted
+    backend answers a request alike in any batch, so the episodes equal a sequential replay's."""
+    _, mpdf = stores
+    copies = {n: tmp_path / f"store-{n}" for n in (1, 3)}
+    for n, store in copies.items():
+        shutil.copytree(mpdf, store)
+        assert delib("evaluate", "--trees", str(store), "--method", "debate", "--rounds", "1", "--concurrency",
+                     str(n), "--out", str(tmp_path / f"run-{n}")) == 0
+    by_question = {n: sorted(episodes(tmp_path / f"run-{n}"), key=lambda e: e["example_id"]) for n in copies}
+    assert by_question[3] == by_question[1] and len(by_question[1]) == QUESTIONS
+    assert json.loads((tmp_path / "run-3" / "config.json").read_text())["concurrency"] == 3
+    assert len(TreeStore.open(copies[3]).nodes) == len(TreeStore.open(copies[1]).nodes) > len(
+        TreeStore.open(mpdf).nodes)
