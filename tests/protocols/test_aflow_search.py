@@ -108,6 +108,34 @@ def test_the_search_records_children_keeps_the_best_and_counts_both_models(tmp_p
 
 
 @pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
+def test_validation_questions_run_together_and_score_as_one_after_the_other(tmp_path, optimizer, monkeypatch):
+    """--concurrency 3 runs the validation questions in flight together (the executor gets larger batches):
+    the scripted executor answers a request alike in any batch, so every score, workflow and token count
+    equals a sequential search's."""
+    from deliberation.rl import aflow_search
+
+    batches: list[int] = []
+    made = aflow_search.make_backend
+
+    def recording(name: str, **kw):
+        backend = made(name, **kw)
+        if name != "opt":
+            generate = backend.generate
+            backend.generate = lambda requests: batches.append(len(requests)) or generate(requests)
+        return backend
+
+    monkeypatch.setattr(aflow_search, "make_backend", recording)
+    alone = run_search(tmp_path / "one", search_rounds=3)["record"]
+    widest, batches[:] = max(batches), []
+    optimizer.calls = 0  # the optimiser proposes the same drafts again
+    together = run_search(tmp_path / "three", search_rounds=3, concurrency=3)["record"]
+    assert max(batches) > widest
+    assert [(r["scores"], r["workflow"]) for r in together["rounds"]] == \
+        [(r["scores"], r["workflow"]) for r in alone["rounds"]]
+    assert together["tokens"] == alone["tokens"] and together["settings"]["concurrency"] == 3
+
+
+@pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
 def test_the_search_stops_when_its_top_scores_stop_moving(tmp_path, optimizer):
     blank = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}],
              "answer": ["answer"]}

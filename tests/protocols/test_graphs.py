@@ -98,9 +98,22 @@ def optimised(tmp_path_factory):
 
 
 @pytest.mark.needs_split("gsm8k/train")
-def test_an_iteration_runs_its_questions_together_and_learns_the_same_graph(optimised, tmp_path):
-    """--concurrency 4 runs an iteration's four sampled graphs at once: the same graphs are drawn, and the
-    scripted backend answers a request alike in any batch, so the logits and tokens equal a sequential run's."""
+def test_an_iteration_runs_its_questions_together_and_learns_the_same_graph(optimised, tmp_path, monkeypatch):
+    """--concurrency 4 runs an iteration's four sampled graphs at once (the backend gets batches wider than
+    the three agents of one graph): the same graphs are drawn, and the scripted backend answers a request alike
+    in any batch, so the logits and tokens equal a sequential run's."""
+    from deliberation.rl import graph_optimize
+
+    batches: list[int] = []
+    made = graph_optimize.make_backend
+
+    def recording(name: str, **kw):
+        backend = made(name, **kw)
+        generate = backend.generate
+        backend.generate = lambda requests: batches.append(len(requests)) or generate(requests)
+        return backend
+
+    monkeypatch.setattr(graph_optimize, "make_backend", recording)
     assert delib("optimize-graph", "--method", "agentprune", "--backend", "scripted", "--limit", "8",
                  "--iterations", "3", "--rounds", "1", "--concurrency", "4", "--out", str(tmp_path / "c4")) == 0
     together = json.loads((tmp_path / "c4" / "graph.json").read_text())
@@ -108,7 +121,7 @@ def test_an_iteration_runs_its_questions_together_and_learns_the_same_graph(opti
     for key in ("spatial_logits", "temporal_logits", "spatial_mask", "temporal_mask"):
         assert together[key] == alone[key]
     assert together["record"]["tokens"] == alone["record"]["tokens"]
-    assert together["record"]["settings"]["concurrency"] == 4
+    assert together["record"]["settings"]["concurrency"] == 4 and max(batches) > 3
 
 
 @pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions

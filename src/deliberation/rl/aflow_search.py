@@ -26,22 +26,24 @@ import json
 import re
 from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from deliberation import benchmarks
+from deliberation.backends.concurrent import in_flight
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import Workload
+from deliberation.config import EngineConfig, Workload
 from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import write_json_atomic
 from deliberation.rl.graph_optimize import job_cache
 from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, parse, workflow_episode
-from deliberation.types import Example, GenerationRequest, Message, Purpose, RequestKind
+from deliberation.types import Episode, Example, GenerationRequest, Message, Purpose, RequestKind
 
 WORKFLOW_FILE = "workflow.json"
 BLANK = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}], "answer": ["answer"]}
@@ -168,20 +170,30 @@ def _top(rounds: Sequence[Round], spec: AFlowSearch) -> float:
 
 def _evaluate(node: Round, spec: AFlowSearch, examples: list[Example], bench: Any, executor: Any,
               tokens: dict[str, list[int]]) -> None:
-    """Score ``node``'s workflow ``validation_runs`` times (run j with seed + j); keep up to 3 failures."""
+    """Score ``node``'s workflow ``validation_runs`` times (run j with seed + j), ``--concurrency`` questions in
+    flight with their requests batched; keep up to 3 failures (the first in question order)."""
     for run in range(spec.validation_runs):
         engine = replace(spec.engine, seed=spec.engine.seed + run)
+        played = dict(in_flight(partial(_play, node, engine, bench), list(enumerate(examples)), executor,
+                                spec.concurrency))
         right = 0
-        for example in examples:
-            ctx = make_context(example, executor, bench, engine, MethodSpec("aflow", None, protocol=node.workflow))
-            episode = workflow_episode(ctx, example_rng(engine.seed, example.id))
+        for i, example in enumerate(examples):
+            question, episode = played[i]
             right += episode.correct
             tokens["executor"][0] += episode.prompt_tokens
             tokens["executor"][1] += episode.completion_tokens
             if not episode.correct and len(node.failures) < 3:
-                node.failures.append({"question": ctx.question, "right_answer": example.answer,
+                node.failures.append({"question": question, "right_answer": example.answer,
                                       "output": str(episode.final_answer)})
         node.scores.append(right / len(examples))
+
+
+def _play(node: Round, engine: EngineConfig, bench: Any, item: tuple[int, Example],
+          executor: Any) -> tuple[int, tuple[str, Episode]]:
+    """(index, (question as asked, episode)) of one validation question under ``node``'s workflow."""
+    i, example = item
+    ctx = make_context(example, executor, bench, engine, MethodSpec("aflow", None, protocol=node.workflow))
+    return i, (ctx.question, workflow_episode(ctx, example_rng(engine.seed, example.id)))
 
 
 def _expand(parent: Round, experience: list[dict], spec: AFlowSearch, examples: list[Example], optimizer: Any,
