@@ -98,5 +98,5 @@ def test_group_size_keeps_the_first_k_samples_of_every_question(make_decisions):
     assert first_samples(decisions, None) == decisions
     groups = torch.bincount(tensorize(kept).groups)
     assert groups.min() == groups.max() == 3  # every (question, round, agent) is ranked over 3 samples
-    with pytest.raises(DelibError, match="--group-size 9 is more than the 8 samples"):
+    with pytest.raises(DelibError, match="--group-size 9 is more than the 8 joint actions"):
         first_samples(decisions, 9)
