@@ -151,8 +151,10 @@ def split_options(results: Sequence[RunResult]) -> list[RunResult]:
     points, ESC at two windows) get the options that differ in their label, e.g. ``early-stopping-sc
     [esc_window=3]``. Options that differ only between benchmarks do not split a label: each benchmark's own
     tuned temperature or optimised graph (``--graph``) is one method's row, as in the paper's tables."""
-    clash = {r.label for r in results if len({o.options for o in results
-                                               if o.label == r.label and o.benchmark == r.benchmark}) > 1}
+    seen: dict[tuple[str, str], set] = {}
+    for r in results:
+        seen.setdefault((r.label, r.benchmark), set()).add(r.options)
+    clash = {label for (label, _), options in seen.items() if len(options) > 1}
     split = iter(_split_label([r for r in results if r.label in clash], lambda r: r.options,
                               lambda r, seen: _differing_options(r.options, seen)))
     return [next(split) if r.label in clash else r for r in results]
