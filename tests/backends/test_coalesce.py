@@ -12,7 +12,7 @@ import pytest
 
 from deliberation.backends.coalesce import CoalescingBackend
 from deliberation.errors import Interrupted
-from deliberation.backends.concurrent import in_flight, stopping
+from deliberation.backends.concurrent import in_flight, in_order, stopping
 from deliberation.types import Completion, GenerationRequest, Message
 
 
@@ -201,3 +201,20 @@ def test_ctrl_c_in_the_consumer_interrupts_the_backend_before_the_questions_are_
                 inner.entered.wait()  # "b" is in the backend when the consumer is interrupted
                 raise KeyboardInterrupt
     assert answer == "a" and inner.stop.is_set() and inner.calls == 1
+
+
+def test_in_order_lists_the_results_in_the_items_order_whatever_order_they_finish_in():
+    last_done = threading.Event()
+
+    def answer(item: str, backend) -> str:
+        if item == "a":  # the first item finishes last
+            assert last_done.wait(10)
+        [reply] = backend.generate([ask(item)])
+        if item == "c":
+            last_done.set()
+        return reply.text
+
+    finished = [text for text in in_flight(answer, list("abc"), Echo(), 3)]
+    last_done.clear()
+    assert finished[-1] == "a"
+    assert in_order(answer, list("abc"), Echo(), 3) == ["a", "b", "c"]

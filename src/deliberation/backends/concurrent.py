@@ -1,6 +1,7 @@
 """Running many questions through one backend: ``in_flight`` keeps N questions in flight with their
 requests merged into shared batches (``CoalescingBackend``), and ``stopping`` makes Ctrl-C stop them
-promptly. Used by the resumable per-question jobs (outputs/driver.py) and a Ray worker (runs/distributed.py)."""
+promptly; ``in_order`` is ``in_flight`` with the results in the items' order. Used by the resumable
+per-question jobs (outputs/driver.py), a Ray worker (runs/distributed.py) and the optimisations (rl/)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ def in_flight(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backen
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def in_order(fn: Callable[[T, Backend], R], items: Sequence[T], backend: Backend, concurrency: int) -> list[R]:
+    """``in_flight``'s results, listed in the order of ``items`` (for a job that needs all of them together,
+    as an optimisation's iteration does, rather than each as it finishes)."""
+    done = dict(in_flight(lambda pair, shared: (pair[0], fn(pair[1], shared)), list(enumerate(items)), backend,
+                          concurrency))
+    return [done[i] for i in range(len(items))]
 
 
 def _as_finished(futures: list[Future], poll_s: float = 0.25) -> Iterator[Future]:

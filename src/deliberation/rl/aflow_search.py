@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from deliberation import benchmarks
-from deliberation.backends.concurrent import in_flight
+from deliberation.backends.concurrent import in_order
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, Workload
@@ -174,11 +174,9 @@ def _evaluate(node: Round, spec: AFlowSearch, examples: list[Example], bench: An
     flight with their requests batched; keep up to 3 failures (the first in question order)."""
     for run in range(spec.validation_runs):
         engine = replace(spec.engine, seed=spec.engine.seed + run)
-        played = dict(in_flight(partial(_play, node, engine, bench), list(enumerate(examples)), executor,
-                                spec.concurrency))
+        played = in_order(partial(_play, node, engine, bench), examples, executor, spec.concurrency)
         right = 0
-        for i, example in enumerate(examples):
-            question, episode = played[i]
+        for example, (question, episode) in zip(examples, played):
             right += episode.correct
             tokens["executor"][0] += episode.prompt_tokens
             tokens["executor"][1] += episode.completion_tokens
@@ -188,12 +186,10 @@ def _evaluate(node: Round, spec: AFlowSearch, examples: list[Example], bench: An
         node.scores.append(right / len(examples))
 
 
-def _play(node: Round, engine: EngineConfig, bench: Any, item: tuple[int, Example],
-          executor: Any) -> tuple[int, tuple[str, Episode]]:
-    """(index, (question as asked, episode)) of one validation question under ``node``'s workflow."""
-    i, example = item
+def _play(node: Round, engine: EngineConfig, bench: Any, example: Example, executor: Any) -> tuple[str, Episode]:
+    """(question as asked, episode) of one validation question under ``node``'s workflow."""
     ctx = make_context(example, executor, bench, engine, MethodSpec("aflow", None, protocol=node.workflow))
-    return i, (ctx.question, workflow_episode(ctx, example_rng(engine.seed, example.id)))
+    return ctx.question, workflow_episode(ctx, example_rng(engine.seed, example.id))
 
 
 def _expand(parent: Round, experience: list[dict], spec: AFlowSearch, examples: list[Example], optimizer: Any,

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from deliberation import benchmarks
-from deliberation.backends.concurrent import in_flight
+from deliberation.backends.concurrent import in_order
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import Workload
@@ -126,12 +126,12 @@ def _train(spec: GraphOptimization, graph: Graph, examples: list, backend: Any,
     spent = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "graph_runs": 0}
     for step in range(spec.steps):
         batch = order[step * spec.batch:(step + 1) * spec.batch]
-        drawn = [(i, example, *_draw(graph, spatial, temporal, rng)) for i, example in enumerate(batch)]
-        episodes = dict(in_flight(partial(_play, spec, bench, graph), drawn, backend, spec.concurrency))
+        drawn = [(example, *_draw(graph, spatial, temporal, rng)) for example in batch]
+        episodes = in_order(partial(_play, spec, bench, graph), drawn, backend, spec.concurrency)
         terms = []
-        for i, _, s, t in drawn:
-            terms.append(-float(episodes[i].correct) * (sum(x.logp for x in s) + sum(x.logp for x in t[1:])))
-            _count(spent, episodes[i])
+        for (_, s, t), episode in zip(drawn, episodes):
+            terms.append(-float(episode.correct) * (sum(x.logp for x in s) + sum(x.logp for x in t[1:])))
+            _count(spent, episode)
         loss = torch.stack(terms).mean() + _penalty(spec, graph, spatial, temporal)
         opt.zero_grad()
         loss.backward()
@@ -145,13 +145,13 @@ def _draw(graph: Graph, spatial: Any, temporal: Any, rng: np.random.Generator) -
             [sample(graph.temporal, temporal, graph.temporal_mask, rng, acyclic=False) for _ in range(graph.rounds)])
 
 
-def _play(spec: GraphOptimization, bench: Any, graph: Graph, item: tuple, backend: Any) -> tuple[int, Any]:
-    """(index, episode) of one question of an iteration run on its sampled graph ``item``. An iteration's
+def _play(spec: GraphOptimization, bench: Any, graph: Graph, item: tuple, backend: Any) -> Any:
+    """The episode of one question of an iteration run on its sampled graph ``item``. An iteration's
     graphs are sampled first, in question order, then run together (``--concurrency`` of them in flight, their
     requests batched): the same graphs, and at concurrency 1 the same calls, as one after the other."""
-    i, example, s, t = item
+    example, s, t = item
     ctx = make_context(example, backend, bench, spec.engine, MethodSpec(spec.method, None))
-    return i, run_graph(ctx, graph.layout, s, t)
+    return run_graph(ctx, graph.layout, s, t)
 
 
 def _count(spent: dict[str, int], episode: Any) -> None:
