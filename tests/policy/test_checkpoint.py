@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 
+from deliberation.allocate.network import ALLOCATOR, load_allocator
 from deliberation.errors import DelibError
 from deliberation.engine.features import contract
 from deliberation.policy.checkpoint import load_learned, load_meta, load_policy, save_policy
@@ -55,10 +56,16 @@ def data_offset(path: Path, member_suffix: str) -> int:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SHIPPED.glob("*.pt")))
 def test_the_shipped_checkpoints_pass_every_check(name: str) -> None:
-    """Each under its own feature contract (the paired experiment's may read the ``signals`` set)."""
-    policy = load_learned(str(SHIPPED / name))
-    assert contract(policy.feature_names, policy.feature_version) is not None
-    assert all(bool(torch.isfinite(p).all()) for p in policy.net.parameters())
+    """Each by the loader of its kind: a policy under its own feature contract (the paired experiment's may read
+    the ``signals`` set), an allocator (``mpdf-allocate``'s) under the allocator's features."""
+    kind = torch.load(SHIPPED / name, map_location="cpu", weights_only=True)["format"]
+    if kind == ALLOCATOR.format:
+        net = load_allocator(str(SHIPPED / name)).net
+    else:
+        policy = load_learned(str(SHIPPED / name))
+        assert contract(policy.feature_names, policy.feature_version) is not None
+        net = policy.net
+    assert all(bool(torch.isfinite(p).all()) for p in net.parameters())
 
 
 def test_a_flipped_byte_in_the_weights_fails_the_archive_checksum(saved) -> None:

@@ -1,7 +1,8 @@
 """The checkpoints shipped in the package (``policy/checkpoints/``) and how ``--policy`` names one.
 
-``checkpoint_path`` lets ``--policy`` name a shipped checkpoint (``default``, ``grpo``, ``qwen2.5-coder-1.5b``,
-``qwen2.5-coder-1.5b-trees``) without knowing where pip put it; ``content_hash`` tells checkpoints apart in a
+``checkpoint_path`` lets ``--policy`` name a shipped checkpoint (the policies ``default``, ``grpo``,
+``qwen2.5-coder-1.5b``, ``qwen2.5-coder-1.5b-trees``; the allocator ``allocate-qwen2.5-coder-1.5b``) without
+knowing where pip put it; ``content_hash`` tells checkpoints apart in a
 run's config.json, and ``sha256_hex`` is the hash a registration commits. No torch here: a run records its
 policy before anything heavy loads.
 """

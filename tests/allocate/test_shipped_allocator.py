@@ -1,0 +1,38 @@
+"""The allocator the allocation experiment registered ships in the package and is ``mpdf-allocate``'s default:
+it runs on any backend (here the scripted one) with no ``--policy``, records which checkpoint ran, equals the
+registered checkpoint byte for byte, and refuses the training questions it was fitted on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli.main import main
+from deliberation.methods.allocate import DEFAULT_ALLOCATOR
+from deliberation.policy.shipped import checkpoint_path, content_hash, sha256_hex
+
+REPO = Path(__file__).resolve().parents[2]
+REGISTERED = REPO / "docs" / "results" / "allocation" / "registered.json"
+
+
+def test_the_shipped_allocator_is_the_registered_primary():
+    registered = json.loads(REGISTERED.read_text())
+    assert sha256_hex(checkpoint_path(DEFAULT_ALLOCATOR)) == registered["sha256"]["primary"]
+
+
+def test_mpdf_allocate_runs_the_shipped_allocator_by_default(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", "--method", "mpdf-allocate", "--agents", "12", "--backend", "scripted", "--limit", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["policy_used"] == f"{DEFAULT_ALLOCATOR} {content_hash(checkpoint_path(DEFAULT_ALLOCATOR))}"
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_the_shipped_allocator_refuses_its_training_questions(tmp_path, capsys):
+    assert main(["run", "--method", "mpdf-allocate", "--agents", "12", "--backend", "scripted", "--split", "train",
+                 "--limit", "2", "--out", str(tmp_path / "in-sample"), "--quiet"]) == 2
+    assert "was trained on 2 of these questions" in capsys.readouterr().err
