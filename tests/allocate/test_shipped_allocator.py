@@ -5,6 +5,8 @@ registered checkpoint byte for byte, and refuses the training questions it was f
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,18 @@ def test_the_shipped_allocator_refuses_its_training_questions(tmp_path, capsys):
     assert main(["run", "--method", "mpdf-allocate", "--agents", "12", "--backend", "scripted", "--split", "train",
                  "--limit", "2", "--out", str(tmp_path / "in-sample"), "--quiet"]) == 2
     assert "was trained on 2 of these questions" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("method", "policy", "named"), [
+    ("mpdf", DEFAULT_ALLOCATOR, "is not a deliberation policy checkpoint but a compute-allocation checkpoint"),
+    ("mpdf-allocate", "qwen2.5-coder-1.5b", "is not a compute-allocation checkpoint but a deliberation policy"),
+])
+def test_a_checkpoint_of_the_other_kind_is_named_for_what_it_is_in_a_fresh_process(tmp_path, method, policy, named):
+    """In a new process, where no module has loaded an allocator before the refusal (the kinds are declared
+    together, not by the modules that load them)."""
+    delib = Path(sys.executable).parent / "delib"
+    done = subprocess.run([str(delib), "run", "--method", method, "--policy", policy, "--agents", "12", "--backend",
+                           "scripted", "--limit", "1", "--out", str(tmp_path / "run"), "--quiet"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and named in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "run").exists()

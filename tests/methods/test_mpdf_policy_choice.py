@@ -42,7 +42,8 @@ def test_a_shipped_checkpoint_by_name():
     assert isinstance(mpdf.policy_for(cfg), TrainedPolicy)
     shipped = ckpt.SHIPPED / "qwen2.5-coder-1.5b.pt"
     assert mpdf.policy_name(cfg) == f"qwen2.5-coder-1.5b {ckpt.content_hash(shipped)}"
-    with pytest.raises(DelibError, match=r"'nope' is neither a file nor a shipped checkpoint \(allocate-qwen2\.5-coder-1\.5b, default, "):
+    listed = r"'nope' is neither a file nor a shipped checkpoint \(allocate-qwen2\.5-coder-1\.5b, default, "
+    with pytest.raises(DelibError, match=listed):
         mpdf.policy_for(replace(cfg, policy="nope"))
     with pytest.raises(DelibError, match="absent.pt not found"):  # a path keeps the loader's message
         mpdf.policy_for(replace(cfg, policy="runs/absent.pt"))

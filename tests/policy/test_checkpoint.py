@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import torch
 
-from deliberation.allocate.network import ALLOCATOR, load_allocator
+from deliberation.allocate.network import load_allocator
 from deliberation.errors import DelibError
 from deliberation.engine.features import contract
-from deliberation.policy.checkpoint import load_learned, load_meta, load_policy, save_policy
+from deliberation.policy.checkpoint import ALLOCATOR, load_learned, load_meta, load_policy, save_policy
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.policy.shipped import SHIPPED
 
@@ -122,9 +122,9 @@ def test_a_hand_made_checkpoint_without_a_field_names_it(saved, field: str) -> N
 def test_an_arch_that_builds_no_network_is_refused(saved) -> None:
     path, _ = saved
     rewrite(path, lambda payload: payload["arch"].update(hidden=15))  # not divisible by 4 heads
-    refused(path, "its arch describes no policy network")
+    refused(path, "its arch describes no network of its kind")
     rewrite(path, lambda payload: payload["arch"].pop("heads"))
-    refused(path, "its arch describes no policy network")
+    refused(path, "its arch describes no network of its kind")
 
 
 def test_weights_of_the_wrong_shape_or_keys_are_refused(saved) -> None:

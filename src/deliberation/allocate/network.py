@@ -49,11 +49,6 @@ def net_from_arch(arch: Mapping[str, Any]) -> AllocatorNet:
     return AllocatorNet(int(arch["n_features"]), int(arch["hidden"]), int(arch["n_moves"]))
 
 
-ALLOCATOR = ckpt.Kind("deliberation-allocator", "compute-allocation checkpoint",
-                      "train one with `delib train-allocator` or pass a shipped allocator's name", net_from_arch)
-ckpt.KINDS.append(ALLOCATOR)
-
-
 def allowed(n_moves: int, state: State, opening: bool) -> list[Move]:
     """The moves open at ``state``: DELIBERATE only to a three-move allocator at its first decision."""
     return list(MOVES[:n_moves]) if opening and not state.deliberated else list(MOVES[:2])
@@ -115,24 +110,24 @@ def save_allocator(path: str | Path, net: AllocatorNet, meta: Mapping[str, Any])
     """Write an allocator checkpoint; ``meta`` must hold ``step`` (0: the team size) and ``vote``."""
     if "step" not in meta or "vote" not in meta:
         raise ValueError("an allocator's meta needs 'step' and 'vote'")
-    return ckpt.save_checkpoint(path, ALLOCATOR, net, FEATURE_NAMES, FEATURE_VERSION, meta)
+    return ckpt.save_checkpoint(path, ckpt.ALLOCATOR, net, FEATURE_NAMES, FEATURE_VERSION, meta)
 
 
 @functools.lru_cache(maxsize=8)
 def load_allocator(name: str) -> LearnedAllocator:
     """The allocator ``name`` names (a path or a shipped name), verified, refused when it reads other features."""
     path = Path(checkpoint_path(name))
-    payload = ckpt.read_checkpoint(path, ALLOCATOR)
+    payload = ckpt.read_checkpoint(path, ckpt.ALLOCATOR)
     names, version = tuple(payload["feature_names"]), int(payload["feature_version"])
     if (names, version) != (FEATURE_NAMES, FEATURE_VERSION):
         raise DelibError(f"{path} reads {len(names)} state features of version {version}, this build computes "
                          f"{len(FEATURE_NAMES)} of version {FEATURE_VERSION}; retrain it with `delib train-allocator`")
-    net = ckpt.net_for(path, payload, ALLOCATOR)
+    net = ckpt.net_for(path, payload, net_from_arch, ckpt.ALLOCATOR)
     net.load_state_dict(payload["state_dict"])
     net.eval()
     meta = payload["meta"]
     step = meta.get("step")
     stop_at = meta.get("stop_at", 0.5)
     if not isinstance(step, int) or step < 0 or "vote" not in meta or not isinstance(stop_at, (int, float)):
-        raise ckpt.damaged(path, "its meta lacks a whole 'step' >= 0, a 'vote' or a numeric 'stop_at'")
+        raise ckpt.damaged(path, "its meta lacks a whole 'step' >= 0, a 'vote' or a numeric 'stop_at'", ckpt.ALLOCATOR)
     return LearnedAllocator(net, step, meta, stop_at=float(stop_at))

@@ -37,19 +37,21 @@ CHECKPOINT_FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class Kind:
-    """A kind of checkpoint this format stores: its format mark, what it is called, how to get one, and the
-    module its ``arch`` builds."""
+    """A kind of checkpoint this format stores: its format mark, what it is called and how to get one."""
 
     format: str
     what: str
     fix: str
-    build: Callable[[Mapping[str, Any]], torch.nn.Module]
 
 
 POLICY = Kind(CHECKPOINT_FORMAT, "deliberation policy checkpoint",
-              "train one with `delib train` or pass the path of an existing policy.pt", net_from_arch)
-KINDS: list[Kind] = [POLICY]
-"""Every kind of checkpoint (the allocator's joins in ``allocate/network.py``), to name what a file is."""
+              "train one with `delib train` or pass the path of an existing policy.pt")
+ALLOCATOR = Kind("deliberation-allocator", "compute-allocation checkpoint",
+                 "train one with `delib train-allocator` or pass a shipped allocator's name")
+KINDS = (POLICY, ALLOCATOR)
+"""Every kind of checkpoint the package writes, declared here (not by the modules that load them) so that a
+file of one kind passed as another is named for what it is whichever modules were imported. The allocator's
+network and loader are in ``allocate/network.py``."""
 _FIELDS = {"arch": dict, "state_dict": dict, "feature_names": list, "feature_version": int, "meta": dict}
 """The fields ``save_policy`` writes besides the format marks, and their types."""
 
@@ -114,7 +116,7 @@ def load_policy(path: str | os.PathLike, feature_names: Sequence[str], feature_v
 def _policy(path: Path, payload: dict[str, Any], feature_names: Sequence[str], feature_version: int) -> TrainedPolicy:
     """The policy of checkpoint ``payload`` (read from ``path``), refused when trained on other features."""
     _check_features(payload, tuple(feature_names), int(feature_version))
-    net = net_for(path, payload)
+    net = net_for(path, payload, net_from_arch)
     net.load_state_dict(payload["state_dict"])
     net.eval()
     return TrainedPolicy(net=net, feature_names=tuple(feature_names), feature_version=int(feature_version))
@@ -129,7 +131,7 @@ def read_checkpoint(path: Path, kind: Kind = POLICY) -> dict[str, Any]:
     """The payload of the checkpoint at ``path``, its archive intact and its fields of the right types."""
     if not path.is_file():
         raise DelibError(f"{kind.what} {path} not found; {kind.fix}")
-    _check_archive(path)
+    _check_archive(path, kind)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # an odd pickle can fail anywhere in the unpickler (IndexError, struct.error, ...)
@@ -141,49 +143,51 @@ def read_checkpoint(path: Path, kind: Kind = POLICY) -> dict[str, Any]:
     for field, type_ in _FIELDS.items():
         if not isinstance(payload.get(field), type_):
             wrong = "missing" if field not in payload else f"not a {type_.__name__}"
-            raise damaged(path, f"its {field!r} is {wrong}")
+            raise damaged(path, f"its {field!r} is {wrong}", kind)
     return payload
 
 
-def _check_archive(path: Path) -> None:
+def _check_archive(path: Path, kind: Kind) -> None:
     """Refuse a file that is no zip archive (truncated, foreign) or whose members fail their CRC-32."""
     try:
         with zipfile.ZipFile(path) as archive:
             bad = archive.testzip()
     except Exception as err:  # a damaged directory can fail anywhere in zipfile (BadZipFile, UnicodeDecodeError)
-        raise DelibError(f"{path} is not a deliberation policy checkpoint (no intact zip archive: "
-                         f"{type(err).__name__}); pass a policy.pt written by `delib train`") from err
+        raise DelibError(f"{path} is not a {kind.what} (no intact zip archive: {type(err).__name__}); "
+                         f"{kind.fix}") from err
     if bad is not None:
-        raise damaged(path, f"member {bad} fails its checksum")
+        raise damaged(path, f"member {bad} fails its checksum", kind)
 
 
-def net_for(path: Path, payload: Mapping[str, Any], kind: Kind = POLICY) -> Any:
-    """The module the payload's ``arch`` describes, once its state dict fits it: the same keys, the same
-    shapes, floating-point tensors, finite values. The shapes come from a module on the ``meta`` device
+def net_for(path: Path, payload: Mapping[str, Any], build: Callable[[Mapping[str, Any]], torch.nn.Module],
+            kind: Kind = POLICY) -> Any:
+    """The module ``build`` makes of the payload's ``arch``, once its state dict fits it: the same keys, the
+    same shapes, floating-point tensors, finite values. The shapes come from a module on the ``meta`` device
     (no memory), so a hand-made arch asking for a huge network is refused before anything is allocated."""
     try:
         with torch.device("meta"):
-            expected = kind.build(payload["arch"]).state_dict()
+            expected = build(payload["arch"]).state_dict()
     except (DelibError, KeyError, TypeError, ValueError) as err:
-        raise damaged(path, f"its arch describes no policy network ({err})") from err
+        raise damaged(path, f"its arch describes no network of its kind ({err})", kind) from err
     stored = payload["state_dict"]
     if set(stored) != set(expected):
         odd = ", ".join(sorted(map(str, set(stored) ^ set(expected))))
-        raise damaged(path, f"its weights do not fit its arch (keys missing or extra: {odd})")
+        raise damaged(path, f"its weights do not fit its arch (keys missing or extra: {odd})", kind)
     for key, want in expected.items():
         have = stored[key]
         if not isinstance(have, torch.Tensor) or not have.is_floating_point() or have.shape != want.shape:
             got = tuple(have.shape) if isinstance(have, torch.Tensor) else type(have).__name__
-            raise damaged(path, f"weight {key} is {got}, its arch needs a float tensor of {tuple(want.shape)}")
+            raise damaged(path, f"weight {key} is {got}, its arch needs a float tensor of {tuple(want.shape)}",
+                          kind)
         if not bool(torch.isfinite(have).all()):
-            raise damaged(path, f"weight {key} holds NaN or infinite values")
-    return kind.build(payload["arch"])
+            raise damaged(path, f"weight {key} holds NaN or infinite values", kind)
+    return build(payload["arch"])
 
 
-def damaged(path: Path, what: str) -> DelibError:
-    """The one line for a checkpoint that cannot be trusted, and the ways out."""
-    return DelibError(f"policy checkpoint {path} cannot be used: {what}; copy it again from where it came from "
-                      "or retrain with `delib train`")
+def damaged(path: Path, what: str, kind: Kind = POLICY) -> DelibError:
+    """The one line for a checkpoint of ``kind`` that cannot be trusted, and the ways out."""
+    return DelibError(f"{kind.what} {path} cannot be used: {what}; copy it again from where it came from, "
+                      f"or {kind.fix}")
 
 
 def _check_features(payload: Mapping[str, Any], names: tuple[str, ...], version: int) -> None:
