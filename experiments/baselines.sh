@@ -25,7 +25,9 @@
 # Environment (defaults: the committed experiment): STORES (folder of gsm8k-test, math-test),
 # OUT (docs/results/baselines), QUESTIONS ("100 50": GSM8K, MATH), TRAIN_LIMIT (100), ENGINE_ARGS (the backend,
 # model and threads of the optimisations; the replays use each store's own), CACHE (the optimisations' response
-# cache), SAMPLES (self-consistency's largest k; default: the round-0 samples every question of a store holds).
+# cache), SAMPLES (self-consistency's largest k; default: the round-0 samples every question of a store holds),
+# STAGE ("all"; "optimise": only the graphs, which touch no store, so that they can run while a store's build
+# is stopped and the rest later).
 set -euo pipefail
 ITERATIONS=${1:-15}
 M=qwen2.5-coder-1.5b
@@ -46,6 +48,7 @@ for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
       --split train --limit "$TRAIN_LIMIT" --iterations "$ITERATIONS" --rounds "$rounds" \
       "${engine[@]}" --out "$OUT/graphs/$method-$bench"
   done
+  [ "${STAGE:-all}" = optimise ] && continue
   replay=(--trees "$STORES/$store" --questions "$n" --quiet --concurrency 3)
   runs=$OUT/runs/$store
   delib evaluate "${replay[@]}" --method php --out "$runs/php"
@@ -60,5 +63,6 @@ for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
     delib evaluate "${replay[@]}" --offline --method self-consistency --agents "$k" --out "$runs/self-consistency-$k"
   done
 done
+[ "${STAGE:-all}" = optimise ] && exit 0
 delib report "$OUT/runs" --out "$OUT"
 python "$(dirname "$0")/baselines_tables.py" --out "$OUT"

@@ -1,6 +1,7 @@
 """experiments/baselines.sh end to end on scripted stores: the graphs optimised on training questions, every
 baseline replayed through the test stores, the references replayed offline, the paired report and the
-optimisation tokens (one optimisation step and a few questions; the scripted backend's numbers mean nothing)."""
+optimisation tokens (one optimisation step and a few questions; the scripted backend's numbers mean nothing);
+``STAGE=optimise`` first, which writes the graphs and touches no store."""
 
 from __future__ import annotations
 
@@ -30,9 +31,16 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     env = {**os.environ, "STORES": str(stores), "OUT": str(out), "QUESTIONS": "3 2", "TRAIN_LIMIT": "4",
            "ENGINE_ARGS": "--backend scripted", "CACHE": str(tmp_path / "cache.sqlite"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(REPO / "experiments" / "baselines.sh"), "1"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True)
+    script = ["bash", str(REPO / "experiments" / "baselines.sh"), "1"]
+    built = {p: p.read_bytes() for p in stores.rglob("*") if p.is_file()}
+    done = subprocess.run(script, cwd=tmp_path, env={**env, "STAGE": "optimise"}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert len(list((out / "graphs").glob("*/graph.json"))) == 4 and not (out / "runs").exists()
+    assert {p: p.read_bytes() for p in stores.rglob("*") if p.is_file()} == built
+    optimised = {p: p.read_bytes() for p in (out / "graphs").glob("*/graph.json")}
+    done = subprocess.run(script, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert {p: p.read_bytes() for p in (out / "graphs").glob("*/graph.json")} == optimised  # not optimised again
     for store, n, flow in (("gsm8k-test", 3, "aflow-gsm8k"), ("math-test", 2, "aflow-math")):
         runs = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs" / store).rglob("summary.json")}
         assert {*BASELINES, flow, "agreement-resample", *(f"self-consistency-{k}" for k in range(1, 7))} <= set(runs)
