@@ -53,4 +53,6 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert table.count("| gptswarm |") == 2 and table.count("| agentprune |") == 2 and "| php |" in table
     graph = json.loads((out / "graphs" / "gptswarm-gsm8k" / "graph.json").read_text())
     spent = graph["record"]["tokens"]
+    pruned = json.loads((out / "graphs" / "agentprune-gsm8k" / "graph.json").read_text())
+    assert spent["graph_runs"] == 1 * 4 and pruned["record"]["tokens"]["graph_runs"] == 10 * 4  # its reference's 10
     assert f"| {spent['prompt_tokens'] + spent['completion_tokens']:,} |" in table

@@ -1,6 +1,7 @@
 """AFlow's transferred workflows on a backend that answers each operator as told: ScEnsemble returns the
-solution whose letter the model names, Programmer runs the model's solve() in the sandbox and retries with
-the error shown, and the GSM8K workflow returns the program's output, else the chosen solution."""
+solution whose letter the model names; Programmer runs the model's solve() in the sandbox, retries with the
+code and the error shown, returns the last error when no program runs and stops at a reply without code, as
+the reference's does; the GSM8K workflow returns the program's output, else (empty) the chosen solution."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Callable, Sequence
 
 from deliberation.config import EngineConfig
 from deliberation.methods import run_method
-from deliberation.protocols.aflow import ENSEMBLE, PROGRAM
+from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM
 from deliberation.types import Completion, Example, GenerationRequest
 
 EXAMPLE = Example("q1", "What is 6 times 7?", "42")
@@ -49,6 +50,7 @@ def solutions(k: int) -> str:
 
 GOOD = "```python\ndef solve():\n    return 6 * 7\n```"
 BROKEN = "```python\ndef solve():\n    return 6 * undefined_name\n```"
+EMPTY = "```python\ndef solve():\n    return ''\n```"
 
 
 def test_the_gsm8k_workflow_returns_the_programs_output_and_retries_a_broken_program():
@@ -57,15 +59,33 @@ def test_the_gsm8k_workflow_returns_the_programs_output_and_retries_a_broken_pro
     assert episode.final_answer == "42" and episode.correct
     assert len(episode.turns) == 5 + 1 + 2  # five solutions, the ensemble, two program attempts
     assert "Analysis:\nWork for solution 3." in backend.prompts[6]  # the program sees solution C
-    assert "NameError" in backend.prompts[7] and "failed" in backend.prompts[7]
+    assert "NameError" in backend.prompts[7] and "6 * undefined_name" in backend.prompts[7]  # error and code
 
 
-def test_without_a_program_that_runs_it_answers_with_the_chosen_solution():
-    episode = run(ByOperator(solutions, "B", ["no code here"] * 3))
-    assert episode.final_answer == "42" and len(episode.turns) == 5 + 1 + 3  # solution B says 42
+def test_when_no_program_runs_the_answer_is_the_last_error_as_the_reference_returns_it():
+    episode = run(ByOperator(solutions, "B", [BROKEN] * 3))
+    assert len(episode.turns) == 5 + 1 + 3 and not episode.correct  # solution B said 42: not taken
+    assert episode.final_answer != "42"  # the traceback's last number, if any
+
+
+def test_a_reply_without_code_ends_the_programmer_at_once():
+    episode = run(ByOperator(solutions, "B", ["no code here"]))
+    assert len(episode.turns) == 5 + 1 + 1 and episode.final_answer is None  # "No code generated" states none
+    assert NO_CODE == "No code generated"
+
+
+def test_a_program_with_an_empty_value_leaves_the_chosen_solution():
+    episode = run(ByOperator(solutions, "B", [EMPTY]))
+    assert episode.final_answer == "42" and len(episode.turns) == 5 + 1 + 1  # solution B says 42
+
+
+def test_a_floats_rounding_error_is_not_a_wrong_answer():
+    program = "```python\ndef solve():\n    return 0.1 * 3 * 140\n```"  # 42.00000000000001 in floating point
+    episode = run(ByOperator(solutions, "B", [program]))
+    assert episode.final_answer == "42" and episode.correct
 
 
 def test_an_unreadable_letter_chooses_the_first_solution():
-    backend = ByOperator(solutions, "Z", ["no code"] * 3)  # Z names no solution
+    backend = ByOperator(solutions, "Z", [EMPTY])  # Z names no solution
     assert run(backend).final_answer == "41"
 

@@ -50,8 +50,8 @@ def test_two_consecutive_equal_answers_stop_it_with_every_earlier_answer_as_hint
     assert [t.answer for t in episode.turns] == ["40", "41", "40", "42", "42"]
     assert episode.final_answer == "42" and episode.correct and episode.rounds_run == 4
     assert "Hint" not in user_text(backend.requests[0])
-    assert user_text(backend.requests[1]).endswith(" (Hint: The answer is near to 40).")
-    assert user_text(backend.requests[4]).endswith(" (Hint: The answer is near to 40, 41, 40, 42).")
+    assert "What is 6 times 7? (Hint: The answer is near to 40).\n\n" in user_text(backend.requests[1])
+    assert "7? (Hint: The answer is near to 40, 41, 40, 42).\n\n" in user_text(backend.requests[4])  # then the format
     assert len({r.seed for r in backend.requests}) == 5  # interaction k is its own round's seed
 
 
@@ -59,7 +59,7 @@ def test_an_unparseable_answer_is_no_hint_and_never_agrees():
     episode, backend = run([None, None, "7", "7"])
     assert [t.answer for t in episode.turns] == [None, None, "7", "7"]
     assert "Hint" not in user_text(backend.requests[1])
-    assert user_text(backend.requests[3]).endswith("(Hint: The answer is near to 7).")
+    assert "(Hint: The answer is near to 7)." in user_text(backend.requests[3])
     assert episode.final_answer == "7" and not episode.correct
 
 
@@ -72,3 +72,12 @@ def test_the_cap_ends_a_question_that_never_settles_with_its_last_answer(cap):
 def test_a_cap_below_two_is_refused():
     with pytest.raises(DelibError, match="--php-max-calls must be"):
         MethodOptions(php_max_calls=1)
+
+
+def test_a_math_hint_is_the_answer_as_stated_and_agreement_compares_keys():
+    """The hint shows the LaTeX the response boxed (the reference hints cleaned answer strings), while two
+    answers written differently but equal (\\frac{1}{2} and 0.5) agree and stop it."""
+    backend = Sequenced(["\\frac{1}{2}", "0.5", "9"])
+    episode = run_method("php", Example("m1", "Half of one?", "\\frac{1}{2}"), backend, "math", EngineConfig())
+    assert "Half of one? (Hint: The answer is near to \\frac{1}{2})." in user_text(backend.requests[1])
+    assert episode.rounds_run == 1 and episode.correct

@@ -8,12 +8,16 @@ Operators (one LLM call each, through the engine, seeded as call k of the questi
 - ScEnsemble(solutions): the solutions lettered A, B, ...; the model names the one whose answer is most
   frequent; that solution (the first when no letter can be read) is returned verbatim;
 - Programmer(problem, analysis): the model writes a ``solve()`` function; it runs in the project's sandbox
-  (``benchmarks/sandbox``: isolated, no network, 30 s); on an error the error is shown and it tries again,
-  at most 3 times; the value ``solve()`` returns, as text ("" when no attempt ran).
+  (``benchmarks/sandbox``: isolated, no network, 30 s); on an error the code and the error are shown and it
+  tries again, at most 3 times; the value ``solve()`` returns, as text, else the last error, as the
+  reference returns it; a reply with no code ends it at once with "No code generated" (the reference's words).
 
 Departures: prompts paraphrased, and the problem is shown as this project shows every method (with its answer
 format); sampling at the run's temperature (AFlow's executor decodes at temperature 0); ScEnsemble's letter is
-read from free text (AFlow asks for an XML field).
+read from free text (AFlow asks for an XML field); the code is the reply's last fenced block (the prompt asks
+for one; the reference's formatter also reads code outside a fence); a float ``solve()``
+returns is shown rounded to 6 decimals (``7.000000000000001`` as ``7.0``), because this project scores a
+number exactly and AFlow's scorer allows a difference of 1e-6.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ PROGRAM = ("Write complete, self-contained Python code that solves the problem b
            "do not print, read input, or include tests. Reply with the code in one ```python block.\n\n")
 ATTEMPTS = 3
 """Programmer's tries (the reference's)."""
+NO_CODE = "No code generated"
+"""Programmer's output when a reply holds no code (the reference's words; it stops there)."""
 _LETTER = re.compile(r"Letter:\s*\**\(?([A-Z])\b")
 _CODE = re.compile(r"```(?:python)?\n(.*?)```", re.DOTALL)
 OUTPUT_MARK = "__aflow_output__"
@@ -80,23 +86,34 @@ class Calls:
         return solutions[letters.index(found[-1])] if found else solutions[0]
 
     def programmer(self, analysis: str = "None") -> str:
-        feedback = ""
+        feedback, output = "", ""
         for _ in range(ATTEMPTS):
             reply = self.ask(f"{PROGRAM}Problem:\n{self.ctx.question}\n\nAnalysis:\n{analysis}{feedback}")
-            ok, output = run_solve(reply)
+            code = program_of(reply)
+            if code is None:
+                return NO_CODE
+            ok, output = run_solve(code)
             if ok:
                 return output
-            feedback = f"\n\nYour previous code failed:\n{output}\nFix it."
-        return ""
+            feedback = f"\n\nThe code you wrote before:\n{code}\n\nIt failed:\n{output}\nFix it."
+        return output
 
 
-def run_solve(reply: str) -> tuple[bool, str]:
-    """Run the reply's ``solve()`` in the sandbox: (ran, its value as text) or (False, what went wrong)."""
+def program_of(reply: str) -> str | None:
+    """The code of ``reply``: its last fenced block, or None."""
+    blocks = _CODE.findall(reply)
+    return blocks[-1] if blocks else None
+
+
+_SHOW = ("_value = solve()\nprint({mark!r} + (repr(round(float(_value), 6)) if type(_value).__name__.startswith("
+         "'float') else str(_value)))")
+"""What runs after the model's code: its ``solve()``'s value as text, a float rounded to 6 decimals."""
+
+
+def run_solve(code: str) -> tuple[bool, str]:
+    """Run ``code``'s ``solve()`` in the sandbox: (ran, its value as text) or (False, what went wrong)."""
     from deliberation.benchmarks.sandbox.run import Limits, run_program
 
-    blocks = _CODE.findall(reply)
-    if not blocks:
-        return False, "no ```python block with a solve() function"
-    result = run_program(f"{blocks[-1]}\nprint({OUTPUT_MARK!r} + str(solve()))", Limits(timeout_s=30.0))
+    result = run_program(f"{code}\n{_SHOW.format(mark=OUTPUT_MARK)}", Limits(timeout_s=30.0))
     found = [line[len(OUTPUT_MARK):] for line in result.output.splitlines() if line.startswith(OUTPUT_MARK)]
     return (True, found[-1]) if result.passed and found else (False, result.output[-1000:] or result.status)

@@ -2,9 +2,11 @@
 Large Language Models", reference code chuanyang-Zheng/Progressive-Hint, ``main_clean.py``).
 
 One agent answers (the base interaction: round-0 sample 0, the request every method sends first); then it
-is asked again with every earlier answer, oldest first and repeats kept, appended to the question as
-" (Hint: The answer is near to A1, A2, ...)." until the newest answer equals the one before it; that answer
-is the team's. Interaction k is seeded as round k of agent 0.
+is asked again with every earlier answer, oldest first and repeats kept, appended to the question's text
+(before the answer-format instruction) as " (Hint: The answer is near to A1, A2, ...)." until the newest
+answer equals the one before it; that answer is the team's. A hint is the answer as the response states it
+(MATH: the LaTeX of its last ``\boxed{}``), as the reference hints its cleaned answer strings; agreement
+compares voting keys. Interaction k is seeded as round k of agent 0.
 
 Departures, each for a reason:
 1. A cap (``--php-max-calls``, default 10): the reference loop has none (``while True``). The paper's Table
@@ -22,6 +24,7 @@ Departures, each for a reason:
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -33,9 +36,11 @@ from deliberation.types import Episode, Message
 HINT = " (Hint: The answer is near to {})."
 
 
-def hinted(question: str, hints: list[str]) -> tuple[Message, ...]:
-    """The base prompt with the hint sentence after the question (the reference's placement and wording)."""
-    return prompts.initial_messages(question + HINT.format(", ".join(hints)))
+def hinted(ctx: Context, hints: list[str]) -> tuple[Message, ...]:
+    """The base prompt with the hint sentence right after the question's text, before the benchmark's answer
+    format (the reference's placement and wording)."""
+    example = replace(ctx.example, question=ctx.example.question + HINT.format(", ".join(hints)))
+    return prompts.initial_messages(ctx.bench.format_question(example))
 
 
 def php_episode(ctx: Context, rng: np.random.Generator) -> Episode:
@@ -48,8 +53,8 @@ def php_episode(ctx: Context, rng: np.random.Generator) -> Episode:
     records = [record_of(ctx, out, True, asked)]
     turns = [turn_of(ctx, 0, 0, None, records[0], [out])]
     while len(records) < cap and not _agree(records[-2:]):
-        hints = [r.key for r in records if r.key is not None]
-        asked = hinted(ctx.question, hints) if hints else prompts.initial_messages(ctx.question)
+        hints = [ctx.bench.extract_for(ctx.example, r.text) or r.key for r in records if r.key is not None]
+        asked = hinted(ctx, hints) if hints else prompts.initial_messages(ctx.question)
         [out] = generate(ctx, [asked], [0], len(records))
         records.append(record_of(ctx, out, True, asked))
         turns.append(turn_of(ctx, 0, len(records) - 1, Action.REFINE, records[-1], [out]))

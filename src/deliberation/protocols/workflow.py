@@ -172,8 +172,10 @@ TRANSFERRED: Registry[Workflow] = Registry("transferred workflow", {
         {"op": "custom", "out": "generated", "instruction": GENERATE_SOLUTION, "n": 2},
         {"op": "sc_ensemble", "out": "best", "from": ["refined", "detailed", "generated"]}], "answer": ["best"]}),
 })
-"""The workflows AFlow found, by the benchmark they were found on. The authors' graph files are not public;
-the structure follows the paper's case study (Section 5.2, Figure 6) for GSM8K and Appendix B for MATH, as
-independent reconstructions agree on them. GSM8K: five careful solutions, the most consistent one, a program
+"""The workflows AFlow found, by the benchmark they were found on. The structure follows the paper's case study
+(Section 5.2, Figure 6) for GSM8K and Appendix B for MATH; reconstructions from the authors' result archive
+(downloaded by their repository's ``data/download_data.py``) agree with it. AFlow chose them on a validation
+fifth of GSM8K's test split and of 617 MATH test problems (its Section 5.1), so a test question may have been
+among the questions that chose them. GSM8K: five careful solutions, the most consistent one, a program
 computing it; the program's output, else that solution. MATH: a program, its output written up as a boxed
 solution, a detailed solution and two generated ones; the most consistent of those four."""
