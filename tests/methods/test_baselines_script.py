@@ -27,6 +27,8 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
         assert main(["tree", "--backend", "scripted", "--benchmark", bench, "--split", "test", "--limit", "3",
                      "--samples", "6", "--methods", "mpdf", "--out", str(stores / f"{bench}-test"),
                      "--quiet"]) == 0
+    assert main(["tree", "--backend", "scripted", "--benchmark", "gsm8k", "--split", "train", "--limit", "4",
+                 "--samples", "3", "--methods", "mpdf", "--out", str(stores / "gsm8k-train"), "--quiet"]) == 0
     out = tmp_path / "out"
     env = {**os.environ, "STORES": str(stores), "OUT": str(out), "QUESTIONS": "3 2", "TRAIN_LIMIT": "4",
            "ENGINE_ARGS": "--backend scripted", "CACHE": str(tmp_path / "cache.sqlite"),
@@ -54,5 +56,9 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     graph = json.loads((out / "graphs" / "gptswarm-gsm8k" / "graph.json").read_text())
     spent = graph["record"]["tokens"]
     pruned = json.loads((out / "graphs" / "agentprune-gsm8k" / "graph.json").read_text())
+    served = {p.parent.name: json.loads(p.read_text())["record"]["settings"]["trees"]
+              for p in (out / "graphs").glob("*/graph.json")}  # a training store where there is one
+    assert served == {"gptswarm-gsm8k": str(stores / "gsm8k-train"), "agentprune-gsm8k": str(stores / "gsm8k-train"),
+                      "gptswarm-math": None, "agentprune-math": None}
     assert spent["graph_runs"] == 1 * 4 and pruned["record"]["tokens"]["graph_runs"] == 10 * 4  # its reference's 10
     assert f"| {spent['prompt_tokens'] + spent['completion_tokens']:,} |" in table

@@ -1,7 +1,8 @@
 """GPTSwarm's and AgentPrune's graphs: sampling charges the edges drawn for, the final graph thresholds
 probabilities (not logits), pruning drops the lowest logits, the low-rank penalty has its value, REINFORCE
-finds a known optimum, tokens spent optimising are counted, a rerun retraces the same steps from the cache,
-and an optimised graph refuses its training questions."""
+finds a known optimum, tokens spent optimising are counted, a rerun retraces the same steps from the cache, a
+tree store serves what it holds without being written, and an optimised graph refuses its training
+questions."""
 
 from __future__ import annotations
 
@@ -102,6 +103,19 @@ def test_an_iteration_runs_its_questions_together_and_learns_the_same_graph(opti
     """--concurrency 4 runs an iteration's four sampled graphs at once (the backend gets batches wider than
     the three agents of one graph): the same graphs are drawn, and the scripted backend answers a request alike
     in any batch, so the logits and tokens equal a sequential run's."""
+    batches = sent_requests(monkeypatch)
+    assert delib("optimize-graph", "--method", "agentprune", "--backend", "scripted", "--limit", "8",
+                 "--iterations", "3", "--rounds", "1", "--concurrency", "4", "--out", str(tmp_path / "c4")) == 0
+    together = json.loads((tmp_path / "c4" / "graph.json").read_text())
+    alone = json.loads((optimised / "agentprune" / "graph.json").read_text())
+    for key in ("spatial_logits", "temporal_logits", "spatial_mask", "temporal_mask"):
+        assert together[key] == alone[key]
+    assert together["record"]["tokens"] == alone["record"]["tokens"]
+    assert together["record"]["settings"]["concurrency"] == 4 and max(batches) > 3
+
+
+def sent_requests(monkeypatch) -> list[int]:
+    """The sizes of the batches the optimisation's own backend receives, from now on."""
     from deliberation.rl import graph_optimize
 
     batches: list[int] = []
@@ -114,14 +128,26 @@ def test_an_iteration_runs_its_questions_together_and_learns_the_same_graph(opti
         return backend
 
     monkeypatch.setattr(graph_optimize, "make_backend", recording)
-    assert delib("optimize-graph", "--method", "agentprune", "--backend", "scripted", "--limit", "8",
-                 "--iterations", "3", "--rounds", "1", "--concurrency", "4", "--out", str(tmp_path / "c4")) == 0
-    together = json.loads((tmp_path / "c4" / "graph.json").read_text())
-    alone = json.loads((optimised / "agentprune" / "graph.json").read_text())
-    for key in ("spatial_logits", "temporal_logits", "spatial_mask", "temporal_mask"):
-        assert together[key] == alone[key]
-    assert together["record"]["tokens"] == alone["record"]["tokens"]
-    assert together["record"]["settings"]["concurrency"] == 4 and max(batches) > 3
+    return batches
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_tree_store_serves_the_requests_it_holds_and_is_not_written(optimised, tmp_path, monkeypatch):
+    """Agents that read no peer ask the round-0 requests a store of the training questions answered: served
+    from it, they are not generated again, the graph learned is the same, and the store is left as it was."""
+    store = tmp_path / "gsm8k-train"
+    assert delib("tree", "--backend", "scripted", "--split", "train", "--limit", "8", "--samples", "3", "--methods",
+                 "mpdf", "--out", str(store), "--quiet") == 0
+    built = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    batches = sent_requests(monkeypatch)
+    assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--limit", "8", "--iterations",
+                 "3", "--rounds", "1", "--cache", "none", "--trees", str(store), "--out", str(tmp_path / "g")) == 0
+    served = json.loads((tmp_path / "g" / "graph.json").read_text())
+    alone = json.loads((optimised / "gptswarm" / "graph.json").read_text())
+    assert served["spatial_logits"] == alone["spatial_logits"]
+    assert served["record"]["tokens"] == alone["record"]["tokens"]  # served answers count as generated ones
+    assert 0 < sum(batches) < alone["record"]["tokens"]["llm_calls"]
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == built
 
 
 @pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions

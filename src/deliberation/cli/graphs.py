@@ -13,10 +13,12 @@ EPILOG = """examples:
   delib optimize-graph --method gptswarm --split train --limit 200 --iterations 25 --out runs/swarm
   delib run --method gptswarm --graph runs/swarm/graph.json --limit 100 --out runs/swarm-test
   delib optimize-graph --method agentprune --split train --rounds 1 --out runs/prune
+  delib optimize-graph --method gptswarm --split train --limit 100 --trees trees/gsm8k-train --out runs/swarm
 graph.json holds the edge logits, the masks, the settings, the training question ids (a method refuses to
 answer them) and the tokens spent optimising. A rerun replays the calls already made from the response
-cache (OUT/responses.sqlite), so an interrupted optimisation resumes."""
-OWN = ("method", "iterations", "batch", "lr", "prune_rate", "low_rank", "allow_test")
+cache (OUT/responses.sqlite), so an interrupted optimisation resumes; --trees serves what a tree store of the
+same model already answered (read only)."""
+OWN = ("method", "iterations", "batch", "lr", "prune_rate", "low_rank", "allow_test", "trees")
 
 
 SEARCH_EPILOG = """examples:

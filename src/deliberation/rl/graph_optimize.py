@@ -36,6 +36,7 @@ from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.protocols.designs import DESIGNS, Graph, initial, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
+from deliberation.trees.store import reading_through
 
 BUDGETS = {"gptswarm": 200, "agentprune": 10}
 """Iterations of each reference (see the module docstring)."""
@@ -60,6 +61,9 @@ class GraphOptimization(Workload):
     """agentprune: add its low-rank penalty (nuclear norm, and the distance to the topology beyond delta)."""
     allow_test: bool = False
     """Optimising on a test split learns the questions it is then measured on: opt-in only."""
+    trees: str | None = None
+    """A tree store of the same model and settings whose recorded answers serve the requests it holds (an agent
+    that reads no peer asks the round-0 request of its question), read only; the rest is generated."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -90,7 +94,7 @@ def optimize(spec: GraphOptimization, out: str) -> Path:
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     made = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
-    with closing(made) as backend:
+    with closing(made if spec.trees is None else reading_through(spec.trees, made)) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench)
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
               "engine": asdict(spec.engine), "steps": spec.steps, "tokens": spent,

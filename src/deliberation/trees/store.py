@@ -182,13 +182,14 @@ class MissingNode(DelibError):
 
 
 class TreeBackend:
-    """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded: the store's
-    writer lock is held from here to ``close``), or, with no ``inner`` (offline, reading only), fails with one
-    line naming the first missing node."""
+    """A backend that answers from a tree store; what it lacks goes to ``inner`` (and is recorded, the store's
+    writer lock held from here to ``close``; with ``record`` False it is only passed on, the store only read),
+    or, with no ``inner`` (offline, reading only), fails with one line naming the first missing node."""
 
     def __init__(self, store: TreeStore, inner: Backend | None,
-                 missing_hint: str = "rerun without --offline to add it") -> None:
-        if inner is not None:
+                 missing_hint: str = "rerun without --offline to add it", record: bool = True) -> None:
+        self.record = record and inner is not None
+        if self.record:
             store.lock()
         self.store, self.inner = store, inner
         self.missing_hint = missing_hint  # how the command at hand adds a missing node (offline)
@@ -220,7 +221,7 @@ class TreeBackend:
         self.calls += len(requests)
         nodes = [node_of(self.name, self.cache_scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
         filed = [purpose_of(r, "tree store").example_id for r in requests]  # each node under its question
-        for example in dict.fromkeys(filed):
+        for example in dict.fromkeys(filed) if self.record else ():
             self.store.add(example, [n for e, n in zip(filed, nodes) if e == example])
         return {n.key: n.completion for n in nodes}
 
@@ -231,6 +232,7 @@ class TreeBackend:
     def close(self) -> None:
         if self.inner is not None:
             self.inner.close()
+        if self.record:
             self.store.unlock()
 
 
@@ -248,6 +250,16 @@ def recording_backend(store: TreeStore, cache: str | None,
         store.unlock()
         raise
     return TreeBackend(store, inner, missing_hint)
+
+
+def reading_through(path: str, inner: Backend) -> TreeBackend:
+    """A TreeBackend serving the requests the store at ``path`` holds and sending the others to ``inner``
+    unrecorded (the store is only read, as another job may be writing it), so that a job asking what a store
+    already answered (an optimisation's agents that read no peer send the round-0 requests of its training
+    questions) does not generate it again. Refused when ``inner`` answers under another cache scope."""
+    store = TreeStore.open(path)
+    _check_scope(store, cache_scope_of(inner), inner)
+    return TreeBackend(store, inner, record=False)
 
 
 def _check_scope(store: TreeStore, scope: str, inner: Backend) -> None:
