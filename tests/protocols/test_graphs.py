@@ -194,3 +194,15 @@ def test_bad_graphs_and_settings_are_refused_in_one_line(optimised, tmp_path, ca
         assert delib(*argv) == 2
         err = capsys.readouterr().err.strip()
         assert needle in err and "\n" not in err, err
+
+
+def test_a_tree_store_that_is_not_there_is_refused_before_the_model_loads(tmp_path, monkeypatch, capsys):
+    batches = sent_requests(monkeypatch)
+    from deliberation.rl import graph_optimize
+
+    made: list[str] = []
+    making = graph_optimize.make_backend
+    monkeypatch.setattr(graph_optimize, "make_backend", lambda name, **kw: made.append(name) or making(name, **kw))
+    assert delib("optimize-graph", "--backend", "scripted", "--limit", "4", "--iterations", "1", "--trees",
+                 str(tmp_path / "absent"), "--out", str(tmp_path / "g")) == 2
+    assert made == [] and batches == [] and "absent" in capsys.readouterr().err

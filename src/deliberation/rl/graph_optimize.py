@@ -36,7 +36,7 @@ from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.protocols.designs import DESIGNS, Graph, initial, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
-from deliberation.trees.store import reading_through
+from deliberation.trees.store import TreeStore, reading_through
 
 BUDGETS = {"gptswarm": 200, "agentprune": 10}
 """Iterations of each reference (see the module docstring)."""
@@ -93,8 +93,9 @@ def optimize(spec: GraphOptimization, out: str) -> Path:
     graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
+    store = None if spec.trees is None else TreeStore.open(spec.trees)  # a wrong path fails before the model loads
     made = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
-    with closing(made if spec.trees is None else reading_through(spec.trees, made)) as backend:
+    with closing(made if store is None else reading_through(store, made)) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench)
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
               "engine": asdict(spec.engine), "steps": spec.steps, "tokens": spent,

@@ -220,9 +220,10 @@ class TreeBackend:
                              f"{self.missing_hint}")
         self.calls += len(requests)
         nodes = [node_of(self.name, self.cache_scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
-        filed = [purpose_of(r, "tree store").example_id for r in requests]  # each node under its question
-        for example in dict.fromkeys(filed) if self.record else ():
-            self.store.add(example, [n for e, n in zip(filed, nodes) if e == example])
+        if self.record:
+            filed = [purpose_of(r, "tree store").example_id for r in requests]  # each node under its question
+            for example in dict.fromkeys(filed):
+                self.store.add(example, [n for e, n in zip(filed, nodes) if e == example])
         return {n.key: n.completion for n in nodes}
 
     def interrupt(self) -> None:
@@ -252,12 +253,11 @@ def recording_backend(store: TreeStore, cache: str | None,
     return TreeBackend(store, inner, missing_hint)
 
 
-def reading_through(path: str, inner: Backend) -> TreeBackend:
-    """A TreeBackend serving the requests the store at ``path`` holds and sending the others to ``inner``
+def reading_through(store: TreeStore, inner: Backend) -> TreeBackend:
+    """A TreeBackend serving the requests ``store`` holds and sending the others to ``inner``
     unrecorded (the store is only read, as another job may be writing it), so that a job asking what a store
     already answered (an optimisation's agents that read no peer send the round-0 requests of its training
     questions) does not generate it again. Refused when ``inner`` answers under another cache scope."""
-    store = TreeStore.open(path)
     _check_scope(store, cache_scope_of(inner), inner)
     return TreeBackend(store, inner, record=False)
 
