@@ -1,4 +1,4 @@
-"""MkDocs hook: the two reference pages are generated at build time from the code, so they cannot drift.
+"""MkDocs hook: pages whose content lives elsewhere are generated at build time, so they cannot drift.
 
 - ``reference/cli.md``: every subcommand's ``--help``, from ``delib``'s own argument parser
   (``deliberation.cli.main.build_parser``; its flags come from the config dataclasses, cli/flags.py). Each
@@ -7,15 +7,22 @@
 - ``reference/api.md``: one mkdocstrings block per name ``deliberation`` exports (``__all__``, each loaded
   lazily from the module ``_LAZY`` names), so a name added to or removed from the package's seam is added to or
   removed from the page, and its text is the object's own docstring.
+- ``methods.md``: the method table (source, departures, offline replay) is the README's, between its
+  ``methods-table`` markers, so the README a newcomer reads first and the site say the same; the README's
+  links point into ``docs/`` and are rewritten to the page's own place.
 
-Each page holds a marker that the rendered reference replaces; every other page is left as written.
+Each page holds a marker that the rendered content replaces; every other page is left as written.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Iterator
+
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+README_TABLE = re.compile(r"<!-- methods-table:start -->\n(.*?)<!-- methods-table:end -->", re.DOTALL)
 
 WIDTH = "100"
 """Columns argparse wraps the help to (it reads $COLUMNS), fixed so the page does not depend on a terminal."""
@@ -64,18 +71,28 @@ def render_api() -> str:
     return "\n".join(parts)
 
 
+def render_methods(readme: str = README) -> str:
+    """The README's method table, its links made relative to ``docs/`` (``docs/x.md`` -> ``x.md``)."""
+    with open(readme, encoding="utf-8") as handle:
+        found = README_TABLE.search(handle.read())
+    if found is None:
+        raise ValueError(f"{readme} lost its methods-table markers; put them back around the method table")
+    return found.group(1).replace("](docs/", "](")
+
+
 PAGES: dict[str, tuple[str, Callable[[], str]]] = {
     "reference/cli.md": ("<!-- cli-reference -->", render_cli),
     "reference/api.md": ("<!-- api-reference -->", render_api),
+    "methods.md": ("<!-- methods-table -->", render_methods),
 }
 """Generated page -> (the marker it holds, what replaces the marker)."""
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    """Put the rendered reference where a generated page's marker is; every other page is left as written."""
+    """Put the rendered content where a generated page's marker is; every other page is left as written."""
     if page.file.src_uri not in PAGES:
         return markdown
     marker, render = PAGES[page.file.src_uri]
     if marker not in markdown:
-        raise ValueError(f"{page.file.src_uri} lost its marker {marker}; put it back where the reference goes")
+        raise ValueError(f"{page.file.src_uri} lost its marker {marker}; put it back where the content goes")
     return markdown.replace(marker, render())

@@ -86,3 +86,24 @@ def test_every_repository_path_the_docs_name_exists():
     missing = [f"{page.relative_to(REPO)}: {path}" for page in pages
                for path in PATH_IN_BACKTICKS.findall(page.read_text()) if not (REPO / path).exists()]
     assert not missing, "paths named in the docs that do not exist: " + "; ".join(missing)
+
+
+def test_the_methods_page_holds_the_readmes_method_table(built_site):
+    """One table, two places: the README's rows are the methods page's (its links rewritten into docs/)."""
+    page = (built_site[1] / "methods" / "index.html").read_text()
+    table = references_hook().render_methods()
+    assert "](docs/" not in table and "<!-- methods-table" not in page
+    for row in table.splitlines()[2:]:
+        name = row.split("|")[1].strip().split("`")[1]
+        assert f"<code>{name}</code>" in page, f"the methods page lacks the README's row for {name}"
+
+
+def test_every_method_has_a_row_in_the_readmes_method_table():
+    """A method `delib run` accepts is named in the table (a family by its glob, `always-*`), with its source."""
+    from deliberation.methods import METHODS
+
+    table = references_hook().render_methods()
+    named = set(re.findall(r"`([a-z0-9*.-]+)`", table))
+    missing = [m for m in METHODS if m not in named and not any(
+        n.endswith("*") and m.startswith(n[:-1]) for n in named)]
+    assert not missing, f"methods without a row in the README's table: {missing}"
