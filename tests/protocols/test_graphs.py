@@ -206,3 +206,33 @@ def test_a_tree_store_that_is_not_there_is_refused_before_the_model_loads(tmp_pa
     assert delib("optimize-graph", "--backend", "scripted", "--limit", "4", "--iterations", "1", "--trees",
                  str(tmp_path / "absent"), "--out", str(tmp_path / "g")) == 2
     assert made == [] and batches == [] and "absent" in capsys.readouterr().err
+
+
+def silenced(source, target):
+    """The graph at ``source`` with every agent -> decision edge below 1/2, written to ``target``."""
+    raw = json.loads(source.read_text())
+    agents = raw["agents"]
+    raw["spatial_logits"] = [-3.0 if dst == agents else x for (_, dst), x in zip(raw["spatial"], raw["spatial_logits"])]
+    target.write_text(json.dumps(raw))
+    return target
+
+
+@pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
+def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(optimised, tmp_path, capsys,
+                                                                               monkeypatch):
+    """GPTSwarm's decision node votes over the agents with an edge into it: with none left, every answer would
+    be empty, so a run refuses the graph before its first question, and an optimisation that ends so warns."""
+    from deliberation.protocols.designs import load_graph
+    from deliberation.rl import graph_optimize
+
+    swarm = silenced(optimised / "gptswarm" / "graph.json", tmp_path / "silent.json")
+    assert load_graph(str(optimised / "gptswarm" / "graph.json"), "gptswarm").answers()
+    assert not load_graph(str(swarm), "gptswarm").answers()
+    assert delib("run", "--method", "gptswarm", "--graph", str(swarm), "--backend", "scripted", "--limit", "2",
+                 "--out", str(tmp_path / "run")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no edge into the decision node" in err and "\n" not in err and not (tmp_path / "run").exists()
+    monkeypatch.setattr(graph_optimize, "optimize", lambda spec, out: swarm)
+    assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "o")) == 0
+    warned = capsys.readouterr().err.strip()
+    assert warned.startswith("delib: warning:") and "no edge into the decision node" in warned

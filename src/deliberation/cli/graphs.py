@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from deliberation.cli import flags
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, backend_options, out_folder,
@@ -87,9 +88,13 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_optimize_graph(args: argparse.Namespace) -> int:
+    from deliberation.protocols.designs import SILENT, load_graph
     from deliberation.rl.graph_optimize import GraphOptimization, optimize
 
     set_data_dir(args)
     spec = GraphOptimization(**workload(args), **flags.values(args, GraphOptimization, only=OWN))
-    print(f"-> {optimize(spec, args.out)}")
+    path = optimize(spec, args.out)
+    print(f"-> {path}")
+    if not load_graph(str(path), spec.method).answers():
+        print(f"delib: warning: {SILENT.format(path=path)}", file=sys.stderr)
     return 0

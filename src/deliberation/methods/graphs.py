@@ -18,7 +18,7 @@ from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, MethodRecord
 from deliberation.methods.calls import Calls, exactly
 from deliberation.policy.shipped import content_hash
-from deliberation.protocols.designs import Graph, load_graph, refuse_trained
+from deliberation.protocols.designs import Graph, load_graph, refuse_silent, refuse_trained
 from deliberation.protocols.swarm import run_graph
 from deliberation.types import Episode, Example
 
@@ -51,7 +51,9 @@ ABOUT = {"gptswarm": "agents on a graph whose edges were learned by REINFORCE, -
 
 def graph_method(kind: str) -> Method:
     def check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
-        refuse_trained(graph_of(kind, cfg), examples, str(cfg.graph))
+        graph = graph_of(kind, cfg)
+        refuse_trained(graph, examples, str(cfg.graph))
+        refuse_silent(graph, str(cfg.graph))
 
     def record(cfg: MethodConfig) -> MethodRecord:
         graph = graph_of(kind, cfg)

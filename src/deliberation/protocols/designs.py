@@ -80,6 +80,13 @@ class Graph:
     def trained_on(self) -> frozenset[str]:
         return frozenset(self.record.get("questions", {}).get("ids", ()))
 
+    def answers(self) -> bool:
+        """Whether the final graph can give an answer: AgentPrune's decision agent always does; GPTSwarm's
+        decision node votes over the agents with an edge into it, and an optimisation can drop them all."""
+        if self.layout.decision != "vote":
+            return True
+        return any(spatial.predecessors(self.agents) for spatial in self.final_graphs()[0])
+
 
 def initial(kind: str, agents: int, rounds: int) -> Graph:
     """The unoptimised graph of design ``kind``: every potential edge at probability 1/2, nothing pruned."""
@@ -120,6 +127,18 @@ def load_graph(path: str, kind: str) -> Graph:
 
 def _tupled(value: Any) -> Any:
     return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
+SILENT = ("{path}'s final graph has no edge into the decision node, so every answer would be empty; optimise "
+          "again with more --iterations or another --seed")
+"""What is wrong with a graph that cannot answer, and the fix (said by the optimisation and refused by a run)."""
+
+
+def refuse_silent(graph: Graph, path: str) -> None:
+    """Refuse to run a graph that cannot answer (the reference would run it and score nothing): hours of
+    questions whose answers are known to be empty in advance."""
+    if not graph.answers():
+        raise DelibError(SILENT.format(path=path))
 
 
 def refuse_trained(graph: Graph, examples: Sequence[Example], path: str) -> None:
