@@ -15,9 +15,9 @@
   script prunes 25% twice, after batches 5 and 10); (2) the final graph is fixed (the reference keeps sampling
   the surviving edges at test time); (3) the Programming Expert's code is not executed: its answer is read from
   its text like every agent's; (4) roles paraphrased, zero-shot (the reference's prompts have few-shot
-  examples); (5) two rounds by default, so that temporal edges matter (the reference's GSM8K default is one);
-  (6) every role reads its predecessors' full solutions (the reference's Math Solver reads only their answers,
-  as a hint "The answer is near to ...").
+  examples); (5) round 0 and ``--rounds`` more (3 rounds at the default 2; experiments/baselines.sh runs 2, so
+  that temporal edges matter; the reference's GSM8K default is one); (6) every role reads its predecessors'
+  full solutions (the reference's Math Solver reads only their answers, as a hint "The answer is near to ...").
 """
 
 from __future__ import annotations

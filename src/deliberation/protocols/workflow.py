@@ -177,5 +177,7 @@ TRANSFERRED: Registry[Workflow] = Registry("transferred workflow", {
 (downloaded by their repository's ``data/download_data.py``) agree with it. AFlow chose them on a validation
 fifth of GSM8K's test split and of 617 MATH test problems (its Section 5.1), so a test question may have been
 among the questions that chose them. GSM8K: five careful solutions, the most consistent one, a program
-computing it; the program's output, else that solution. MATH: a program, its output written up as a boxed
-solution, a detailed solution and two generated ones; the most consistent of those four."""
+computing it; the program's output (after three failed programs its last error, with no code "No code
+generated", as the reference's Programmer returns), that solution only when the output is empty. MATH: a
+program, its output written up as a boxed solution, a detailed solution and two generated ones; the most
+consistent of those four."""
