@@ -8,8 +8,9 @@ OUT/analysis.md: the primary endpoint (the allocator at its registered operating
 self-consistency over ``reference_k`` samples: paired difference with its bootstrap interval, exact McNemar
 p, paired token ratio), the six secondaries with Holm-adjusted p-values, the descriptive curve (every arm's
 accuracy and tokens a question), the tokens the allocator needs to match self-consistency over ``limit``
-samples, the goal check and the reading the registration gave each outcome; and OUT/curve.png (accuracy
-against tokens, and the allocator's paired difference to self-consistency at its own budget).
+samples, the goal check and the reading the registration gave each outcome, and (descriptive) every operating
+point against self-consistency and adaptive-consistency at equal tokens; and OUT/curve.png (accuracy against
+tokens, and those paired differences). It refuses runs in which the arms did not answer the same questions.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from deliberation.cli.common import Parser
-from deliberation.errors import exit_status
+from deliberation.errors import DelibError, exit_status
 from deliberation.report.equal_tokens import budget_k
 from deliberation.report.loading import load_run
 from deliberation.report.paired import POOLED, Outcome, Paired, Question, compare, holm, outcomes
@@ -32,6 +33,9 @@ STORES = {"gsm8k-test": "gsm8k/test", "math-test": "math/test"}
 GOAL_POINTS, GOAL_TOKEN_SHARE = 0.02, 0.6
 """The registered goal: +2 points over self-consistency at equal tokens with the interval above 0, or
 self-consistency over ``limit`` samples matched at no more than 60% of its tokens."""
+SLACK = 1e-9
+"""Differences of whole questions computed in floating point (9/450 can read 0.01999...): the goal's lines are
+crossed or not up to this."""
 Arm = dict[Question, Outcome]
 SERIES = {"self-consistency, k = 1..limit": ("self-consistency-", "o-"), "adaptive-consistency": ("adaptive-", "s--"),
           "ESC": ("esc-", "^--"), "allocator, stop_at grid": ("allocate-0", "D-")}
@@ -59,18 +63,24 @@ def point(outcome: Arm) -> dict[str, float]:
             "tokens": sum(t for _, t in outcome.values()) / len(outcome)}
 
 
-def at_equal_tokens(label: str, row: Arm, sc: dict[int, Arm]) -> Paired:
-    """``row`` against self-consistency at the largest k whose tokens do not exceed its own, per benchmark k,
-    pooled (the first k when even one sample costs more)."""
-    mine, theirs, ks = {}, {}, []
+def at_equal_tokens(label: str, row: Arm, curve: dict[Any, Arm], reference: str = "self-consistency",
+                    knob: str = "k", first: bool = True) -> Paired | None:
+    """``row`` against ``curve`` (knob -> arm) at the largest knob whose tokens do not exceed its own, per
+    benchmark, pooled; when even the smallest knob costs more, self-consistency's first k (``first``, as
+    registered), or None (no arm of the curve at that budget)."""
+    mine, theirs, knobs = {}, {}, []
     for name in STORES.values():
         own = column(row, name)
-        k = budget_k(sum(t for _, t in own.values()) / len(own), {k: column(s, name) for k, s in sc.items()},
-                     set(own)) or min(sc)
+        x = budget_k(sum(t for _, t in own.values()) / len(own), {x: column(a, name) for x, a in curve.items()},
+                     set(own))
+        if x is None and not first:
+            return None
+        x = min(curve) if x is None else x
         mine.update(own)
-        theirs.update(column(sc[k], name))
-        ks.append(k)
-    return compare(label, f"self-consistency at equal tokens (k = {', '.join(map(str, ks))})", POOLED, mine, theirs)
+        theirs.update(column(curve[x], name))
+        knobs.append(x)
+    return compare(label, f"{reference} at equal tokens ({knob} = {', '.join(map(str, knobs))})", POOLED, mine,
+                   theirs)
 
 
 def secondaries(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -87,10 +97,10 @@ def secondaries(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -
 
 
 def matching_limit(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -> dict[str, Any] | None:
-    """The cheapest allocator operating point at least as accurate as self-consistency over ``limit`` samples,
-    paired with it (None: no point of the grid reaches it)."""
+    """The cheapest operating point of the grid at least as accurate as self-consistency over ``limit``
+    samples, paired with it (None: no point of the grid reaches it)."""
     top = sc[reg["limit"]]
-    grid = [f"allocate-{x}" for x in reg["stop_at_grid"]] + ["allocate"]
+    grid = [f"allocate-{x}" for x in reg["stop_at_grid"]]
     reaching = [g for g in grid if point(arms[g])["accuracy"] >= point(top)["accuracy"]]
     if not reaching:
         return None
@@ -108,36 +118,66 @@ def reading(primary: Paired, equal: dict[str, Any]) -> str:
         return "more accurate, but at more tokens, and not better at equal tokens: no claim of better"
     if hi < 0:
         return "worse: the allocator answers fewer questions right than the reference at this budget"
-    ruled = f"; the goal's +{GOAL_POINTS * 100:.0f} points is ruled out at this scale" if hi < GOAL_POINTS else ""
+    ruled = f"; the goal's +{GOAL_POINTS * 100:.0f} points is ruled out at this scale" if hi < GOAL_POINTS - SLACK \
+        else ""
     return f"null: no evidence of a difference (the interval contains 0){ruled}"
+
+
+def complete(arms: dict[str, Arm]) -> None:
+    """One analysis, on every test question (PREREGISTRATION.md): every arm answered the same questions."""
+    every = set().union(*arms.values())
+    absent = sorted(set(STORES.values()) - {q[0] for q in every})
+    if absent:
+        raise DelibError(f"no arm answered a question of {absent[0]}; run experiments/allocation_compare.py on "
+                         "both test stores first")
+    short = {name: len(every - set(a)) for name, a in arms.items() if set(a) != every}
+    if short:
+        name, missing = next(iter(short.items()))
+        raise DelibError(f"{name} lacks {missing} of the {len(every)} test questions the arms answered; rerun "
+                         "experiments/allocation_compare.py once every test store holds its samples")
 
 
 def analyse(runs: Path, reg: dict[str, Any]) -> dict[str, Any]:
     names = {p.name for store in STORES for p in (runs / store).iterdir() if p.is_dir()}
     arms = {name: arm(runs, name) for name in sorted(names)}
+    complete(arms)
     sc = {k: arms[f"self-consistency-{k}"] for k in range(1, reg["limit"] + 1)}
     primary = compare("allocate", f"self-consistency-{reg['reference_k']}", POOLED, arms["allocate"],
                       sc[reg["reference_k"]])
     family = secondaries(arms, sc, reg)
     match = matching_limit(arms, sc, reg)
-    goal = (family[0]["accuracy_diff"] >= GOAL_POINTS and family[0]["accuracy_diff_ci95"][0] > 0) or (
-        match is not None and match["token_ratio"] <= GOAL_TOKEN_SHARE)
+    goal = (family[0]["accuracy_diff"] >= GOAL_POINTS - SLACK and family[0]["accuracy_diff_ci95"][0] > 0) or (
+        match is not None and match["token_ratio"] <= GOAL_TOKEN_SHARE + SLACK)
     grid = {f"allocate-{x}": asdict(at_equal_tokens(f"allocate-{x}", arms[f"allocate-{x}"], sc))
             for x in reg["stop_at_grid"]}
     return {"primary": asdict(primary), "reading": reading(primary, family[0]), "secondaries": family,
             "match_limit": match, "goal_met": goal, "points": {name: point(o) for name, o in arms.items()},
-            "equal_tokens_grid": grid}
+            "equal_tokens_grid": grid, "equal_tokens_adaptive": against_adaptive(arms, reg)}
+
+
+def against_adaptive(arms: dict[str, Arm], reg: dict[str, Any]) -> dict[str, Any]:
+    """Descriptive: each operating point of the allocator (the primary and the grid) against adaptive-consistency
+    at the largest threshold of its grid whose tokens do not exceed the point's own (absent where none does)."""
+    curve = {t: arms[f"adaptive-{t}"] for t in reg["adaptive_thresholds"]}
+    found = {}
+    for name in ["allocate", *(f"allocate-{x}" for x in reg["stop_at_grid"])]:
+        paired = at_equal_tokens(name, arms[name], curve, "adaptive-consistency", "threshold", first=False)
+        if paired is not None:
+            found[name] = asdict(paired)
+    return found
 
 
 def pct(x: float) -> str:
     return f"{100 * x:+.1f}"
 
 
-def row(d: dict[str, Any], p_key: str = "mcnemar_p") -> str:
+def row(d: dict[str, Any]) -> str:
+    """A paired comparison as a table row; Holm's p only for the family's rows ("-" elsewhere)."""
     lo, hi = d["accuracy_diff_ci95"]
     r_lo, r_hi = d["token_ratio_ci95"]
+    holm = f"{d['holm_p']:.3g}" if "holm_p" in d else "-"
     return (f"| {d['label']} | {d['reference']} | {d['column']} | {d['n']} | {pct(d['accuracy_diff'])} "
-            f"[{pct(lo)}, {pct(hi)}] | {d['mcnemar_p']:.3g} | {d.get(p_key, d['mcnemar_p']):.3g} | "
+            f"[{pct(lo)}, {pct(hi)}] | {d['mcnemar_p']:.3g} | {holm} | "
             f"{d['token_ratio']:.2f} [{r_lo:.2f}, {r_hi:.2f}] |")
 
 
@@ -147,12 +187,15 @@ def markdown(result: dict[str, Any]) -> str:
     lines = ["# Allocation experiment: the registered analysis", "", f"**Reading (registered):** "
              f"{result['reading']}. **Goal met:** {'yes' if result['goal_met'] else 'no'}.", "", "## Primary", "",
              *head, row(result["primary"]), "", "## Secondaries (Holm over the six)", "", *head,
-             *(row(s, "holm_p") for s in result["secondaries"]), "", "## Matching self-consistency over all samples",
+             *(row(s) for s in result["secondaries"]), "", "## Matching self-consistency over all samples",
              ""]
     match = result["match_limit"]
     lines += ["No operating point of the grid is as accurate." if match is None else
               f"Cheapest operating point at least as accurate: {match['arm']}, token ratio {match['token_ratio']:.2f} "
               f"[{match['token_ratio_ci95'][0]:.2f}, {match['token_ratio_ci95'][1]:.2f}]."]
+    lines += ["", "## The allocator's operating points at equal tokens (descriptive)", "", *head,
+              *(row(d) for d in result["equal_tokens_grid"].values()),
+              *(row(d) for d in result["equal_tokens_adaptive"].values())]
     lines += ["", "## Every arm (pooled)", "", "| arm | n | accuracy | tokens a question |",
               "| --- | ---: | ---: | ---: |"]
     lines += [f"| {n} | {p['n']} | {100 * p['accuracy']:.1f}% | {p['tokens']:,.0f} |"
@@ -162,7 +205,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 def figure(result: dict[str, Any], path: Path) -> None:
     """Accuracy against tokens (self-consistency's curve, the sampling baselines, the allocator's grid) and the
-    allocator's paired difference to self-consistency at its own budget, with 95% intervals."""
+    allocator's paired difference to self-consistency and to adaptive-consistency at its own budget, with 95%
+    intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -177,15 +221,17 @@ def figure(result: dict[str, Any], path: Path) -> None:
         left.plot(p["tokens"], 100 * p["accuracy"], marker, markersize=12, label=name)
     left.set(xlabel="tokens a question", ylabel="accuracy %", title="pooled test questions")
     left.legend(fontsize=8)
-    grid = result["equal_tokens_grid"]
-    xs = [result["points"][n]["tokens"] for n in grid]
-    ys = [100 * g["accuracy_diff"] for g in grid.values()]
-    err = [[y - 100 * g["accuracy_diff_ci95"][0] for y, g in zip(ys, grid.values())],
-           [100 * g["accuracy_diff_ci95"][1] - y for y, g in zip(ys, grid.values())]]
-    right.errorbar(xs, ys, yerr=err, fmt="D", capsize=3)
+    for key, label, shift, style in (("equal_tokens_grid", "self-consistency", 0.99, "D"),
+                                     ("equal_tokens_adaptive", "adaptive-consistency", 1.01, "s")):
+        grid = result[key]
+        xs = [shift * result["points"][n]["tokens"] for n in grid]  # side by side where both exist
+        ys = [100 * g["accuracy_diff"] for g in grid.values()]
+        err = [[y - 100 * g["accuracy_diff_ci95"][0] for y, g in zip(ys, grid.values())],
+               [100 * g["accuracy_diff_ci95"][1] - y for y, g in zip(ys, grid.values())]]
+        right.errorbar(xs, ys, yerr=err, fmt=style, capsize=3, label=f"minus {label}")
     right.axhline(0, color="grey", linewidth=0.8)
-    right.set(xlabel="tokens a question", ylabel="difference, points",
-              title="allocator minus self-consistency at equal tokens")
+    right.legend(fontsize=8)
+    right.set(xlabel="tokens a question", ylabel="difference, points", title="allocator at equal tokens")
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

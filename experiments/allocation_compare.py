@@ -9,18 +9,21 @@ Arms per test store: self-consistency and both CISC votes at k = 1..limit; adapt
 threshold and ESC at every window of the registered grids; the allocator at its registered operating point
 and at every point of the grid; its three-move twin; the best fixed rule of the paired experiment at one
 round. Runs go to OUT/runs/<store>/<arm>, the report to OUT/report. Replays are offline: a store that lacks a
-node (not yet extended) stops it with one line naming the node.
+node (not yet extended) stops it with one line naming the node. The checkpoints are the registered files (a
+relative path is from the repository root), refused unless their sha256 is the registered one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from deliberation.cli.common import Parser
-from deliberation.errors import exit_status
+from deliberation.errors import DelibError, exit_status
+from deliberation.policy.shipped import sha256_hex
 from deliberation.report.loading import sampling_label
 from deliberation.report.write import write_report
 from deliberation.runs.replay import Replay, evaluate
@@ -29,9 +32,22 @@ REPO = Path(__file__).resolve().parents[1]
 STORES = ("gsm8k-test", "math-test")
 
 
+def checkpoints(reg: dict[str, Any]) -> dict[str, str]:
+    """The registered checkpoints' paths, each verified against its registered sha256 (relative to the working
+    folder, so that runs record no machine's absolute path)."""
+    found = {}
+    for name, path in reg["checkpoints"].items():
+        file = Path(path) if Path(path).is_absolute() else REPO / path
+        if not file.is_file() or sha256_hex(file) != reg["sha256"][name]:
+            raise DelibError(f"{file} is not the registered {name} checkpoint (sha256 {reg['sha256'][name][:12]}...);"
+                             " restore it from the registration commit")
+        found[name] = os.path.relpath(file)
+    return found
+
+
 def arms(reg: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every arm's replay settings by its folder name, from the registration ``reg``."""
-    limit, ckpt = reg["limit"], reg["checkpoints"]
+    limit, ckpt = reg["limit"], checkpoints(reg)
     found: dict[str, dict[str, Any]] = {}
     for k in range(1, limit + 1):
         found[f"self-consistency-{k}"] = {"methods": ("self-consistency",), "agents": k}
@@ -52,8 +68,9 @@ def arms(reg: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def compare(stores: Path, registration: Path, out: Path) -> list[Path]:
     reg = json.loads(registration.read_text())
+    every = arms(reg)
     for store in STORES:
-        for name, settings in arms(reg).items():
+        for name, settings in every.items():
             evaluate(Replay(trees=str(stores / store), offline=True, **settings), str(out / "runs" / store / name),
                      progress=False)
     return write_report([out / "runs"], out / "report", reference=sampling_label(reg["reference_k"]))

@@ -19,9 +19,13 @@ STORES = {"math-train": ("math", "train"), "gsm8k-train": ("gsm8k", "train"), "g
           "math-test": ("math", "test")}
 
 
-def script(name: str, *argv: str) -> None:
+def script(name: str, *argv: str, fails: str = "") -> None:
+    """Run an experiment script; it succeeds, or (``fails``) exits non-zero with that one line on stderr."""
     done = subprocess.run([sys.executable, str(REPO / "experiments" / name), *argv], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    if not fails:
+        assert done.returncode == 0, done.stderr[-2000:]
+    else:
+        assert done.returncode != 0 and fails in done.stderr and done.stderr.count("\n") == 1, done.stderr[-2000:]
 
 
 @pytest.mark.slow
@@ -40,6 +44,11 @@ def test_prepare_then_compare(tmp_path):
     commitments = (tmp_path / "prep" / "commitments.md").read_text()
     assert all(sha in commitments for sha in registered["sha256"].values())
     assert commitments.count("| step=") == 4 and f"ESC window {registered['matched']['esc_window']}" in commitments
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps({**registered, "sha256": {**registered["sha256"], "primary": "0" * 64}}))
+    script("allocation_compare.py", "--stores", str(tmp_path), "--registration", str(tampered), "--out",
+           str(tmp_path / "nothing"), fails="is not the registered primary checkpoint")
+    assert not (tmp_path / "nothing").exists()
     script("allocation_compare.py", "--stores", str(tmp_path), "--registration", str(tmp_path / "prep" /
            "registered.json"), "--out", str(tmp_path / "cmp"))
     runs = sorted(p.name for p in (tmp_path / "cmp" / "runs" / "gsm8k-test").iterdir())
@@ -58,3 +67,13 @@ def test_prepare_then_compare(tmp_path):
                                                   "not better at equal tokens"}
     assert analysis["points"]["self-consistency-6"]["n"] == 6 and "## Secondaries" in \
         (tmp_path / "cmp" / "analysis.md").read_text()
+    adaptive = analysis["equal_tokens_adaptive"]
+    assert adaptive and set(adaptive) <= {"allocate", *(f"allocate-{x}" for x in registered["stop_at_grid"])}
+    assert all(d["reference"].startswith("adaptive-consistency at equal tokens (threshold = ") and d["n"] == 6
+               for d in adaptive.values())
+    assert analysis["match_limit"] is None or analysis["match_limit"]["arm"] != "allocate"  # the grid's points
+    episodes = tmp_path / "cmp" / "runs" / "math-test" / "esc-2" / "episodes.jsonl"
+    episodes.write_text("".join(episodes.read_text().splitlines(keepends=True)[:-1]))
+    script("allocation_analysis.py", "--runs", str(tmp_path / "cmp" / "runs"), "--registration",
+           str(tmp_path / "prep" / "registered.json"), "--out", str(tmp_path / "partial"),
+           fails="esc-2 lacks 1 of the 6 test questions")
