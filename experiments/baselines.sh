@@ -20,7 +20,8 @@
 # stores hold, the best fixed rule at one round, as the paired experiment tuned it on training trees:
 # docs/results/paired/best_rule.json), and `delib report` pairs every method with the best rule and
 # with self-consistency at its own token budget (report.md, paired.json, the figures);
-# experiments/baselines_tables.py adds the optimisation tokens (optimisation.md). The build of the stores must
+# experiments/baselines_tables.py adds the optimisation tokens (optimisation.md) and every baseline over all 150
+# questions, AFlow's two workflows as one method (pooled.md). The build of the stores must
 # not run beside this (one writer per store, and two llama.cpp jobs slow each other down). Every step is
 # resumable: rerunning continues where it stopped.
 #

@@ -62,3 +62,12 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
                       "gptswarm-math": None, "agentprune-math": None}
     assert spent["graph_runs"] == 1 * 4 and pruned["record"]["tokens"]["graph_runs"] == 10 * 4  # its reference's 10
     assert f"| {spent['prompt_tokens'] + spent['completion_tokens']:,} |" in table
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in (out / "pooled.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| method")}
+    assert set(rows) == {"php", "gptswarm", "agentprune", "aflow (transferred)"}  # AFlow: one row, both workflows
+    assert all(line.split(" | ")[1] == "5" for line in rows.values())  # n: 3 GSM8K + 2 MATH questions each
+    episodes = out / "runs" / "math-test" / "php" / "episodes.jsonl"
+    episodes.write_text("".join(episodes.read_text().splitlines(keepends=True)[:-1]))
+    done = subprocess.run([sys.executable, str(REPO / "experiments" / "baselines_tables.py"), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "php and agreement-resample answered different questions" in done.stderr

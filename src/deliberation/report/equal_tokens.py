@@ -67,15 +67,24 @@ def equal_token_table(results: Sequence[RunResult], sampling: Sampling) -> list[
     benchmark and pooled."""
     rows, settings = [], {r.label: setting(r) for r in results}
     for label, row in sorted(outcomes([r for r in results if r.method != "self-consistency"]).items()):
-        pairs = [_at_budget(label, row, column, runs) for (column, made), runs in sorted(sampling.items())
-                 if made == settings[label]]
-        pairs = [p for p in pairs if p is not None]
-        rows += [paired for paired, _, _ in pairs]
-        if len(pairs) > 1:
-            mine = {q: o for _, matched, _ in pairs for q, o in matched.items()}
-            theirs = {q: o for _, _, matched in pairs for q, o in matched.items()}
-            budget = tuple(k for p, _, _ in pairs for k in p.budget or ())
-            rows.append(replace(compare(label, EQUAL_TOKENS, POOLED, mine, theirs), budget=budget))
+        rows += at_equal_tokens(label, row, {column: runs for (column, made), runs in sampling.items()
+                                             if made == settings[label]})
+    return rows
+
+
+def at_equal_tokens(label: str, row: dict[Question, Outcome], runs: dict[str, dict[int, dict[Question, Outcome]]]
+                    ) -> list[Paired]:
+    """``row`` against self-consistency at its own budget on each benchmark column of ``runs`` (column -> k ->
+    outcomes) where some k fits, then pooled over those columns (each keeping its own k) when more than one
+    does."""
+    pairs = [_at_budget(label, row, column, by_k) for column, by_k in sorted(runs.items())]
+    pairs = [p for p in pairs if p is not None]
+    rows = [paired for paired, _, _ in pairs]
+    if len(pairs) > 1:
+        mine = {q: o for _, matched, _ in pairs for q, o in matched.items()}
+        theirs = {q: o for _, _, matched in pairs for q, o in matched.items()}
+        budget = tuple(k for p, _, _ in pairs for k in p.budget or ())
+        rows.append(replace(compare(label, EQUAL_TOKENS, POOLED, mine, theirs), budget=budget))
     return rows
 
 
