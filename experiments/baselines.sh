@@ -2,7 +2,9 @@
 # The paper's other baselines at qwen2.5-coder-1.5b (docs/results/baselines/): PHP, GPTSwarm, AgentPrune and
 # AFlow's transferred workflows on the first block of the tree stores (GSM8K test rows 0-99, MATH-500 rows
 # 0-49), with the stores' settings (3 agents where a method has agents, temperature 0.7, seed 0, max_tokens
-# 1024, 3 questions in flight with their requests batched), so that self-consistency at every k and the best fixed rule are paired with them question by question.
+# 1024, 3 questions in flight with their requests batched), so that self-consistency at every k and the best
+# fixed rule are paired with them question by question. Run from the repository root with the project's venv on
+# PATH (its `python` and `delib`) and DELIB_DATA_DIR set where the benchmarks are not installed.
 #
 #   experiments/baselines.sh [ITERATIONS]
 #
@@ -17,7 +19,7 @@
 # no peer asks exactly those), read only: the same graph at fewer generated tokens. AFlow's search is not run here
 # (an optimiser model is needed): aflow-gsm8k and aflow-math are the workflows its paper found, transferred.
 # Then the references are replayed offline from the same stores and questions (self-consistency at every k the
-# stores hold, the best fixed rule at one round, as the paired experiment tuned it on training trees:
+# stores hold, the best fixed rule as the paired experiment tuned it on training trees (one round):
 # docs/results/paired/best_rule.json), and `delib report` pairs every method with the best rule and
 # with self-consistency at its own token budget (report.md, paired.json, the figures);
 # experiments/baselines_tables.py adds the optimisation tokens (optimisation.md) and every baseline over all 150
@@ -38,8 +40,11 @@ STORES=${STORES:-data/trees/$M}
 OUT=${OUT:-docs/results/baselines}
 read -r N_GSM8K N_MATH <<< "${QUESTIONS:-100 50}"
 TRAIN_LIMIT=${TRAIN_LIMIT:-100}
-rule=$(python -c "import sys, pathlib; from deliberation.runs.tune_rules import read_best_rule as r
-print(r(pathlib.Path(sys.argv[1])).method)" "$(dirname "$0")/../docs/results/paired/best_rule.json")
+# the best rule as tuned: its method, its rounds and (a confidence rule) its threshold
+read -r -a best <<< "$(python -c "import sys, pathlib; from deliberation.runs.tune_rules import read_best_rule as r
+b = r(pathlib.Path(sys.argv[1])); t = [] if b.threshold is None else ['--confidence-threshold', str(b.threshold)]
+print(' '.join([b.method, '--rounds', str(b.rounds), *t]))" "$(dirname "$0")/../docs/results/paired/best_rule.json")"
+rule=${best[0]}
 read -r -a model <<< "${ENGINE_ARGS:---model $M --backend-opt n_threads=2}"
 engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
 engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}" --concurrency 3)
@@ -63,7 +68,7 @@ for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
       --out "$runs/$method"
   done
   delib evaluate "${replay[@]}" --method "aflow-$bench" --out "$runs/aflow-$bench"  # found on this benchmark
-  delib evaluate "${replay[@]}" --offline --method "$rule" --rounds 1 --out "$runs/$rule"
+  delib evaluate "${replay[@]}" --offline --method "${best[@]}" --out "$runs/$rule"
   held=$(python -c "import json, sys; print(json.load(open(sys.argv[1]))['samples'])" "$STORES/$store/manifest.json")
   for k in $(seq 1 "${SAMPLES:-$held}"); do
     delib evaluate "${replay[@]}" --offline --method self-consistency --agents "$k" --out "$runs/self-consistency-$k"
