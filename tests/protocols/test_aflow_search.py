@@ -147,9 +147,11 @@ def test_the_search_stops_when_its_top_scores_stop_moving(tmp_path, optimizer):
 
 
 @pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
-def test_the_cli_with_an_optimiser_that_writes_no_workflow_keeps_the_blank_one(tmp_path):
+def test_the_cli_with_an_optimiser_that_writes_no_workflow_keeps_the_blank_one(tmp_path, capsys):
     assert main(["aflow-search", "--backend", "scripted", "--optimizer-backend", "scripted", "--limit", "4",
                  "--search-rounds", "3", "--validation-runs", "1", "--out", str(tmp_path)]) == 0
+    bar = capsys.readouterr().err.split("\r")[-1]  # the progress bar's last state: every round, the best score
+    assert bar.startswith("aflow: 100%") and "3/3" in bar and "best=" in bar
     found = json.loads((tmp_path / "workflow.json").read_text())
     assert found["record"]["best_round"] == 1 and len(found["record"]["rounds"]) == 1
     assert found["workflow"]["steps"][0]["instruction"] == ""

@@ -132,7 +132,7 @@ def sent_requests(monkeypatch) -> list[int]:
 
 
 @pytest.mark.needs_split("gsm8k/train")
-def test_a_tree_store_serves_the_requests_it_holds_and_is_not_written(optimised, tmp_path, monkeypatch):
+def test_a_tree_store_serves_the_requests_it_holds_and_is_not_written(optimised, tmp_path, monkeypatch, capsys):
     """Agents that read no peer ask the round-0 requests a store of the training questions answered: served
     from it, they are not generated again, the graph learned is the same, and the store is left as it was."""
     store = tmp_path / "gsm8k-train"
@@ -140,8 +140,11 @@ def test_a_tree_store_serves_the_requests_it_holds_and_is_not_written(optimised,
                  "mpdf", "--out", str(store), "--quiet") == 0
     built = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     batches = sent_requests(monkeypatch)
+    capsys.readouterr()
     assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--limit", "8", "--iterations",
-                 "3", "--rounds", "1", "--cache", "none", "--trees", str(store), "--out", str(tmp_path / "g")) == 0
+                 "3", "--rounds", "1", "--cache", "none", "--trees", str(store), "--out", str(tmp_path / "g"),
+                 "--quiet") == 0
+    assert capsys.readouterr().err == ""  # --quiet: no progress bar
     served = json.loads((tmp_path / "g" / "graph.json").read_text())
     alone = json.loads((optimised / "gptswarm" / "graph.json").read_text())
     assert served["spatial_logits"] == alone["spatial_logits"]
@@ -151,13 +154,16 @@ def test_a_tree_store_serves_the_requests_it_holds_and_is_not_written(optimised,
 
 
 @pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
-def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised):
+def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised, capsys):
     first = (optimised / "agentprune" / "graph.json").read_text()
     assert (optimised / "agentprune" / "responses.sqlite").is_file()
     assert delib("optimize-graph", "--method", "agentprune", "--backend", "scripted", "--limit", "8",
                  "--iterations", "3", "--rounds", "1", "--out", str(optimised / "agentprune")) == 0
     assert (optimised / "agentprune" / "graph.json").read_text() == first
     graph = json.loads(first)
+    bar = capsys.readouterr().err.split("\r")[-1]  # the progress bar's last state: every step, every graph run
+    assert bar.startswith("agentprune: 100%") and "3/3" in bar
+    assert f"/12, generated={graph['record']['tokens']['completion_tokens']}]" in bar
     assert sum(graph["spatial_mask"]) == 6 - 2 and sum(graph["temporal_mask"]) == 9 - 2  # 25% pruned once
     assert graph["record"]["tokens"]["graph_runs"] == 12 and len(graph["record"]["questions"]["ids"]) == 8
 
@@ -232,7 +238,7 @@ def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(opti
                  "--out", str(tmp_path / "run")) == 2
     err = capsys.readouterr().err.strip()
     assert "no edge into the decision node" in err and "\n" not in err and not (tmp_path / "run").exists()
-    monkeypatch.setattr(graph_optimize, "optimize", lambda spec, out: swarm)
+    monkeypatch.setattr(graph_optimize, "optimize", lambda spec, out, progress: swarm)
     assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "o")) == 0
     warned = capsys.readouterr().err.strip()
     assert warned.startswith("delib: warning:") and "no edge into the decision node" in warned

@@ -251,6 +251,11 @@ def selection(args: argparse.Namespace):
     return Selection(ids=args.ids, **flags.values(args, Selection, skip=("ids",)))
 
 
+def add_quiet_arg(p: argparse.ArgumentParser) -> None:
+    """``--quiet``: every long-running command shows progress bars on stderr unless asked not to."""
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
 def add_ray_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=positive, default=1, help="Ray workers (default 1: no Ray)")
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1; "

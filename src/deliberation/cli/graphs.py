@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from deliberation.cli import flags
-from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, backend_options, out_folder,
-                                     set_data_dir, workload)
+from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_quiet_arg, backend_options,
+                                     out_folder, set_data_dir, workload)
 
 EPILOG = """examples:
   delib optimize-graph --method gptswarm --split train --limit 200 --iterations 25 --out runs/swarm
@@ -56,6 +56,7 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
     flags.add_flags(p, AFlowSearch, only=SEARCH_OWN)
     add_backend_args(p, "SQLite response cache of both models (default: <out>/responses.sqlite; 'none' disables)")
     add_engine_args(p)
+    add_quiet_arg(p)
     p.set_defaults(func=cmd_aflow_search, split="train", saves_as_it_goes=True)  # its calls are in the cache
 
 
@@ -67,7 +68,7 @@ def cmd_aflow_search(args: argparse.Namespace) -> int:
                                    model=args.optimizer_model, base_url=args.optimizer_base_url)
     spec = AFlowSearch(**workload(args), optimizer_backend=args.optimizer_backend,
                        optimizer_options=backend_options(optimizer), **flags.values(args, AFlowSearch, only=SEARCH_OWN))
-    print(f"-> {search(spec, args.out)}")
+    print(f"-> {search(spec, args.out, progress=not args.quiet)}")
     return 0
 
 
@@ -84,6 +85,7 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
     flags.add_flags(p, GraphOptimization, only=OWN)
     add_backend_args(p, "SQLite response cache (default: <out>/responses.sqlite; 'none' disables)")
     add_engine_args(p)
+    add_quiet_arg(p)
     p.set_defaults(func=cmd_optimize_graph, split="train", saves_as_it_goes=True)  # its calls are in the cache
 
 
@@ -93,7 +95,7 @@ def cmd_optimize_graph(args: argparse.Namespace) -> int:
 
     set_data_dir(args)
     spec = GraphOptimization(**workload(args), **flags.values(args, GraphOptimization, only=OWN))
-    path = optimize(spec, args.out)
+    path = optimize(spec, args.out, progress=not args.quiet)
     print(f"-> {path}")
     if not load_graph(str(path), spec.method).answers():
         print(f"delib: warning: {SILENT.format(path=path)}", file=sys.stderr)

@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 from deliberation.cli import flags
-from deliberation.cli.common import DATA_DIR_HELP, command_line, out_folder, set_data_dir
+from deliberation.cli.common import DATA_DIR_HELP, add_quiet_arg, command_line, out_folder, set_data_dir
 
 EPILOG = """examples:
   delib tune-rules --trees trees/gsm8k-train,trees/math-train --out runs/tuning   # -> runs/tuning/best_rule.json
@@ -31,7 +31,7 @@ def _common(p: argparse.ArgumentParser, cls: type) -> None:
     p.add_argument("--out", required=True, type=out_folder,
                    help="folder of the run directories (one per store and row)")
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet_arg(p)
     flags.add_flags(p, cls, only=("rounds", "offline", "questions", "ids"))
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from deliberation.cli import flags
 from deliberation.errors import DelibError
-from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_ray_args, add_team_arg,
-                                     cache_path, engine_config, note_pinned, out_folder, positive, registry_names,
-                                     run_backend, set_data_dir, workload)
+from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_quiet_arg, add_ray_args,
+                                     add_team_arg, cache_path, engine_config, note_pinned, out_folder, positive,
+                                     registry_names, run_backend, set_data_dir, workload)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +42,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     add_data_args(p)
     p.add_argument("--out", required=True, type=out_folder, help="run directory")
     add_method_options(p)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet_arg(p)
     add_backend_args(p)
     add_engine_args(p)
     add_team_arg(p)
@@ -85,7 +85,7 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--answer-tokens", type=positive, metavar="N",
                    help="--plan: tokens one answer call generates, on every benchmark (default: per benchmark, the "
                    "mean of committed runs, runs/plan.ANSWER_TOKENS)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet_arg(p)
     add_ray_args(p)
     p.set_defaults(func=cmd_experiment, saves_as_it_goes=True)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deliberation.cli import flags
-from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, add_selection_args, cache_path,
-                                     out_folder, positive, registry_names, selection, set_data_dir, workload)
+from deliberation.cli.common import (CACHE_HELP, add_backend_args, add_engine_args, add_quiet_arg, add_selection_args,
+                                     cache_path, out_folder, positive, registry_names, selection, set_data_dir,
+                                     workload)
 
 if TYPE_CHECKING:
     from deliberation.config import Selection
@@ -45,7 +46,7 @@ def _collection_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP) -
     p.add_argument("--split", default="train", help="split (default train; test is refused without --allow-test)")
     p.add_argument("--limit", type=positive, help="first N questions only")
     flags.add_flags(p, CollectSpec, only=COLLECT_OPTIONS)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet_arg(p)
     add_backend_args(p, cache_help)
     add_engine_args(p)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from deliberation.cli import flags
-from deliberation.cli.common import (DATA_DIR_HELP, add_backend_args, add_data_args, add_engine_args, cache_path,
-                                     command_line, out_folder, registry_names, set_data_dir, workload)
+from deliberation.cli.common import (DATA_DIR_HELP, add_backend_args, add_data_args, add_engine_args, add_quiet_arg,
+                                     cache_path, command_line, out_folder, registry_names, set_data_dir, workload)
 
 TREE_EPILOG = """examples:
   delib tree --benchmark gsm8k --limit 100 --samples 9 --concurrency 3 --out trees/gsm8k   # resumable
@@ -32,7 +32,7 @@ def _tree_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=TREE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_args(p)
     p.add_argument("--out", required=True, type=out_folder, help="tree store directory")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet_arg(p)
     flags.add_flags(p, TreeSpec, only=("samples", "methods"))
     add_backend_args(p)
     add_engine_args(p)
@@ -54,7 +54,7 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=out_folder,
                    help="run directory (several methods: one per method inside it)")
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet_arg(p)
     flags.add_flags(p, Replay, skip=("trees", "methods", "command"))
     p.set_defaults(func=cmd_evaluate, saves_as_it_goes=True)
 

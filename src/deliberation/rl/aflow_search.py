@@ -117,8 +117,8 @@ def select(rounds: Sequence[Round], spec: AFlowSearch, rng: np.random.Generator)
     return found[int(rng.choice(len(found), p=probs / probs.sum()))]
 
 
-def search(spec: AFlowSearch, out: str) -> Path:
-    """Search (see the module docstring); returns the path of workflow.json."""
+def search(spec: AFlowSearch, out: str, progress: bool = True) -> Path:
+    """Search (see the module docstring) behind a bar of its rounds; returns the path of workflow.json."""
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     folder = Path(out)
@@ -129,7 +129,7 @@ def search(spec: AFlowSearch, out: str) -> Path:
         executor = stack.enter_context(closing(make_backend(spec.backend, cache=cache, **spec.backend_options)))
         optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=cache,
                                                              **spec.optimizer_options)))
-        rounds = _search(spec, examples, bench, executor, optimizer, tokens)
+        rounds = _search(spec, examples, bench, executor, optimizer, tokens, progress)
     best = max(rounds, key=lambda r: (r.mean, -r.number))
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
               "engine": asdict(spec.engine), "best_round": best.number, "tokens": tokens,
@@ -142,26 +142,47 @@ def search(spec: AFlowSearch, out: str) -> Path:
 
 
 def _search(spec: AFlowSearch, examples: list[Example], bench: Any, executor: Any, optimizer: Any,
-            tokens: dict[str, list[int]]) -> list[Round]:
+            tokens: dict[str, list[int]], progress: bool = False) -> list[Round]:
+    """Every round, behind a bar showing the best validation score so far (it stops short of the last
+    round when the top scores stand still for ``patience`` rounds)."""
+    from tqdm import tqdm
+
     rng = np.random.default_rng(spec.engine.seed)
     rounds = [Round(1, None, parse(BLANK), "", [])]
-    _evaluate(rounds[0], spec, examples, bench, executor, tokens)
-    tops, experience = [_top(rounds, spec)], {1: []}
-    for number in range(2, spec.search_rounds + 1):
-        parent = select(rounds, spec, rng)
-        drafted = _expand(parent, experience[parent.number], spec, examples, optimizer, tokens, number)
-        if drafted is None:
-            continue
-        child = Round(number, parent.number, drafted[1], drafted[0], [])
-        _evaluate(child, spec, examples, bench, executor, tokens)
-        rounds.append(child)
-        experience[number] = []
-        experience[parent.number].append({"modification": child.modification, "score": child.mean,
-                                          "succeeded": child.mean > parent.mean})
-        tops.append(_top(rounds, spec))
-        if len(tops) > spec.patience and len(set(tops[-spec.patience - 1:])) == 1:
-            break
+    experience: dict[int, list[dict]] = {1: []}
+    with tqdm(total=spec.search_rounds, disable=not progress, unit="round", desc="aflow",
+              dynamic_ncols=True) as bar:
+        _evaluate(rounds[0], spec, examples, bench, executor, tokens)
+        tops = [_top(rounds, spec)]
+        bar.set_postfix(best=f"{rounds[0].mean:.3f}")
+        bar.update()
+        for number in range(2, spec.search_rounds + 1):
+            grown = _grow(rounds, experience, number, spec, examples, bench, executor, optimizer, tokens, rng)
+            if grown:
+                tops.append(_top(rounds, spec))
+                bar.set_postfix(best=f"{max(r.mean for r in rounds):.3f}")
+            bar.update()
+            if grown and len(tops) > spec.patience and len(set(tops[-spec.patience - 1:])) == 1:
+                break
     return rounds
+
+
+def _grow(rounds: list[Round], experience: dict[int, list[dict]], number: int, spec: AFlowSearch,
+          examples: list[Example], bench: Any, executor: Any, optimizer: Any, tokens: dict[str, list[int]],
+          rng: np.random.Generator) -> bool:
+    """Round ``number``: select a parent, have the optimiser modify it and score the child (appended to
+    ``rounds``, its outcome to the parent's experience); False when the optimiser wrote no workflow."""
+    parent = select(rounds, spec, rng)
+    drafted = _expand(parent, experience[parent.number], spec, examples, optimizer, tokens, number)
+    if drafted is None:
+        return False
+    child = Round(number, parent.number, drafted[1], drafted[0], [])
+    _evaluate(child, spec, examples, bench, executor, tokens)
+    rounds.append(child)
+    experience[number] = []
+    experience[parent.number].append({"modification": child.modification, "score": child.mean,
+                                      "succeeded": child.mean > parent.mean})
+    return True
 
 
 def _top(rounds: Sequence[Round], spec: AFlowSearch) -> float:

@@ -86,8 +86,8 @@ DELTA = 0.1
 """AgentPrune's delta, the distance to the topology its penalty tolerates (its code's default)."""
 
 
-def optimize(spec: GraphOptimization, out: str) -> Path:
-    """Optimise (see the module docstring); returns the path of graph.json."""
+def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Path:
+    """Optimise (see the module docstring) behind a bar of its steps; returns the path of graph.json."""
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
@@ -96,7 +96,7 @@ def optimize(spec: GraphOptimization, out: str) -> Path:
     store = None if spec.trees is None else TreeStore.open(spec.trees)  # a wrong path fails before the model loads
     made = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
     with closing(made if store is None else reading_through(store, made)) as backend:
-        trained, spent = _train(spec, graph, examples, backend, bench)
+        trained, spent = _train(spec, graph, examples, backend, bench, progress)
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
               "engine": asdict(spec.engine), "steps": spec.steps, "tokens": spent,
               "questions": {"benchmark": spec.benchmark, "split": spec.split,
@@ -119,9 +119,12 @@ def _order(examples: list, spec: GraphOptimization) -> list:
     return [examples[i] for i in np.resize(perm, max(len(examples), spec.steps * spec.batch))]
 
 
-def _train(spec: GraphOptimization, graph: Graph, examples: list, backend: Any,
-           bench: Any) -> tuple[Graph, dict[str, int]]:
+def _train(spec: GraphOptimization, graph: Graph, examples: list, backend: Any, bench: Any,
+           progress: bool = False) -> tuple[Graph, dict[str, int]]:
+    """Every step, behind a bar that shows how many sampled graphs answered right so far and the tokens
+    generated (the response cache's replays included: what the optimisation cost)."""
     import torch  # here, not at import: the CLI builds its flags from this module
+    from tqdm import tqdm
 
     spatial = torch.zeros(len(graph.spatial), requires_grad=True)
     temporal = torch.zeros(len(graph.temporal), requires_grad=True)
@@ -129,19 +132,31 @@ def _train(spec: GraphOptimization, graph: Graph, examples: list, backend: Any,
     rng = np.random.default_rng(spec.engine.seed)
     order = _order(examples, spec)
     spent = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "graph_runs": 0}
-    for step in range(spec.steps):
-        batch = order[step * spec.batch:(step + 1) * spec.batch]
-        drawn = [(example, *_draw(graph, spatial, temporal, rng)) for example in batch]
-        episodes = in_order(partial(_play, spec, bench, graph), drawn, backend, spec.concurrency)
-        terms = []
-        for (_, s, t), episode in zip(drawn, episodes):
-            terms.append(-float(episode.correct) * (sum(x.logp for x in s) + sum(x.logp for x in t[1:])))
-            _count(spent, episode)
-        loss = torch.stack(terms).mean() + _penalty(spec, graph, spatial, temporal)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    right = 0
+    with tqdm(total=spec.steps, disable=not progress, unit="step", desc=spec.method, dynamic_ncols=True) as bar:
+        for step in range(spec.steps):
+            drawn = [(example, *_draw(graph, spatial, temporal, rng))
+                     for example in order[step * spec.batch:(step + 1) * spec.batch]]
+            episodes = in_order(partial(_play, spec, bench, graph), drawn, backend, spec.concurrency)
+            loss = _loss(drawn, episodes) + _penalty(spec, graph, spatial, temporal)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            for episode in episodes:
+                _count(spent, episode)
+                right += bool(episode.correct)
+            bar.set_postfix({"right": f"{right}/{spent['graph_runs']}", "generated": spent["completion_tokens"]})
+            bar.update()
     return _finish(spec, graph, spatial.detach().tolist(), temporal.detach().tolist()), spent
+
+
+def _loss(drawn: list[tuple], episodes: list) -> Any:
+    """REINFORCE without a baseline: -mean(u * log p(graph)), u = 1 for a right answer; round 0's temporal
+    edges read no earlier round and are not charged."""
+    import torch
+
+    return torch.stack([-float(episode.correct) * (sum(x.logp for x in s) + sum(x.logp for x in t[1:]))
+                        for (_, s, t), episode in zip(drawn, episodes)]).mean()
 
 
 def _draw(graph: Graph, spatial: Any, temporal: Any, rng: np.random.Generator) -> tuple[list, list]:
