@@ -93,6 +93,11 @@ def arms(results: list[RunResult], rule: str) -> tuple[dict[str, dict], dict[str
     return dict(found), {name: c / n for name, (c, n) in calls.items()}
 
 
+def means(answers: dict[str, tuple[bool, int]]) -> tuple[float, float]:
+    """(accuracy, tokens a question) of one row's question -> (correct, tokens)."""
+    return (sum(c for c, _ in answers.values()) / len(answers), sum(t for _, t in answers.values()) / len(answers))
+
+
 def paired_cells(p: Paired) -> str:
     lo, hi = p.accuracy_diff_ci95
     return f"{100 * p.accuracy_diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {p.mcnemar_p:.3g}"
@@ -113,8 +118,7 @@ def pooled_rows(found: dict[str, dict], calls: dict[str, float], sampling: dict[
                              f"{len(questions)} questions (a benchmark where one sample costs more than it spends, "
                              "or a self-consistency run that lacks questions); replay every k on every question")
         p = equal[0]
-        accuracy = sum(c for c, _ in found[name].values()) / len(questions)
-        tokens = sum(t for _, t in found[name].values()) / len(questions)
+        accuracy, tokens = means(found[name])
         rows.append(f"| {name} | {len(questions)} | {100 * accuracy:.1f}% | {tokens:,.0f} | {calls[name]:.2f} | "
                     f"{paired_cells(vs_rule)} | {paired_cells(p)} | k = {'/'.join(map(str, p.budget or ()))} | "
                     f"{p.token_ratio:.2f} |\n")
@@ -129,6 +133,7 @@ def pooled(out: Path) -> str:
     if rule not in found:
         raise SystemExit(f"error: no run of the best rule {rule} under {out / 'runs'}; run experiments/baselines.sh")
     sampling = {column: by_k for (column, _), by_k in sampling_runs(results).items()}
+    accuracy, tokens = means(found[rule])
     return ("# The baselines over every test question, pooled\n\nBoth benchmarks' test questions together (AFlow: "
             "its GSM8K workflow on GSM8K, its MATH workflow on MATH). Differences in points, with paired bootstrap "
             "95% intervals and exact McNemar p. Self-consistency at equal tokens takes, on each benchmark, the most "
@@ -140,9 +145,8 @@ def pooled(out: Path) -> str:
             "[95% CI] | McNemar p | minus self-consistency at equal tokens [95% CI] | McNemar p | its k | "
             "token ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n"
             + "".join(pooled_rows(found, calls, sampling, rule))
-            + f"\nThe best rule alone: {100 * sum(c for c, _ in found[rule].values()) / len(found[rule]):.1f}% "
-              f"at {sum(t for _, t in found[rule].values()) / len(found[rule]):,.0f} tokens and "
-              f"{calls[rule]:.2f} calls a question (n = {len(found[rule])}).\n")
+            + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens and {calls[rule]:.2f} calls a "
+              f"question (n = {len(found[rule])}).\n")
 
 
 def main(argv: list[str]) -> int:

@@ -66,8 +66,21 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
             if line.startswith("| ") and not line.startswith("| method")}
     assert set(rows) == {"php", "gptswarm", "agentprune", "aflow (transferred)"}  # AFlow: one row, both workflows
     assert all(line.split(" | ")[1] == "5" for line in rows.values())  # n: 3 GSM8K + 2 MATH questions each
+    php, rule = pooled_means(out, "php"), pooled_means(out, "agreement-resample")
+    assert rows["php"].split(" | ")[2:4] == list(php)
+    assert f"The best rule alone: {rule[0]} at {rule[1]} tokens" in (out / "pooled.md").read_text()
     episodes = out / "runs" / "math-test" / "php" / "episodes.jsonl"
     episodes.write_text("".join(episodes.read_text().splitlines(keepends=True)[:-1]))
     done = subprocess.run([sys.executable, str(REPO / "experiments" / "baselines_tables.py"), "--out", str(out)],
                           capture_output=True, text=True)
     assert done.returncode != 0 and "php and agreement-resample answered different questions" in done.stderr
+
+
+def pooled_means(out: Path, method: str) -> tuple[str, str]:
+    """(accuracy, tokens a question) of ``method`` over both benchmarks' runs, as pooled.md prints them."""
+    runs = [json.loads((out / "runs" / store / method / "summary.json").read_text())
+            for store in ("gsm8k-test", "math-test")]
+    n = sum(r["n"] for r in runs)
+    right = sum(round(r["accuracy"] * r["n"]) for r in runs)
+    tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in runs)
+    return f"{100 * right / n:.1f}%", f"{tokens / n:,.0f}"
