@@ -8,12 +8,28 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import shutil
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from deliberation.errors import BadText, DelibError, parse_json, utf8, write_error
+from deliberation.errors import BadText, DelibError, make_folder, parse_json, utf8, write_error
 from deliberation.types import json_type, strict_json
+
+
+@contextlib.contextmanager
+def setting_up(folder: Path) -> Iterator[Path]:
+    """``folder`` made for a job that keeps its state there (a response cache), around the job's setup: when
+    the setup fails (a backend refused before any call), the folder goes again if this made it, so a refused
+    command leaves nothing behind. Only the setup belongs inside: a job that fails later keeps what it wrote."""
+    made = not folder.exists()
+    make_folder(folder)
+    try:
+        yield folder
+    except BaseException:
+        if made:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

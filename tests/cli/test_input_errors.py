@@ -86,6 +86,8 @@ FOLDER_COMMANDS = {
     "tune-rules": ["tune-rules", "--trees", "t", "--offline", "--quiet"],
     "compare": ["compare", "--trees", "t", "--policy", "default", "--rule", "r.json", "--offline", "--quiet"],
     "report": ["report", "afolder"],
+    "optimize-graph": ["optimize-graph", "--method", "gptswarm", *SCRIPTED],
+    "aflow-search": ["aflow-search", "--optimizer-backend", "scripted", *SCRIPTED],
 }
 BAD_FOLDERS = {"": "--out is empty", "  ": "--out is empty", "afile": "--out afile is a file",
                "afile/below": "--out afile/below lies below afile, which is a file"}
@@ -95,6 +97,19 @@ BAD_FOLDERS = {"": "--out is empty", "  ": "--out is empty", "afile": "--out afi
 @pytest.mark.parametrize("command", FOLDER_COMMANDS)
 def test_an_out_folder_that_cannot_be_one_is_refused_by_every_command(refused, command, out):
     assert BAD_FOLDERS[out] in refused(*FOLDER_COMMANDS[command], "--out", out)
+
+
+@pytest.mark.needs_split("gsm8k/test", "gsm8k/train")  # the questions load before the backend is made
+@pytest.mark.parametrize("command", [["run", "--method", "cot", "--backend", "openai"], ["tree", "--backend", "openai"],
+                                     ["collect", "--backend", "openai"],
+                                     ["iterate", "--backend", "openai", "--iterations", "1"],
+                                     ["optimize-graph", "--backend", "openai"],
+                                     ["aflow-search", "--backend", "openai", "--optimizer-backend", "scripted"],
+                                     ["aflow-search", "--backend", "scripted", "--optimizer-backend", "openai"]])
+def test_a_backend_that_cannot_be_made_leaves_no_folder(refused, command):
+    """A job that keeps its response cache in its folder makes the folder before its backends: when one of
+    them is refused, the folder goes again."""
+    assert "needs --model and --base-url" in refused(*command, "--limit", "1", "--quiet", "--out", "new")
 
 
 @pytest.mark.parametrize("out, message", [("", "--out is empty"), ("afolder", "--out afolder is a folder; name a "

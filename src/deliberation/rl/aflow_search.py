@@ -40,7 +40,7 @@ from deliberation.config import EngineConfig, Workload
 from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
-from deliberation.files import write_json_atomic
+from deliberation.files import setting_up, write_json_atomic
 from deliberation.rl.graph_optimize import job_cache
 from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, parse, workflow_episode
 from deliberation.types import Episode, Example, GenerationRequest, Message, Purpose, RequestKind
@@ -122,13 +122,13 @@ def search(spec: AFlowSearch, out: str, progress: bool = True) -> Path:
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
     cache = job_cache(spec.cache, folder)
     tokens = {"executor": [0, 0], "optimizer": [0, 0]}
     with ExitStack() as stack:
-        executor = stack.enter_context(closing(make_backend(spec.backend, cache=cache, **spec.backend_options)))
-        optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=cache,
-                                                             **spec.optimizer_options)))
+        with setting_up(folder):
+            executor = stack.enter_context(closing(make_backend(spec.backend, cache=cache, **spec.backend_options)))
+            optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=cache,
+                                                                 **spec.optimizer_options)))
         rounds = _search(spec, examples, bench, executor, optimizer, tokens, progress)
     best = max(rounds, key=lambda r: (r.mean, -r.number))
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},

@@ -33,6 +33,7 @@ from deliberation.config import Workload
 from deliberation.engine.loop import make_context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.files import setting_up
 from deliberation.protocols.designs import DESIGNS, Graph, initial, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
@@ -91,11 +92,12 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Path:
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
     store = None if spec.trees is None else TreeStore.open(spec.trees)  # a wrong path fails before the model loads
-    made = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
-    with closing(made if store is None else reading_through(store, made)) as backend:
+    folder = Path(out)
+    with setting_up(folder):
+        inner = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
+        made = inner if store is None else reading_through(store, inner)
+    with closing(made) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench, progress)
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
               "engine": asdict(spec.engine), "steps": spec.steps, "tokens": spent,
