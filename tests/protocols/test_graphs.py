@@ -170,12 +170,16 @@ def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised, capsys):
 
 @pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
 @pytest.mark.parametrize("kind", ["gptswarm", "agentprune"])
-def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, tmp_path, capsys, kind):
+def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, tmp_path, capsys, caplog, kind):
     graph = str(optimised / kind / "graph.json")
-    assert delib("run", "--method", kind, "--graph", graph, "--backend", "scripted", "--limit", "4",
-                 "--out", str(tmp_path / "test")) == 0
+    with caplog.at_level("WARNING", logger="deliberation"):
+        assert delib("run", "--method", kind, "--graph", graph, "--backend", "scripted", "--limit", "4",
+                     "--rounds", "3", "--out", str(tmp_path / "test")) == 0
     config = json.loads((tmp_path / "test" / "config.json").read_text())
     assert config["graph_used"].startswith(graph) and config["graph_rounds"] == (1 if kind == "gptswarm" else 2)
+    assert [r.getMessage() for r in caplog.records] == [  # its own rounds, whatever --rounds says, and why
+        f"delib: note: method {kind} runs with rounds = 0; --rounds 3 does not apply (the graph runs the rounds it "
+        "was optimised with; `delib optimize-graph --rounds N` optimises one with others)"]
     assert delib("run", "--method", kind, "--graph", graph, "--backend", "scripted", "--split", "train", "--limit",
                  "4", "--out", str(tmp_path / "train")) == 2
     assert "was optimised on" in capsys.readouterr().err and not (tmp_path / "train").exists()

@@ -152,8 +152,9 @@ def note_pinned(args: argparse.Namespace, method: str, engine: EngineConfig) -> 
     for name in PINNABLE:
         given = _given_as(args, name)
         if given and getattr(pinned, name) != getattr(engine, name):
+            hint = methods.get(method).pinned_hints.get(name)
             LOG.warning("delib: note: method %s runs with %s = %s; %s does not apply%s", method, name,
-                        getattr(pinned, name), given, _pinned_hint(method, given))
+                        getattr(pinned, name), given, f" ({hint})" if hint else "")
 
 
 def _given_as(args: argparse.Namespace, name: str) -> str:
@@ -162,13 +163,6 @@ def _given_as(args: argparse.Namespace, name: str) -> str:
         return f"--{name} {getattr(args, name)}"
     team = getattr(args, "team", None)
     return f"--team ({len(team)} models)" if name == "agents" and team else ""
-
-
-def _pinned_hint(method: str, given: str) -> str:
-    """The nearest thing that does what was asked, where there is one."""
-    if method == "cot" and given.startswith(("--agents", "--team")):
-        return " (several samples: --method self-consistency --agents N)"
-    return ""
 
 
 def add_team_arg(p: argparse.ArgumentParser) -> None:

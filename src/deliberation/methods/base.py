@@ -89,6 +89,9 @@ class Method:
     calls: Callable[[MethodConfig], Calls] | None = None
     """The LLM calls a question costs under ``cfg`` (methods/calls.py); None: the round loop's
     (``calls.loop_calls``). A method with an episode of its own gives its own."""
+    pinned_hints: dict[str, str] = field(default_factory=dict)
+    """Where ``engine`` pins a flag (agents, rounds), what does what a user giving it asked for: the note
+    ``delib run`` prints about the flag ends with it."""
 
     def __post_init__(self) -> None:
         undeclared = sorted(self.options - set(OPTION_NAMES))

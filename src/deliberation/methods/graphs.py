@@ -62,7 +62,9 @@ def graph_method(kind: str) -> Method:
     return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
                   check=check, record=record, about=ABOUT[kind], tree_requests=False,
-                  calls=lambda cfg: graph_calls(kind, cfg))
+                  calls=lambda cfg: graph_calls(kind, cfg),
+                  pinned_hints={"rounds": "the graph runs the rounds it was optimised with; `delib optimize-graph "
+                                "--rounds N` optimises one with others"})
 
 
 GPTSWARM = graph_method("gptswarm")
