@@ -106,3 +106,13 @@ def test_every_train_config_field_but_algo_and_seed_is_a_train_flag():
     assert wanted <= dests and "train_seed" in dests
     args = parser.parse_args(["train", "--rollouts", "r", "--out", "o", "--kl-coef", "0.2", "--clip-eps", "none"])
     assert flags.values(args, TrainConfig, skip=("algo", "seed")) == {"kl_coef": 0.2, "clip_eps": None}
+
+
+def test_the_optimisations_take_training_questions_and_their_help_says_so():
+    parser = build_parser()
+    for command in ("optimize-graph", "aflow-search", "run"):
+        sub = parser._subparsers._group_actions[0].choices[command]
+        split = next(a for a in sub._actions if a.dest == "split")
+        assert (split.default, split.help) == (("test", "split (default test)") if command == "run" else
+                                               ("train", "split (default train)"))
+        assert command == "run" or sub.parse_args(["--out", "x"]).split == "train"

@@ -200,9 +200,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog.split()[0]}: error: {message}; see `{self.prog} --help`\n")
 
 
-def add_data_args(p: argparse.ArgumentParser) -> None:
+def add_data_args(p: argparse.ArgumentParser, split: str = "test") -> None:
     """--benchmark (a registered name or a JSONL file), --answer-type, --split and the question selection
-    (--ids, --offset, --subset, --subset-seed) with --limit: shared by run and tree."""
+    (--ids, --offset, --subset, --subset-seed) with --limit: shared by run, tree and the optimisations (whose
+    questions are training ones: ``split`` is their default)."""
     from deliberation.benchmarks.own import ANSWER_TYPES
 
     _, bench_names, _ = registry_names()
@@ -210,7 +211,7 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
                    "questions with --answer-type (default gsm8k)")
     p.add_argument("--answer-type", choices=list(ANSWER_TYPES), help="how a --benchmark FILE is scored and its "
                    "answers agree (docs/guides/running.md, 'Your own questions')")
-    p.add_argument("--split", default="test", help="split (default test)")
+    p.add_argument("--split", default=split, help=f"split (default {split})")
     p.add_argument("--limit", type=positive, help="first N questions only (of the selection)")
     add_selection_args(p)
 

@@ -45,7 +45,7 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
                        "workflow picked by AFlow's soft mixed probability, and the child is scored on the training "
                        "questions; the best workflow is written. The executor is --backend, the optimiser its own "
                        "backend.", epilog=SEARCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_data_args(p)
+    add_data_args(p, split="train")
     p.add_argument("--out", required=True, type=out_folder, help="folder for workflow.json")
     p.add_argument("--optimizer-backend", default="openai", choices=sorted(BACKENDS),
                    help="the optimiser model's backend (default openai: any OpenAI-compatible server)")
@@ -57,7 +57,7 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
     add_backend_args(p, "SQLite response cache of both models (default: <out>/responses.sqlite; 'none' disables)")
     add_engine_args(p)
     add_quiet_arg(p)
-    p.set_defaults(func=cmd_aflow_search, split="train", saves_as_it_goes=True)  # its calls are in the cache
+    p.set_defaults(func=cmd_aflow_search, saves_as_it_goes=True)  # its calls are in the cache
 
 
 def cmd_aflow_search(args: argparse.Namespace) -> int:
@@ -79,14 +79,15 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
                        description="Samples a graph per training question, runs it, and moves the edge "
                        "probabilities by REINFORCE towards the graphs that answered right (AgentPrune: with its "
                        "low-rank penalty, then one-shot pruning). --agents is the team; agentprune runs round 0 "
-                       "and --rounds more.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_data_args(p)
+                       "and --rounds more, a GPTSwarm graph one round (--rounds does not apply).", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_args(p, split="train")
     p.add_argument("--out", required=True, type=out_folder, help="folder for graph.json")
     flags.add_flags(p, GraphOptimization, only=OWN)
     add_backend_args(p, "SQLite response cache (default: <out>/responses.sqlite; 'none' disables)")
     add_engine_args(p)
     add_quiet_arg(p)
-    p.set_defaults(func=cmd_optimize_graph, split="train", saves_as_it_goes=True)  # its calls are in the cache
+    p.set_defaults(func=cmd_optimize_graph, saves_as_it_goes=True)  # its calls are in the cache
 
 
 def cmd_optimize_graph(args: argparse.Namespace) -> int:

@@ -45,6 +45,10 @@ def graph_episode(ctx: Context, rng: np.random.Generator) -> Episode:
     return run_graph(ctx, ctx.spec.protocol.layout, spatial, temporal, time.perf_counter())
 
 
+ROUNDS = {"gptswarm": "a GPTSwarm graph runs one round",
+          "agentprune": "the graph runs the rounds it was optimised with; `delib optimize-graph --method agentprune "
+                        "--rounds N` optimises one with others"}
+"""What runs instead of --rounds: the note ``delib run`` prints when it is given."""
 ABOUT = {"gptswarm": "agents on a graph whose edges were learned by REINFORCE, --graph (Zhuge et al. 2024)",
          "agentprune": "role agents on a learned, pruned spatial-temporal graph, --graph (Zhang et al. 2025)"}
 
@@ -62,9 +66,7 @@ def graph_method(kind: str) -> Method:
     return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
                   check=check, record=record, about=ABOUT[kind], tree_requests=False,
-                  calls=lambda cfg: graph_calls(kind, cfg),
-                  pinned_hints={"rounds": "the graph runs the rounds it was optimised with; `delib optimize-graph "
-                                "--rounds N` optimises one with others"})
+                  calls=lambda cfg: graph_calls(kind, cfg), pinned_hints={"rounds": ROUNDS[kind]})
 
 
 GPTSWARM = graph_method("gptswarm")
