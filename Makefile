@@ -78,12 +78,14 @@ demo: setup-demo
 docs: setup-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-# The paired experiment's tree stores (data/trees/COMMANDS.md): every step resumable, so `make trees` after an
+# The committed tree stores (data/trees/COMMANDS.md): the paired experiment's build (6 round-0 samples), then
+# their extension to 12 (the allocation experiment). Every step resumable, so `make trees` after an
 # interruption, or on a new machine (it sets up .venv and the 1.5B model first), continues where it stopped.
 # GSM8K train comes from a data folder; without one, from the Hugging Face hub, online, with the `hub` extra
 # (`pip install -e '.[hub]'`, not pinned here: the error names it).
 trees: setup-demo
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(WITH_DATA) data/trees/build-1.5b.sh
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(WITH_DATA) data/trees/extend-12.sh
 
 llama-native: | $(VENV)/bin/python
 	CMAKE_ARGS="$(NATIVE_ARGS)" $(LLAMA_REBUILD)

@@ -87,6 +87,21 @@ def test_resuming_with_fewer_samples_and_methods_narrows_the_manifest(tmp_path):
     assert len(TreeStore.open(out).manifest.resumes) == 1
 
 
+def test_a_smaller_recipe_rerun_over_built_questions_keeps_what_they_hold(tmp_path):
+    """A store extended to 6 samples, then the command that first built it (4 samples) run again: it builds
+    no question, so the manifest still promises 6; a later question built with 4 narrows it."""
+    out = tmp_path / "s"
+    build(out, "--samples", "4")
+    build(out, "--samples", "6")
+    before = TreeStore.open(out).nodes
+    build(out, "--samples", "4")
+    store = TreeStore.open(out)
+    assert store.manifest.samples == 6 and store.nodes == before and len(store.manifest.resumes) == 1
+    assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS + 1), "--samples", "4",
+                 "--out", str(out)) == 0
+    assert TreeStore.open(out).manifest.samples == 4
+
+
 def test_a_resumed_build_completes_built_questions_an_older_recipe_left_short(stores, tmp_path, monkeypatch):
     """The first 1.5B questions were built before the extra round-0 samples had critic calls: resuming with
     today's recipe adds exactly those nodes (nothing else is generated) and the store then equals a fresh

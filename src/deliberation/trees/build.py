@@ -196,7 +196,7 @@ def _store(out: str, spec: TreeSpec, inner: Backend, examples: list[Example],
     store = TreeStore.create(out, wanted)
     try:
         done = frozenset(store.built - lacking(store, examples, spec, updates))
-        yield Ledger(done, lambda ex, _: store.mark_built(ex.id), lambda: len(store.built),
+        yield Ledger(done, lambda ex, _: store.mark_built(ex.id, wanted), lambda: len(store.built),
                      TreeBackend(store, inner))
         held = [e for e in split_examples(store, spec.data_dir) if e.id in store.built]
         if not lacking(store, held, spec, updates):  # built questions outside --limit may still lack some

@@ -53,7 +53,8 @@ class TreeManifest:
     prompt_version: int | None
     agents: int
     samples: int
-    """Round-0 samples every built question holds (a build resumed with fewer narrows it)."""
+    """Round-0 samples every built question holds (a resumed build that adds a question with fewer narrows
+    it)."""
     methods: tuple[str, ...] | None = None
     """The methods whose round-1 nodes every built question holds; None: ``BEFORE_METHODS`` (stores from
     before ``--methods``, which recorded every method registered then)."""
@@ -90,13 +91,19 @@ class TreeManifest:
         write_json_atomic(folder / MANIFEST, self.to_dict())
 
     def resumed(self, wanted: "TreeManifest") -> "TreeManifest":
-        """This store's manifest once a build with ``wanted`` resumes it: fewer round-0 samples or methods
-        narrow what it promises to what every built question holds; a command it has not recorded is added."""
+        """This store's manifest once a build with ``wanted`` resumes it: a command it has not recorded is
+        added."""
+        known = (self.command, *self.resumes)
+        return replace(self, resumes=self.resumes + ((wanted.command,) if wanted.command and wanted.command not in
+                                                     known else ()))
+
+    def narrowed(self, wanted: "TreeManifest") -> "TreeManifest":
+        """This store's manifest once a build with ``wanted`` adds a question: fewer round-0 samples or methods
+        narrow what it promises to what every built question holds. Only a new question narrows it: a build
+        asking for less that finds every question built (a rerun of an older, smaller recipe) takes nothing."""
         ours = self.recorded
         methods = None if ours is None else tuple(m for m in ours if wanted.methods is None or m in wanted.methods)
-        known = (self.command, *self.resumes)
-        resumes = self.resumes + ((wanted.command,) if wanted.command and wanted.command not in known else ())
-        return replace(self, samples=min(self.samples, wanted.samples), methods=methods, resumes=resumes)
+        return replace(self, samples=min(self.samples, wanted.samples), methods=methods)
 
     def completed(self, wanted: "TreeManifest") -> "TreeManifest":
         """This store's manifest once every built question holds what a build with ``wanted`` records: more

@@ -141,20 +141,19 @@ class TreeStore:
             self._writer = None
 
     def resume(self, wanted: TreeManifest) -> None:
-        """A build resuming with ``wanted``: the manifest promises only what every built question holds, and
-        records the command if it is another (``TreeManifest.resumed``)."""
-        updated = self.manifest.resumed(wanted)
-        if updated != self.manifest:
-            self.manifest = updated
-            updated.write(self.path)
+        """A build resuming with ``wanted``: the manifest records the command if it is another
+        (``TreeManifest.resumed``)."""
+        self._update(self.manifest.resumed(wanted))
 
     def complete(self, wanted: TreeManifest) -> None:
         """Every built question now holds what a build with ``wanted`` records: the manifest promises it
         (``TreeManifest.completed``)."""
-        updated = self.manifest.completed(wanted)
-        if updated != self.manifest:
-            self.manifest = updated
-            updated.write(self.path)
+        self._update(self.manifest.completed(wanted))
+
+    def _update(self, manifest: TreeManifest) -> None:
+        if manifest != self.manifest:
+            self.manifest = manifest
+            manifest.write(self.path)
 
     def add(self, example_id: str, nodes: Sequence[Node]) -> None:
         """Record ``nodes`` of ``example_id`` durably (one gzip member), skipping keys already held."""
@@ -166,9 +165,13 @@ class TreeStore:
             for node in new:
                 self.nodes[node.key] = node
 
-    def mark_built(self, example_id: str) -> None:
-        """Note that ``example_id``'s round 0 and round 1 are complete (a resumed build skips it)."""
+    def mark_built(self, example_id: str, wanted: TreeManifest) -> None:
+        """Note that ``example_id``'s round 0 and round 1 are complete (a resumed build skips it). A question
+        built for the first time by a build with ``wanted`` first narrows the manifest to what it holds
+        (``TreeManifest.narrowed``), so that the manifest never promises more than a built question holds."""
         with self._lock:
+            if example_id not in self.built:
+                self._update(self.manifest.narrowed(wanted))
             append_gzip_line(self.path / TREES, {"example_id": example_id, "built": True, "nodes": []})
             self.built.add(example_id)
 
