@@ -9,14 +9,15 @@
 #   experiments/baselines.sh [ITERATIONS]
 #
 # Each method is replayed through its test store without --offline: the requests the store holds (the base
-# answer of PHP, a graph's agents without predecessors) are served from it, the others generated with the
+# answer of PHP, GPTSwarm's agents without predecessors) are served from it, the others generated with the
 # store's backend and recorded in it (appended, never changed), so a rerun replays offline. The graphs are
 # optimised on training questions of each benchmark (the first 100 of its train split: the stores' training
 # questions and, for MATH, 50 more), steps of 4 questions: AgentPrune its reference's 10, GPTSwarm ITERATIONS
 # (default 15, where its paper runs 200, the default of `delib optimize-graph` for machines with a GPU server;
 # 15 fit a 2-core machine in about an hour), and their tokens are recorded in graph.json. The training stores
-# (STORES/gsm8k-train, math-train), where they exist, serve the round-0 requests they hold (an agent that reads
-# no peer asks exactly those), read only: the same graph at fewer generated tokens. AFlow's search is not run here
+# (STORES/gsm8k-train, math-train), where they exist, serve GPTSwarm the round-0 requests they hold (its agents
+# that read no peer ask exactly those), read only: the same graph at fewer generated tokens (AgentPrune's agents
+# speak in roles, so a store holds none of their requests and none is passed). AFlow's search is not run here
 # (an optimiser model is needed): aflow-gsm8k and aflow-math are the workflows its paper found, transferred.
 # Then the references are replayed offline from the same stores and questions (self-consistency at every k the
 # stores hold, the best fixed rule as the paired experiment tuned it on training trees (one round):
@@ -50,11 +51,11 @@ engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
 engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}" --concurrency 3)
 for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
   IFS=: read -r bench store n <<< "$triple"
-  trees=()
-  [ -d "$STORES/$bench-train" ] && trees=(--trees "$STORES/$bench-train")
   for method in gptswarm agentprune; do
     rounds=$([ "$method" = agentprune ] && echo 1 || echo 0)  # AgentPrune: round 0 and one more
     steps=$([ "$method" = agentprune ] && echo 0 || echo "$ITERATIONS")  # 0: the reference's budget
+    trees=()
+    [ "$method" = gptswarm ] && [ -d "$STORES/$bench-train" ] && trees=(--trees "$STORES/$bench-train")
     [ -f "$OUT/graphs/$method-$bench/graph.json" ] || delib optimize-graph --method "$method" --benchmark "$bench" \
       --split train --limit "$TRAIN_LIMIT" --iterations "$steps" --rounds "$rounds" \
       "${engine[@]}" ${trees[@]+"${trees[@]}"} --out "$OUT/graphs/$method-$bench"

@@ -63,8 +63,9 @@ class GraphOptimization(Workload):
     allow_test: bool = False
     """Optimising on a test split learns the questions it is then measured on: opt-in only."""
     trees: str | None = None
-    """A tree store of the same model and settings whose recorded answers serve the requests it holds (an agent
-    that reads no peer asks the round-0 request of its question), read only; the rest is generated."""
+    """A tree store of the same model and settings whose recorded answers serve the requests it holds (a
+    GPTSwarm agent that reads no peer asks the round-0 request of its question; AgentPrune's agents speak in
+    roles, so a store holds none of theirs), read only; the rest is generated."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
