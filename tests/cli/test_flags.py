@@ -116,3 +116,11 @@ def test_the_optimisations_take_training_questions_and_their_help_says_so():
         assert (split.default, split.help) == (("test", "split (default test)") if command == "run" else
                                                ("train", "split (default train)"))
         assert command == "run" or sub.parse_args(["--out", "x"]).split == "train"
+
+
+def test_no_flag_states_its_default_and_then_none():
+    """A docstring that says its default ("Default: every registered method.") gets no "(default: none)"."""
+    for command, sub in build_parser()._subparsers._group_actions[0].choices.items():
+        for action in sub._actions:
+            said = (action.help or "").lower()
+            assert not (said.endswith("(default: none)") and "default:" in said[:-15]), (command, action.help)

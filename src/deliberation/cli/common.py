@@ -121,12 +121,13 @@ PINNABLE = ("agents", "rounds")
 can tell a value given from the default, which ``engine_config`` fills in."""
 
 
-def add_engine_args(p: argparse.ArgumentParser) -> None:
-    """Every EngineConfig field as a flag (--agents, --rounds, ..., --no-early-stop, --verbal-confidence)."""
+def add_engine_args(p: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
+    """Every EngineConfig field as a flag (--agents, --rounds, ..., --no-early-stop, --verbal-confidence), or
+    ``only`` those a command reads (the others keep their defaults: a flag it would ignore is not offered)."""
     from deliberation.config import EngineConfig
 
-    flags.add_flags(p, EngineConfig)
-    p.set_defaults(**dict.fromkeys(PINNABLE))
+    flags.add_flags(p, EngineConfig, only=only)
+    p.set_defaults(**dict.fromkeys(n for n in PINNABLE if only is None or n in only))
 
 
 def engine_config(args: argparse.Namespace):

@@ -159,7 +159,8 @@ def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: st
 def _help(doc: str, default: Any) -> str:
     """A field's docstring, with its default appended unless the docstring says it (a generated "default:
     none" would contradict "(default: the shipped checkpoint)")."""
-    return doc if "(default" in doc or "default:" in doc else f"{doc} ({_default_text(default)})"
+    said = doc.lower()
+    return doc if "(default" in said or "default:" in said else f"{doc} ({_default_text(default)})"
 
 
 def _metavar(tp: Any) -> str:

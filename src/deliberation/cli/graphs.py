@@ -29,6 +29,9 @@ SEARCH_EPILOG = """examples:
 workflow.json holds the best workflow, every round (parent, modification, scores), the settings, the
 validation question ids (aflow refuses to answer them) and the tokens of executor and optimiser."""
 SEARCH_OWN = ("search_rounds", "validation_runs", "top_k", "patience", "alpha", "mix", "allow_test")
+SAMPLING = ("temperature", "max_tokens", "seed")
+"""The engine settings a workflow's and a graph's calls read (a graph also its team and rounds): no other
+engine flag is offered, since none would change what they do."""
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -55,7 +58,7 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
                    help="an optimiser backend option, repeatable")
     flags.add_flags(p, AFlowSearch, only=SEARCH_OWN)
     add_backend_args(p, "SQLite response cache of both models (default: <out>/responses.sqlite; 'none' disables)")
-    add_engine_args(p)
+    add_engine_args(p, only=SAMPLING)
     add_quiet_arg(p)
     p.set_defaults(func=cmd_aflow_search, saves_as_it_goes=True)  # its calls are in the cache
 
@@ -85,7 +88,7 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=out_folder, help="folder for graph.json")
     flags.add_flags(p, GraphOptimization, only=OWN)
     add_backend_args(p, "SQLite response cache (default: <out>/responses.sqlite; 'none' disables)")
-    add_engine_args(p)
+    add_engine_args(p, only=("agents", "rounds", *SAMPLING))
     add_quiet_arg(p)
     p.set_defaults(func=cmd_optimize_graph, saves_as_it_goes=True)  # its calls are in the cache
 
