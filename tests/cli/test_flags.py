@@ -124,3 +124,21 @@ def test_no_flag_states_its_default_and_then_none():
         for action in sub._actions:
             said = (action.help or "").lower()
             assert not (said.endswith("(default: none)") and "default:" in said[:-15]), (command, action.help)
+
+
+def test_a_sampling_rule_that_cannot_stop_before_its_cap_is_noted(caplog):
+    """At the default 3 agents adaptive-consistency (4 alike at the earliest, at 0.95) and early-stopping
+    self-consistency (a first window of 5) draw every sample: self-consistency, said in a note; with room to
+    stop, nothing is said."""
+    asked = ["ask", "What is 2 + 2?", "--backend", "scripted"]
+    with caplog.at_level("WARNING", logger="deliberation"):
+        for extra in (["--method", "adaptive-consistency"], ["--method", "early-stopping-sc", "--agents", "5"],
+                      ["--method", "adaptive-consistency", "--agents", "5"],
+                      ["--method", "early-stopping-sc", "--esc-window", "2"],
+                      ["--method", "adaptive-consistency", "--adaptive-threshold", "0.9", "--agents", "4"]):
+            assert main([*asked, *extra]) == 0
+    assert [r.getMessage() for r in caplog.records] == [
+        "delib: note: method adaptive-consistency can stop only after 4 samples agree, so at --agents 3 it draws "
+        "all 3 on every question (self-consistency); pass --agents above 4 to let it stop early",
+        "delib: note: method early-stopping-sc can stop only after 5 samples agree, so at --agents 5 it draws all "
+        "5 on every question (self-consistency); pass --agents above 5 to let it stop early"]

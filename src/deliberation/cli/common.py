@@ -156,6 +156,21 @@ def note_pinned(args: argparse.Namespace, method: str, engine: EngineConfig) -> 
             hint = methods.get(method).pinned_hints.get(name)
             LOG.warning("delib: note: method %s runs with %s = %s; %s does not apply%s", method, name,
                         getattr(pinned, name), given, f" ({hint})" if hint else "")
+    _note_no_early_stop(args, method, pinned.agents)
+
+
+def _note_no_early_stop(args: argparse.Namespace, method: str, agents: int) -> None:
+    """Warn when a method that samples until its rule holds cannot stop before ``agents`` samples: it is then
+    self-consistency over all of them, which is not what its name promises."""
+    from deliberation import methods
+    from deliberation.methods.options import MethodOptions
+
+    earliest = methods.get(method).earliest_stop
+    least = None if earliest is None else earliest(MethodOptions(**flags.values(args, MethodOptions)))
+    if least is not None and agents <= least:
+        LOG.warning("delib: note: method %s can stop only after %d samples agree, so at --agents %d it draws all "
+                    "%d on every question (self-consistency); pass --agents above %d to let it stop early", method,
+                    least, agents, agents, least)
 
 
 def _given_as(args: argparse.Namespace, name: str) -> str:

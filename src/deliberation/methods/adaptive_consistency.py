@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from deliberation.engine.adaptive import adaptive_episode, settled
+from deliberation.engine.adaptive import adaptive_episode, first_settled, settled
 from deliberation.engine.spec import MethodSpec
 from deliberation.methods.base import Method, samples_only
 from deliberation.methods.calls import Calls
@@ -16,5 +16,6 @@ METHOD = Method(spec=lambda cfg: MethodSpec(name="adaptive-consistency", policy=
                                             stop=partial(settled, threshold=cfg.adaptive_threshold)),
                 engine=samples_only, episode=adaptive_episode, options=frozenset({"adaptive_threshold"}),
                 calls=lambda cfg: Calls((1, cfg.engine.agents)),  # one sample at a time until the rule holds
-                about="samples one at a time until the Beta stopping rule holds, at most --agents "
-                "(Aggarwal et al. 2023)")
+                earliest_stop=lambda options: first_settled(options.adaptive_threshold),
+                about="samples one at a time until the Beta stopping rule holds (at 0.95: 4 alike at the "
+                "earliest), at most --agents (Aggarwal et al. 2023)")

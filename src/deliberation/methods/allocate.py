@@ -79,5 +79,6 @@ ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"
                   about="a learned allocator draws samples until it says STOP, at most --agents "
                   "(SoftRankPO; this project)")
 ESC = Method(spec=_esc_spec, engine=samples_only, options=frozenset({"esc_window"}), episode=run_allocation,
-             calls=lambda cfg: allocation_calls(_esc_spec(cfg)),
-             about="samples windows of --esc-window until one agrees, at most --agents (Li et al. 2024)")
+             calls=lambda cfg: allocation_calls(_esc_spec(cfg)), earliest_stop=lambda options: options.esc_window,
+             about="samples windows of --esc-window until one agrees, at most --agents (more than a window to "
+             "stop early) (Li et al. 2024)")

@@ -89,6 +89,10 @@ class Method:
     calls: Callable[[MethodConfig], Calls] | None = None
     """The LLM calls a question costs under ``cfg`` (methods/calls.py); None: the round loop's
     (``calls.loop_calls``). A method with an episode of its own gives its own."""
+    earliest_stop: Callable[[MethodOptions], int] | None = None
+    """A method that samples until a rule holds: the fewest samples after which the rule can hold (all of them
+    agreeing). At ``--agents`` no more than that it draws them all on every question, and ``delib run`` says
+    so; None for the others."""
     pinned_hints: dict[str, str] = field(default_factory=dict)
     """Where ``engine`` pins a flag (agents, rounds), what does what a user giving it asked for: the note
     ``delib run`` prints about the flag ends with it."""
