@@ -51,6 +51,14 @@ def test_bad_settings_are_refused_before_anything_runs():
         IterateSpec(CollectSpec(backend="scripted"), (), 1)
 
 
+@pytest.mark.parametrize("flag", ["--reward", "--reward-components", "--actions", "--features"])
+def test_the_command_line_offers_no_setting_its_rollouts_fix(flag, capsys):
+    """What rollouts fix (the Python call above refuses other values) is no flag of `delib iterate`."""
+    with pytest.raises(SystemExit):
+        main(["iterate", "--iterations", "1", "--out", "x", flag, "any"])
+    assert f"unrecognized arguments: {flag} any" in capsys.readouterr().err
+
+
 def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp_path):
     from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
     from deliberation.policy.checkpoint import save_policy

@@ -98,6 +98,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
 
 def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.rl.algorithms import POLICY_GRADIENT
+    from deliberation.rl.pipeline import FIXED_BY_ROLLOUTS
 
     _, bench_names, _ = registry_names()
     p = sub.add_parser(
@@ -112,7 +113,7 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, metavar="ALGO", help=ALGO_HELP)
     p.add_argument("--out", required=True, type=out_folder, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
-    _training_args(p, seed_flag="--train-seed", skip=("reward_components",))  # iterate's rollouts hold the sum
+    _training_args(p, seed_flag="--train-seed", skip=FIXED_BY_ROLLOUTS)  # iterate trains on rollouts only
     p.set_defaults(func=cmd_iterate, saves_as_it_goes=True)
 
 

@@ -77,6 +77,11 @@ def run_training(req: TrainRequest) -> str:
     return _summary_line(cfg.algo, len(first_samples(decisions, cfg.group_size)), scores, out)
 
 
+FIXED_BY_ROLLOUTS = ("reward", "actions", "features", "reward_components")
+"""The TrainConfig fields rollout files fix (``not_in_rollouts``): ``delib iterate``, which trains on rollouts
+only, offers no flag for them."""
+
+
 def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str, str] | None:
     """(the flag, why, the setting rollouts do hold) of a setting of ``cfg`` that rollout files (``delib
     collect``, ``delib iterate``) cannot train, or None: they score the paper's three actions on its
