@@ -47,6 +47,7 @@ def test_ask_text_agrees_on_the_normalized_final_line(capsys):
     (["--answer-type", "numeric", "--choice", "a", "--choice", "b"], "choices go with --answer-type choice"),
     (["--method", "cot", "--policy", "default"], "--policy means nothing to method cot"),
     (["--agents", "0"], "--agents must be at least 1"),
+    (["--method", "oracle"], "oracle picks the right answer in hindsight, and a question asked alone has none"),
 ])
 def test_ask_refuses_bad_input_in_one_line(capsys, args, message):
     code, lines, err = ask(capsys, QUESTION, "--backend", "scripted", *args)

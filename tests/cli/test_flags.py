@@ -90,11 +90,11 @@ def test_nothing_is_noted_for_what_the_method_reads_or_was_not_given(tmp_path, c
 
 def test_a_team_or_the_default_depth_given_to_a_method_that_overrides_it_is_noted(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="deliberation"):
-        assert main(["ask", "What is 2 + 2?", "--method", "oracle", "--rounds", "2", "--backend", "scripted"]) == 0
+        assert main(["ask", "What is 2 + 2?", "--method", "cot", "--rounds", "2", "--backend", "scripted"]) == 0
         assert main(["run", "--method", "cot", "--team", "a,b", "--backend", "scripted", "--limit", "1",
                      "--out", str(tmp_path / "team"), "--quiet"]) == 0
     notes = [r.getMessage() for r in caplog.records]
-    assert notes[0] == "delib: note: method oracle runs with rounds = 1; --rounds 2 does not apply"  # the default
+    assert notes[0] == "delib: note: method cot runs with rounds = 0; --rounds 2 does not apply"  # the default
     assert notes[1].startswith("delib: note: method cot runs with agents = 1; --team (2 models) does not apply")
 
 

@@ -18,6 +18,7 @@ spend on the training questions (in-sample)."""
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     from deliberation.engine.signals import SIGNALS
+    from deliberation.methods.options import MethodOptions
     from deliberation.rl.allocation.config import AllocatorFit, AllocatorTraining
 
     p = sub.add_parser("train-allocator", help="train a compute allocator (mpdf-allocate) on training tree stores",
@@ -33,7 +34,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     flags.add_flags(p, AllocatorFit, only=("samples", "allow_test"))
     p.add_argument("--vote-signal", choices=sorted(SIGNALS), help="weigh the final vote by this signal (CISC's "
                    "softmax at --vote-temperature; default: the plain vote)")
-    p.add_argument("--vote-temperature", type=float, default=0.1, help="the weighted vote's temperature")
+    p.add_argument("--vote-temperature", type=float, default=MethodOptions.vote_temperature,
+                   help="the weighted vote's temperature, with --vote-signal (default %(default)s, CISC's as "
+                   "`delib run --method cisc` takes it)")
     flags.add_flags(p, AllocatorTraining)
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.set_defaults(func=cmd_train_allocator)

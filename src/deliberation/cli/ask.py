@@ -19,7 +19,9 @@ normalized final line, so paraphrases ("Canberra" vs "the capital is Canberra") 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     from deliberation.benchmarks.own import ANSWER_TYPES
 
-    method_names, _, _ = registry_names()
+    from deliberation import methods
+
+    method_names = [name for name in registry_names()[0] if not methods.get(name).hindsight]
     p = sub.add_parser("ask", help="deliberate on one question of yours (no gold answer)", epilog=EPILOG,
                        description="Agents answer the question, deliberate with --method, and the team's answer "
                        "is printed with a trace of who persisted, refined or conceded, with confidences.",

@@ -33,7 +33,8 @@ def registry_names() -> tuple[list[str], list[str], list[str]]:
 
 DATA_DIR_HELP = ("benchmark data directory holding <benchmark>/<split>.jsonl, the questions are read from it "
                  "(default: $DELIB_DATA_DIR, installed packages, then the Hugging Face hub)")
-CACHE_HELP = "SQLite response cache (default: <out>/../responses.sqlite shared by sibling runs; 'none' disables)"
+CACHE_HELP = ("SQLite response cache (default: <out>/../responses.sqlite shared by sibling runs, none for the "
+              "scripted backend; 'none' disables)")
 
 
 def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, questions: bool = True) -> None:
@@ -47,7 +48,8 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
     p.add_argument("--backend", default="llamacpp", help="LLM backend: " + ", ".join(shown) + " (default llamacpp; "
                    "each agent on its own model: `delib run --team`)")
     p.add_argument("--model", help="model: a catalogue name (see `delib models`), a .gguf path, a local HF "
-                   "folder (hf) or the server's model id (openai, vllm); default: the backend's")
+                   f"folder (hf) or the server's model id (openai, vllm); default: llamacpp's {default_model()} "
+                   "(hf, vllm and openai need one)")
     p.add_argument("--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--backend-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="backend constructor option, repeatable, e.g. n_threads=2 (llamacpp), device=cuda (hf), "
@@ -61,6 +63,13 @@ def add_backend_args(p: argparse.ArgumentParser, cache_help: str = CACHE_HELP, q
     p.add_argument("--concurrency", type=positive, default=1, metavar="N",
                    help="questions in flight at once, their requests merged into one batch per step (default 1; "
                    "on a CPU, 3 lets llama.cpp batch 9 requests instead of 3; outputs then depend on the batch)")
+
+
+def default_model(backend: str = "llamacpp") -> str:
+    """The model ``backend`` runs without --model, read off its constructor."""
+    from deliberation.backends import backend_options
+
+    return str(backend_options(backend)["model"].default)
 
 
 def option_defaults(backend: str) -> str:
@@ -268,7 +277,8 @@ def add_quiet_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_ray_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=positive, default=1, help="Ray workers (default 1: no Ray)")
+    p.add_argument("--workers", type=positive, default=1, help="Ray workers (default 1: no Ray; `delib run` "
+                   "given --ray-address runs on that cluster even so)")
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray when --workers > 1; "
                    "an experiment uses it only with --workers > 1)")
 

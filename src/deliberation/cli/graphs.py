@@ -41,6 +41,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def _search_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.backends import BACKENDS
+    from deliberation.backends.team import TEAM
     from deliberation.rl.aflow_search import AFlowSearch
 
     p = sub.add_parser("aflow-search", help="search an AFlow workflow with an optimiser model (AFlow's MCTS)",
@@ -50,7 +51,7 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
                        "backend.", epilog=SEARCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_args(p, split="train")
     p.add_argument("--out", required=True, type=out_folder, help="folder for workflow.json")
-    p.add_argument("--optimizer-backend", default="openai", choices=sorted(BACKENDS),
+    p.add_argument("--optimizer-backend", default="openai", choices=sorted(set(BACKENDS) - {TEAM}),
                    help="the optimiser model's backend (default openai: any OpenAI-compatible server)")
     p.add_argument("--optimizer-model", help="the optimiser's model")
     p.add_argument("--optimizer-base-url", help="the optimiser's server (openai)")

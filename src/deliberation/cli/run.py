@@ -62,7 +62,7 @@ def _experiment_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  delib experiment experiments/quick.toml\n  delib experiment experiments/table1.toml\n"
         "  delib experiment experiments/table1.toml --limit 10   # 10 questions per cell first\n"
         "  delib experiment experiments/table1.toml --benchmarks mmlu,gsm8k   # only these, in this order\n"
-        "  delib experiment experiments/table1.toml --methods mpdf,debate --limit 10   # extend two rows\n"
+        "  delib experiment experiments/table1.toml --methods mpdf,debate   # these two rows to the file's limits\n"
         "  delib experiment experiments/paper.toml --plan --throughput 2500   # cells, calls, tokens, hours\n"
         "  DELIB_BASE_URL=http://127.0.0.1:8000/v1 delib experiment experiments/paper.toml --backbones qwen2.5-7b",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -89,6 +89,9 @@ class Method:
     calls: Callable[[MethodConfig], Calls] | None = None
     """The LLM calls a question costs under ``cfg`` (methods/calls.py); None: the round loop's
     (``calls.loop_calls``). A method with an episode of its own gives its own."""
+    hindsight: bool = False
+    """Picks by correctness (the oracle, an upper bound): a question with no right answer to check (``delib
+    ask``) is refused."""
     earliest_stop: Callable[[MethodOptions], int] | None = None
     """A method that samples until a rule holds: the fewest samples after which the rule can hold (all of them
     agreeing). At ``--agents`` no more than that it draws them all on every question, and ``delib run`` says

@@ -67,7 +67,8 @@ class TrainConfig:
     """Weight of the entropy bonus; the loss subtracts entropy_coef * H(pi)."""
 
     reward_scale: float = 1.0
-    """Multiplies r_local + r_global before the token cost (robustness ablation; SoftRankPO ignores it)."""
+    """Multiplies r_local + r_global before the token cost (robustness ablation; SoftRankPO, which reads only
+    ranks, ignores it unless --token-cost-coef is above 0)."""
 
     reward: str = "round"
     """What r_local and r_global measure, a key of ``deliberation.rl.rewards.REWARDS``: ``round``, the vote
@@ -94,10 +95,11 @@ class TrainConfig:
     and pooled algos have no ratio and ignore it."""
 
     hidden: int = 64
-    """Width of the policy network's embeddings."""
+    """Width of the policy network's embeddings (of a new network: one started from --init, or in ``delib
+    iterate`` from a policy, keeps its own)."""
 
     heads: int = 4
-    """Attention heads of the policy network; must divide ``hidden``."""
+    """Attention heads of the policy network; must divide ``hidden`` (of a new network, as ``hidden``)."""
 
     features: str = PAPER.name
     """The feature set the policy observes (``deliberation.engine.features.FEATURE_SETS``): ``paper``, the

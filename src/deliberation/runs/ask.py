@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from deliberation import benchmarks
+from deliberation import benchmarks, methods
 from deliberation.backends import check_options, context_window
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.own import ask_name, asked_example
 from deliberation.config import EngineConfig
 from deliberation.engine.team_checks import check_context
+from deliberation.errors import DelibError
 from deliberation.methods import run_method
 from deliberation.runs.runner import RunSpec, method_entry
 from deliberation.actions import Action
@@ -69,6 +70,9 @@ def deliberate(question: str, method: str = "mpdf", *, model: str | None = None,
     them in the question). ``method_options``: method options by name, as in ``delib run`` (the fields of
     ``MethodOptions``, methods/options.py: ``policy=``, ...).
     """
+    if methods.get(method).hindsight:
+        raise DelibError(f"{method} picks the right answer in hindsight, and a question asked alone has none to "
+                         "check; ask with another method, or run it on a benchmark with `delib run`")
     bench = ask_name(answer_type)
     example = asked_example(question, answer_type, choices)
     config = _engine(engine, agents, rounds, seed)
