@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from deliberation import methods
 from deliberation.cli.main import main
 from registered_methods import FROM_TREES
 from deliberation.runs.directory import RunDir
@@ -27,7 +28,8 @@ def run(out, method, cache):
                  "--cache", str(cache), "--quiet"])
 
 
-@pytest.mark.parametrize("method", FROM_TREES)
+@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.slow) if methods.get(m).hindsight else m
+                                    for m in FROM_TREES])  # the oracle plays 27 candidates a question: slow
 def test_method_with_smollm2(workdir, method):
     out = workdir / method
     assert run(out, method, workdir / "responses.sqlite") == 0
