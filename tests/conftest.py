@@ -35,6 +35,8 @@ elif not os.environ.get("DELIB_DATA_DIR") and _SHARED_DATA.is_dir():
 elif os.environ.get("DELIB_DATA_DIR"):  # absolute, so tests that change the current folder still find it
     os.environ["DELIB_DATA_DIR"] = str(Path(os.environ["DELIB_DATA_DIR"]).resolve())
 os.environ["HF_HUB_OFFLINE"] = "1"
+for _name in [n for n in os.environ if n.startswith("TQDM_")]:  # a user's bar settings change what bar tests read
+    del os.environ[_name]
 DATA_FOLDER = data_folder()
 _STANDIN = None if DATA_FOLDER is not None else standin.write(Path(tempfile.mkdtemp(prefix="delib-standin-")))
 if _STANDIN is not None:

@@ -20,15 +20,16 @@ from deliberation.types import json_type, strict_json
 @contextlib.contextmanager
 def setting_up(folder: Path) -> Iterator[Path]:
     """``folder`` made for a job that keeps its state there (a response cache), around the job's setup: when
-    the setup fails (a backend refused before any call), the folder goes again if this made it, so a refused
-    command leaves nothing behind. Only the setup belongs inside: a job that fails later keeps what it wrote."""
-    made = not folder.exists()
+    the setup fails (a backend refused before any call), the folders this made go again (the highest of them
+    with what is below), so a refused command leaves nothing behind. Only the setup belongs inside: a job that
+    fails later keeps what it wrote."""
+    made = next((p for p in reversed((folder, *folder.parents)) if not p.exists()), None)  # the highest new
     make_folder(folder)
     try:
         yield folder
     except BaseException:
-        if made:
-            shutil.rmtree(folder, ignore_errors=True)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
         raise
 
 

@@ -109,7 +109,7 @@ def test_an_out_folder_that_cannot_be_one_is_refused_by_every_command(refused, c
 def test_a_backend_that_cannot_be_made_leaves_no_folder(refused, command):
     """A job that keeps its response cache in its folder makes the folder before its backends: when one of
     them is refused, the folder goes again."""
-    assert "needs --model and --base-url" in refused(*command, "--limit", "1", "--quiet", "--out", "new")
+    assert "needs --model and --base-url" in refused(*command, "--limit", "1", "--quiet", "--out", "new/below")
 
 
 @pytest.mark.parametrize("out, message", [("", "--out is empty"), ("afolder", "--out afolder is a folder; name a "

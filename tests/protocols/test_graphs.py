@@ -164,7 +164,7 @@ def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised, capsys):
     graph = json.loads(first)
     bar = capsys.readouterr().err.split("\r")[-1]  # the progress bar's last state: every step, every graph run
     assert bar.startswith("agentprune: 100%") and "3/3" in bar
-    assert f"/12, generated={graph['record']['tokens']['completion_tokens']}]" in bar
+    assert f"/12, generated={graph['record']['tokens']['completion_tokens']:,}]" in bar
     assert sum(graph["spatial_mask"]) == 6 - 2 and sum(graph["temporal_mask"]) == 9 - 2  # 25% pruned once
     assert graph["record"]["tokens"]["graph_runs"] == 12 and len(graph["record"]["questions"]["ids"]) == 8
 

@@ -113,7 +113,10 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, metavar="ALGO", help=ALGO_HELP)
     p.add_argument("--out", required=True, type=out_folder, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
-    _training_args(p, seed_flag="--train-seed", skip=FIXED_BY_ROLLOUTS)  # iterate trains on rollouts only
+    _training_args(p, seed_flag="--train-seed")
+    for action in p._actions:  # what rollouts fix: accepted at its value (an older command may name it), not offered
+        if action.dest in FIXED_BY_ROLLOUTS:
+            action.help = argparse.SUPPRESS
     p.set_defaults(func=cmd_iterate, saves_as_it_goes=True)
 
 

@@ -96,7 +96,7 @@ class Method:
     """A method that samples until a rule holds: the fewest samples after which the rule can hold (all of them
     agreeing). At ``--agents`` no more than that it draws them all on every question, and ``delib run`` says
     so; None for the others."""
-    pinned_hints: dict[str, str] = field(default_factory=dict)
+    pinned_hints: tuple[tuple[str, str], ...] = ()
     """Where ``engine`` pins a flag (agents, rounds), what does what a user giving it asked for: the note
     ``delib run`` prints about the flag ends with it."""
 

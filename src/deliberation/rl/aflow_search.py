@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import ExitStack, closing
+from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -124,11 +124,9 @@ def search(spec: AFlowSearch, out: str, progress: bool = True) -> Path:
     folder = Path(out)
     cache = job_cache(spec.cache, folder)
     tokens = {"executor": [0, 0], "optimizer": [0, 0]}
-    with ExitStack() as stack:
-        with setting_up(folder):
-            executor = stack.enter_context(closing(make_backend(spec.backend, cache=cache, **spec.backend_options)))
-            optimizer = stack.enter_context(closing(make_backend(spec.optimizer_backend, cache=cache,
-                                                                 **spec.optimizer_options)))
+    with setting_up(folder):
+        executor, optimizer = _backends(spec, cache)
+    with closing(executor), closing(optimizer):
         rounds = _search(spec, examples, bench, executor, optimizer, tokens, progress)
     best = max(rounds, key=lambda r: (r.mean, -r.number))
     record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
@@ -139,6 +137,17 @@ def search(spec: AFlowSearch, out: str, progress: bool = True) -> Path:
     write_json_atomic(folder / WORKFLOW_FILE, {"format": WORKFLOW_FORMAT, "workflow": best.workflow.to_json(),
                                                 "record": record})
     return folder / WORKFLOW_FILE
+
+
+def _backends(spec: AFlowSearch, cache: str | None) -> tuple[Any, Any]:
+    """(executor, optimiser), both on the response cache ``cache``; the executor closed again when the
+    optimiser is refused."""
+    executor = make_backend(spec.backend, cache=cache, **spec.backend_options)
+    try:
+        return executor, make_backend(spec.optimizer_backend, cache=cache, **spec.optimizer_options)
+    except BaseException:
+        executor.close()
+        raise
 
 
 def _search(spec: AFlowSearch, examples: list[Example], bench: Any, executor: Any, optimizer: Any,

@@ -148,7 +148,7 @@ def _train(spec: GraphOptimization, graph: Graph, examples: list, backend: Any, 
             for episode in episodes:
                 _count(spent, episode)
                 right += bool(episode.correct)
-            bar.set_postfix({"right": f"{right}/{spent['graph_runs']}", "generated": spent["completion_tokens"]})
+            bar.set_postfix({"right": f"{right}/{spent['graph_runs']}", "generated": f"{spent['completion_tokens']:,}"})
             bar.update()
     return _finish(spec, graph, spatial.detach().tolist(), temporal.detach().tolist()), spent
 

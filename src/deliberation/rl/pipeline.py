@@ -79,7 +79,7 @@ def run_training(req: TrainRequest) -> str:
 
 FIXED_BY_ROLLOUTS = ("reward", "actions", "features", "reward_components")
 """The TrainConfig fields rollout files fix (``not_in_rollouts``): ``delib iterate``, which trains on rollouts
-only, offers no flag for them."""
+only, does not offer their flags (it refuses any other value before collecting)."""
 
 
 def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str, str] | None:

@@ -191,12 +191,15 @@ def _store(out: str, spec: TreeSpec, inner: Backend, examples: list[Example],
     ``TreeBackend`` that records their nodes, a built question is marked so (one lacking a node this build
     records is built again: its stored nodes are served, the missing ones generated); the count of built
     questions. The manifest promises what every built question holds: a build that adds samples or methods
-    widens it once no built question lacks them, never before (an interrupted extension promises the old)."""
+    widens it once no built question lacks them, never before (an interrupted extension promises the old); one
+    with fewer that will add questions narrows it before the first."""
     wanted = manifest(spec, inner)
     store = TreeStore.create(out, wanted)
     try:
+        if any(e.id not in store.built for e in examples):  # a rerun that adds none narrows nothing
+            store.narrow(wanted)
         done = frozenset(store.built - lacking(store, examples, spec, updates))
-        yield Ledger(done, lambda ex, _: store.mark_built(ex.id, wanted), lambda: len(store.built),
+        yield Ledger(done, lambda ex, _: store.mark_built(ex.id), lambda: len(store.built),
                      TreeBackend(store, inner))
         held = [e for e in split_examples(store, spec.data_dir) if e.id in store.built]
         if not lacking(store, held, spec, updates):  # built questions outside --limit may still lack some

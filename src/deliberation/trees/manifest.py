@@ -98,11 +98,10 @@ class TreeManifest:
                                                      known else ()))
 
     def narrowed(self, wanted: "TreeManifest") -> "TreeManifest":
-        """This store's manifest once a build with ``wanted`` adds a question: fewer round-0 samples or methods
-        narrow what it promises to what every built question holds. Only a new question narrows it: a build
-        asking for less that finds every question built (a rerun of an older, smaller recipe) takes nothing."""
-        ours = self.recorded
-        methods = None if ours is None else tuple(m for m in ours if wanted.methods is None or m in wanted.methods)
+        """This store's manifest once a build with ``wanted`` adds questions: fewer round-0 samples or methods
+        narrow what it promises to what every built question holds. Only a build that adds questions narrows
+        it: one asking for less that finds every question built (an older, smaller recipe rerun) takes nothing."""
+        methods = tuple(m for m in self.recorded if wanted.methods is None or m in wanted.methods)
         return replace(self, samples=min(self.samples, wanted.samples), methods=methods)
 
     def completed(self, wanted: "TreeManifest") -> "TreeManifest":

@@ -145,6 +145,12 @@ class TreeStore:
         (``TreeManifest.resumed``)."""
         self._update(self.manifest.resumed(wanted))
 
+    def narrow(self, wanted: TreeManifest) -> None:
+        """A build with ``wanted`` is about to add questions, which will hold only what it records: the
+        manifest promises no more (``TreeManifest.narrowed``), written before any of them, so that a reader
+        (which reads the manifest first) never sees a promise a built question breaks."""
+        self._update(self.manifest.narrowed(wanted))
+
     def complete(self, wanted: TreeManifest) -> None:
         """Every built question now holds what a build with ``wanted`` records: the manifest promises it
         (``TreeManifest.completed``)."""
@@ -165,13 +171,9 @@ class TreeStore:
             for node in new:
                 self.nodes[node.key] = node
 
-    def mark_built(self, example_id: str, wanted: TreeManifest) -> None:
-        """Note that ``example_id``'s round 0 and round 1 are complete (a resumed build skips it). A question
-        built for the first time by a build with ``wanted`` first narrows the manifest to what it holds
-        (``TreeManifest.narrowed``), so that the manifest never promises more than a built question holds."""
+    def mark_built(self, example_id: str) -> None:
+        """Note that ``example_id``'s round 0 and round 1 are complete (a resumed build skips it)."""
         with self._lock:
-            if example_id not in self.built:
-                self._update(self.manifest.narrowed(wanted))
             append_gzip_line(self.path / TREES, {"example_id": example_id, "built": True, "nodes": []})
             self.built.add(example_id)
 
