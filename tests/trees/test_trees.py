@@ -104,6 +104,8 @@ def test_bad_stores_and_requests_are_refused(store, tmp_path, capsys):
                                            "--policy", "default", "--out", out)
     assert "other settings (temperature 0.7 there, 0.5 here)" in bad(
         capsys, "tree", "--backend", "scripted", "--limit", "2", "--temperature", "0.5", "--out", str(store))
+    assert "other settings (agents 3 there, 4 here)" in bad(  # round 1 records another team's updates
+        capsys, "tree", "--backend", "scripted", "--limit", "3", "--agents", "4", "--out", str(store))
     assert not Path(out).exists()
 
 

@@ -27,9 +27,10 @@ BEFORE_METHODS = ("cot", "self-consistency", "debate", "reconcile", "dylan", "mp
 """The methods registered when ``methods`` joined the manifest: a store without the entry recorded the round-1
 nodes of exactly these (every method then), never those of a method registered later."""
 TREE_RESUME = ResumeRule(compared=("backend", "model", "scope", "benchmark", "split", "temperature", "max_tokens",
-                                   "seed", "verbal_confidence", "prompt_version"))
+                                   "seed", "verbal_confidence", "prompt_version", "agents"))
 """Entries a store and a build growing it must share: they change what a node's outcome is (the cache scope
-names the backend settings that do, and node keys hash it)."""
+names the backend settings that do, and node keys hash it), or which nodes a question holds (the team whose
+round-1 updates it records)."""
 
 
 @dataclass(frozen=True)
