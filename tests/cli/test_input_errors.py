@@ -108,8 +108,17 @@ def test_an_out_folder_that_cannot_be_one_is_refused_by_every_command(refused, c
                                      ["aflow-search", "--backend", "scripted", "--optimizer-backend", "openai"]])
 def test_a_backend_that_cannot_be_made_leaves_no_folder(refused, command):
     """A job that keeps its response cache in its folder makes the folder before its backends: when one of
-    them is refused, the folder goes again."""
-    assert "needs --model and --base-url" in refused(*command, "--limit", "1", "--quiet", "--out", "new/below")
+    them is refused, the folder goes again. The optimiser's missing options are named by its own flags."""
+    err = refused(*command, "--limit", "1", "--quiet", "--out", "new/below")
+    optimiser = command[-1] == "openai" and command[-2] == "--optimizer-backend"
+    assert ("the optimiser's backend 'openai' needs --optimizer-model and --optimizer-base-url" if optimiser else
+            "needs --model and --base-url") in err
+
+
+def test_a_malformed_optimiser_option_is_named_by_its_flag(refused):
+    assert "--optimizer-opt takes KEY=VALUE, got 'x'" in refused(
+        "aflow-search", "--backend", "scripted", "--optimizer-backend", "scripted", "--optimizer-opt", "x",
+        "--out", "new")
 
 
 @pytest.mark.parametrize("out, message", [("", "--out is empty"), ("afolder", "--out afolder is a folder; name a "

@@ -42,10 +42,12 @@ def backend_capabilities(name: str) -> Capabilities:
 
 class MissingOptions(DelibError):
     """A backend asked for without options its constructor needs (``where``: what asked, e.g. ``team agent 0:
-    ``). ``str()`` names them as options; a front end may name them its own way (``worded``: the CLI's flags)."""
+    ``; ``role``: whose options they are, "" for the run's backend, "optimizer" for AFlow's optimiser, whose
+    flags carry its name). ``str()`` names them as options; a front end may name them its own way (``worded``:
+    the CLI's flags)."""
 
-    def __init__(self, backend: str, options: Sequence[str], where: str = "") -> None:
-        self.backend, self.options, self.where = backend, tuple(options), where
+    def __init__(self, backend: str, options: Sequence[str], where: str = "", role: str = "") -> None:
+        self.backend, self.options, self.where, self.role = backend, tuple(options), where, role
         super().__init__(self.worded(lambda option: f"option {option}"))
 
     def worded(self, word: Callable[[str], str]) -> str:

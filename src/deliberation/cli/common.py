@@ -103,11 +103,14 @@ def flag_words(err: DelibError) -> str:
     """``err``'s message as the command line says it: backend options it names as the flags that pass them."""
     from deliberation.backends import MissingOptions
 
-    return err.worded(backend_flag) if isinstance(err, MissingOptions) else str(err)
+    return err.worded(lambda option: backend_flag(option, err.role)) if isinstance(err, MissingOptions) else str(err)
 
 
-def backend_flag(option: str) -> str:
-    """How the command line passes a backend option."""
+def backend_flag(option: str, role: str = "") -> str:
+    """How the command line passes a backend option (of the backend in ``role``: ``--optimizer-model`` ...)."""
+    if role:
+        return {"model": f"--{role}-model", "base_url": f"--{role}-base-url"}.get(option,
+                                                                                 f"--{role}-opt {option}=VALUE")
     return {"model": "--model", "base_url": "--base-url", "members": "--team MODEL,MODEL"}.get(
         option, f"--backend-opt {option}=VALUE")
 
@@ -300,7 +303,8 @@ def _option_value(text: str, kind: tuple[type, bool] | None) -> object:
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-def backend_options(args: argparse.Namespace) -> dict:
+def backend_options(args: argparse.Namespace, flag: str = "--backend-opt") -> dict:
+    """The options ``args`` give a backend (``flag``: the repeatable flag that carries them)."""
     from deliberation.backends import option_kinds
 
     kinds = option_kinds(args.backend)
@@ -308,7 +312,7 @@ def backend_options(args: argparse.Namespace) -> dict:
     for item in args.backend_opt:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise DelibError(f"--backend-opt takes KEY=VALUE, got {item!r}")
+            raise DelibError(f"{flag} takes KEY=VALUE, got {item!r}")
         opts[key.strip()] = _option_value(value.strip(), kinds.get(key.strip()))
     if args.model:
         opts["model"] = args.model

@@ -71,7 +71,8 @@ def cmd_aflow_search(args: argparse.Namespace) -> int:
     optimizer = argparse.Namespace(backend=args.optimizer_backend, backend_opt=args.optimizer_opt,
                                    model=args.optimizer_model, base_url=args.optimizer_base_url)
     spec = AFlowSearch(**workload(args), optimizer_backend=args.optimizer_backend,
-                       optimizer_options=backend_options(optimizer), **flags.values(args, AFlowSearch, only=SEARCH_OWN))
+                       optimizer_options=backend_options(optimizer, "--optimizer-opt"),
+                       **flags.values(args, AFlowSearch, only=SEARCH_OWN))
     print(f"-> {search(spec, args.out, progress=not args.quiet)}")
     return 0
 

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from deliberation import benchmarks
+from deliberation.backends import MissingOptions
 from deliberation.backends.concurrent import in_order
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
@@ -145,6 +146,9 @@ def _backends(spec: AFlowSearch, cache: str | None) -> tuple[Any, Any]:
     executor = make_backend(spec.backend, cache=cache, **spec.backend_options)
     try:
         return executor, make_backend(spec.optimizer_backend, cache=cache, **spec.optimizer_options)
+    except MissingOptions as err:
+        executor.close()
+        raise MissingOptions(err.backend, err.options, "the optimiser's ", role="optimizer") from err
     except BaseException:
         executor.close()
         raise
