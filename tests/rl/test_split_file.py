@@ -56,3 +56,14 @@ def test_init_from_a_run_whose_split_json_lacks_or_mangles_a_list_is_refused_in_
     with pytest.raises(DelibError, match=named) as err:
         check_init_split(tmp_path / "policy.pt", TrainConfig(), ["q1"])
     assert str(tmp_path / SPLIT_FILE) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("flags, named", [(("--init", "--seed"), "--init "),
+                                          (("--policy", "--train-seed"), "--policy ")])
+def test_a_leaking_start_policy_is_named_as_the_command_names_it(tmp_path, flags, named):
+    """`delib train --init` and `delib iterate --policy` (whose training seed is --train-seed) start from a
+    policy the same way: the refusal names the flags the user typed."""
+    (tmp_path / "config.json").write_text('{"seed": 1, "val_fraction": 0.2}')
+    with pytest.raises(DelibError) as err:
+        check_init_split(tmp_path / "policy.pt", TrainConfig(seed=0), ["q1"], flags)
+    assert str(err.value).startswith(named) and f"train with the same {flags[1]} and" in str(err.value)

@@ -99,4 +99,5 @@ def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: 
     done = policy_file(out, i)
     if done.exists():
         return f"trained earlier -> {done.parent}"
-    return run_training(TrainRequest(spec.train, tuple(rollouts), behaviour, str(done.parent)))
+    return run_training(TrainRequest(spec.train, tuple(rollouts), behaviour, str(done.parent),
+                                     flags=("--policy", "--train-seed")))

@@ -38,6 +38,9 @@ class TrainRequest:
     (``RewardSpec.tree_rounds``: 1 for round, 2 for episode)."""
     grow_trees: bool = False
     """Let the tree stores' own backends generate the later-round nodes they lack (recorded in the store)."""
+    flags: tuple[str, str] = ("--init", "--seed")
+    """How the command asking names the start policy and the training seed in its errors (``delib iterate``:
+    --policy and --train-seed)."""
 
 
 def run_training(req: TrainRequest) -> str:
@@ -60,7 +63,7 @@ def run_training(req: TrainRequest) -> str:
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
     split = split_of(train.examples, val.examples)
     if init_file:
-        check_init_split(init_file, cfg, split.held_out)
+        check_init_split(init_file, cfg, split.held_out, req.flags)
     if supervised:
         net, metrics = train_sft(decisions, cfg)
     else:
@@ -140,17 +143,20 @@ def init_checkpoint(init: str, name: str) -> Path:
     return path / name
 
 
-def check_init_split(init: Path, cfg: TrainConfig, held_out: Sequence[str]) -> None:
+def check_init_split(init: Path, cfg: TrainConfig, held_out: Sequence[str],
+                     flags: tuple[str, str] = ("--init", "--seed")) -> None:
     """Refuse an ``--init`` policy that trained on questions this run holds out. With the start run's
     split.json the check is exact; older runs have only config.json, and holding out by (seed, hash) below
     val_fraction is safe then only with the same seed and a val_fraction no larger. A checkpoint with
-    neither beside it (e.g. one shipped in the package without its ``<name>.split.json``) is taken as is."""
+    neither beside it (e.g. one shipped in the package without its ``<name>.split.json``) is taken as is.
+    ``flags``: how the command names the start policy and the training seed."""
+    given, seed_flag = flags
     split = split_file(init)
     if split.exists():
         leaked = sorted(set(held_out) & set(read_split(split).train))
         if leaked:
-            raise DelibError(f"--init {init} trained on {len(leaked)} of this run's held-out questions (e.g. "
-                             f"{leaked[0]}), so they would leak into validation; train with the --seed and "
+            raise DelibError(f"{given} {init} trained on {len(leaked)} of this run's held-out questions (e.g. "
+                             f"{leaked[0]}), so they would leak into validation; train with the {seed_flag} and "
                              f"--val-fraction it was trained with")
         return
     path = init.parent / "config.json"
@@ -159,8 +165,8 @@ def check_init_split(init: Path, cfg: TrainConfig, held_out: Sequence[str]) -> N
     trained = read_object(path)
     seed, fraction = trained.get("seed"), trained.get("val_fraction", 0.0)
     if seed != cfg.seed or cfg.val_fraction > fraction:
-        raise DelibError(f"--init {init} was trained holding out questions with seed {seed} and val_fraction "
-                         f"{fraction}; train with the same --seed and a --val-fraction of at most {fraction} "
+        raise DelibError(f"{given} {init} was trained holding out questions with seed {seed} and val_fraction "
+                         f"{fraction}; train with the same {seed_flag} and a --val-fraction of at most {fraction} "
                          f"(now {cfg.seed} and {cfg.val_fraction}), or its training questions leak into validation")
 
 
