@@ -231,7 +231,10 @@ def test_a_corrupt_episode_line_is_named_by_number_on_rerun_and_in_report(tmp_pa
 def test_a_deliberating_method_needs_peers(tmp_path, capsys):
     err = bad(tmp_path, capsys, "--method", "debate", "--agents", "1")
     assert "--agents 1 leaves it no peers" in err and not (tmp_path / "run").exists()
+    assert err.endswith("use --agents 2 or more (or --method cot for a single agent)")
     assert run_ok(tmp_path / "sc", "--method", "self-consistency", "--agents", "1") == 0  # no rounds: fine
+    assert main(["collect", "--backend", "scripted", "--agents", "1", "--out", str(tmp_path / "c"), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().endswith("use --agents 2 or more")  # collect has no --method
 
 
 def test_a_team_beyond_the_context_window_is_refused_before_any_model_loads(tmp_path, capsys):

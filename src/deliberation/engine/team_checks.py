@@ -28,11 +28,12 @@ TEMPLATE_TOKENS = 200
 """The chat template, the instructions and the section headings of an update prompt."""
 
 
-def check_team(method: str, engine: EngineConfig) -> None:
-    """Refuse a deliberating method (rounds after round 0) with a single agent: it has no peers."""
+def check_team(method: str, engine: EngineConfig, alone: str = " (or --method cot for a single agent)") -> None:
+    """Refuse a deliberating method (rounds after round 0) with a single agent: it has no peers. ``alone``:
+    what runs one agent instead, where the command has it."""
     if engine.rounds > 0 and engine.agents < 2:
         raise DelibError(f"{method} deliberates between agents, but --agents {engine.agents} leaves it no peers; "
-                         "use --agents 2 or more (or --method cot for a single agent)")
+                         f"use --agents 2 or more{alone}")
 
 
 def check_models(method: str, engine: EngineConfig, models: int | None) -> None:

@@ -53,7 +53,7 @@ class CollectSpec(Workload):
             raise DelibError("--split test would train the policy on the questions it is evaluated on; collect on "
                              "a train split (or pass --allow-test to do it knowingly)")
         require_at_least("--joint-actions", self.joint_actions, 2, "to rank rewards within a group")
-        check_team("delib collect", self.engine)
+        check_team("delib collect", self.engine, "")  # it collects deliberation: no single-agent method
         if not 0.0 < self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in (0, 1] (got {self.epsilon}): the behaviour policies are "
                              "deterministic, so without exploration the K joint actions are the same: "
