@@ -67,3 +67,19 @@ def test_a_leaking_start_policy_is_named_as_the_command_names_it(tmp_path, flags
     with pytest.raises(DelibError) as err:
         check_init_split(tmp_path / "policy.pt", TrainConfig(seed=0), ["q1"], flags)
     assert str(err.value).startswith(named) and f"train with the same {flags[1]} and" in str(err.value)
+
+
+def test_a_start_policy_of_other_features_is_refused_with_the_features_to_choose(tmp_path):
+    from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.policy.checkpoint import save_policy
+    from deliberation.policy.network import MetaPolicyNet
+    from deliberation.rl.pipeline import _start
+
+    start = save_policy(tmp_path / "start.pt", MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {})
+    wanted = TrainConfig(features="signals")
+    with pytest.raises(DelibError) as err:
+        _start(start, wanted.feature_set(), wanted.features, "--init")
+    said = str(err.value)
+    assert said.startswith(f"--init {start}: policy expects {len(FEATURE_NAMES)} features") and "\n" not in said
+    assert said.endswith("start from a policy trained with --features signals, or train with the --features it was "
+                         "trained with")

@@ -190,6 +190,15 @@ def damaged(path: Path, what: str, kind: Kind = POLICY) -> DelibError:
                       f"or {kind.fix}")
 
 
+class FeatureMismatch(DelibError):
+    """A checkpoint that reads other features than the caller's (``mismatch``: which, without a fix, for a
+    caller that knows the fix better: ``delib train --init``)."""
+
+    def __init__(self, mismatch: str) -> None:
+        self.mismatch = mismatch
+        super().__init__(f"{mismatch}; retrain with delib train")
+
+
 def _check_features(payload: Mapping[str, Any], names: tuple[str, ...], version: int) -> None:
     """Raise DelibError naming the mismatch when the checkpoint's feature contract is not the caller's."""
     stored, stored_version = tuple(payload["feature_names"]), int(payload["feature_version"])
@@ -199,5 +208,5 @@ def _check_features(payload: Mapping[str, Any], names: tuple[str, ...], version:
     if len(stored) == len(names) and stored_version == version:
         first = next(i for i, (a, b) in enumerate(zip(stored, names)) if a != b)
         detail = f" (feature {first} is {stored[first]!r} there, {names[first]!r} here)"
-    raise DelibError(f"policy expects {len(stored)} features of version {stored_version}, this build produces "
-                     f"{len(names)} of version {version}{detail}; retrain with delib train")
+    raise FeatureMismatch(f"policy expects {len(stored)} features of version {stored_version}, this build "
+                          f"produces {len(names)} of version {version}{detail}")

@@ -67,7 +67,7 @@ def run_training(req: TrainRequest) -> str:
     if supervised:
         net, metrics = train_sft(decisions, cfg)
     else:
-        init = load_policy(init_file, features.names, features.version).net if init_file else None
+        init = _start(init_file, features, cfg.features, req.flags[0]) if init_file else None
         sft_metrics = []
         if init is None:
             init, sft_metrics = train_sft(decisions, cfg)
@@ -141,6 +141,18 @@ def init_checkpoint(init: str, name: str) -> Path:
         raise DelibError(f"--init {path} is a directory without a {name}; pass a training directory of `delib "
                          f"train` or a {name}")
     return path / name
+
+
+def _start(init: Path, features: Any, chosen: str, flag: str) -> Any:
+    """The network of the start policy ``init``, refused in one line when it reads other features than the
+    run's (``chosen``, the --features name) with the two ways out."""
+    from deliberation.policy.checkpoint import FeatureMismatch, load_policy
+
+    try:
+        return load_policy(init, features.names, features.version).net
+    except FeatureMismatch as err:
+        raise DelibError(f"{flag} {init}: {err.mismatch}; start from a policy trained with --features {chosen}, "
+                         "or train with the --features it was trained with") from err
 
 
 def check_init_split(init: Path, cfg: TrainConfig, held_out: Sequence[str],
