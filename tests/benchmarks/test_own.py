@@ -38,6 +38,17 @@ def test_numeric_file_loads_and_scores_like_gsm8k(tmp_path):
     assert bench.format_question(examples[0]).endswith(benchmarks.get("gsm8k").answer_instruction)
 
 
+def test_an_optimisation_on_a_file_of_ones_own_is_told_how(tmp_path, capsys):
+    """A file is one split, test; the optimisations take train by default: the refusal names the split to pass
+    and what an optimisation on a test split needs."""
+    data = str(write_jsonl(tmp_path / "q.jsonl", NUMERIC))
+    assert main(["optimize-graph", "--benchmark", data, "--answer-type", "numeric", "--backend", "scripted",
+                 "--out", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("is a single split, test: pass --split test (an optimisation on your own questions adds "
+                        "--allow-test, and is then measured on other questions)") and "\n" not in err
+
+
 def test_choice_answers_may_be_a_letter_an_index_or_the_choice_text(tmp_path):
     bench = own.OwnData("choice", str(write_jsonl(tmp_path / "c.jsonl", CHOICE)))
     examples = bench.load("test")

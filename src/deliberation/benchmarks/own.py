@@ -142,7 +142,8 @@ class OwnData(Benchmark):
         if self.path is None:
             return []
         if split not in self.splits:
-            raise DelibError(f"{self.path} is a single split: drop --split {split} (or pass --split test)")
+            raise DelibError(f"{self.path} is a single split, test: pass --split test (an optimisation on your own "
+                             "questions adds --allow-test, and is then measured on other questions)")
         return read_examples(Path(self.path), self.answer_type)[:limit]
 
     def format_question(self, example: Example) -> str:

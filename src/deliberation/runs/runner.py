@@ -51,8 +51,8 @@ def check_summaries(spec: RunSpec, method_spec: MethodSpec) -> None:
     if spec.trees or not method_spec.reads_summaries or records_summaries(spec.backend, spec.backend_options):
         return
     raise DelibError(f"{spec.method} reads each answer's token log-probability summary, which backend {spec.backend} "
-                     "does not record with these options; use llamacpp, hf or vllm, or openai with --backend-opt "
-                     "summaries=true")
+                     "does not record with these options; use llamacpp, hf or vllm (0.10 or later, installed, "
+                     "without --backend-opt summaries=false), or openai with --backend-opt summaries=true")
 
 
 def method_entry(spec: RunSpec) -> Method:
