@@ -9,8 +9,9 @@ Arms per test store: self-consistency and both CISC votes at k = 1..limit; adapt
 threshold and ESC at every window of the registered grids; the allocator at its registered operating point
 and at every point of the grid; its three-move twin; the best fixed rule of the paired experiment at one
 round. Runs go to OUT/runs/<store>/<arm>, the report to OUT/report. Replays are offline: a store that lacks a
-node (not yet extended) stops it with one line naming the node. The checkpoints are the registered files (a
-relative path is from the repository root), refused unless their sha256 is the registered one.
+node (not yet extended) stops it with one line naming the node and the extension to finish. The checkpoints
+are the registered files (a relative path is from the repository root), refused unless their sha256 is the
+registered one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from deliberation.policy.shipped import sha256_hex
 from deliberation.report.loading import sampling_label
 from deliberation.report.write import write_report
 from deliberation.runs.replay import Replay, evaluate
+from deliberation.trees.store import MissingNode
 
 REPO = Path(__file__).resolve().parents[1]
 STORES = ("gsm8k-test", "math-test")
@@ -71,8 +73,12 @@ def compare(stores: Path, registration: Path, out: Path) -> list[Path]:
     every = arms(reg)
     for store in STORES:
         for name, settings in every.items():
-            evaluate(Replay(trees=str(stores / store), offline=True, **settings), str(out / "runs" / store / name),
-                     progress=False)
+            try:
+                evaluate(Replay(trees=str(stores / store), offline=True, **settings),
+                         str(out / "runs" / store / name), progress=False)
+            except MissingNode as err:
+                raise DelibError(f"{err.problem}; the test stores hold {reg['limit']} samples a question only once "
+                                 "data/trees/extend-12.sh has finished: finish it, then rerun") from err
     return write_report([out / "runs"], out / "report", reference=sampling_label(reg["reference_k"]))
 
 

@@ -198,3 +198,13 @@ def test_runs_of_one_method_at_other_options_are_rows_of_their_own(trained, tmp_
     labels = sorted(r.label for r in load_runs([tmp_path]))
     assert labels == ["early-stopping-sc [esc_window=2]", "early-stopping-sc [esc_window=3]",
                       "mpdf-allocate [three] [stop_at=0.9]", "mpdf-allocate [three] [stop_at=default]"]
+
+
+@TRAIN
+def test_paths_beyond_the_samples_a_store_holds_name_the_extension(trained):
+    from deliberation.trees.store import MissingNode
+
+    with pytest.raises(MissingNode) as err:
+        question_paths(open_store(str(trained["store"])), LIMIT + 1)
+    assert "has no answer node of agent" in err.value.problem and str(err.value).endswith(
+        f"extend the store with its own command and `--samples {LIMIT + 1}` (and those methods)")

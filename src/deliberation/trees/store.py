@@ -183,7 +183,12 @@ def _size(path: Path) -> int:
 
 
 class MissingNode(DelibError):
-    """An offline TreeBackend was asked for a node its store does not hold."""
+    """An offline TreeBackend was asked for a node its store does not hold (``problem``: which, without the
+    fix, for a caller whose fix is its own)."""
+
+    def __init__(self, problem: str, hint: str) -> None:
+        self.problem = problem
+        super().__init__(f"{problem}; {hint}")
 
 
 class TreeBackend:
@@ -221,8 +226,8 @@ class TreeBackend:
             partial = set(recorded) != set(methods.METHODS)
             only = f"; it records round 1 of {', '.join(recorded)} only" if partial else ""
             raise MissingNode(f"{self.store.path} has no {wanted.kind.value} node of agent {requests[0].agent} for "
-                             f"question {wanted.example_id} at round {wanted.round} (offline{only}); "
-                             f"{self.missing_hint}")
+                              f"question {wanted.example_id} at round {wanted.round} (offline{only})",
+                              self.missing_hint)
         self.calls += len(requests)
         nodes = [node_of(self.name, self.cache_scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
         if self.record:

@@ -56,8 +56,9 @@ def question_paths(store: TreeStore, limit: int, vote: VoteWeights | None = None
                    deliberation: MethodSpec | None = None, data_dir: str | None = None,
                    examples: Sequence[Example] | None = None) -> list[Path]:
     """The paths of every built question of ``store`` (or of ``examples``), ``limit`` samples each, offline."""
-    backend = TreeBackend(store, None, f"the allocator reads {limit} round-0 samples a question: extend the store "
-                                       f"with `delib tree --samples {limit}` (its own command otherwise)")
+    backend = TreeBackend(store, None, f"the allocator reads {limit} round-0 samples a question (and a three-move "
+                                       "one the round-1 updates of agreement-threshold): extend the store with its "
+                                       f"own command and `--samples {limit}` (and those methods)")
     bench = benchmarks.get(store.manifest.benchmark)
     engine = store_engine(store, rounds=0, agents=limit)
     spec = MethodSpec("allocate", None, vote_weights=vote)
