@@ -26,8 +26,8 @@ K=$1
 D=${STORES:-data/trees/qwen2.5-coder-1.5b}; OUT=${OUT:-docs/results/paired}; L=$OUT/look-$K
 RULE=${RULE:-$OUT/best_rule.json}; VOTES=${VOTES:-$OUT/vote_temperatures.json}; DELIB=${DELIB:-delib}
 POLICY=${POLICY:?name the checkpoint of the primary arm}; SFT=${SFT:?name the SFT checkpoint}
-[ -f "$VOTES" ] || { echo "$VOTES not found: run experiments/paired_prepare.sh (or delib tune-votes) first" >&2
-  exit 2; }
+[ -f "$VOTES" ] || { echo "$VOTES not found: restore the committed one (git checkout -- $VOTES) or name" \
+  "another with VOTES=FILE (delib tune-votes writes one)" >&2; exit 2; }
 REG=${REGISTRATION:-docs/results/paired/registered.json}
 [ -n "${BLOCK:-}" ] || BLOCK=$(python "$(dirname "$0")/registered.py" block "$REG") || exit 2
 read -r GSM MATH <<< "$BLOCK"

@@ -72,7 +72,8 @@ def read(registered: Path) -> dict[str, dict[str, Any]]:
     try:
         record = json.loads(registered.read_text())
     except (OSError, ValueError) as err:
-        raise DelibError(f"registration {registered} cannot be read ({err}); pass REGISTRATION=FILE") from err
+        raise DelibError(f"registration {registered} cannot be read ({err}); restore it (git checkout -- "
+                         f"{registered}) or name another (the scripts' REGISTRATION=FILE)") from err
     for role in ROLES:
         want = record.get(role) if isinstance(record, dict) else None
         key = "sizes" if role == "block" else "sha256"
