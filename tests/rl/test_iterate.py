@@ -73,3 +73,14 @@ def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp
     out = tmp_path / "it"
     assert main([*iterate_cmd(out), "--policy", str(start), "--ignore-features", "confidence"]) == 2
     assert not out.exists()
+
+
+def test_a_shipped_policy_starts_an_iteration_by_name():
+    """`delib iterate --policy default` starts from the shipped checkpoint, as `delib run --policy` takes it
+    (it was trained blind to feature 2, which the iteration's training must then be too)."""
+    from deliberation.engine.state import FEATURE_NAMES
+
+    with pytest.raises(DelibError, match="the start policy ignores feature columns"):
+        IterateSpec(CollectSpec(backend="scripted", policy="default"), ("gsm8k",), 1)
+    blind = TrainConfig(ignore_features=(FEATURE_NAMES[2],))
+    assert IterateSpec(CollectSpec(backend="scripted", policy="default"), ("gsm8k",), 1, blind).train == blind

@@ -53,6 +53,7 @@ class IterateSpec:
         features, a reward rollouts do not hold."""
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
+        from deliberation.policy.shipped import checkpoint_path
         from deliberation.rl.trainer import check_ignored
 
         cfg = self.train
@@ -64,7 +65,7 @@ class IterateSpec:
             raise DelibError(f"--group-size {cfg.group_size} is more than the --joint-actions "
                              f"{self.collect.joint_actions} collected per decision; lower it or collect more")
         if self.collect.policy is not None:
-            check_ignored(load_policy(self.collect.policy, FEATURE_NAMES, FEATURE_VERSION).net, cfg)
+            check_ignored(load_policy(checkpoint_path(self.collect.policy), FEATURE_NAMES, FEATURE_VERSION).net, cfg)
 
 
 def policy_file(out: str | Path, iteration: int) -> Path:

@@ -132,11 +132,13 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
 
 
 def init_checkpoint(init: str, name: str) -> Path:
-    """``--init`` as a checkpoint file: a policy.pt as given, or the one (``name``) inside a training
-    directory of ``delib train``."""
+    """``--init`` as a checkpoint file: a policy.pt as given, a shipped checkpoint by name (as ``delib run
+    --policy`` takes it), or the one (``name``) inside a training directory of ``delib train``."""
+    from deliberation.policy.shipped import checkpoint_path
+
     path = Path(init)
     if not path.is_dir():
-        return path
+        return checkpoint_path(init)
     if not (path / name).is_file():
         raise DelibError(f"--init {path} is a directory without a {name}; pass a training directory of `delib "
                          f"train` or a {name}")
