@@ -43,7 +43,7 @@ def entry(role: str, value: str) -> dict[str, Any]:
         return {"sizes": block_sizes(value)}
     path = checkpoint_path(value) if role in CHECKPOINT_ROLES else Path(value)
     if not path.is_file():
-        raise DelibError(f"{role} {value} not found")
+        raise DelibError(f"{role} {value} not found; restore it (git checkout -- {value}) or name the file")
     shipped = role in CHECKPOINT_ROLES and path.resolve().parent == SHIPPED
     return {"file": path.stem if shipped else value, "sha256": sha256_hex(path)}
 

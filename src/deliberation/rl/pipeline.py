@@ -127,7 +127,8 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
         decisions += new
         seen |= {d.example_id for d in new}
     if not decisions:
-        raise DelibError(f"no decisions in {', '.join(req.trees)}: every question agreed at round 0")
+        raise DelibError(f"no decisions in {', '.join(req.trees)}: every question agreed at round 0; train on "
+                         "stores of more (or harder) questions")
     return decisions
 
 

@@ -147,7 +147,7 @@ def _parse_line(line: str, origin: str) -> Mapping[str, Any]:
     except BadText as err:
         raise DelibError(f"{origin}: {err}; fix or re-create that line") from None
     if not isinstance(data, dict):
-        raise DelibError(f"{origin}: expected a JSON object, got {type(data).__name__}")
+        raise DelibError(f"{origin}: expected a JSON object, got {type(data).__name__}; fix or re-create that line")
     return data
 
 
