@@ -119,7 +119,8 @@ def first_samples(decisions: Sequence[Decision], k: int | None) -> list[Decision
     fewest = min(collected, key=collected.__getitem__)
     if k > collected[fewest]:
         raise DelibError(f"--group-size {k} is more than the {collected[fewest]} joint actions the rollouts hold for "
-                         f"question {fewest}; use at most {collected[fewest]}, or collect with --joint-actions {k}")
+                         f"question {fewest}; use at most {collected[fewest]} (or, training on rollouts, collect "
+                         f"them with --joint-actions {k})")
     return [d for d in decisions if d.sample < k]
 
 

@@ -86,7 +86,8 @@ def _sampled_inputs(batch: DecisionBatch, cfg: TrainConfig) -> tuple[Tensor, Ten
     """The taken actions' rewards, grouped by (question, round, agent): ranking needs several samples."""
     if int(torch.bincount(batch.groups).max()) < 2:
         raise DelibError("every (question, round, agent) has a single sample, so there is nothing to rank; "
-                         "collect rollouts with group_size >= 2, or train a full-information algo (NAME-full)")
+                         "collect rollouts with --joint-actions 2 or more (not --group-size 1), or train a "
+                         "full-information algo (NAME-full)")
     return taken_rewards(batch, cfg), batch.groups
 
 
