@@ -37,8 +37,7 @@ def exit_status(script: Callable[[], None]) -> int:
 
 def install_hint(package: str, extra: str) -> str:
     """The message for a missing optional dependency."""
-    return (f"{package} is not installed; install it from the repository with: pip install -e '.[{extra}]' "
-            "-c constraints.txt")
+    return f"{package} is not installed; install it from the repository with: pip install -e '.[{extra}]'"
 
 
 def require_at_least(name: str, value: int, minimum: int = 1, why: str = "") -> None:

@@ -133,7 +133,7 @@ def test_registry_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         make_backend("hf", model=str(tmp_path / "absent"))
     (tmp_path / "config.json").write_text("{}")
     monkeypatch.setitem(sys.modules, "transformers", None)
-    with pytest.raises(DelibError, match=r"pip install 'deliberation\[hf\]'"):
+    with pytest.raises(DelibError, match=r"pip install -e '\.\[hf\]'"):
         HFBackend(str(tmp_path))
 
 

@@ -130,7 +130,7 @@ def test_invalid_options_and_missing_package(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(DelibError, match="max_in_flight"):
         OpenAIBackend("m", "http://x/v1", max_in_flight=0)
     monkeypatch.setitem(sys.modules, "openai", None)
-    with pytest.raises(DelibError, match=r"pip install 'deliberation\[openai\]'"):
+    with pytest.raises(DelibError, match=r"pip install -e '\.\[openai\]'"):
         OpenAIBackend("m", "http://x/v1")
 
 

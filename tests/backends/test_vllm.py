@@ -91,7 +91,7 @@ def test_one_chat_call_per_batch_through_a_fake_vllm(monkeypatch: pytest.MonkeyP
 
 def test_missing_vllm_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
-    with pytest.raises(DelibError, match=r"pip install 'deliberation\[vllm\]'"):
+    with pytest.raises(DelibError, match=r"pip install -e '\.\[vllm\]'"):
         VLLMBackend("org/model")
 
 

@@ -53,7 +53,7 @@ def cluster(data_dir):
     try:
         import ray
     except ImportError:
-        pytest.fail("ray is needed by the distributed tests: pip install 'deliberation[ray]'")
+        pytest.fail("ray is needed by the distributed tests: pip install -e '.[ray]'")
     ray.init(address="local", num_cpus=2, object_store_memory=100 * 2**20, include_dashboard=False,
              log_to_driver=False)
     yield ray

@@ -33,7 +33,7 @@ def test_run_with_two_workers_on_a_local_ray_equals_the_run_without(tmp_path, mo
     try:
         import ray
     except ImportError:
-        pytest.fail("ray is needed by this test: pip install 'deliberation[ray]'")
+        pytest.fail("ray is needed by this test: pip install -e '.[ray]'")
     assert not ray.is_initialized()
     started: list[dict[str, Any]] = []
     real_init = ray.init
