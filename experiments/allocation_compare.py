@@ -8,8 +8,9 @@ self-consistency at its own token budget).
 Arms per test store: self-consistency and both CISC votes at k = 1..limit; adaptive-consistency at every
 threshold and ESC at every window of the registered grids; the allocator at its registered operating point
 and at every point of the grid; its three-move twin; the best fixed rule of the paired experiment at one
-round. Runs go to OUT/runs/<store>/<arm>, the report to OUT/report. Replays are offline: a store that lacks a
-node (not yet extended) stops it with one line naming the node and the extension to finish. The checkpoints
+round. Runs go to OUT/runs/<store>/<arm>, the report to OUT/report. Replays are offline: a store whose
+manifest does not yet promise the registered samples (its extension unfinished) stops it first, in one line
+naming the extension to finish. The checkpoints
 are the registered files (a relative path is from the repository root), refused unless their sha256 is the
 registered one.
 """
@@ -28,7 +29,7 @@ from deliberation.policy.shipped import sha256_hex
 from deliberation.report.loading import sampling_label
 from deliberation.report.write import write_report
 from deliberation.runs.replay import Replay, evaluate
-from deliberation.trees.store import MissingNode
+from deliberation.trees.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 STORES = ("gsm8k-test", "math-test")
@@ -72,13 +73,14 @@ def compare(stores: Path, registration: Path, out: Path) -> list[Path]:
     reg = json.loads(registration.read_text())
     every = arms(reg)
     for store in STORES:
+        held = open_store(str(stores / store)).manifest.samples
+        if held < reg["limit"]:
+            raise DelibError(f"{stores / store} holds {held} samples a question, the comparison reads {reg['limit']}: "
+                             "finish the stores' extension (data/trees/extend-12.sh), then rerun")
+    for store in STORES:
         for name, settings in every.items():
-            try:
-                evaluate(Replay(trees=str(stores / store), offline=True, **settings),
-                         str(out / "runs" / store / name), progress=False)
-            except MissingNode as err:
-                raise DelibError(f"{err.problem}; the test stores hold {reg['limit']} samples a question only once "
-                                 "data/trees/extend-12.sh has finished: finish it, then rerun") from err
+            evaluate(Replay(trees=str(stores / store), offline=True, **settings), str(out / "runs" / store / name),
+                     progress=False)
     return write_report([out / "runs"], out / "report", reference=sampling_label(reg["reference_k"]))
 
 

@@ -81,5 +81,5 @@ def test_a_start_policy_of_other_features_is_refused_with_the_features_to_choose
         _start(start, wanted.feature_set(), wanted.features, "--init")
     said = str(err.value)
     assert said.startswith(f"--init {start}: policy expects {len(FEATURE_NAMES)} features") and "\n" not in said
-    assert said.endswith("start from a policy trained with --features signals, or train with the --features it was "
-                         "trained with")
+    assert said.endswith("start from a policy trained with --features signals, train with the --features it was "
+                         "trained with, or drop --init")

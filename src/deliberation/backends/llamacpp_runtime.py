@@ -77,9 +77,8 @@ class Runtime:
         lib.llama_backend_init()
         self.model = lib.llama_model_load_from_file(os.fsencode(path), model_params(lib))
         if not self.model:
-            raise DelibError(f"llama.cpp could not load {path}: not a GGUF file this llama.cpp reads (damaged or cut "
-                             "short?); a catalogue model is fetched again with `delib models pull NAME` once the file "
-                             "is removed")
+            raise DelibError(f"llama.cpp could not load {path}: not a GGUF file this llama.cpp reads, or too little "
+                             "memory for it; check the file and the free memory")
         self.vocab = lib.llama_model_get_vocab(self.model)
         self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
         self.n_batch = n_batch

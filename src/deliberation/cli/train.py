@@ -109,7 +109,8 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
         epilog=ITERATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--benchmark", nargs="+", default=["gsm8k"], help=", ".join(bench_names) + " (default gsm8k)")
     p.add_argument("--iterations", type=positive, required=True, help="collect-train rounds")
-    p.add_argument("--policy", help="behaviour policy of the first iteration (default: agreement-threshold)")
+    p.add_argument("--policy", help="behaviour policy of the first iteration, a checkpoint path or a shipped name "
+                   "(default: agreement-threshold)")
     p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, metavar="ALGO", help=ALGO_HELP)
     p.add_argument("--out", required=True, type=out_folder, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from deliberation.errors import DelibError, require_at_least
+from deliberation.policy.shipped import checkpoint_path
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
 from deliberation.rl.pipeline import TrainRequest, not_in_rollouts, run_training
@@ -53,7 +54,6 @@ class IterateSpec:
         features, a reward rollouts do not hold."""
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
-        from deliberation.policy.shipped import checkpoint_path
         from deliberation.rl.trainer import check_ignored
 
         cfg = self.train
@@ -100,5 +100,6 @@ def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: 
     done = policy_file(out, i)
     if done.exists():
         return f"trained earlier -> {done.parent}"
-    return run_training(TrainRequest(spec.train, tuple(rollouts), behaviour, str(done.parent),
+    start = None if behaviour is None else str(checkpoint_path(behaviour))  # --policy may name a shipped one
+    return run_training(TrainRequest(spec.train, tuple(rollouts), start, str(done.parent),
                                      flags=("--policy", "--train-seed")))

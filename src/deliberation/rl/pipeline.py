@@ -47,7 +47,6 @@ def run_training(req: TrainRequest) -> str:
     """Train and write the outputs; returns a one-line summary for the terminal."""
     import torch
 
-    from deliberation.policy.checkpoint import load_policy
     from deliberation.rl.data import first_samples
     from deliberation.rl.trainer import CHECKPOINT_NAME, prepare, train_pg, train_sft, write_training_outputs
 
@@ -133,13 +132,11 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
 
 
 def init_checkpoint(init: str, name: str) -> Path:
-    """``--init`` as a checkpoint file: a policy.pt as given, a shipped checkpoint by name (as ``delib run
-    --policy`` takes it), or the one (``name``) inside a training directory of ``delib train``."""
-    from deliberation.policy.shipped import checkpoint_path
-
+    """``--init`` as a checkpoint file: a policy.pt as given, or the one (``name``) inside a training
+    directory of ``delib train``."""
     path = Path(init)
     if not path.is_dir():
-        return checkpoint_path(init)
+        return path
     if not (path / name).is_file():
         raise DelibError(f"--init {path} is a directory without a {name}; pass a training directory of `delib "
                          f"train` or a {name}")
@@ -155,7 +152,7 @@ def _start(init: Path, features: Any, chosen: str, flag: str) -> Any:
         return load_policy(init, features.names, features.version).net
     except FeatureMismatch as err:
         raise DelibError(f"{flag} {init}: {err.mismatch}; start from a policy trained with --features {chosen}, "
-                         "or train with the --features it was trained with") from err
+                         f"train with the --features it was trained with, or drop {flag}") from err
 
 
 def check_init_split(init: Path, cfg: TrainConfig, held_out: Sequence[str],

@@ -70,7 +70,7 @@ def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
     if effective.rounds == 0 and effective.agents > m.samples:
         raise DelibError(f"{name} with {effective.agents} samples needs {effective.agents} round-0 samples; "
                          f"{store.path} holds {m.samples} (extend it in place: rerun its build command with "
-                         f"--samples {effective.agents})")
+                         f"--limit {len(store.built)} --samples {effective.agents})")
     if effective.rounds > 0 and effective.agents != m.agents:
         raise DelibError(f"{name} with {effective.agents} agents cannot replay {store.path}, built for "
                          f"{m.agents} agents; drop --agents or build a store for that team")

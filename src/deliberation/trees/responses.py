@@ -38,7 +38,8 @@ def responses(store: TreeStore, data_dir: str | None = None, questions: int | No
     """The responses of every built question of ``store``, or of its first ``questions`` (offline: a missing
     node is a one-line error)."""
     examples = built_examples(store, data_dir, questions)
-    backend = TreeBackend(store, None, "finish the store's build (its manifest's command), then rerun")
+    backend = TreeBackend(store, None, "the signals read every agent's round-1 REFINE with its critic call, which "
+                                       "a store records with --methods mpdf: rerun its build command with it")
     bench = benchmarks.get(store.manifest.benchmark)
     engine = store_engine(store, rounds=1)
     spec = MethodSpec("signals", ConstantPolicy(Action.REFINE), confidence=True)

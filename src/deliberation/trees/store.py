@@ -187,8 +187,11 @@ class MissingNode(DelibError):
     fix, for a caller whose fix is its own)."""
 
     def __init__(self, problem: str, hint: str) -> None:
-        self.problem = problem
+        self.problem, self.hint = problem, hint
         super().__init__(f"{problem}; {hint}")
+
+    def __reduce__(self) -> tuple:  # as it was made, so that a Ray worker's refusal reaches the driver whole
+        return type(self), (self.problem, self.hint)
 
 
 class TreeBackend:

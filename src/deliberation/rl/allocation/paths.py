@@ -58,7 +58,8 @@ def question_paths(store: TreeStore, limit: int, vote: VoteWeights | None = None
     """The paths of every built question of ``store`` (or of ``examples``), ``limit`` samples each, offline."""
     backend = TreeBackend(store, None, f"the allocator reads {limit} round-0 samples a question (and a three-move "
                                        "one the round-1 updates of agreement-threshold): extend the store with its "
-                                       f"own command and `--samples {limit}` (and those methods)")
+                                       f"own command, `--limit {len(store.built)} --samples {limit}` (and those "
+                                       "methods)")
     bench = benchmarks.get(store.manifest.benchmark)
     engine = store_engine(store, rounds=0, agents=limit)
     spec = MethodSpec("allocate", None, vote_weights=vote)

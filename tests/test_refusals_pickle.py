@@ -1,0 +1,24 @@
+"""Refusals with fields of their own (a missing tree node, a policy of other features, a backend's missing
+options) survive pickling, as a Ray worker sends them to the driver: the same type, fields and message."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from deliberation.backends import MissingOptions
+from deliberation.policy.checkpoint import FeatureMismatch
+from deliberation.trees.store import MissingNode
+
+
+@pytest.mark.parametrize("refusal, fields", [
+    (MissingNode("store has no answer node", "extend it"), ("problem", "hint")),
+    (FeatureMismatch("policy expects 5 features"), ("mismatch",)),
+    (MissingOptions("openai", ("model", "base_url"), "the optimiser's ", role="optimizer"),
+     ("backend", "options", "where", "role")),
+])
+def test_a_refusal_crosses_a_process_boundary_whole(refusal, fields):
+    again = pickle.loads(pickle.dumps(refusal))
+    assert type(again) is type(refusal) and str(again) == str(refusal)
+    assert all(getattr(again, name) == getattr(refusal, name) for name in fields)
