@@ -1,5 +1,5 @@
-"""Refusals with fields of their own (a missing tree node, a policy of other features, a backend's missing
-options) survive pickling, as a Ray worker sends them to the driver: the same type, fields and message."""
+"""Refusals with fields of their own (a policy of other features, a backend's missing options) survive
+pickling, as a Ray worker sends them to the driver: the same type, fields and message."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ import pytest
 
 from deliberation.backends import MissingOptions
 from deliberation.policy.checkpoint import FeatureMismatch
-from deliberation.trees.store import MissingNode
 
 
 @pytest.mark.parametrize("refusal, fields", [
-    (MissingNode("store has no answer node", "extend it"), ("problem", "hint")),
     (FeatureMismatch("policy expects 5 features"), ("mismatch",)),
     (MissingOptions("openai", ("model", "base_url"), "the optimiser's ", role="optimizer"),
      ("backend", "options", "where", "role")),

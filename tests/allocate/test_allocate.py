@@ -206,5 +206,5 @@ def test_paths_beyond_the_samples_a_store_holds_name_the_extension(trained):
 
     with pytest.raises(MissingNode) as err:
         question_paths(open_store(str(trained["store"])), LIMIT + 1)
-    assert "has no answer node of agent" in err.value.problem and str(err.value).endswith(
+    assert "has no answer node of agent" in str(err.value) and str(err.value).endswith(
         f"extend the store with its own command, `--limit {QUESTIONS} --samples {LIMIT + 1}` (and those methods)")

@@ -183,15 +183,7 @@ def _size(path: Path) -> int:
 
 
 class MissingNode(DelibError):
-    """An offline TreeBackend was asked for a node its store does not hold (``problem``: which, without the
-    fix, for a caller whose fix is its own)."""
-
-    def __init__(self, problem: str, hint: str) -> None:
-        self.problem, self.hint = problem, hint
-        super().__init__(f"{problem}; {hint}")
-
-    def __reduce__(self) -> tuple:  # as it was made, so that a Ray worker's refusal reaches the driver whole
-        return type(self), (self.problem, self.hint)
+    """An offline TreeBackend was asked for a node its store does not hold."""
 
 
 class TreeBackend:
@@ -229,8 +221,8 @@ class TreeBackend:
             partial = set(recorded) != set(methods.METHODS)
             only = f"; it records round 1 of {', '.join(recorded)} only" if partial else ""
             raise MissingNode(f"{self.store.path} has no {wanted.kind.value} node of agent {requests[0].agent} for "
-                              f"question {wanted.example_id} at round {wanted.round} (offline{only})",
-                              self.missing_hint)
+                              f"question {wanted.example_id} at round {wanted.round} (offline{only}); "
+                              f"{self.missing_hint}")
         self.calls += len(requests)
         nodes = [node_of(self.name, self.cache_scope, r, c) for r, c in zip(requests, self.inner.generate(requests))]
         if self.record:
