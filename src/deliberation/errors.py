@@ -4,6 +4,7 @@ text and JSON (the project's one policy for text that is not clean UTF-8, below)
 writes the file system refuses."""
 
 import errno
+import functools
 import json
 import math
 import os
@@ -14,7 +15,19 @@ from typing import Any, Callable
 
 
 class DelibError(Exception):
-    """A user-facing error. ``str(err)`` is one line; the CLI prints it and exits non-zero."""
+    """A user-facing error. ``str(err)`` is one line; the CLI prints it and exits non-zero.
+
+    It pickles as it was made (its constructor's arguments, not its message), so a refusal whose constructor
+    takes fields or nothing (``Interrupted``) reaches a Ray driver from its worker whole, not as a TypeError."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "DelibError":
+        made = super().__new__(cls, *args)
+        made._made_with = (args, kwargs)
+        return made
+
+    def __reduce__(self) -> tuple:
+        args, kwargs = self._made_with
+        return (functools.partial(type(self), **kwargs) if kwargs else type(self)), args
 
 
 class Interrupted(DelibError):

@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from deliberation.cli.main import main
+from deliberation.cli.main import build_parser, main
 from deliberation.errors import DelibError
 from deliberation.rl.collect import CollectSpec
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.iterate import IterateSpec, policy_file
+from deliberation.rl.pipeline import ROLLOUTS_HOLD
 
 
 def iterate_cmd(out):
@@ -62,6 +63,10 @@ def test_the_command_line_does_not_offer_what_its_rollouts_fix(flag, other, tmp_
     assert main(["iterate", "--iterations", "1", "--backend", "scripted", "--out", str(tmp_path / "it"), flag,
                  other]) == 2
     assert f"{flag} {other} is not in the rollouts" in capsys.readouterr().err and not (tmp_path / "it").exists()
+    field = flag[2:].replace("-", "_")
+    held = ROLLOUTS_HOLD[field].value
+    args = build_parser().parse_args(["iterate", "--iterations", "1", "--out", str(tmp_path / "it"), flag, held])
+    assert getattr(args, field) == held
 
 
 def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp_path):

@@ -50,9 +50,6 @@ class MissingOptions(DelibError):
         self.backend, self.options, self.where, self.role = backend, tuple(options), where, role
         super().__init__(self.worded(lambda option: f"option {option}"))
 
-    def __reduce__(self) -> tuple:  # as it was made (a Ray worker's refusal reaches the driver whole)
-        return type(self), (self.backend, self.options, self.where, self.role)
-
     def worded(self, word: Callable[[str], str]) -> str:
         """The message with each missing option as ``word`` names it."""
         return f"{self.where}backend {self.backend!r} needs {' and '.join(map(word, self.options))}"

@@ -119,15 +119,17 @@ def _default_text(value: Any) -> str:
 
 
 def add_flags(parser: argparse.ArgumentParser, cls: type, only: Iterable[str] | None = None,
-              skip: Iterable[str] = (), suppress: bool = False) -> None:
+              skip: Iterable[str] = (), suppress: bool = False, hidden: Iterable[str] = ()) -> None:
     """A flag per field of ``cls`` (``only`` these, minus ``skip``). ``suppress``: an absent flag leaves no
-    attribute, so the dataclass keeps its default (how ``delib train`` overrides only what is given)."""
+    attribute, so the dataclass keeps its default (how ``delib train`` overrides only what is given).
+    ``hidden``: fields whose flags are accepted but not shown in --help (a value fixed elsewhere that an older
+    command may still name)."""
     hints, docs = typing.get_type_hints(cls), field_docs(cls)
     wanted = set(only) if only is not None else None
     for f in dataclasses.fields(cls):
         if f.name in set(skip) or (wanted is not None and f.name not in wanted):
             continue
-        _add(parser, f, hints[f.name], docs.get(f.name, ""), suppress)
+        _add(parser, f, hints[f.name], None if f.name in set(hidden) else docs.get(f.name, ""), suppress)
 
 
 class _Renamed(argparse.Action):
@@ -139,7 +141,8 @@ class _Renamed(argparse.Action):
         parser.error(f"{option_string} is now {self.dest} (same meaning); rename it")
 
 
-def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: str, suppress: bool) -> None:
+def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: str | None, suppress: bool) -> None:
+    """The field's flag; ``doc`` None: accepted, not shown in --help."""
     if formerly_named(f) is not None:
         parser.add_argument(flag(formerly_named(f)), dest=flag(f.name), action=_Renamed, nargs="?", help=SUPPRESS,
                             default=SUPPRESS)
@@ -148,12 +151,13 @@ def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: st
         switch = flag(f.name) if not default else "--no-" + f.name.replace("_", "-")
         parser.add_argument(switch, dest=f.name, action="store_false" if default else "store_true",
                             default=SUPPRESS if suppress else default,
-                            help=f"turns it off (on by default): {doc}" if default else
-                            f"turns it on (off by default): {doc}")
+                            help=SUPPRESS if doc is None else f"turns it off (on by default): {doc}" if default
+                            else f"turns it on (off by default): {doc}")
         return
     parser.add_argument(flag(f.name), dest=f.name, type=FIELD_PARSERS.get(f.name, converter(tp)),
                         metavar="ID,ID|@FILE" if f.name in FIELD_PARSERS else _metavar(tp),
-                        default=SUPPRESS if suppress else default, help=_help(doc, default))
+                        default=SUPPRESS if suppress else default,
+                        help=SUPPRESS if doc is None else _help(doc, default))
 
 
 def _help(doc: str, default: Any) -> str:

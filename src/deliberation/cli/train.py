@@ -98,7 +98,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
 
 def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     from deliberation.rl.algorithms import POLICY_GRADIENT
-    from deliberation.rl.pipeline import FIXED_BY_ROLLOUTS
+    from deliberation.rl.pipeline import ROLLOUTS_HOLD
 
     _, bench_names, _ = registry_names()
     p = sub.add_parser(
@@ -114,19 +114,16 @@ def _iterate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", default="softrankpo", choices=POLICY_GRADIENT, metavar="ALGO", help=ALGO_HELP)
     p.add_argument("--out", required=True, type=out_folder, help="iterations directory (rerun to resume)")
     _collection_args(p, ITERATE_CACHE_HELP)
-    _training_args(p, seed_flag="--train-seed")
-    for action in p._actions:  # what rollouts fix: accepted at its value (an older command may name it), not offered
-        if action.dest in FIXED_BY_ROLLOUTS:
-            action.help = argparse.SUPPRESS
+    _training_args(p, seed_flag="--train-seed", hidden=tuple(ROLLOUTS_HOLD))
     p.set_defaults(func=cmd_iterate, saves_as_it_goes=True)
 
 
-def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed", skip: tuple[str, ...] = ()) -> None:
-    """TrainConfig overrides (but ``skip``); ``iterate`` names the training seed --train-seed (--seed is the
-    engine's)."""
+def _training_args(p: argparse.ArgumentParser, seed_flag: str = "--seed", hidden: tuple[str, ...] = ()) -> None:
+    """TrainConfig overrides (``hidden``: accepted, not shown in --help); ``iterate`` names the training seed
+    --train-seed (--seed is the engine's)."""
     from deliberation.rl.config import TrainConfig
 
-    flags.add_flags(p, TrainConfig, skip=(*TRAIN_SKIP, *skip), suppress=True)
+    flags.add_flags(p, TrainConfig, skip=TRAIN_SKIP, suppress=True, hidden=hidden)
     seed = flags.field_docs(TrainConfig)["seed"]
     p.add_argument(seed_flag, dest="train_seed", type=int, default=argparse.SUPPRESS, metavar="N",
                    help=f"{seed} (default {TrainConfig.seed})")

@@ -198,8 +198,6 @@ class FeatureMismatch(DelibError):
         self.mismatch = mismatch
         super().__init__(f"{mismatch}; retrain with delib train")
 
-    def __reduce__(self) -> tuple:  # as it was made (a Ray worker's refusal reaches the driver whole)
-        return type(self), (self.mismatch,)
 
 
 def _check_features(payload: Mapping[str, Any], names: tuple[str, ...], version: int) -> None:

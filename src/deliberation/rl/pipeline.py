@@ -79,24 +79,33 @@ def run_training(req: TrainRequest) -> str:
     return _summary_line(cfg.algo, len(first_samples(decisions, cfg.group_size)), scores, out)
 
 
-FIXED_BY_ROLLOUTS = ("reward", "actions", "features", "reward_components")
-"""The TrainConfig fields rollout files fix (``not_in_rollouts``): ``delib iterate``, which trains on rollouts
-only, does not offer their flags (it refuses any other value before collecting)."""
+@dataclass(frozen=True)
+class HeldByRollouts:
+    """A TrainConfig field whose value rollout files fix: the one value they hold, and why."""
+
+    value: str
+    why: str
+
+
+ROLLOUTS_HOLD: dict[str, HeldByRollouts] = {
+    "reward": HeldByRollouts(next(name for name in REWARDS if REWARDS[name].in_rollouts),
+                             "they hold the round reward"),
+    "actions": HeldByRollouts(PAPER_ACTIONS, "they score the paper's three actions"),
+    "features": HeldByRollouts(PAPER.name, "they hold the paper's features"),
+    "reward_components": HeldByRollouts("both", "they hold r_local + r_global, not each term"),
+}
+"""What rollout files (``delib collect``, ``delib iterate``) can train: the paper's three actions on its
+features, with the round reward summed. ``delib iterate``, which trains on rollouts only, does not offer these
+fields' flags (it refuses any other value before collecting)."""
 
 
 def not_in_rollouts(cfg: TrainConfig) -> tuple[str, str, str] | None:
-    """(the flag, why, the setting rollouts do hold) of a setting of ``cfg`` that rollout files (``delib
-    collect``, ``delib iterate``) cannot train, or None: they score the paper's three actions on its
-    features, with the round reward summed."""
-    if not REWARDS[cfg.reward].in_rollouts:
-        return f"--reward {cfg.reward}", "they hold the round reward", "--reward round"
-    if cfg.actions != PAPER_ACTIONS:
-        return f"--actions {cfg.actions}", "they score the paper's three actions", f"--actions {PAPER_ACTIONS}"
-    if cfg.features != PAPER.name:
-        return f"--features {cfg.features}", "they hold the paper's features", f"--features {PAPER.name}"
-    if cfg.reward_components != "both":
-        return (f"--reward-components {cfg.reward_components}", "they hold r_local + r_global, not each term",
-                "--reward-components both")
+    """(the flag and value, why, the setting rollouts do hold) of the first setting of ``cfg`` that rollout
+    files cannot train, or None."""
+    for name, held in ROLLOUTS_HOLD.items():
+        if getattr(cfg, name) != held.value:
+            flag = "--" + name.replace("_", "-")
+            return f"{flag} {getattr(cfg, name)}", held.why, f"{flag} {held.value}"
     return None
 
 
