@@ -89,3 +89,27 @@ def test_a_shipped_policy_starts_an_iteration_by_name():
         IterateSpec(CollectSpec(backend="scripted", policy="default"), ("gsm8k",), 1)
     blind = TrainConfig(ignore_features=(FEATURE_NAMES[2],))
     assert IterateSpec(CollectSpec(backend="scripted", policy="default"), ("gsm8k",), 1, blind).train == blind
+
+
+def test_a_start_policy_trained_on_questions_this_run_holds_out_is_refused_before_collecting(tmp_path):
+    """The first training holds questions out by their hash; a --policy whose split.json trained on one of
+    them is refused before hours of collection, one that did not is taken."""
+    from deliberation import benchmarks
+    from deliberation.benchmarks.selection import load_selected
+    from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
+    from deliberation.policy.checkpoint import save_policy
+    from deliberation.policy.network import MetaPolicyNet
+    from deliberation.rl.data import held_out_names
+    from deliberation.rl.split_file import split_of, write_split
+
+    start = save_policy(tmp_path / "start.pt", MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {})
+    spec = CollectSpec(backend="scripted", limit=6, policy=str(start))
+    asked = [e.id for bench in ("gsm8k", "math")
+             for e in load_selected(benchmarks.get(bench), "train", 6, spec.selection)]
+    held = held_out_names(asked, TrainConfig().val_fraction, TrainConfig().seed)
+    assert held and len(held) < len(asked)
+    write_split(tmp_path, split_of(sorted(set(asked) - held), sorted(held)))
+    IterateSpec(spec, ("gsm8k", "math"), 1)  # trained on what this run trains on: taken
+    write_split(tmp_path, split_of(asked, []))
+    with pytest.raises(DelibError, match=f"--policy {start} trained on {len(held)} of this run's held-out"):
+        IterateSpec(spec, ("gsm8k", "math"), 1)

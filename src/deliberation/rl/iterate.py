@@ -25,6 +25,9 @@ from deliberation.policy.shipped import checkpoint_path
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
 from deliberation.rl.pipeline import TrainRequest, not_in_rollouts, run_training
+FLAGS = ("--policy", "--train-seed")
+"""How ``delib iterate`` names the start policy and the training seed in the trainer's errors."""
+
 
 @dataclass(frozen=True)
 class IterateSpec:
@@ -51,9 +54,10 @@ class IterateSpec:
     def _check_training(self) -> None:
         """Refuse, before hours of collection, training settings that would fail after it (``TrainConfig``
         checks its own values): a group larger than the joint actions collected, a start policy blind to other
-        features, a reward rollouts do not hold."""
+        features or trained on questions this run will hold out, a reward rollouts do not hold."""
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
+        from deliberation.rl.pipeline import check_init_split
         from deliberation.rl.trainer import check_ignored
 
         cfg = self.train
@@ -65,7 +69,21 @@ class IterateSpec:
             raise DelibError(f"--group-size {cfg.group_size} is more than the --joint-actions "
                              f"{self.collect.joint_actions} collected per decision; lower it or collect more")
         if self.collect.policy is not None:
-            check_ignored(load_policy(checkpoint_path(self.collect.policy), FEATURE_NAMES, FEATURE_VERSION).net, cfg)
+            start = checkpoint_path(self.collect.policy)
+            check_ignored(load_policy(start, FEATURE_NAMES, FEATURE_VERSION).net, cfg)
+            check_init_split(start, cfg, self._held_out(), FLAGS)
+
+    def _held_out(self) -> list[str]:
+        """The questions the first training will hold out: the trainer's hash rule over every question the
+        collection asks (a question without decisions, if any, is checked again after collecting)."""
+        from deliberation import benchmarks
+        from deliberation.benchmarks.selection import load_selected
+        from deliberation.rl.data import held_out_names
+
+        c = self.collect
+        asked = [e.id for bench in self.benchmarks
+                 for e in load_selected(benchmarks.get(bench), c.split, c.limit, c.selection, c.data_dir)]
+        return sorted(held_out_names(asked, self.train.val_fraction, self.train.seed))
 
 
 def policy_file(out: str | Path, iteration: int) -> Path:
@@ -102,4 +120,4 @@ def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: 
         return f"trained earlier -> {done.parent}"
     start = None if behaviour is None else str(checkpoint_path(behaviour))  # --policy may name a shipped one
     return run_training(TrainRequest(spec.train, tuple(rollouts), start, str(done.parent),
-                                     flags=("--policy", "--train-seed")))
+                                     flags=FLAGS))
