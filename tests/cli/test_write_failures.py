@@ -204,7 +204,7 @@ def test_a_full_cache_disk_is_named_and_the_cache_is_not_called_damaged(tmp_path
     with pytest.raises(DelibError) as err:
         cache.generate([ask("x" * 200_000)])
     message = str(err.value)
-    assert "no space is left on its disk" in message and "--cache none" in message
+    assert "no space is left on its disk" in message and "has --cache, pass it another file" in message
     assert "delete it" not in message and "\n" not in message
     assert cache.generate([ask("0 " * 500)])[0].cached  # what it holds is still served
 

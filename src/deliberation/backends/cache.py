@@ -116,19 +116,23 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-_ELSEWHERE = "or pass --cache another file (or --cache none), then rerun: the responses it holds are kept"
+_ELSEWHERE = ("or, in a command that has --cache, pass it another file (or none), then rerun: the responses it holds "
+              "are kept")
 _SQLITE_CAUSES = {
     sqlite3.SQLITE_FULL: f"no space is left on its disk; free space there, {_ELSEWHERE}",
     sqlite3.SQLITE_IOERR: f"its disk refused a read or write (full, or failing); free space or check it, {_ELSEWHERE}",
     sqlite3.SQLITE_CANTOPEN: "SQLite cannot open it or its journal beside it (a folder in its place, a name too "
-                             "long); pass --cache a file you can write, or --cache none",
+                             "long); make its path writable, or, in a command that has --cache, pass it a file you can "
+                             "write (or none)",
     sqlite3.SQLITE_READONLY: f"it is read-only; make it writable, {_ELSEWHERE}",
     sqlite3.SQLITE_PERM: f"it is read-only; make it writable, {_ELSEWHERE}",
     sqlite3.SQLITE_BUSY: f"another process has held it for over a minute; wait for that process, {_ELSEWHERE}",
     sqlite3.SQLITE_LOCKED: f"another process has held it for over a minute; wait for that process, {_ELSEWHERE}",
 }
 """What each SQLite primary result code means for the cache, and the fix; any other (damage: "database disk
-image is malformed", "file is not a database") is fixed by deleting the file (``unusable``)."""
+image is malformed", "file is not a database") is fixed by deleting the file (``unusable``). Some commands
+fix their cache's path (``delib experiment``'s is in its --out folder; a tree store's own backend uses the
+store's), hence "a command that has --cache"."""
 
 
 def unusable(path: Path, err: sqlite3.DatabaseError) -> DelibError:
