@@ -1,7 +1,8 @@
 """Typed configuration, validated on construction with actionable messages: how a team deliberates
 (``EngineConfig``) and what a command runs questions on (``Workload``, shared by ``delib run``'s RunSpec and
-``delib collect``'s CollectSpec). The CLI's flags are generated from these fields (cli/flags.py): a field's
-docstring is its help text and its default the flag's default.
+the tree builder's TreeSpec; ``LearningWorkload``, a workload that learns from its questions: ``delib
+collect``'s CollectSpec, the graph optimisation's and AFlow's search). The CLI's flags are generated from
+these fields (cli/flags.py): a field's docstring is its help text and its default the flag's default.
 
 Training configuration lives beside the trainer (``deliberation.rl.config.TrainConfig``).
 """
@@ -9,7 +10,7 @@ Training configuration lives beside the trainer (``deliberation.rl.config.TrainC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.types import formerly
@@ -110,3 +111,23 @@ class Workload:
         require_at_least("concurrency", self.concurrency)
         if self.limit is not None:
             require_at_least("limit", self.limit)
+
+
+@dataclass(frozen=True)
+class LearningWorkload(Workload):
+    """A workload that learns from its questions (rollouts for a policy, a graph's edges, a workflow): on a
+    train split, or on a test split only when asked, since what it learns is then measured on the questions it
+    learned from."""
+
+    split: str = "train"
+    allow_test: bool = False
+    """Learning on a test split learns the questions it is then measured on: opt-in only."""
+    learns: ClassVar[tuple[str, str]]
+    """(what a test split would make it do, the verb of the fix): each kind's words for the refusal."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.split == "test" and not self.allow_test:
+            harm, verb = self.learns
+            raise DelibError(f"--split test would {harm}; {verb} on a train split (or pass --allow-test to do it "
+                             "knowingly)")

@@ -37,10 +37,10 @@ from deliberation.backends import MissingOptions
 from deliberation.backends.concurrent import in_order
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import EngineConfig, Workload
+from deliberation.config import EngineConfig, LearningWorkload
 from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
-from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.errors import require_at_least, require_number
 from deliberation.files import setting_up, write_json_atomic
 from deliberation.rl.graph_optimize import job_cache
 from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, parse, workflow_episode
@@ -57,8 +57,10 @@ _TAG = re.compile(r"<(modification|workflow)>(.*?)</\1>", re.DOTALL)
 
 
 @dataclass(frozen=True)
-class AFlowSearch(Workload):
+class AFlowSearch(LearningWorkload):
     """What ``delib aflow-search`` searches with and on."""
+
+    learns = ("search on the questions the workflow is measured on", "search")
 
     optimizer_backend: str = "openai"
     """The backend of the optimiser model (any OpenAI-compatible server: openai with --optimizer-opt base_url=...)."""
@@ -76,14 +78,9 @@ class AFlowSearch(Workload):
     """The softmax's sharpness on scores in percent (AFlow's code: 0.2)."""
     mix: float = 0.3
     """The uniform share of the selection (AFlow's code: 0.3)."""
-    allow_test: bool = False
-    """Searching on a test split learns the questions it is measured on: opt-in only."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.split == "test" and not self.allow_test:
-            raise DelibError("--split test would search on the questions the workflow is measured on; search on a "
-                             "train split (or pass --allow-test to do it knowingly)")
         for name in ("search_rounds", "validation_runs", "top_k", "patience"):
             require_at_least(f"--{name.replace('_', '-')}", getattr(self, name))
         require_number("--alpha", self.alpha, 0, 100)

@@ -17,7 +17,7 @@ from deliberation import benchmarks
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import Workload
+from deliberation.config import LearningWorkload
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
@@ -34,24 +34,20 @@ from deliberation.types import Decision, Example, formerly, to_json
 
 
 @dataclass(frozen=True)
-class CollectSpec(Workload):
+class CollectSpec(LearningWorkload):
     """What to collect; saved (with the command) in manifest.json."""
 
-    split: str = "train"
+    learns = ("train the policy on the questions it is evaluated on", "collect")
+
     joint_actions: int = field(default=8, metadata=formerly("samples"))
     """K joint actions drawn per decision point: the group whose rewards SoftRankPO ranks."""
     epsilon: float = 0.2
     """Probability of replacing the behaviour policy's action by a uniform one."""
     policy: str | None = None
     """Behaviour policy checkpoint (a path or a shipped name); default: the agreement-threshold rule."""
-    allow_test: bool = False
-    """Collecting on a test split trains the policy on the questions it is then evaluated on: opt-in only."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.split == "test" and not self.allow_test:
-            raise DelibError("--split test would train the policy on the questions it is evaluated on; collect on "
-                             "a train split (or pass --allow-test to do it knowingly)")
         require_at_least("--joint-actions", self.joint_actions, 2, "to rank rewards within a group")
         check_team("delib collect", self.engine, "")  # it collects deliberation: no single-agent method
         if not 0.0 < self.epsilon <= 1.0:

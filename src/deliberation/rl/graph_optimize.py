@@ -29,7 +29,7 @@ from deliberation import benchmarks
 from deliberation.backends.concurrent import in_order
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import Workload
+from deliberation.config import LearningWorkload
 from deliberation.engine.loop import make_context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
@@ -45,8 +45,10 @@ GRAPH_FILE = "graph.json"
 
 
 @dataclass(frozen=True)
-class GraphOptimization(Workload):
+class GraphOptimization(LearningWorkload):
     """What ``delib optimize-graph`` optimises, on which questions, and how."""
+
+    learns = ("optimise the graph on the questions it is measured on", "optimise")
 
     method: str = "gptswarm"
     """The design: gptswarm or agentprune."""
@@ -60,8 +62,6 @@ class GraphOptimization(Workload):
     """agentprune: the share of each edge set pruned once after optimising (its reference prunes 25% a time)."""
     low_rank: bool = True
     """agentprune: add its low-rank penalty (nuclear norm, and the distance to the topology beyond delta)."""
-    allow_test: bool = False
-    """Optimising on a test split learns the questions it is then measured on: opt-in only."""
     trees: str | None = None
     """A tree store of the same model and settings whose recorded answers serve the requests it holds (a
     GPTSwarm agent that reads no peer asks the round-0 request of its question; AgentPrune's agents speak in
@@ -71,9 +71,6 @@ class GraphOptimization(Workload):
         super().__post_init__()
         if self.method not in DESIGNS:
             raise DelibError(f"--method {self.method!r} has no graph to optimise; choose one of {', '.join(DESIGNS)}")
-        if self.split == "test" and not self.allow_test:
-            raise DelibError("--split test would optimise the graph on the questions it is measured on; optimise "
-                             "on a train split (or pass --allow-test to do it knowingly)")
         require_at_least("--iterations", self.iterations, 0)
         require_at_least("--batch", self.batch)
         require_number("--lr", self.lr, 1e-6, 100)
