@@ -2,6 +2,7 @@
 experiments/allocation_compare.py replayed.
 
     python experiments/allocation_analysis.py [--runs DIR] [--registration FILE] [--out DIR]
+                                              [--questions N_GSM8K N_MATH]
 
 Pools the two test stores (GSM8K test, MATH-500) question by question and writes OUT/analysis.json and
 OUT/analysis.md: the primary endpoint (the allocator at its registered operating point against
@@ -9,8 +10,9 @@ self-consistency over ``reference_k`` samples: paired difference with its bootst
 p, paired token ratio), the six secondaries with Holm-adjusted p-values, the descriptive curve (every arm's
 accuracy and tokens a question), the tokens the allocator needs to match self-consistency over ``limit``
 samples, the goal check and the reading the registration gave each outcome, and (descriptive) every operating
-point against self-consistency and adaptive-consistency at equal tokens; and OUT/curve.png (accuracy against
-tokens, and those paired differences). It refuses runs in which the arms did not answer the same questions.
+point against self-consistency, adaptive-consistency and ESC at equal tokens; and OUT/curve.png (accuracy
+against tokens, and those paired differences). It refuses runs that are not exactly the registered arms, each
+finished, each on the registered questions of both test stores (experiments/allocation_compare.py's).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from deliberation.report.loading import load_run
 from deliberation.report.paired import POOLED, Outcome, Paired, Question, compare, holm, outcomes
 from deliberation.report.plots import plotting
 
+from allocation_compare import QUESTIONS, add_questions_arg, arms as registered_arms
+
 REPO = Path(__file__).resolve().parents[1]
 STORES = {"gsm8k-test": "gsm8k/test", "math-test": "math/test"}
 GOAL_POINTS, GOAL_TOKEN_SHARE = 0.02, 0.6
@@ -37,6 +41,10 @@ SLACK = 1e-9
 """Differences of whole questions computed in floating point (9/450 can read 0.01999...): the goal's lines are
 crossed or not up to this."""
 Arm = dict[Question, Outcome]
+BASELINES = {"adaptive-consistency": ("adaptive", "adaptive_thresholds", "threshold"),
+             "ESC": ("esc", "esc_windows", "window")}
+"""The sampling baselines each operating point meets at equal tokens (descriptive): the arms' folder prefix, the
+registration's grid of its knob, the knob's name."""
 SERIES = {"self-consistency, k = 1..limit": ("self-consistency-", "o-"), "adaptive-consistency": ("adaptive-", "s--"),
           "ESC": ("esc-", "^--"), "allocator, stop_at grid": ("allocate-0", "D-")}
 """The figure's curves: arms whose folder name starts with the prefix (the allocator's grid points are
@@ -44,10 +52,14 @@ SERIES = {"self-consistency, k = 1..limit": ("self-consistency-", "o-"), "adapti
 
 
 def arm(runs: Path, name: str) -> Arm:
-    """An arm's outcomes on both test stores (question -> (correct, tokens))."""
+    """An arm's outcomes on both test stores (question -> (correct, tokens)); a run that did not finish (no
+    summary.json) is refused."""
     found: Arm = {}
     for store in STORES:
         result = load_run(runs / store / name)
+        if result.partial:
+            raise DelibError(f"{runs / store / name} did not finish (no summary.json); rerun "
+                             "experiments/allocation_compare.py")
         for table in outcomes([result]).values():
             found.update(table)
     return found
@@ -64,18 +76,21 @@ def point(outcome: Arm) -> dict[str, float]:
 
 
 def at_equal_tokens(label: str, row: Arm, curve: dict[Any, Arm], reference: str = "self-consistency",
-                    knob: str = "k", first: bool = True) -> Paired | None:
+                    knob: str = "k", required: bool = True) -> Paired | None:
     """``row`` against ``curve`` (knob -> arm) at the largest knob whose tokens do not exceed its own, per
-    benchmark, pooled; when even the smallest knob costs more, self-consistency's first k (``first``, as
-    registered), or None (no arm of the curve at that budget)."""
+    benchmark, pooled; None when even the smallest knob costs more (no arm of the curve at that budget), or,
+    ``required``, a refusal: the registration gives that case no reading, and it cannot arise against
+    self-consistency, since the allocator's first draws are the team's, self-consistency over 3's."""
     mine, theirs, knobs = {}, {}, []
     for name in STORES.values():
         own = column(row, name)
         x = budget_k(sum(t for _, t in own.values()) / len(own), {x: column(a, name) for x, a in curve.items()},
                      set(own))
-        if x is None and not first:
+        if x is None and required:
+            raise DelibError(f"{label} spends less on {name} than {reference} at its every {knob}: no equal-token "
+                             "comparison was registered for that")
+        if x is None:
             return None
-        x = min(curve) if x is None else x
         mine.update(own)
         theirs.update(column(curve[x], name))
         knobs.append(x)
@@ -109,12 +124,23 @@ def matching_limit(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]
                                               top))}
 
 
+def goal_met(equal: dict[str, Any], match: dict[str, Any] | None) -> bool:
+    """The registered goal: at least +2 points over self-consistency at equal tokens (``equal``, the family's
+    first row) with its interval above 0, or self-consistency over ``limit`` samples matched (``match``) at no
+    more than 60% of its tokens; each line up to SLACK."""
+    return (equal["accuracy_diff"] >= GOAL_POINTS - SLACK and equal["accuracy_diff_ci95"][0] > 0) or (
+        match is not None and match["token_ratio"] <= GOAL_TOKEN_SHARE + SLACK)
+
+
 def reading(primary: Paired, equal: dict[str, Any]) -> str:
     """The registered reading of the primary outcome (PREREGISTRATION.md, "How each outcome will be read")."""
     lo, hi = primary.accuracy_diff_ci95
     if lo > 0:
-        if primary.token_ratio <= 1 or equal["accuracy_diff_ci95"][0] > 0:
+        if primary.token_ratio <= 1:
             return "better: the allocator answers more questions right than the reference for no more tokens"
+        if equal["accuracy_diff_ci95"][0] > 0:  # "agrees": the equal-token row's interval, unadjusted, above 0
+            return ("better at equal tokens: the allocator spends more tokens than the reference, and answers more "
+                    "questions right than self-consistency at its own budget")
         return "more accurate, but at more tokens, and not better at equal tokens: no claim of better"
     if hi < 0:
         return "worse: the allocator answers fewer questions right than the reference at this budget"
@@ -123,13 +149,15 @@ def reading(primary: Paired, equal: dict[str, Any]) -> str:
     return f"null: no evidence of a difference (the interval contains 0){ruled}"
 
 
-def complete(arms: dict[str, Arm]) -> None:
-    """One analysis, on every test question (PREREGISTRATION.md): every arm answered the same questions."""
+def complete(arms: dict[str, Arm], questions: tuple[int, ...]) -> None:
+    """One analysis, on every test question (PREREGISTRATION.md): every arm answered the same questions, the
+    registered number of each store's (``questions``, in STORES' order)."""
     every = set().union(*arms.values())
-    absent = sorted(set(STORES.values()) - {q[0] for q in every})
-    if absent:
-        raise DelibError(f"no arm answered a question of {absent[0]}; run experiments/allocation_compare.py on "
-                         "both test stores first")
+    for name, n in zip(STORES.values(), questions):
+        answered = sum(q[0] == name for q in every)
+        if answered != n:
+            raise DelibError(f"the arms answered {answered} questions of {name}, the registration {n}; run "
+                             "experiments/allocation_compare.py once every test store holds its samples")
     short = {name: len(every - set(a)) for name, a in arms.items() if set(a) != every}
     if short:
         name, missing = next(iter(short.items()))
@@ -137,31 +165,45 @@ def complete(arms: dict[str, Arm]) -> None:
                          "experiments/allocation_compare.py once every test store holds its samples")
 
 
-def analyse(runs: Path, reg: dict[str, Any]) -> dict[str, Any]:
-    names = {p.name for store in STORES for p in (runs / store).iterdir() if p.is_dir()}
-    arms = {name: arm(runs, name) for name in sorted(names)}
-    complete(arms)
+def registered_runs(runs: Path, reg: dict[str, Any]) -> list[str]:
+    """The registered arms' folder names, refused unless each test store's runs are exactly those."""
+    wanted = set(registered_arms(reg))
+    for store in STORES:
+        found = {p.name for p in (runs / store).iterdir() if p.is_dir()} if (runs / store).is_dir() else set()
+        odd = sorted(wanted - found) or sorted(found - wanted)
+        if odd:
+            what = "has no run of the registered arm" if odd[0] in wanted else "has a run of no registered arm,"
+            raise DelibError(f"{runs / store} {what} {odd[0]}; run experiments/allocation_compare.py into an "
+                             "empty --out")
+    return sorted(wanted)
+
+
+def analyse(runs: Path, reg: dict[str, Any], questions: tuple[int, ...] = QUESTIONS) -> dict[str, Any]:
+    arms = {name: arm(runs, name) for name in registered_runs(runs, reg)}
+    complete(arms, questions)
     sc = {k: arms[f"self-consistency-{k}"] for k in range(1, reg["limit"] + 1)}
     primary = compare("allocate", f"self-consistency-{reg['reference_k']}", POOLED, arms["allocate"],
                       sc[reg["reference_k"]])
     family = secondaries(arms, sc, reg)
     match = matching_limit(arms, sc, reg)
-    goal = (family[0]["accuracy_diff"] >= GOAL_POINTS - SLACK and family[0]["accuracy_diff_ci95"][0] > 0) or (
-        match is not None and match["token_ratio"] <= GOAL_TOKEN_SHARE + SLACK)
     grid = {f"allocate-{x}": asdict(at_equal_tokens(f"allocate-{x}", arms[f"allocate-{x}"], sc))
             for x in reg["stop_at_grid"]}
     return {"primary": asdict(primary), "reading": reading(primary, family[0]), "secondaries": family,
-            "match_limit": match, "goal_met": goal, "points": {name: point(o) for name, o in arms.items()},
-            "equal_tokens_grid": grid, "equal_tokens_adaptive": against_adaptive(arms, reg)}
+            "match_limit": match, "goal_met": goal_met(family[0], match),
+            "points": {name: point(o) for name, o in arms.items()}, "equal_tokens_grid": grid,
+            **{f"equal_tokens_{prefix}": against(arms, reg, baseline)
+               for baseline, (prefix, _, _) in BASELINES.items()}}
 
 
-def against_adaptive(arms: dict[str, Arm], reg: dict[str, Any]) -> dict[str, Any]:
-    """Descriptive: each operating point of the allocator (the primary and the grid) against adaptive-consistency
-    at the largest threshold of its grid whose tokens do not exceed the point's own (absent where none does)."""
-    curve = {t: arms[f"adaptive-{t}"] for t in reg["adaptive_thresholds"]}
+def against(arms: dict[str, Arm], reg: dict[str, Any], baseline: str) -> dict[str, Any]:
+    """Descriptive: each operating point of the allocator (the primary and the grid) against ``baseline`` (a
+    BASELINES entry) at the largest knob of its grid whose tokens do not exceed the point's own (absent where
+    none does)."""
+    prefix, grid, knob = BASELINES[baseline]
+    curve = {x: arms[f"{prefix}-{x}"] for x in reg[grid]}
     found = {}
     for name in ["allocate", *(f"allocate-{x}" for x in reg["stop_at_grid"])]:
-        paired = at_equal_tokens(name, arms[name], curve, "adaptive-consistency", "threshold", first=False)
+        paired = at_equal_tokens(name, arms[name], curve, baseline, knob, required=False)
         if paired is not None:
             found[name] = asdict(paired)
     return found
@@ -191,11 +233,10 @@ def markdown(result: dict[str, Any]) -> str:
              ""]
     match = result["match_limit"]
     lines += ["No operating point of the grid is as accurate." if match is None else
-              f"Cheapest operating point at least as accurate: {match['arm']}, token ratio {match['token_ratio']:.2f} "
-              f"[{match['token_ratio_ci95'][0]:.2f}, {match['token_ratio_ci95'][1]:.2f}]."]
+              f"Cheapest operating point at least as accurate: {match['arm']}.\n\n" + "\n".join([*head, row(match)])]
     lines += ["", "## The allocator's operating points at equal tokens (descriptive)", "", *head,
-              *(row(d) for d in result["equal_tokens_grid"].values()),
-              *(row(d) for d in result["equal_tokens_adaptive"].values())]
+              *(row(d) for key in ("grid", *(p for p, _, _ in BASELINES.values()))
+                for d in result[f"equal_tokens_{key}"].values())]
     lines += ["", "## Every arm (pooled)", "", "| arm | n | accuracy | tokens a question |",
               "| --- | ---: | ---: | ---: |"]
     lines += [f"| {n} | {p['n']} | {100 * p['accuracy']:.1f}% | {p['tokens']:,.0f} |"
@@ -221,10 +262,11 @@ def figure(result: dict[str, Any], path: Path) -> None:
         left.plot(p["tokens"], 100 * p["accuracy"], marker, markersize=12, label=name)
     left.set(xlabel="tokens a question", ylabel="accuracy %", title="pooled test questions")
     left.legend(fontsize=8)
-    for key, label, shift, style in (("equal_tokens_grid", "self-consistency", 0.99, "D"),
-                                     ("equal_tokens_adaptive", "adaptive-consistency", 1.01, "s")):
+    for key, label, shift, style in (("equal_tokens_grid", "self-consistency", 0.985, "D"),
+                                     ("equal_tokens_adaptive", "adaptive-consistency", 1.0, "s"),
+                                     ("equal_tokens_esc", "ESC", 1.015, "^")):
         grid = result[key]
-        xs = [shift * result["points"][n]["tokens"] for n in grid]  # side by side where both exist
+        xs = [shift * result["points"][n]["tokens"] for n in grid]  # side by side where several exist
         ys = [100 * g["accuracy_diff"] for g in grid.values()]
         err = [[y - 100 * g["accuracy_diff_ci95"][0] for y, g in zip(ys, grid.values())],
                [100 * g["accuracy_diff_ci95"][1] - y for y, g in zip(ys, grid.values())]]
@@ -241,8 +283,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--runs", default=str(REPO / "docs/results/allocation/runs"))
     parser.add_argument("--registration", default=str(REPO / "docs/results/allocation/registered.json"))
     parser.add_argument("--out", default=str(REPO / "docs/results/allocation"))
+    add_questions_arg(parser)
     args = parser.parse_args(argv)
-    result = analyse(Path(args.runs), json.loads(Path(args.registration).read_text()))
+    result = analyse(Path(args.runs), json.loads(Path(args.registration).read_text()), tuple(args.questions))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "analysis.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

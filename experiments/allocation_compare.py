@@ -1,14 +1,16 @@
 """The allocation experiment's comparison on the test stores, as registered (docs/results/allocation/
-PREREGISTRATION.md): every arm replayed offline, then the paired report against self-consistency over 6
-samples (each row's difference with its paired bootstrap interval and exact McNemar p, and each row against
-self-consistency at its own token budget).
+PREREGISTRATION.md): every arm replayed offline on the registered questions, then a descriptive report
+(OUT/descriptive: every arm against self-consistency over 6 samples per benchmark and pooled, unadjusted; the
+registered analysis is experiments/allocation_analysis.py's).
 
     python experiments/allocation_compare.py [--stores DIR] [--registration FILE] [--out DIR]
+                                             [--questions N_GSM8K N_MATH]
 
 Arms per test store: self-consistency and both CISC votes at k = 1..limit; adaptive-consistency at every
 threshold and ESC at every window of the registered grids; the allocator at its registered operating point
-and at every point of the grid; its three-move twin; the best fixed rule of the paired experiment at one
-round. Runs go to OUT/runs/<store>/<arm>, the report to OUT/report. Replays are offline: a store whose
+and at every point of the grid (the primary and its twin at their registered operating points); its three-move
+twin; the best fixed rule of the paired experiment at one round. Runs go to OUT/runs/<store>/<arm>, the
+report to OUT/descriptive. Replays are offline: a store whose
 manifest does not yet promise the registered samples (its extension unfinished) stops it first, in one line
 naming the extension to finish. The checkpoints
 are the registered files (a relative path is from the repository root), refused unless their sha256 is the
@@ -33,6 +35,8 @@ from deliberation.trees.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 STORES = ("gsm8k-test", "math-test")
+QUESTIONS = (300, 150)
+"""The registered test questions (PREREGISTRATION.md, Data): each store's first rows, in STORES' order."""
 
 
 def checkpoints(reg: dict[str, Any]) -> dict[str, str]:
@@ -60,16 +64,28 @@ def arms(reg: dict[str, Any]) -> dict[str, dict[str, Any]]:
         found[f"adaptive-{t}"] = {"methods": ("adaptive-consistency",), "agents": limit, "adaptive_threshold": t}
     for w in reg["esc_windows"]:
         found[f"esc-{w}"] = {"methods": ("early-stopping-sc",), "agents": limit, "esc_window": w}
-    found["allocate"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["primary"]}
+    found["allocate"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["primary"],
+                         "stop_at": reg["stop_at"]["primary"]}
     for x in reg["stop_at_grid"]:
         found[f"allocate-{x}"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["primary"],
                                   "stop_at": x}
-    found["allocate-deliberate"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["deliberate"]}
+    found["allocate-deliberate"] = {"methods": ("mpdf-allocate",), "agents": limit, "policy": ckpt["deliberate"],
+                                    "stop_at": reg["stop_at"]["deliberate"]}
     found["best-rule"] = {"methods": (reg["best_rule"],), "rounds": 1}
     return found
 
 
-def compare(stores: Path, registration: Path, out: Path) -> list[Path]:
+def add_questions_arg(parser: Parser) -> None:
+    """--questions: the test questions a store's arms answer (default: the registered ones; the scripts' tests
+    use fewer)."""
+    parser.add_argument("--questions", nargs=2, type=int, default=list(QUESTIONS), metavar=("N_GSM8K", "N_MATH"),
+                        help=f"first questions of each test store (default: the registered {QUESTIONS[0]} and "
+                        f"{QUESTIONS[1]})")
+
+
+def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, ...] = QUESTIONS) -> list[Path]:
+    """Replay every arm on each store's first ``questions`` (refused unless the store has built them all at the
+    registered samples); returns the descriptive report's files."""
     reg = json.loads(registration.read_text())
     every = arms(reg)
     for store in STORES:
@@ -77,11 +93,11 @@ def compare(stores: Path, registration: Path, out: Path) -> list[Path]:
         if held < reg["limit"]:
             raise DelibError(f"{stores / store} holds {held} samples a question, the comparison reads {reg['limit']}: "
                              "finish the stores' extension (data/trees/extend-12.sh), then rerun")
-    for store in STORES:
+    for store, n in zip(STORES, questions):
         for name, settings in every.items():
-            evaluate(Replay(trees=str(stores / store), offline=True, **settings), str(out / "runs" / store / name),
-                     progress=False)
-    return write_report([out / "runs"], out / "report", reference=sampling_label(reg["reference_k"]))
+            evaluate(Replay(trees=str(stores / store), offline=True, questions=n, **settings),
+                     str(out / "runs" / store / name), progress=False)
+    return write_report([out / "runs"], out / "descriptive", reference=sampling_label(reg["reference_k"]))
 
 
 def main(argv: list[str]) -> None:
@@ -89,8 +105,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--stores", default=str(REPO / "data/trees/qwen2.5-coder-1.5b"))
     parser.add_argument("--registration", default=str(REPO / "docs/results/allocation/registered.json"))
     parser.add_argument("--out", default=str(REPO / "docs/results/allocation"))
+    add_questions_arg(parser)
     args = parser.parse_args(argv)
-    for path in compare(Path(args.stores), Path(args.registration), Path(args.out)):
+    for path in compare(Path(args.stores), Path(args.registration), Path(args.out), tuple(args.questions)):
         print(path)
 
 

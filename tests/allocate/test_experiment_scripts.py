@@ -6,6 +6,7 @@ the scripted backend mean nothing)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,30 +51,46 @@ def test_prepare_then_compare(tmp_path):
            str(tmp_path / "nothing"), fails="is not the registered primary checkpoint")
     assert not (tmp_path / "nothing").exists()
     script("allocation_compare.py", "--stores", str(tmp_path), "--registration", str(tmp_path / "prep" /
-           "registered.json"), "--out", str(tmp_path / "cmp"))
+           "registered.json"), "--out", str(tmp_path / "cmp"), "--questions", "3", "3")
     runs = sorted(p.name for p in (tmp_path / "cmp" / "runs" / "gsm8k-test").iterdir())
     assert {"self-consistency-6", "allocate", "allocate-deliberate", "best-rule", "esc-2"} <= set(runs)
-    paired = json.loads((tmp_path / "cmp" / "report" / "paired.json").read_text())
+    paired = json.loads((tmp_path / "cmp" / "descriptive" / "paired.json").read_text())
     assert {p["reference"] for p in paired} >= {"self-consistency [agents=6]"}
-    script("allocation_analysis.py", "--runs", str(tmp_path / "cmp" / "runs"), "--registration",
-           str(tmp_path / "prep" / "registered.json"), "--out", str(tmp_path / "cmp"))
+    analyse = ("allocation_analysis.py", "--runs", str(tmp_path / "cmp" / "runs"), "--registration",
+               str(tmp_path / "prep" / "registered.json"), "--questions", "3", "3", "--out")
+    script(*analyse, str(tmp_path / "cmp"))
     analysis = json.loads((tmp_path / "cmp" / "analysis.json").read_text())
     primary, family = analysis["primary"], analysis["secondaries"]
     assert primary["n"] == 6 and primary["reference"] == "self-consistency-6" and primary["column"] == "pooled"
     assert len(family) == 6 and all(s["holm_p"] >= s["mcnemar_p"] for s in family)
     assert [s["column"] for s in family[3:5]] == ["gsm8k/test", "math/test"] and family[5]["label"] == \
         "allocate-deliberate"
-    assert analysis["reading"].split(":")[0] in {"better", "worse", "null", "more accurate, but at more tokens, and "
-                                                  "not better at equal tokens"}
+    assert analysis["reading"].split(":")[0] in {"better", "better at equal tokens", "worse", "null",
+                                                 "more accurate, but at more tokens, and not better at equal tokens"}
     assert analysis["points"]["self-consistency-6"]["n"] == 6 and "## Secondaries" in \
         (tmp_path / "cmp" / "analysis.md").read_text()
     adaptive = analysis["equal_tokens_adaptive"]
     assert adaptive and set(adaptive) <= {"allocate", *(f"allocate-{x}" for x in registered["stop_at_grid"])}
     assert all(d["reference"].startswith("adaptive-consistency at equal tokens (threshold = ") and d["n"] == 6
                for d in adaptive.values())
+    assert all(d["reference"].startswith("ESC at equal tokens (window = ") and d["n"] == 6
+               for d in analysis["equal_tokens_esc"].values())
     assert analysis["match_limit"] is None or analysis["match_limit"]["arm"] != "allocate"  # the grid's points
-    episodes = tmp_path / "cmp" / "runs" / "math-test" / "esc-2" / "episodes.jsonl"
+    refused_runs(tmp_path / "cmp" / "runs", analyse, tmp_path / "refused")
+
+
+def refused_runs(runs: Path, analyse: tuple[str, ...], out: Path) -> None:
+    """The analysis refuses runs that are not the registered arms, each finished, on the registered questions."""
+    script(*analyse[:-4], "--questions", "4", "3", "--out", str(out),
+           fails="the arms answered 3 questions of gsm8k/test, the registration 4")
+    shutil.copytree(runs / "gsm8k-test" / "esc-2", runs / "gsm8k-test" / "esc-9")
+    script(*analyse, str(out), fails="has a run of no registered arm, esc-9")
+    shutil.rmtree(runs / "gsm8k-test" / "esc-9")
+    summary = runs / "gsm8k-test" / "allocate" / "summary.json"
+    summary.rename(summary.with_suffix(".kept"))
+    script(*analyse, str(out), fails="allocate did not finish (no summary.json)")
+    summary.with_suffix(".kept").rename(summary)
+    episodes = runs / "math-test" / "esc-2" / "episodes.jsonl"
     episodes.write_text("".join(episodes.read_text().splitlines(keepends=True)[:-1]))
-    script("allocation_analysis.py", "--runs", str(tmp_path / "cmp" / "runs"), "--registration",
-           str(tmp_path / "prep" / "registered.json"), "--out", str(tmp_path / "partial"),
-           fails="esc-2 lacks 1 of the 6 test questions")
+    script(*analyse, str(out), fails="esc-2 lacks 1 of the 6 test questions")
+    assert not out.exists()
