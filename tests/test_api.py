@@ -22,7 +22,8 @@ def test_import_is_light_and_names_load_on_use():
     code = "import deliberation, sys; print('torch' in sys.modules, 'deliberation.methods' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
-    assert all(getattr(deliberation, name) is not None for name in deliberation.__all__)
+    for name in deliberation.__all__:
+        getattr(deliberation, name)  # an AttributeError or ImportError names the one that does not resolve
 
 
 def test_run_method_gives_the_episode_delib_run_records(tmp_path):

@@ -132,6 +132,3 @@ def test_invalid_options_and_missing_package(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(DelibError, match=r"pip install -e '\.\[openai\]'"):
         OpenAIBackend("m", "http://x/v1")
-
-
-# --- Retry-After, warnings, the time a request may take, null content, --help ---------------------------

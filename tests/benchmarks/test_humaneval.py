@@ -74,7 +74,7 @@ def test_humaneval_scoring(label: str, text: str, correct: bool, truncate: Examp
 def test_score_many_keeps_order_and_marks_missing_code_wrong(truncate: Example) -> None:
     texts = [BODY, "no code here", "    return number\n", FENCED]
     assert HumanEval().score_many([truncate] * 4, texts) == [True, False, False, True]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="score_many got 1 examples but 0 texts"):
         HumanEval().score_many([truncate], [])
 
 
@@ -138,5 +138,5 @@ def test_pass_at_k_edges() -> None:
     assert pass_at_k(10, 0, 10) == 0.0
     assert pass_at_k(10, 1, 10) == 1.0
     for bad in [(10, 11, 1), (10, 3, 0), (10, 3, 11), (10, -1, 1)]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="pass_at_k needs 0 <= c <= n and 1 <= k <= n"):
             pass_at_k(*bad)

@@ -80,8 +80,9 @@ def probe(monkeypatch):
     return SEEN
 
 
-def _reached(seen: list[MethodConfig]) -> None:
-    assert seen and all(cfg.method_options() == GIVEN for cfg in seen), seen
+def _reached(seen: list[MethodConfig], before: int = 0) -> None:
+    """The call made since ``seen`` held ``before`` configs built the method, each time with the options given."""
+    assert len(seen) > before and all(cfg.method_options() == GIVEN for cfg in seen[before:]), seen
 
 
 def _recorded(run: Path) -> None:
@@ -116,10 +117,13 @@ def test_delib_run_passes_every_option_to_the_method_and_records_it(probe, tmp_p
 def test_the_python_calls_pass_every_option_to_the_method(probe, tmp_path):
     deliberation.run_benchmark("probe", tmp_path / "run", backend="scripted", limit=1, **GIVEN)
     _recorded(tmp_path / "run")
-    deliberation.deliberate("What is 2 + 2?", method="probe", backend="scripted", **GIVEN)
-    example = get_benchmark("gsm8k").load("test", limit=1)[0]
-    deliberation.run_method("probe", example, make_backend("scripted"), **GIVEN)
     _reached(probe)
+    before = len(probe)
+    deliberation.deliberate("What is 2 + 2?", method="probe", backend="scripted", **GIVEN)
+    _reached(probe, before)
+    example, before = get_benchmark("gsm8k").load("test", limit=1)[0], len(probe)
+    deliberation.run_method("probe", example, make_backend("scripted"), **GIVEN)
+    _reached(probe, before)
 
 
 def test_a_replay_and_a_replayed_variant_pass_every_option_to_the_method(probe, tmp_path):
@@ -128,10 +132,12 @@ def test_a_replay_and_a_replayed_variant_pass_every_option_to_the_method(probe, 
                  "--out", str(store)]) == 0
     evaluate(Replay(str(store), ("probe",), offline=True, **GIVEN), str(tmp_path / "replay"), progress=False)
     _recorded(tmp_path / "replay")
+    _reached(probe)
+    before = len(probe)
     replay_variants(StoreSettings(trees=(str(store),), offline=True).replays(), [Variant("p", "probe", "p", **GIVEN)],
                     tmp_path / "variants")
     _recorded(tmp_path / "variants" / "store" / "p")
-    _reached(probe)
+    _reached(probe, before)
 
 
 def test_an_experiment_variant_passes_every_option_to_the_method(probe, tmp_path):

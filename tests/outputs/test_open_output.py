@@ -35,7 +35,7 @@ def test_a_resume_may_change_what_the_rule_allows_and_nothing_else(tmp_path):
 
 def test_one_writer_at_a_time_and_the_lock_is_freed_on_a_refusal(tmp_path):
     writer = opened(tmp_path, seed=0)
-    with pytest.raises(DelibError):
+    with pytest.raises(DelibError, match="is being written by"):
         opened(tmp_path, seed=0)  # another writer holds it
     writer.release()
     with pytest.raises(DelibError, match="other settings"):

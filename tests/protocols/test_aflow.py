@@ -10,7 +10,8 @@ from typing import Callable, Sequence
 
 from deliberation.config import EngineConfig
 from deliberation.methods import run_method
-from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM
+from deliberation.benchmarks import get
+from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM, program_of, run_solve
 from deliberation.types import Completion, Example, GenerationRequest
 
 EXAMPLE = Example("q1", "What is 6 times 7?", "42")
@@ -65,7 +66,9 @@ def test_the_gsm8k_workflow_returns_the_programs_output_and_retries_a_broken_pro
 def test_when_no_program_runs_the_answer_is_the_last_error_as_the_reference_returns_it():
     episode = run(ByOperator(solutions, "B", [BROKEN] * 3))
     assert len(episode.turns) == 5 + 1 + 3 and not episode.correct  # solution B said 42: not taken
-    assert episode.final_answer != "42"  # the traceback's last number, if any
+    ran, error = run_solve(program_of(BROKEN))
+    assert not ran and "NameError" in error
+    assert episode.final_answer == get("gsm8k").extract(error)  # the traceback read as an answer
 
 
 def test_a_reply_without_code_ends_the_programmer_at_once():

@@ -56,7 +56,6 @@ def test_a_missing_or_malformed_report_csv_is_one_clear_error(tmp_path, text):
         counts(path)
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git (the provenance reads the checkout)")
 def test_the_recorded_commit_is_marked_dirty_when_the_code_differs_from_it(tmp_path):
     """The look's provenance: HEAD, with +dirty when src/ or experiments/ differ from it (wherever the script
     sits in the checkout) or a registered file inside the checkout is changed or uncommitted, not when only

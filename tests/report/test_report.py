@@ -297,7 +297,6 @@ def test_a_copied_run_directory_is_refused_not_counted_twice(runs, tmp_path, cap
 
 def test_the_accuracy_legend_sits_inside_the_panel_above_every_point_and_interval():
     """15 methods whose intervals reach 100%: the raised y axis leaves the legend room no data reaches."""
-    pytest.importorskip("matplotlib")
     fig, (ax,) = plots.new_figure(1, size=(6.4, 4.8))
     styles = figure_styles(f"method-{i}" for i in range(15))
     handles = {label: ax.errorbar(300 * (i + 1), 60, yerr=[[40], [40]], **style.errorbar())
@@ -314,7 +313,6 @@ def test_the_accuracy_legend_sits_inside_the_panel_above_every_point_and_interva
 def test_the_action_legend_names_every_action_any_panel_drew(tmp_path, monkeypatch):
     """A rule without RESAMPLE first and one that resamples after it: the one legend (first panel) names all
     four actions. It named only the first panel's three, so look 1's resample bars had no entry."""
-    pytest.importorskip("matplotlib")
     drawn = {}
     monkeypatch.setattr(plots, "save_figure", lambda fig, path, name: drawn.setdefault("figure", fig))
     results = [replace(result("always-concede", "gsm8k", 1, 2, 10), actions_by_round=((0, 0, 6),)),

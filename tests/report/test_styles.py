@@ -62,7 +62,6 @@ def test_unknown_labels_take_new_colours_first_then_new_pairs_and_never_repeat()
 @pytest.fixture
 def drawn(monkeypatch):
     """The figures the plotting functions would save, kept instead of written."""
-    pytest.importorskip("matplotlib")
     figures = []
 
     def keep(fig, path, name):

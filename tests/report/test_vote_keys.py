@@ -98,8 +98,8 @@ def test_a_folder_that_is_not_a_run_is_one_clear_error(vote_keys, tmp_path, conf
 def test_the_committed_measurement_replays_for_the_best_rule(vote_keys, tmp_path):
     """docs/results/vote-keys/math-train.jsonl's line of the best rule, measured again from the committed store."""
     out = tmp_path / "agreement-resample"
-    main(["evaluate", "--trees", str(REPO / "data/trees/qwen2.5-coder-1.5b/math-train"), "--method",
-          "agreement-resample", "--rounds", "1", "--offline", "--quiet", "--out", str(out)])
+    assert main(["evaluate", "--trees", str(REPO / "data/trees/qwen2.5-coder-1.5b/math-train"), "--method",
+                 "agreement-resample", "--rounds", "1", "--offline", "--quiet", "--out", str(out)]) == 0
     lines = (REPO / "docs/results/vote-keys/math-train.jsonl").read_text().splitlines()
     committed = [json.loads(line) for line in lines]
     rule = next(line for line in committed if line["method"] == "agreement-resample")

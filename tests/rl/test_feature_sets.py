@@ -78,7 +78,7 @@ def test_train_on_signals_from_a_store_saves_the_contract_and_runs_in_mpdf(tmp_p
                  "--rounds", "1", "--offline", "--quiet", "--out", str(tmp_path / "run")]) == 0
     actions = {t["action"] for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
                for t in json.loads(line)["turns"] if t["action"]}
-    assert actions <= {a.value for a in (Action.PERSIST, Action.REFINE, Action.CONCEDE)}
+    assert actions and actions <= {a.value for a in (Action.PERSIST, Action.REFINE, Action.CONCEDE)}
 
 
 def test_the_shipped_policy_still_reads_the_papers_features():

@@ -69,7 +69,7 @@ def test_the_command_line_does_not_offer_what_its_rollouts_fix(flag, other, tmp_
     assert getattr(args, field) == held
 
 
-def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp_path):
+def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp_path, capsys):
     from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
     from deliberation.policy.checkpoint import save_policy
     from deliberation.policy.network import MetaPolicyNet
@@ -77,7 +77,8 @@ def test_a_start_policy_blind_to_other_features_is_refused_before_collecting(tmp
     start = save_policy(tmp_path / "start.pt", MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {})
     out = tmp_path / "it"
     assert main([*iterate_cmd(out), "--policy", str(start), "--ignore-features", "confidence"]) == 2
-    assert not out.exists()
+    err = capsys.readouterr().err.strip()
+    assert "confidence" in err and "\n" not in err and not out.exists()
 
 
 def test_a_shipped_policy_starts_an_iteration_by_name():

@@ -13,6 +13,7 @@ from deliberation.policy.checkpoint import load_meta, load_policy
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import TrainConfig
 from deliberation.rl.data import split_by_example, tensorize
+from deliberation.rl import trainer
 from deliberation.rl.algorithms import POLICY_GRADIENT
 from deliberation.rl.trainer import CHECKPOINT_NAME, train_pg, train_sft, validate, write_training_outputs
 from deliberation.actions import Action
@@ -64,13 +65,19 @@ def test_one_update_changes_the_parameters_with_a_finite_loss(decisions, algo):
     assert all(torch.equal(a, b) for a, b in zip(before, params(init)))  # the caller's net is untouched
 
 
-def test_sft_update_changes_the_parameters(decisions):
+def test_sft_update_changes_the_parameters(decisions, monkeypatch):
     cfg = dataclasses.replace(FAST, epochs=1, batch_size=len(decisions))
+    made, new_net = [], trainer._new_net
+
+    def kept(*args):  # the net the trainer starts from, as it was made
+        net = new_net(*args)
+        made.append(params(net))
+        return net
+
+    monkeypatch.setattr(trainer, "_new_net", kept)
     net, metrics = train_sft(decisions, cfg)
-    torch.manual_seed(cfg.seed)
-    untrained = MetaPolicyNet(4, hidden=cfg.hidden, heads=cfg.heads)
-    assert metrics[0].mean_advantage is None and metrics[0].loss > 0
-    assert any(not torch.equal(a, b) for a, b in zip(params(untrained), params(net)))
+    assert metrics[0].mean_advantage is None and metrics[0].loss > 0 and len(made) == 1
+    assert any(not torch.equal(a, b) for a, b in zip(made[0], params(net)))
 
 
 def test_training_is_deterministic_given_the_seed(decisions):

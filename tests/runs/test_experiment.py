@@ -107,7 +107,7 @@ def test_a_ray_address_without_workers_is_refused_not_ignored(tmp_path):
 
 def test_workers_send_each_cell_to_ray_actors_sharing_the_cache_file(tmp_path, monkeypatch):
     """workers > 1 routes every cell, in plan order, to distributed.execute_distributed (stubbed here by the
-    local runner: Ray itself is tested in tests/test_distributed.py)."""
+    local runner: Ray itself is tested in tests/runs/test_distributed.py)."""
     from deliberation.runs import distributed, runner
 
     calls = []
@@ -232,8 +232,9 @@ def test_only_methods_runs_the_same_cells_of_those_rows_in_the_order_given(tmp_p
 
 def test_a_variant_sets_the_confidence_threshold_of_its_cells(tmp_path):
     """threshold 0: every parseable answer persists (no REFINE); 1 (the highest a P(Yes) threshold can be): none
-    does, the scripted critic's P(Yes) staying below 1, so agents refine or concede."""
-    variants = ''.join(f'[[variants]]\nlabel = "ct-{x}"\nmethod = "confidence-threshold"\nconfidence_threshold = {x}\n'
+    does, the scripted critic's P(Yes) staying below 1, so agents refine or concede. No early stop, so round 1
+    is played under both."""
+    variants = "[engine]\nearly_stop = false\n" + ''.join(f'[[variants]]\nlabel = "ct-{x}"\nmethod = "confidence-threshold"\nconfidence_threshold = {x}\n'
                        for x in ("0.0", "1.0"))
     cfg = load_experiment(write_config(tmp_path, GRID.replace('["self-consistency", "debate"]', "[]") + variants))
     run_experiment(cfg, progress=False)
@@ -241,6 +242,7 @@ def test_a_variant_sets_the_confidence_threshold_of_its_cells(tmp_path):
     assert [cells[label].spec.confidence_threshold for label in ("ct-0.0", "ct-1.0")] == [0.0, 1.0]
     actions = {label: {t.action for e in RunDir(cells[label].out).episodes() for t in e.turns if t.round > 0}
                for label in cells}
+    assert actions["ct-0.0"] and actions["ct-1.0"]  # round 1 was played under both thresholds
     assert Action.REFINE not in actions["ct-0.0"] and Action.PERSIST not in actions["ct-1.0"]
 
 

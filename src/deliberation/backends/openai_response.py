@@ -141,6 +141,8 @@ def _token_counts(
     usage: Any, request: GenerationRequest, text: str, logprobs: tuple[TokenLogprob, ...] | None
 ) -> tuple[int, int]:
     """(prompt, completion) tokens from ``usage``, else the fallback described in the module docstring."""
+    if usage is not None and not hasattr(usage, "prompt_tokens") and not hasattr(usage, "completion_tokens"):
+        log.warning("the server's usage is %r, not token counts; estimated instead", usage)
     prompt = _count(getattr(usage, "prompt_tokens", None), "prompt_tokens")
     completion = _count(getattr(usage, "completion_tokens", None), "completion_tokens")
     if prompt is None:
