@@ -234,8 +234,9 @@ def test_a_variant_sets_the_confidence_threshold_of_its_cells(tmp_path):
     """threshold 0: every parseable answer persists (no REFINE); 1 (the highest a P(Yes) threshold can be): none
     does, the scripted critic's P(Yes) staying below 1, so agents refine or concede. No early stop, so round 1
     is played under both."""
-    variants = "[engine]\nearly_stop = false\n" + ''.join(f'[[variants]]\nlabel = "ct-{x}"\nmethod = "confidence-threshold"\nconfidence_threshold = {x}\n'
-                       for x in ("0.0", "1.0"))
+    variants = "[engine]\nearly_stop = false\n" + "".join(
+        f'[[variants]]\nlabel = "ct-{x}"\nmethod = "confidence-threshold"\nconfidence_threshold = {x}\n'
+        for x in ("0.0", "1.0"))
     cfg = load_experiment(write_config(tmp_path, GRID.replace('["self-consistency", "debate"]', "[]") + variants))
     run_experiment(cfg, progress=False)
     cells = {c.label: c for c in plan(cfg)}

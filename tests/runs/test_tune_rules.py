@@ -15,8 +15,8 @@ from deliberation.errors import DelibError
 from deliberation.policy.rules import FIXED_RULES
 from deliberation.runs.tune_rules import (DEFAULT_GRIDS, GridRow, Rule, Tuning, best, grid, read_best_rule, read_grid,
                                           simplest_first, write_grid)
+from replays import episodes
 
-IGNORED = ("wall_seconds", "generation_seconds")
 
 
 def delib(*argv: str) -> int:
@@ -83,11 +83,6 @@ def test_equal_counts_tie_exactly_whatever_the_float_rounding():
     a = GridRow("confidence-threshold", 0.5, "a", 30, 7, 3001, 0.1 + 0.1 + 0.1 - 0.3 + 7 / 30, 3001 / 30)
     b = GridRow("agreement-threshold", None, "b", 30, 7, 3001, 7 / 30, 3001 / 30)
     assert best([a, b]) is b
-
-
-def episodes(run: Path) -> list[dict]:
-    rows = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in IGNORED} for r in rows]
 
 
 def independent_best(out: Path, names: list[str]) -> tuple[str, int, int, int]:

@@ -15,10 +15,10 @@ from deliberation.errors import DelibError
 from deliberation.trees.manifest import BEFORE_METHODS, TreeManifest, read_manifest
 from deliberation.trees.store import TREES, TreeStore
 from registered_methods import FROM_TREES
+from replays import episodes
 
 QUESTIONS = 6
 DETERMINISTIC = [m for m in FROM_TREES if m != "self-consistency"] + ["self-consistency"]
-IGNORED = ("wall_seconds", "generation_seconds")
 
 
 def delib(*argv: str) -> int:
@@ -30,16 +30,6 @@ def store(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("trees") / "store"
     assert delib("tree", "--backend", "scripted", "--limit", str(QUESTIONS), "--samples", "6", "--out", str(out)) == 0
     return out
-
-
-def episodes(run: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in IGNORED} | {"turns": [_turn(t) for t in r["turns"]]}
-            for r in rows]
-
-
-def _turn(turn: dict) -> dict:
-    return {k: v for k, v in turn.items() if k != "cached"}  # a replay serves every call from the store
 
 
 def online(tmp: Path, method: str, *extra: str) -> list[dict]:
