@@ -100,12 +100,14 @@ def test_each_half_answer_is_named_for_what_it_is(serve, fault: str, named: str)
     assert "nothing answers there" not in message  # only a server that does not listen gets that
 
 
-def test_nothing_listening_is_still_told_to_fix_base_url() -> None:
+@pytest.mark.timeout(30)
+def test_nothing_listening_is_named_with_its_address_and_told_to_fix_base_url() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"  # closed again: nothing listens there
-    with pytest.raises(DelibError, match="nothing answers there: start the server or fix option base_url"):
+    with pytest.raises(DelibError, match="nothing answers there: start the server or fix option base_url") as err:
         backend(SimpleNamespace(base_url=url), max_retries=1).generate([req()])
+    assert url in str(err.value) and "APIConnectionError" in str(err.value)
 
 
 # --- waits have a floor ----------------------------------------------------------------------------------

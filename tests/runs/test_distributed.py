@@ -11,15 +11,12 @@ import dataclasses
 import json
 import logging
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-import deliberation
 from deliberation.runs.distributed import EpisodeWorker, _ray_session, execute_distributed
 from deliberation.errors import DelibError
 from deliberation.runs.runner import RunSpec, execute, validate
@@ -135,28 +132,6 @@ def resubmissions(caplog) -> list[str]:
 
 def example_ids(method: str = "debate") -> list[str]:
     return [ex.id for ex in validate(spec_for(method))[1]]
-
-
-LOCAL_RAY_RUN = """
-import json, sys
-import ray
-from deliberation.runs.distributed import execute_distributed
-from deliberation.runs.runner import RunSpec
-spec = RunSpec(method="debate", limit=%d, backend="scripted", backend_options={"benchmark": "gsm8k"})
-summary = execute_distributed(spec, sys.argv[1], workers=2, progress=False)
-print(json.dumps({"n": summary.n, "ray_left_running": ray.is_initialized()}))
-""" % N
-
-
-def test_without_address_a_local_ray_is_started_and_shut_down(data_dir, reference, tmp_path):
-    """In a fresh process (this one may hold the module's cluster already), as the CLI would run it."""
-    paths = [str(Path(deliberation.__file__).parents[1]), os.environ.get("PYTHONPATH")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
-    done = subprocess.run([sys.executable, "-c", LOCAL_RAY_RUN, str(tmp_path)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.splitlines()[-1]) == {"n": N, "ray_left_running": False}
-    assert episodes_by_id(tmp_path) == reference["debate"][0]
 
 
 def test_unreachable_cluster_is_a_clear_error(tmp_path):
