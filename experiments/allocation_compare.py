@@ -25,13 +25,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deliberation.allocate.episode import DELIBERATION
+from deliberation.allocate.network import load_allocator
 from deliberation.cli.common import Parser
+from deliberation.engine.spec import VoteWeights
 from deliberation.errors import DelibError, exit_status
 from deliberation.policy.shipped import sha256_hex
-from deliberation.report.loading import sampling_label
+from deliberation.report.loading import read_episodes, sampling_label
 from deliberation.report.write import write_report
+from deliberation.rl.allocation.paths import question_paths, simulate
+from deliberation.runs.directory import EPISODES
 from deliberation.runs.replay import Replay, evaluate
-from deliberation.trees.store import open_store
+from deliberation.trees.store import built_examples, open_store
 
 REPO = Path(__file__).resolve().parents[1]
 STORES = ("gsm8k-test", "math-test")
@@ -97,7 +102,33 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
         for name, settings in every.items():
             evaluate(Replay(trees=str(stores / store), offline=True, questions=n, **settings),
                      str(out / "runs" / store / name), progress=False)
+    for store, n in zip(STORES, questions):
+        parity(stores / store, n, out / "runs" / store, every)
     return write_report([out / "runs"], out / "descriptive", reference=sampling_label(reg["reference_k"]))
+
+
+def parity(store_path: Path, n: int, runs: Path, every: dict[str, dict[str, Any]]) -> None:
+    """Refuse replays of the allocator's arms that differ on any question from the offline simulation the
+    preparation trained and tuned with (``rl/allocation/paths.simulate`` over the same store, the same
+    checkpoint and operating point): the same correctness and tokens. It reads what the replays read."""
+    store = open_store(str(store_path))
+    examples, paths = built_examples(store, None, n), {}
+    for name, settings in every.items():
+        if settings["methods"] != ("mpdf-allocate",):
+            continue
+        allocator = load_allocator(settings["policy"]).at(settings["stop_at"])
+        vote = allocator.vote
+        if vote not in paths:
+            paths[vote] = question_paths(store, settings["agents"], vote and VoteWeights(*vote), DELIBERATION,
+                                         examples=examples)
+        opening = (lambda s: allocator.choose(s, True)) if allocator.net.n_moves == 3 else None
+        simulated = {p.example_id: simulate(p, allocator.with_team(p.team), opening) for p in paths[vote]}
+        for ep in read_episodes(runs / name / EPISODES):
+            want = simulated[ep.example_id]
+            if (ep.correct, ep.prompt_tokens + ep.completion_tokens) != (want.correct, want.tokens):
+                raise DelibError(f"{runs / name} answers {ep.example_id} otherwise than the allocator's offline "
+                                 f"simulation (correct {ep.correct}, tokens {ep.prompt_tokens + ep.completion_tokens}"
+                                 f" against {want.correct}, {want.tokens}): the replay and training disagree")
 
 
 def main(argv: list[str]) -> None:

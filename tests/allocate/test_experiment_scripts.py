@@ -77,6 +77,14 @@ def test_prepare_then_compare(tmp_path):
                for d in analysis["equal_tokens_esc"].values())
     assert analysis["match_limit"] is None or analysis["match_limit"]["arm"] != "allocate"  # the grid's points
     refused_runs(tmp_path / "cmp" / "runs", analyse, tmp_path / "refused")
+    replayed = tmp_path / "cmp" / "runs" / "gsm8k-test" / "allocate" / "episodes.jsonl"
+    first, *rest = replayed.read_text().splitlines(keepends=True)
+    row = json.loads(first)
+    row["turns"][0]["prompt_tokens"] += 1  # one token more than the allocator's simulation spends there
+    replayed.write_text(json.dumps(row) + "\n" + "".join(rest))
+    script("allocation_compare.py", "--stores", str(tmp_path), "--registration", str(tmp_path / "prep" /
+           "registered.json"), "--out", str(tmp_path / "cmp"), "--questions", "3", "3",
+           fails="otherwise than the allocator's offline simulation")
 
 
 def refused_runs(runs: Path, analyse: tuple[str, ...], out: Path) -> None:

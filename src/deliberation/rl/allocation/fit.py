@@ -10,6 +10,7 @@ split is refused unless asked for knowingly: the allocator would learn the quest
 from __future__ import annotations
 
 from dataclasses import asdict
+import logging
 from pathlib import Path
 from typing import Sequence
 
@@ -27,6 +28,7 @@ from deliberation.allocate.episode import DELIBERATION
 from deliberation.policy.shipped import sha256_hex
 from deliberation.trees.store import open_store
 
+log = logging.getLogger(__name__)
 ALLOCATOR_FILE = "allocator.pt"
 RECORD_FILE = "training.json"
 
@@ -45,6 +47,10 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
                              "learns the questions it is measured on; train on a train split's store (or pass "
                              "--allow-test to do it knowingly)")
         found += question_paths(store, samples, vote, DELIBERATION if moves == 3 else None, data_dir)
+    old = [p.example_id for p in found if p.unsummarised]
+    if old:
+        log.warning("%d of %d questions (e.g. %s) hold samples without a log-probability summary (built before "
+                    "stores recorded them): their states read no log-probability", len(old), len(found), old[0])
     return found
 
 

@@ -46,6 +46,10 @@ class Path:
     team: int
     plain: Branch
     deliberated: Branch | None = None
+    unsummarised: int = 0
+    """Samples without a log-probability summary (a store built before it recorded them): their states read
+    no log-probability and a weighted vote gives them the least confident known weight, where samples built
+    since always hold one."""
 
     @property
     def limit(self) -> int:
@@ -76,7 +80,8 @@ def question_paths(store: TreeStore, limit: int, vote: VoteWeights | None = None
             new, turns = deliberate(ctx, records[:team], deliberation, np.random.default_rng(0))
             spent = sum(t.prompt_tokens + t.completion_tokens for t in turns)
             branches.append(_branch(ctx, new + records[team:], np.cumsum(cost) + spent, True))
-        found.append(Path(example.id, store.manifest.benchmark, team, *branches))
+        found.append(Path(example.id, store.manifest.benchmark, team, *branches,
+                          unsummarised=sum(out.summary is None for out in outs)))
     return found
 
 
