@@ -4,7 +4,10 @@ where it cannot run."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from deliberation.allocate.state import FEATURE_NAMES
 from deliberation.cli.main import main
 from deliberation.engine.spec import VoteWeights
 from deliberation.allocate.episode import DELIBERATION
+from deliberation.rl.allocation.fit import load_paths
 from deliberation.rl.allocation.paths import question_paths, simulate
 from deliberation.trees.store import open_store
 from replays import episodes
@@ -202,3 +206,23 @@ def test_paths_beyond_the_samples_a_store_holds_name_the_extension(trained):
         question_paths(open_store(str(trained["store"])), LIMIT + 1)
     assert "has no answer node of agent" in str(err.value) and str(err.value).endswith(
         f"extend the store with its own command, `--limit {QUESTIONS} --samples {LIMIT + 1}` (and those methods)")
+
+
+@TRAIN
+def test_samples_without_a_log_probability_summary_are_counted_and_warned_of(trained, tmp_path, caplog):
+    """A store whose first samples were built before stores recorded summaries: the paths count them per
+    question (their states read no log-probability), and training on it warns."""
+    copy = tmp_path / "store"
+    shutil.copytree(trained["store"], copy)
+    rows = [json.loads(line) for line in gzip.open(copy / "trees.jsonl.gz", "rt")]
+    for node in rows[0]["nodes"]:
+        if node["kind"] == "answer" and node["agent"] < 3:
+            node["completion"]["summary"] = None
+    with gzip.open(copy / "trees.jsonl.gz", "wt") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    paths = question_paths(open_store(str(copy)), LIMIT)
+    assert [p.unsummarised for p in paths] == [3] + [0] * (QUESTIONS - 1)
+    with caplog.at_level(logging.WARNING, logger="deliberation"):
+        load_paths([str(copy)], LIMIT, None, 2)
+    assert f"1 of {QUESTIONS} questions (e.g. {paths[0].example_id}) hold samples without a log-probability" \
+        in caplog.text
