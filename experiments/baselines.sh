@@ -56,9 +56,16 @@ for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
     steps=$([ "$method" = agentprune ] && echo 0 || echo "$ITERATIONS")  # 0: the reference's budget
     trees=()
     [ "$method" = gptswarm ] && [ -d "$STORES/$bench-train" ] && trees=(--trees "$STORES/$bench-train")
-    [ -f "$OUT/graphs/$method-$bench/graph.json" ] || delib optimize-graph --method "$method" --benchmark "$bench" \
-      --split train --limit "$TRAIN_LIMIT" --iterations "$steps" --rounds "$rounds" \
-      "${engine[@]}" ${trees[@]+"${trees[@]}"} --out "$OUT/graphs/$method-$bench"
+    graph=$OUT/graphs/$method-$bench/graph.json
+    if [ -f "$graph" ]; then  # optimised before: kept only at this budget (not a smoke run's graph)
+      python -c "import json, sys; from deliberation.rl.graph_optimize import BUDGETS
+got, want = json.load(open(sys.argv[1]))['record']['steps'], int(sys.argv[2]) or BUDGETS[sys.argv[3]]
+sys.exit(None if got == want else f'{sys.argv[1]} was optimised for {got} steps, this run asks {want}: move it '
+         'away to optimise again, or pass the ITERATIONS it was made with')" "$graph" "$steps" "$method"
+    else
+      delib optimize-graph --method "$method" --benchmark "$bench" --split train --limit "$TRAIN_LIMIT" \
+        --iterations "$steps" --rounds "$rounds" "${engine[@]}" ${trees[@]+"${trees[@]}"} --out "$(dirname "$graph")"
+    fi
   done
   [ "${STAGE:-all}" = optimise ] && continue
   replay=(--trees "$STORES/$store" --questions "$n" --quiet --concurrency 3)

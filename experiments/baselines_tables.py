@@ -134,17 +134,20 @@ def pooled(out: Path) -> str:
         raise SystemExit(f"error: no run of the best rule {rule} under {out / 'runs'}; run experiments/baselines.sh")
     sampling = {column: by_k for (column, _), by_k in sampling_runs(results).items()}
     accuracy, tokens = means(found[rule])
+    rows = pooled_rows(found, calls, sampling, rule)
     return ("# The baselines over every test question, pooled\n\nBoth benchmarks' test questions together (AFlow: "
             "its GSM8K workflow on GSM8K, its MATH workflow on MATH). Differences in points, with paired bootstrap "
             "95% intervals and exact McNemar p. Self-consistency at equal tokens takes, on each benchmark, the most "
             "samples whose tokens a question do not exceed the method's there (k per benchmark, in the order "
             "GSM8K/MATH), so the token ratio (the method's tokens over its self-consistency's) is at least about 1; "
             "where k is the most samples a store holds, self-consistency spends less than the method by that ratio. "
-            "Tokens are prompt plus completion tokens.\n\n"
+            "Tokens are prompt plus completion tokens; the optimisations' tokens are not in them (optimisation.md "
+            "has them, and amortised over these questions). Descriptive: this comparison was not pre-registered "
+            f"and its p-values are not adjusted for its {2 * len(rows)} comparisons.\n\n"
             f"| method | n | accuracy | tokens a question | LLM calls a question | minus the best rule ({rule}) "
             "[95% CI] | McNemar p | minus self-consistency at equal tokens [95% CI] | McNemar p | its k | "
             "token ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n"
-            + "".join(pooled_rows(found, calls, sampling, rule))
+            + "".join(rows)
             + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens and {calls[rule]:.2f} calls a "
               f"question (n = {len(found[rule])}).\n")
 

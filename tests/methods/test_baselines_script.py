@@ -43,6 +43,9 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     done = subprocess.run(script, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert {p: p.read_bytes() for p in (out / "graphs").glob("*/graph.json")} == optimised  # not optimised again
+    other = subprocess.run([*script[:-1], "2"], cwd=tmp_path, env={**env, "STAGE": "optimise"}, capture_output=True,
+                           text=True)  # a graph of another budget is not silently taken
+    assert other.returncode != 0 and "was optimised for 1 steps, this run asks 2" in other.stderr
     for store, n, flow in (("gsm8k-test", 3, "aflow-gsm8k"), ("math-test", 2, "aflow-math")):
         runs = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs" / store).rglob("summary.json")}
         assert {*BASELINES, flow, "agreement-resample", *(f"self-consistency-{k}" for k in range(1, 7))} <= set(runs)
@@ -69,6 +72,7 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     php, rule = pooled_means(out, "php"), pooled_means(out, "agreement-resample")
     assert rows["php"].split(" | ")[2:4] == list(php)
     assert f"The best rule alone: {rule[0]} at {rule[1]} tokens" in (out / "pooled.md").read_text()
+    assert "not adjusted for its 8 comparisons" in (out / "pooled.md").read_text()  # 4 methods, 2 references
     episodes = out / "runs" / "math-test" / "php" / "episodes.jsonl"
     episodes.write_text("".join(episodes.read_text().splitlines(keepends=True)[:-1]))
     done = subprocess.run([sys.executable, str(REPO / "experiments" / "baselines_tables.py"), "--out", str(out)],

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import pytest
+
 
 from deliberation.config import EngineConfig
 from deliberation.methods import run_method
@@ -69,6 +71,15 @@ def test_when_no_program_runs_the_answer_is_the_last_error_as_the_reference_retu
     ran, error = run_solve(program_of(BROKEN))
     assert not ran and "NameError" in error
     assert episode.final_answer == get("gsm8k").extract(error)  # the traceback read as an answer
+
+
+@pytest.mark.parametrize("fence", ["```", "```python", "```py", "```Python", "``` python", "```python3 "])
+def test_a_fenced_block_is_read_however_the_model_tags_it_as_python(fence):
+    assert program_of(f"Here:\n{fence}\ndef solve():\n    return 7\n```\ndone") == "def solve():\n    return 7\n"
+
+
+def test_a_block_of_another_language_is_not_read_as_a_program():
+    assert program_of("```js\nfunction solve() { return 7 }\n```") is None
 
 
 def test_a_reply_without_code_ends_the_programmer_at_once():

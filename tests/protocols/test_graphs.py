@@ -17,6 +17,7 @@ import torch
 from deliberation import benchmarks
 from deliberation.cli.main import main
 from deliberation.config import EngineConfig
+from deliberation.errors import DelibError
 from deliberation.methods.graphs import ROUNDS
 from deliberation.protocols.designs import initial
 from deliberation.protocols.graph import final, low_rank_penalty, prune, sample
@@ -113,6 +114,19 @@ def test_an_iteration_runs_its_questions_together_and_learns_the_same_graph(opti
         assert together[key] == alone[key]
     assert together["record"]["tokens"] == alone["record"]["tokens"]
     assert together["record"]["settings"]["concurrency"] == 4 and max(batches) > 3
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_the_python_call_refuses_a_question_the_graph_was_optimised_on(optimised):
+    """``deliberation.run_method`` refuses as ``delib run`` does: a training question is in-sample."""
+    from deliberation import make_backend, run_method
+
+    graph = str(optimised / "gptswarm" / "graph.json")
+    trained = benchmarks.get("gsm8k").load("train", limit=8)
+    with pytest.raises(DelibError, match=f"was optimised on 1 of these questions \\(e.g. {trained[0].id}\\)"):
+        run_method("gptswarm", trained[0], make_backend("scripted"), graph=graph)
+    unseen = benchmarks.get("gsm8k").load("test", limit=1)[0]
+    assert run_method("gptswarm", unseen, make_backend("scripted"), graph=graph).turns
 
 
 def sent_requests(monkeypatch) -> list[int]:

@@ -63,9 +63,12 @@ def run_method(method: str, example: Example, backend: Backend, benchmark: str =
                engine: EngineConfig | None = None, **method_options: Any) -> Episode:
     """One episode of ``method`` on ``example`` (a question of ``benchmark``, whose scorer and answer format
     apply), exactly as ``delib run`` computes it for that example and ``engine.seed``. ``method_options``:
-    method options by name (the fields of ``MethodOptions``, methods/options.py: ``policy=``, ...)."""
+    method options by name (the fields of ``MethodOptions``, methods/options.py: ``policy=``, ...). Refused as
+    ``delib run`` refuses it, e.g. a question an optimised graph or allocator was trained on."""
     cfg = MethodConfig(benchmark, engine or EngineConfig(), **method_options)
-    return get(method).run(example, backend, cfg, example_rng(cfg.engine.seed, example.id))
+    chosen = get(method)
+    chosen.check(cfg, [example])
+    return chosen.run(example, backend, cfg, example_rng(cfg.engine.seed, example.id))
 
 
 __all__ = ["METHODS", "Method", "MethodConfig", "MethodOptions", "described", "get", "run_method", "taking", "unread"]

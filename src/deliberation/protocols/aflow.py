@@ -52,7 +52,8 @@ ATTEMPTS = 3
 NO_CODE = "No code generated"
 """Programmer's output when a reply holds no code (the reference's words; it stops there)."""
 _LETTER = re.compile(r"Letter:\s*\**\(?([A-Z])\b")
-_CODE = re.compile(r"```(?:python)?\n(.*?)```", re.DOTALL)
+_CODE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
+"""A fenced block untagged or tagged as Python in any of the ways models write it (py, Python, python3)."""
 OUTPUT_MARK = "__aflow_output__"
 
 
