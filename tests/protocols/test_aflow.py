@@ -13,7 +13,8 @@ import pytest
 from deliberation.config import EngineConfig
 from deliberation.methods import run_method
 from deliberation.benchmarks import get
-from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM, program_of, run_solve
+from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM
+from deliberation.protocols.program import program_of, run_solve
 from deliberation.types import Completion, Example, GenerationRequest
 
 EXAMPLE = Example("q1", "What is 6 times 7?", "42")

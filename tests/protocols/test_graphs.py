@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -19,8 +20,11 @@ from deliberation.cli.main import main
 from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
 from deliberation.methods.graphs import ROUNDS
-from deliberation.protocols.designs import initial
+from deliberation.engine.loop import make_context
+from deliberation.engine.spec import MethodSpec
+from deliberation.protocols.designs import PROGRAMMER, ROLES, initial
 from deliberation.protocols.graph import final, low_rank_penalty, prune, sample
+from deliberation.protocols.swarm import run_graph
 from deliberation.rl.graph_optimize import GraphOptimization, _train
 from deliberation.types import Completion, Example, GenerationRequest
 
@@ -85,6 +89,31 @@ def test_reinforce_learns_to_keep_the_right_agent_and_drop_the_wrong_ones():
     assert final(graph.spatial, graph.spatial_logits, graph.spatial_mask).predecessors(3) == [0]
     assert spent["llm_calls"] == backend.calls == 40 * 4 * 3
     assert (spent["prompt_tokens"], spent["completion_tokens"]) == (20 * backend.calls, 10 * backend.calls)
+
+
+class ByRole:
+    """The Programming Expert writes a program computing 6 * 7 and states another answer in words; every other
+    role, and the decision agent, answers 42 (agent 0) or 5."""
+
+    name, model, supports_logprobs, cache_scope = "roles", "m", False, "m"
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        code = "```python\ndef solve():\n    return 6 * 7\n```\nSo the final answer is 41."
+        return [Completion(code if r.messages[0].content == ROLES[PROGRAMMER] else
+                           f"The final answer is $\\boxed{{{42 if r.seed % 16 == 0 else 5}}}$.", 20, 10)
+                for r in requests]
+
+
+def test_the_programming_experts_program_runs_and_its_value_is_its_answer():
+    """AgentPrune's Programming Expert (agent 2 of 3) answers what its program returns, not what it wrote."""
+    lone = replace(initial("agentprune", 3, 1), spatial_mask=(False,) * 6, temporal_mask=(False,) * 9)
+    example = Example("q1", "What is 6 times 7?", "42")
+    ctx = make_context(example, ByRole(), benchmarks.get("gsm8k"), EngineConfig(agents=3),
+                       MethodSpec("agentprune", None, protocol=lone))
+    episode = run_graph(ctx, lone.layout, *lone.final_graphs())
+    answers = {t.agent: t.answer for t in episode.turns if t.round == 0}
+    assert answers[2] == "42" and answers[1] == "5"
+    assert "So the final answer is 41.\nThe answer is \\boxed{42}." in episode.turns[2].text
 
 
 def delib(*argv: str) -> int:

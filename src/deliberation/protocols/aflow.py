@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from deliberation.engine.loop import AgentRecord, Context, generate_as, record_of, turn_of
 from deliberation.engine.prompts.common import Prompt
+from deliberation.protocols.program import program_of, run_solve
 from deliberation.types import Message, RequestKind, Turn
 
 MATH_SOLVE = ("You are a highly skilled mathematician. Read the problem carefully; identify the key quantities and "
@@ -52,9 +53,6 @@ ATTEMPTS = 3
 NO_CODE = "No code generated"
 """Programmer's output when a reply holds no code (the reference's words; it stops there)."""
 _LETTER = re.compile(r"Letter:\s*\**\(?([A-Z])\b")
-_CODE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
-"""A fenced block untagged or tagged as Python in any of the ways models write it (py, Python, python3)."""
-OUTPUT_MARK = "__aflow_output__"
 
 
 @dataclass
@@ -98,23 +96,3 @@ class Calls:
                 return output
             feedback = f"\n\nThe code you wrote before:\n{code}\n\nIt failed:\n{output}\nFix it."
         return output
-
-
-def program_of(reply: str) -> str | None:
-    """The code of ``reply``: its last fenced block, or None."""
-    blocks = _CODE.findall(reply)
-    return blocks[-1] if blocks else None
-
-
-_SHOW = ("_value = solve()\nprint({mark!r} + (repr(round(float(_value), 6)) if type(_value).__name__.startswith("
-         "'float') else str(_value)))")
-"""What runs after the model's code: its ``solve()``'s value as text, a float rounded to 6 decimals."""
-
-
-def run_solve(code: str) -> tuple[bool, str]:
-    """Run ``code``'s ``solve()`` in the sandbox: (ran, its value as text) or (False, what went wrong)."""
-    from deliberation.benchmarks.sandbox.run import Limits, run_program
-
-    result = run_program(f"{code}\n{_SHOW.format(mark=OUTPUT_MARK)}", Limits(timeout_s=30.0))
-    found = [line[len(OUTPUT_MARK):] for line in result.output.splitlines() if line.startswith(OUTPUT_MARK)]
-    return (True, found[-1]) if result.passed and found else (False, result.output[-1000:] or result.status)

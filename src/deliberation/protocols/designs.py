@@ -3,18 +3,21 @@
 - ``gptswarm`` (Zhuge et al., ICML 2024): N agents and a decision node; potential edges are every ordered
   pair of agents and every agent -> decision; one round; the final graph keeps the edges of probability
   above 1/2; the decision node votes over its predecessors' answers (its MMLU setup's majority vote).
-  Departures: (1) an agent with predecessors sees their solutions (in the reference's MMLU graph an agent's
-  input node ignores its predecessors, so only agent -> decision edges matter; AgentPrune's re-implementation
-  and the GSM8K ports let agents read them, and so do we, so inter-agent edges are optimised for something);
-  (2) the vote is over extracted answers, ties to the first (the reference breaks ties at random).
+  Departures: (1) an agent with predecessors sees their solutions and answers once (in the reference's MMLU
+  graph an IO agent answers the question once per output it receives, ignoring the output, so an edge adds a
+  call and a vote, not information; AgentPrune's re-implementation and the GSM8K ports pass the solutions, and
+  so do we: an edge that only multiplies samples would make the graph self-consistency with a learned number
+  of samples); (2) the vote is over extracted answers, ties to the first (the reference breaks ties at random).
 - ``agentprune`` (Zhang et al., ICLR 2025): N agents with the role prompts of its GSM8K setup; spatial edges
   (every ordered pair, within a round, acyclic) and temporal edges (every pair with self-edges, last round
   to this one); ``rounds`` rounds; after optimisation, one-shot magnitude pruning of ``prune_rate`` of each
   edge set, and the final graph is every surviving edge; the decision agent (FinalRefer) reads every agent's
   last solution. Departures: (1) one prune after the optimisation (the paper's one-shot; the reference's GSM8K
   script prunes 25% twice, after batches 5 and 10); (2) the final graph is fixed (the reference keeps sampling
-  the surviving edges at test time); (3) the Programming Expert's code is not executed: its answer is read from
-  its text like every agent's; (4) roles paraphrased, zero-shot (the reference's prompts have few-shot
+  the surviving edges at test time); (3) the Programming Expert's program runs in the project's sandbox, and its
+  value is appended boxed ("The answer is \\boxed{v}.", the reference: "the answer is v"), so that MATH's
+  reader reads it too; a failing program's reply stays as it is (the reference appends what its executor
+  returns); (4) roles paraphrased, zero-shot (the reference's prompts have few-shot
   examples); (5) round 0 and ``--rounds`` more (3 rounds at the default 2; experiments/baselines.sh runs 2, so
   that temporal edges matter; the reference's GSM8K default is one); (6) every role reads its predecessors'
   full solutions (the reference's Math Solver reads only their answers, as a hint "The answer is near to ...").
@@ -39,13 +42,17 @@ ROLES = (
     "they are given, and state the final answer.",
     "You are a mathematical analyst. First analyse the problem symbolically, naming its quantities with "
     "letters; then substitute the values, compute, and state the final answer.",
-    "You are a programming expert. Reason step by step and write a Python function that computes the answer; "
-    "then state the value it returns as the final answer.",
+    "You are a programming expert. Write complete Python code that solves the problem: a function solve() with no "
+    "arguments that computes and returns the answer, in one ```python block; it will be run, and the value it "
+    "returns given as your answer.",
     "You are an inspector. Check the other agents' reasoning, arithmetic and code for mistakes, then give your "
     "own step-by-step solution and state the final answer.",
 )
 """AgentPrune's GSM8K roles (Math Solver, Mathematical Analyst, Programming Expert, Inspector), paraphrased;
 agent i plays role i mod 4, as its reference assigns them in order."""
+PROGRAMMER = 2
+"""The role whose program runs, its value appended to its reply (``protocols/swarm.py``), as the reference's
+Programming Expert's."""
 
 
 @dataclass(frozen=True)
@@ -68,8 +75,9 @@ class Graph:
 
     @property
     def layout(self) -> Layout:
-        return Layout(self.agents, ROLES if self.kind == "agentprune" else None,
-                      "refer" if self.kind == "agentprune" else "vote")
+        roles = self.kind == "agentprune"
+        return Layout(self.agents, ROLES if roles else None, "refer" if roles else "vote",
+                      PROGRAMMER if roles else None)
 
     def final_graphs(self) -> tuple[list, list]:
         """The graph of every round after optimisation: (spatial per round, temporal per round)."""

@@ -6,21 +6,25 @@ agent without predecessors answers the problem alone (in round 0 without a role,
 every method sends, seeded as agent i, so a tree store serves it), one with predecessors sees their
 solutions (this round's over spatial edges, the last round's over temporal ones) and answers afresh. The
 team's answer: GPTSwarm votes over the answers of the agents with an edge to its decision node (none: no
-answer); AgentPrune's decision agent reads every agent's last solution and answers (one more call).
+answer); AgentPrune's decision agent reads every agent's last solution and answers (one more call). An
+AgentPrune Programming Expert's program runs (``protocols/program.py``) and its value is appended to its reply,
+"The answer is \\boxed{value}.", as the reference appends "the answer is" its code's result (boxed, so that
+every benchmark's answer reader reads it); a reply without a program, or whose program fails, stays as it is.
 Requests of agent i in round t are seeded as agent i of round t; the decision call as agent N.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from deliberation.engine import prompts
 from deliberation.engine.loop import AgentRecord, Context, episode_of, generate_as, record_of, turn_of
 from deliberation.engine.prompts.common import Prompt, decision, referenced
 from deliberation.protocols.graph import Edge, Realized
-from deliberation.types import Episode, RequestKind, Turn
+from deliberation.protocols.program import program_of, run_solve
+from deliberation.types import Completion, Episode, RequestKind, Turn
 
 
 @dataclass(frozen=True)
@@ -31,9 +35,14 @@ class Layout:
     agents: int
     roles: tuple[str, ...] | None = None
     decision: str = "vote"
+    programmer: int | None = None
+    """The role whose program runs (AgentPrune's Programming Expert), or None."""
 
     def system(self, agent: int) -> str:
         return prompts.SYSTEM if self.roles is None else self.roles[agent % len(self.roles)]
+
+    def runs_code(self, agent: int) -> bool:
+        return self.roles is not None and agent % len(self.roles) == self.programmer
 
 
 def levels(agents: int, edges: Sequence[Edge]) -> list[list[int]]:
@@ -72,12 +81,22 @@ def run_graph(ctx: Context, layout: Layout, spatial: Sequence[Realized], tempora
         for level in levels(layout.agents, graph.edges):
             asked = [_prompt(ctx, layout, i, graph, before, now, last) for i in level]
             outs = generate_as(ctx, asked, level, level, [t] * len(level), t)
+            outs = [_executed(out) if layout.runs_code(i) else out for i, out in zip(level, outs)]
             for i, prompt, out in zip(level, asked, outs):
                 now[i] = record_of(ctx, out, True, prompt.messages)
                 turns.append(turn_of(ctx, i, t, None, now[i], [out]))
         last = now
     return episode_of(ctx, _decide(ctx, layout, spatial[-1], last, turns, len(spatial)), turns, len(spatial) - 1,
                       start)
+
+
+def _executed(out: Completion) -> Completion:
+    """A programming role's reply with its program's value appended (see the module docstring)."""
+    code = program_of(out.text)
+    if code is None:
+        return out
+    ran, value = run_solve(code)
+    return replace(out, text=f"{out.text}\nThe answer is \\boxed{{{value}}}.") if ran else out
 
 
 def _prompt(ctx: Context, layout: Layout, agent: int, graph: Realized, before: Sequence[Edge],

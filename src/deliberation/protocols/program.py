@@ -1,0 +1,31 @@
+"""A model's program, read from its reply and run: the code of a fenced block, its ``solve()`` run in the
+project's sandbox (``benchmarks/sandbox``: isolated, no network, 30 s). AFlow's Programmer operator
+(``protocols/aflow.py``) and AgentPrune's Programming Expert (``protocols/swarm.py``) run their code so.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CODE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
+"""A fenced block untagged or tagged as Python in any of the ways models write it (py, Python, python3)."""
+OUTPUT_MARK = "__program_output__"
+_SHOW = ("_value = solve()\nprint({mark!r} + (repr(round(float(_value), 6)) if type(_value).__name__.startswith("
+         "'float') else str(_value)))")
+"""What runs after the model's code: its ``solve()``'s value as text, a float rounded to 6 decimals (this
+project scores a number exactly; ``7.000000000000001`` is shown as ``7.0``)."""
+
+
+def program_of(reply: str) -> str | None:
+    """The code of ``reply``: its last fenced block, or None."""
+    blocks = _CODE.findall(reply)
+    return blocks[-1] if blocks else None
+
+
+def run_solve(code: str) -> tuple[bool, str]:
+    """Run ``code``'s ``solve()`` in the sandbox: (ran, its value as text) or (False, what went wrong)."""
+    from deliberation.benchmarks.sandbox.run import Limits, run_program
+
+    result = run_program(f"{code}\n{_SHOW.format(mark=OUTPUT_MARK)}", Limits(timeout_s=30.0))
+    found = [line[len(OUTPUT_MARK):] for line in result.output.splitlines() if line.startswith(OUTPUT_MARK)]
+    return (True, found[-1]) if result.passed and found else (False, result.output[-1000:] or result.status)
