@@ -1,6 +1,7 @@
 """Each method's call range (methods/calls.py, what ``delib experiment --plan`` multiplies) holds the requests
 its episodes send: every registered method that runs at its defaults, on scripted GSM8K questions whose
-agents sometimes agree at once and sometimes do not, so early stops and full runs both occur."""
+agents sometimes agree at once and sometimes do not. Some methods both stop early and run in full on them;
+others make the same number of calls on each of them, so only that point of their range is checked here."""
 
 from dataclasses import replace
 
