@@ -91,6 +91,9 @@ def add_questions_arg(parser: Parser) -> None:
 def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, ...] = QUESTIONS) -> list[Path]:
     """Replay every arm on each store's first ``questions`` (refused unless the store has built them all at the
     registered samples); returns the descriptive report's files."""
+    import torch
+
+    torch.set_num_threads(1)  # as the preparation ran: a STOP probability at stop_at's edge is computed alike
     reg = json.loads(registration.read_text())
     every = arms(reg)
     for store in STORES:
