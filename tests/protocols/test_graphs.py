@@ -92,28 +92,55 @@ def test_reinforce_learns_to_keep_the_right_agent_and_drop_the_wrong_ones():
 
 
 class ByRole:
-    """The Programming Expert writes a program computing 6 * 7 and states another answer in words; every other
-    role, and the decision agent, answers 42 (agent 0) or 5."""
+    """The Programming Expert writes ``body`` as its solve() and states 41 in words; every other role, and the
+    decision agent, answers 42 (agent 0) or 5."""
 
     name, model, supports_logprobs, cache_scope = "roles", "m", False, "m"
 
+    def __init__(self, body: str) -> None:
+        self.body = body
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        code = "```python\ndef solve():\n    return 6 * 7\n```\nSo the final answer is 41."
+        code = f"```python\ndef solve():\n    {self.body}\n```\nSo the final answer is 41."
         return [Completion(code if r.messages[0].content == ROLES[PROGRAMMER] else
                            f"The final answer is $\\boxed{{{42 if r.seed % 16 == 0 else 5}}}$.", 20, 10)
                 for r in requests]
 
 
-def test_the_programming_experts_program_runs_and_its_value_is_its_answer():
-    """AgentPrune's Programming Expert (agent 2 of 3) answers what its program returns, not what it wrote."""
+@pytest.mark.parametrize("body, answer", [("return 6 * 7", "42"), ("print(6 * 7)", "41"),
+                                          ("return 6 * undefined_name", "41")])
+def test_the_programming_experts_program_runs_and_its_value_is_its_answer(body, answer):
+    """AgentPrune's Programming Expert (agent 2 of 3) answers what its program returns, not what it wrote;
+    a program that returns nothing (it printed), or fails, leaves its reply as it is."""
     lone = replace(initial("agentprune", 3, 1), spatial_mask=(False,) * 6, temporal_mask=(False,) * 9)
     example = Example("q1", "What is 6 times 7?", "42")
-    ctx = make_context(example, ByRole(), benchmarks.get("gsm8k"), EngineConfig(agents=3),
+    ctx = make_context(example, ByRole(body), benchmarks.get("gsm8k"), EngineConfig(agents=3),
                        MethodSpec("agentprune", None, protocol=lone))
     episode = run_graph(ctx, lone.layout, *lone.final_graphs())
     answers = {t.agent: t.answer for t in episode.turns if t.round == 0}
-    assert answers[2] == "42" and answers[1] == "5"
-    assert "So the final answer is 41.\nThe answer is \\boxed{42}." in episode.turns[2].text
+    assert answers[2] == answer and answers[1] == "5"
+    assert episode.turns[2].text.endswith("So the final answer is 41." if answer == "41" else
+                                          "So the final answer is 41.\nThe answer is \\boxed{42}.")
+
+
+@pytest.mark.parametrize("method, options", [("agentprune", "graph"), ("aflow-gsm8k", None),
+                                             ("aflow-math", None), ("gptswarm", "graph")])
+def test_a_method_that_runs_code_is_refused_before_it_runs_where_code_cannot_run_isolated(
+        optimised, monkeypatch, method, options):
+    """Its first program would be refused hours into a run; the run is refused at once instead. GPTSwarm runs
+    no code and is not."""
+    from deliberation import make_backend, run_method
+    from deliberation.benchmarks.sandbox import isolation
+
+    monkeypatch.setattr(isolation, "probe_bwrap", lambda as_root: isolation.Probe(None, "bwrap is missing"))
+    monkeypatch.delenv(isolation.ALLOW_UNISOLATED, raising=False)
+    given = {} if options is None else {"graph": str(optimised / method / "graph.json")}
+    example = benchmarks.get("gsm8k").load("test", limit=1)[0]
+    if method == "gptswarm":
+        assert run_method(method, example, make_backend("scripted"), **given).turns
+        return
+    with pytest.raises(DelibError, match="model-written code cannot run isolated here: bwrap is missing"):
+        run_method(method, example, make_backend("scripted"), **given)
 
 
 def delib(*argv: str) -> int:

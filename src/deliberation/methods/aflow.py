@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
+from deliberation.benchmarks.sandbox.isolation import require_isolation
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, MethodRecord, fixed
@@ -30,9 +31,16 @@ def workflow_calls(workflow: Workflow) -> Calls:
     return Calls((least, least + programmers * (ATTEMPTS - 1)))
 
 
+def sandboxed(workflow: Workflow) -> None:
+    """Refuse before the run where the workflow's programs could not run isolated (not at its first program)."""
+    if workflow.runs_code:
+        require_isolation()
+
+
 def transferred(found_on: str) -> Method:
     return fixed(MethodSpec(name=f"aflow-{found_on}", policy=None, protocol=TRANSFERRED[found_on]),
                  engine=_one_agent, episode=workflow_episode, tree_requests=False,
+                 check=lambda cfg, examples: sandboxed(TRANSFERRED[found_on]),
                  calls=lambda cfg: workflow_calls(TRANSFERRED[found_on]),
                  about=f"the workflow AFlow found for {found_on.upper()}, transferred (Zhang et al. 2025)")
 
@@ -46,7 +54,8 @@ def searched(cfg: MethodConfig) -> tuple[Workflow, frozenset[str]]:
 
 
 def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
-    _, seen = searched(cfg)
+    workflow, seen = searched(cfg)
+    sandboxed(workflow)
     hit = [e.id for e in examples if e.id in seen]
     if hit:
         raise DelibError(f"{cfg.workflow} was searched on {len(hit)} of these questions (e.g. {hit[0]}); answer "

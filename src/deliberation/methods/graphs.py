@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
+from deliberation.benchmarks.sandbox.isolation import require_isolation
 from deliberation.engine.loop import Context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
@@ -58,6 +59,8 @@ def graph_method(kind: str) -> Method:
         graph = graph_of(kind, cfg)
         refuse_trained(graph, examples, str(cfg.graph))
         refuse_silent(graph, str(cfg.graph))
+        if graph.layout.programmer is not None:  # its Programming Expert's code runs: isolated, or refused now
+            require_isolation()
 
     def record(cfg: MethodConfig) -> MethodRecord:
         graph = graph_of(kind, cfg)

@@ -16,8 +16,8 @@
   script prunes 25% twice, after batches 5 and 10); (2) the final graph is fixed (the reference keeps sampling
   the surviving edges at test time); (3) the Programming Expert's program runs in the project's sandbox, and its
   value is appended boxed ("The answer is \\boxed{v}.", the reference: "the answer is v"), so that MATH's
-  reader reads it too; a failing program's reply stays as it is (the reference appends what its executor
-  returns); (4) roles paraphrased, zero-shot (the reference's prompts have few-shot
+  reader reads it too; the reply of a program that fails or returns nothing stays as it is (the reference
+  appends what its executor returns); (4) roles paraphrased, zero-shot (the reference's prompts have few-shot
   examples); (5) round 0 and ``--rounds`` more (3 rounds at the default 2; experiments/baselines.sh runs 2, so
   that temporal edges matter; the reference's GSM8K default is one); (6) every role reads its predecessors'
   full solutions (the reference's Math Solver reads only their answers, as a hint "The answer is near to ...").

@@ -9,7 +9,10 @@ team's answer: GPTSwarm votes over the answers of the agents with an edge to its
 answer); AgentPrune's decision agent reads every agent's last solution and answers (one more call). An
 AgentPrune Programming Expert's program runs (``protocols/program.py``) and its value is appended to its reply,
 "The answer is \\boxed{value}.", as the reference appends "the answer is" its code's result (boxed, so that
-every benchmark's answer reader reads it); a reply without a program, or whose program fails, stays as it is.
+every benchmark's answer reader reads it); a reply without a program, or whose program fails or returns no
+value (None), stays as it is. A program's value can depend on the machine (its 30-second limit, string
+hashing, library versions), as AFlow's Programmer's can: a replay that meets another value sends other
+requests than the store holds (offline: the missing node is named; online: the new ones are recorded).
 Requests of agent i in round t are seeded as agent i of round t; the decision call as agent N.
 """
 
@@ -96,7 +99,9 @@ def _executed(out: Completion) -> Completion:
     if code is None:
         return out
     ran, value = run_solve(code)
-    return replace(out, text=f"{out.text}\nThe answer is \\boxed{{{value}}}.") if ran else out
+    if not ran or value.strip() in ("", "None"):  # no value to give (a solve() that printed it returns None)
+        return out
+    return replace(out, text=f"{out.text}\nThe answer is \\boxed{{{value}}}.")
 
 
 def _prompt(ctx: Context, layout: Layout, agent: int, graph: Realized, before: Sequence[Edge],

@@ -61,6 +61,11 @@ class Workflow:
     answer: tuple[str, ...]
     meta: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def runs_code(self) -> bool:
+        """A Programmer step runs model-written code (in the sandbox)."""
+        return any(s.op == "programmer" for s in self.steps)
+
     def to_json(self) -> dict[str, Any]:
         steps = []
         for s in self.steps:

@@ -60,16 +60,28 @@ class Probe:
 
 def wrapper(folder: str, uid: int | None) -> list[str]:
     """The command prefix that runs a program isolated with ``folder`` writable, as ``uid`` (the fresh uid
-    of a run as root; None for a normal user). Where isolation fails: DelibError, or an empty prefix (and
-    one warning) when $DELIB_ALLOW_UNISOLATED_CODE=1 accepts running code without it."""
-    probe = probe_bwrap(uid is not None)
+    of a run as root; None for a normal user); an empty prefix where ``isolating`` allows none."""
+    tool = isolating(uid is not None)
+    return command(tool, folder, uid) if tool else []
+
+
+def isolating(as_root: bool) -> str | None:
+    """bwrap's path where a program runs isolated here; where isolation fails: DelibError, or None (and one
+    warning) when $DELIB_ALLOW_UNISOLATED_CODE=1 accepts running code without it."""
+    probe = probe_bwrap(as_root)
     if probe.tool:
-        return command(probe.tool, folder, uid)
+        return probe.tool
     if os.environ.get(ALLOW_UNISOLATED) != "1":
         raise DelibError(f"model-written code cannot run isolated here: {probe.problem}; fix that, or set "
                          f"{ALLOW_UNISOLATED}=1 to run it WITHOUT isolation")  # fmt: skip
     _warn_unisolated(probe.problem)
-    return []
+    return None
+
+
+def require_isolation() -> None:
+    """Refuse, before a run whose method runs model-written code (AFlow's Programmer, AgentPrune's Programming
+    Expert), what its first program would be refused for hours later: ``isolating``'s one line."""
+    isolating(os.geteuid() == 0)
 
 
 @functools.cache
