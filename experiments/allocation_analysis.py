@@ -24,16 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from deliberation.cli.common import Parser
+from deliberation.config import Selection
 from deliberation.errors import DelibError, exit_status
 from deliberation.report.equal_tokens import budget_k
 from deliberation.report.loading import load_run
 from deliberation.report.paired import POOLED, Outcome, Paired, Question, compare, holm, outcomes
 from deliberation.report.plots import plotting
+from deliberation.types import to_json
 
-from allocation_compare import QUESTIONS, add_questions_arg, arms as registered_arms
+from allocation_compare import PARITY, QUESTIONS, STORES, add_questions_arg, arms as registered_arms
 
 REPO = Path(__file__).resolve().parents[1]
-STORES = {"gsm8k-test": "gsm8k/test", "math-test": "math/test"}
 GOAL_POINTS, GOAL_TOKEN_SHARE = 0.02, 0.6
 """The registered goal: +2 points over self-consistency at equal tokens with the interval above 0, or
 self-consistency over ``limit`` samples matched at no more than 60% of its tokens."""
@@ -51,15 +52,19 @@ SERIES = {"self-consistency, k = 1..limit": ("self-consistency-", "o-"), "adapti
 ``allocate-<stop_at>``, every stop_at below 1)."""
 
 
-def arm(runs: Path, name: str) -> Arm:
+def arm(runs: Path, name: str, questions: tuple[int, ...]) -> Arm:
     """An arm's outcomes on both test stores (question -> (correct, tokens)); a run that did not finish (no
-    summary.json) is refused."""
+    summary.json), or that replayed other questions than each store's first ``questions``, is refused."""
     found: Arm = {}
-    for store in STORES:
+    for store, n in zip(STORES, questions):
         result = load_run(runs / store / name)
         if result.partial:
             raise DelibError(f"{runs / store / name} did not finish (no summary.json); rerun "
                              "experiments/allocation_compare.py")
+        config = json.loads((runs / store / name / "config.json").read_text())
+        if config["limit"] != n or config["selection"] != json.loads(json.dumps(to_json(Selection()))):
+            raise DelibError(f"{runs / store / name} replayed other questions than the store's first {n}; run "
+                             "experiments/allocation_compare.py into an empty --out")
         for table in outcomes([result]).values():
             found.update(table)
     return found
@@ -179,7 +184,10 @@ def registered_runs(runs: Path, reg: dict[str, Any]) -> list[str]:
 
 
 def analyse(runs: Path, reg: dict[str, Any], questions: tuple[int, ...] = QUESTIONS) -> dict[str, Any]:
-    arms = {name: arm(runs, name) for name in registered_runs(runs, reg)}
+    if not (runs / PARITY).is_file():
+        raise DelibError(f"{runs} has no {PARITY}: the allocator's replays were not checked against its offline "
+                         "simulation; run experiments/allocation_compare.py to its end")
+    arms = {name: arm(runs, name, questions) for name in registered_runs(runs, reg)}
     complete(arms, questions)
     sc = {k: arms[f"self-consistency-{k}"] for k in range(1, reg["limit"] + 1)}
     primary = compare("allocate", f"self-consistency-{reg['reference_k']}", POOLED, arms["allocate"],

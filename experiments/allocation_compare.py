@@ -25,23 +25,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deliberation.allocate.episode import DELIBERATION
-from deliberation.allocate.network import load_allocator
 from deliberation.cli.common import Parser
-from deliberation.engine.spec import VoteWeights
 from deliberation.errors import DelibError, exit_status
 from deliberation.policy.shipped import sha256_hex
 from deliberation.report.loading import read_episodes, sampling_label
 from deliberation.report.write import write_report
-from deliberation.rl.allocation.paths import question_paths, simulate
 from deliberation.runs.directory import EPISODES
 from deliberation.runs.replay import Replay, evaluate
 from deliberation.trees.store import built_examples, open_store
 
 REPO = Path(__file__).resolve().parents[1]
-STORES = ("gsm8k-test", "math-test")
+STORES = {"gsm8k-test": "gsm8k/test", "math-test": "math/test"}
+"""The test stores, and the benchmark split their runs report."""
 QUESTIONS = (300, 150)
 """The registered test questions (PREREGISTRATION.md, Data): each store's first rows, in STORES' order."""
+PARITY = "parity.json"
+"""Written into OUT/runs once every allocator arm's replay equals its offline simulation (``parity``): the
+analysis reads no runs without it."""
 
 
 def checkpoints(reg: dict[str, Any]) -> dict[str, str]:
@@ -105,8 +105,8 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
         for name, settings in every.items():
             evaluate(Replay(trees=str(stores / store), offline=True, questions=n, **settings),
                      str(out / "runs" / store / name), progress=False)
-    for store, n in zip(STORES, questions):
         parity(stores / store, n, out / "runs" / store, every)
+    (out / "runs" / PARITY).write_text(json.dumps(dict(zip(STORES, questions))) + "\n")
     return write_report([out / "runs"], out / "descriptive", reference=sampling_label(reg["reference_k"]))
 
 
@@ -114,6 +114,11 @@ def parity(store_path: Path, n: int, runs: Path, every: dict[str, dict[str, Any]
     """Refuse replays of the allocator's arms that differ on any question from the offline simulation the
     preparation trained and tuned with (``rl/allocation/paths.simulate`` over the same store, the same
     checkpoint and operating point): the same correctness and tokens. It reads what the replays read."""
+    from deliberation.allocate.episode import DELIBERATION
+    from deliberation.allocate.network import load_allocator
+    from deliberation.engine.spec import VoteWeights
+    from deliberation.rl.allocation.paths import question_paths, simulate
+
     store = open_store(str(store_path))
     examples, paths = built_examples(store, None, n), {}
     for name, settings in every.items():

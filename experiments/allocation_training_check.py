@@ -9,8 +9,9 @@ allocator's state reads no log-probability and its weighted vote gives the sampl
 weight. This script replays the registered checkpoints at their registered ``stop_at`` (the primary, and the
 twin with DELIBERATE open) and self-consistency over the reference k on every training question, on those
 whose every sample is summarised and on the others: accuracy and tokens a question, in-sample (they trained
-on these questions), to show how much of the preparation's figures the unsummarised questions carry.
-Writes OUT/training_check.json and OUT/training_check.md.
+on these questions), to show how much of the preparation's figures the unsummarised questions carry. A
+question counts as unsummarised by its round-0 samples (the same 15 lack summaries on their round-1 updates,
+which the twin's deliberation reads, too). Writes OUT/training_check.json and OUT/training_check.md.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def rows(weighted: Sequence[QuestionPath], plain: Sequence[QuestionPath],
 
 
 def check(stores: Path, reg: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(1)  # as the preparation simulated
     signal, temperature = load_allocator(checkpoints(reg)["primary"]).vote or (None, None)
     vote = None if signal is None else VoteWeights(signal, temperature)
     names = [str(stores / name) for name in TRAINING]

@@ -57,11 +57,13 @@ for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
     trees=()
     [ "$method" = gptswarm ] && [ -d "$STORES/$bench-train" ] && trees=(--trees "$STORES/$bench-train")
     graph=$OUT/graphs/$method-$bench/graph.json
-    if [ -f "$graph" ]; then  # optimised before: kept only at this budget (not a smoke run's graph)
-      python -c "import json, sys; from deliberation.rl.graph_optimize import BUDGETS
-got, want = json.load(open(sys.argv[1]))['record']['steps'], int(sys.argv[2]) or BUDGETS[sys.argv[3]]
-sys.exit(None if got == want else f'{sys.argv[1]} was optimised for {got} steps, this run asks {want}: move it '
-         'away to optimise again, or pass the ITERATIONS it was made with')" "$graph" "$steps" "$method"
+    if [ -f "$graph" ]; then  # optimised before: kept only with this run's budget, questions and rounds
+      python -c "import json, sys; from deliberation.rl.graph_optimize import GraphOptimization as G
+r = json.load(open(sys.argv[1])).get('record', {})
+got = (r.get('steps'), r.get('settings', {}).get('limit'), r.get('engine', {}).get('rounds'))
+want = (G(method=sys.argv[3], iterations=int(sys.argv[2])).steps, int(sys.argv[4]), int(sys.argv[5]))
+sys.exit(None if got == want else f'{sys.argv[1]} was optimised with (steps, training questions, rounds) {got}, '
+         f'this run asks {want}: move it away to optimise again')" "$graph" "$steps" "$method" "$TRAIN_LIMIT" "$rounds"
     else
       delib optimize-graph --method "$method" --benchmark "$bench" --split train --limit "$TRAIN_LIMIT" \
         --iterations "$steps" --rounds "$rounds" "${engine[@]}" ${trees[@]+"${trees[@]}"} --out "$(dirname "$graph")"

@@ -122,7 +122,7 @@ class LearningWorkload(Workload):
     split: str = "train"
     allow_test: bool = False
     """Learning on a test split learns the questions it is then measured on: opt-in only."""
-    learns: ClassVar[tuple[str, str]]
+    learns: ClassVar[tuple[str, str]] = ("learn on the questions it is measured on", "learn")
     """(what a test split would make it do, the verb of the fix): each kind's words for the refusal."""
 
     def __post_init__(self) -> None:

@@ -90,7 +90,10 @@ def test_prepare_then_compare(tmp_path):
 def refused_runs(runs: Path, analyse: tuple[str, ...], out: Path) -> None:
     """The analysis refuses runs that are not the registered arms, each finished, on the registered questions."""
     script(*analyse[:-4], "--questions", "4", "3", "--out", str(out),
-           fails="the arms answered 3 questions of gsm8k/test, the registration 4")
+           fails="replayed other questions than the store's first 4")
+    (runs / "parity.json").rename(runs / "parity.kept")
+    script(*analyse, str(out), fails="has no parity.json: the allocator's replays were not checked")
+    (runs / "parity.kept").rename(runs / "parity.json")
     shutil.copytree(runs / "gsm8k-test" / "esc-2", runs / "gsm8k-test" / "esc-9")
     script(*analyse, str(out), fails="has a run of no registered arm, esc-9")
     shutil.rmtree(runs / "gsm8k-test" / "esc-9")

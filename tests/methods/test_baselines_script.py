@@ -45,7 +45,7 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert {p: p.read_bytes() for p in (out / "graphs").glob("*/graph.json")} == optimised  # not optimised again
     other = subprocess.run([*script[:-1], "2"], cwd=tmp_path, env={**env, "STAGE": "optimise"}, capture_output=True,
                            text=True)  # a graph of another budget is not silently taken
-    assert other.returncode != 0 and "was optimised for 1 steps, this run asks 2" in other.stderr
+    assert other.returncode != 0 and "rounds) (1, 4, 0), this run asks (2, 4, 0)" in other.stderr
     for store, n, flow in (("gsm8k-test", 3, "aflow-gsm8k"), ("math-test", 2, "aflow-math")):
         runs = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs" / store).rglob("summary.json")}
         assert {*BASELINES, flow, "agreement-resample", *(f"self-consistency-{k}" for k in range(1, 7))} <= set(runs)

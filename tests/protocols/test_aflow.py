@@ -9,10 +9,9 @@ from typing import Callable, Sequence
 
 import pytest
 
-
+from deliberation.benchmarks import get
 from deliberation.config import EngineConfig
 from deliberation.methods import run_method
-from deliberation.benchmarks import get
 from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM
 from deliberation.protocols.program import program_of, run_solve
 from deliberation.types import Completion, Example, GenerationRequest
@@ -77,6 +76,11 @@ def test_when_no_program_runs_the_answer_is_the_last_error_as_the_reference_retu
 @pytest.mark.parametrize("fence", ["```", "```python", "```py", "```Python", "``` python", "```python3 "])
 def test_a_fenced_block_is_read_however_the_model_tags_it_as_python(fence):
     assert program_of(f"Here:\n{fence}\ndef solve():\n    return 7\n```\ndone") == "def solve():\n    return 7\n"
+
+
+def test_the_program_is_the_block_that_defines_solve_not_an_output_block_after_it():
+    reply = "```python\ndef solve():\n    return 7\n```\nIt prints:\n```\n7\n```"
+    assert program_of(reply) == "def solve():\n    return 7\n"
 
 
 def test_a_block_of_another_language_is_not_read_as_a_program():

@@ -14,6 +14,7 @@ from deliberation.rl.graph_optimize import GraphOptimization
 @pytest.mark.parametrize("kind", [CollectSpec, GraphOptimization, AFlowSearch])
 def test_a_learning_workload_refuses_a_test_split_unless_asked(kind):
     assert kind(backend="scripted").split == "train"
-    with pytest.raises(DelibError, match=r"^--split test would .+; \w+ on a train split \(or pass --allow-test"):
+    with pytest.raises(DelibError, match=r"^--split test would .+; \w+ on a train split \(or pass --allow-test") as err:
         kind(backend="scripted", split="test")
+    assert "\n" not in str(err.value)
     assert kind(backend="scripted", split="test", allow_test=True).split == "test"

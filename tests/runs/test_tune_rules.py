@@ -18,7 +18,6 @@ from deliberation.runs.tune_rules import (DEFAULT_GRIDS, GridRow, Rule, Tuning, 
 from replays import episodes
 
 
-
 def delib(*argv: str) -> int:
     return main([*argv, "--quiet"])
 

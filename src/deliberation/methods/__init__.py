@@ -63,8 +63,10 @@ def run_method(method: str, example: Example, backend: Backend, benchmark: str =
                engine: EngineConfig | None = None, **method_options: Any) -> Episode:
     """One episode of ``method`` on ``example`` (a question of ``benchmark``, whose scorer and answer format
     apply), exactly as ``delib run`` computes it for that example and ``engine.seed``. ``method_options``:
-    method options by name (the fields of ``MethodOptions``, methods/options.py: ``policy=``, ...). Refused as
-    ``delib run`` refuses it, e.g. a question an optimised graph or allocator was trained on."""
+    method options by name (the fields of ``MethodOptions``, methods/options.py: ``policy=``, ...). The method's
+    own refusals apply as in ``delib run`` (its ``check``: e.g. a question an optimised graph or allocator was
+    trained on, code that cannot run isolated); ``delib run``'s checks of the team and the context window do
+    not."""
     cfg = MethodConfig(benchmark, engine or EngineConfig(), **method_options)
     chosen = get(method)
     chosen.check(cfg, [example])

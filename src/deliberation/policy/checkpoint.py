@@ -199,7 +199,6 @@ class FeatureMismatch(DelibError):
         super().__init__(f"{mismatch}; retrain with delib train")
 
 
-
 def _check_features(payload: Mapping[str, Any], names: tuple[str, ...], version: int) -> None:
     """Raise DelibError naming the mismatch when the checkpoint's feature contract is not the caller's."""
     stored, stored_version = tuple(payload["feature_names"]), int(payload["feature_version"])

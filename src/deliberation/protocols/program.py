@@ -17,9 +17,11 @@ project scores a number exactly; ``7.000000000000001`` is shown as ``7.0``)."""
 
 
 def program_of(reply: str) -> str | None:
-    """The code of ``reply``: its last fenced block, or None."""
+    """The code of ``reply``: its last fenced block that defines ``solve``, else its last fenced block (an
+    output block the model shows after its code is not the program), or None."""
     blocks = _CODE.findall(reply)
-    return blocks[-1] if blocks else None
+    defining = [b for b in blocks if re.search(r"^\s*def solve\s*\(", b, re.MULTILINE)]
+    return (defining or blocks or [None])[-1]
 
 
 def run_solve(code: str) -> tuple[bool, str]:

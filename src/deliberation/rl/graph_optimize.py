@@ -12,7 +12,8 @@ response cache (default ``OUT/responses.sqlite``) makes a rerun after an interru
 already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps.
 The same seeding means a question met again under the same sampled graph gets the same answers (a request is
 seeded by the question, agent and round, and cached), where the reference samples afresh; with more draws
-than training questions (the defaults: 800 draws of GPTSwarm's) a revisit repeats its utility.
+than training questions (e.g. GPTSwarm's 800 on 100 questions) a revisit under the same graph repeats its
+utility.
 
 Defaults are each reference's budget: GPTSwarm 200 iterations of 4 questions (``run_mmlu.py``), AgentPrune 10
 (``run_gsm8k.py``'s ``num_iterations``); lr 0.1 and batch 4 in both.

@@ -24,7 +24,8 @@ from deliberation.errors import DelibError, require_at_least
 from deliberation.policy.shipped import checkpoint_path
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
-from deliberation.rl.pipeline import TrainRequest, not_in_rollouts, run_training
+from deliberation.rl.pipeline import TrainRequest, check_init_split, not_in_rollouts, run_training
+
 FLAGS = ("--policy", "--train-seed")
 """How ``delib iterate`` names the start policy and the training seed in the trainer's errors."""
 
@@ -57,7 +58,6 @@ class IterateSpec:
         features or trained on questions this run will hold out, a reward rollouts do not hold."""
         from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
         from deliberation.policy.checkpoint import load_policy
-        from deliberation.rl.pipeline import check_init_split
         from deliberation.rl.trainer import check_ignored
 
         cfg = self.train
@@ -75,7 +75,9 @@ class IterateSpec:
 
     def _held_out(self) -> list[str]:
         """The questions the first training will hold out: the trainer's hash rule over every question the
-        collection asks (a question without decisions, if any, is checked again after collecting)."""
+        collection asks. The trainer applies it to the questions with decisions, so a policy trained on a
+        question that ends up with none (rare) is refused here though the exact check after collecting would
+        take it."""
         from deliberation import benchmarks
         from deliberation.benchmarks.selection import load_selected
         from deliberation.rl.data import held_out_names
