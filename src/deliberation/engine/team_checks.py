@@ -8,8 +8,9 @@ are spent. Both are known from the settings and the questions alone.
 The context rule (an estimate, documented in docs/guides/reliability.md, "Errors and how to recover"): the
 largest prompt of a deliberating team is round 1's update prompt, which holds the question, the agent's own
 answer and its N - 1 peers' answers; each answer may run to ``max_tokens``. So the estimate is
-``question tokens + N * max_tokens + TEMPLATE_TOKENS`` (a method without rounds sends the question alone),
-with question tokens counted as characters / ``CHARS_PER_TOKEN``. It must stay below the window. Later
+``question tokens + N * max_tokens + TEMPLATE_TOKENS`` (a method without rounds sends the question alone,
+unless it says how many answers one of its prompts shows: a graph agent its predecessors', AFlow's ensemble
+its solutions), with question tokens counted as characters / ``CHARS_PER_TOKEN``. It must stay below the window. Later
 rounds of debate and ReConcile keep the growing conversation, so they can need more: the rule is the
 least a run needs, not a guarantee.
 """
@@ -45,13 +46,15 @@ def check_models(method: str, engine: EngineConfig, models: int | None) -> None:
                      "per agent, or leave the number of agents out (the team sets it)")
 
 
-def prompt_estimate(question_chars: int, engine: EngineConfig) -> int:
-    """Tokens of the largest prompt of an episode, by the rule in the module docstring."""
-    answers = engine.agents * engine.max_tokens if engine.rounds > 0 else 0
-    return math.ceil(question_chars / CHARS_PER_TOKEN) + answers + TEMPLATE_TOKENS
+def prompt_estimate(question_chars: int, engine: EngineConfig, shown: int | None = None) -> int:
+    """Tokens of the largest prompt of an episode, by the rule in the module docstring (``shown``: the most
+    answers one of the method's prompts shows, where it is not the team's in a deliberation)."""
+    shown = (engine.agents if engine.rounds > 0 else 0) if shown is None else shown
+    return math.ceil(question_chars / CHARS_PER_TOKEN) + shown * engine.max_tokens + TEMPLATE_TOKENS
 
 
-def check_context(method: str, engine: EngineConfig, questions: Mapping[str, str], window: int | None) -> None:
+def check_context(method: str, engine: EngineConfig, questions: Mapping[str, str], window: int | None,
+                  shown: int | None = None) -> None:
     """Refuse settings whose estimated largest prompt does not fit ``window`` tokens (None: unknown, no
     check), naming the estimate and the three ways out; a question (``questions``: its name in messages ->
     the prompt text) too long to fit with no answer at all is named with its size, for no team setting helps."""
@@ -64,9 +67,11 @@ def check_context(method: str, engine: EngineConfig, questions: Mapping[str, str
                          f"tokens: more than the model's context window of {window} tokens holds; shorten it to "
                          f"well under {(window - TEMPLATE_TOKENS) * CHARS_PER_TOKEN} characters, or use a larger "
                          "window (llamacpp: --backend-opt n_ctx=N, up to the model's training context)")
-    need = prompt_estimate(longest, engine)
+    need = prompt_estimate(longest, engine, shown)
     if need >= window:
+        what, knobs = (("when the team deliberates, an agent's own answer and its peers'", "--agents or --max-tokens")
+                       if shown is None else (f"the {shown} answers one of its prompts shows", "--max-tokens"))
         raise DelibError(f"{method} with --agents {engine.agents} and --max-tokens {engine.max_tokens} can send "
-                         f"prompts of about {need} tokens (the longest question and, when the team deliberates, an "
-                         f"agent's own answer and its peers'), more than the model's context window of {window}; "
-                         "lower --agents or --max-tokens, or raise the window (llamacpp: --backend-opt n_ctx=N)")
+                         f"prompts of about {need} tokens (the longest question and {what}), more than the "
+                         f"model's context window of {window}; lower {knobs}, or raise the window (llamacpp: "
+                         "--backend-opt n_ctx=N)")

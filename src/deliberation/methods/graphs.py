@@ -69,7 +69,8 @@ def graph_method(kind: str) -> Method:
     return Method(spec=lambda cfg: MethodSpec(name=kind, policy=None, protocol=graph_of(kind, cfg)),
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
                   check=check, record=record, about=ABOUT[kind], tree_requests=False,
-                  calls=lambda cfg: graph_calls(kind, cfg), pinned_hints=(("rounds", ROUNDS[kind]),))
+                  calls=lambda cfg: graph_calls(kind, cfg), pinned_hints=(("rounds", ROUNDS[kind]),),
+                  shown=lambda cfg: graph_of(kind, cfg).most_shown())
 
 
 GPTSWARM = graph_method("gptswarm")

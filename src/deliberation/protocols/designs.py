@@ -85,6 +85,15 @@ class Graph:
         temporal = final(self.temporal, self.temporal_logits, self.temporal_mask, False, self.threshold)
         return [spatial] * self.rounds, [temporal] * self.rounds
 
+    def most_shown(self) -> int:
+        """The most solutions one prompt of the final graph shows: an agent its predecessors' over this round's
+        spatial and the last round's temporal edges; AgentPrune's decision agent every agent's."""
+        spatial, temporal = self.final_graphs()
+        most = max(len([s for s in spatial[t].predecessors(i) if s < self.agents])
+                   + (len(temporal[t].predecessors(i)) if t > 0 else 0)
+                   for t in range(self.rounds) for i in range(self.agents))
+        return max(most, self.agents if self.layout.decision == "refer" else 0)
+
     def trained_on(self) -> frozenset[str]:
         return frozenset(self.record.get("questions", {}).get("ids", ()))
 

@@ -61,6 +61,22 @@ class Workflow:
     answer: tuple[str, ...]
     meta: Mapping[str, Any] = field(default_factory=dict)
 
+    def most_shown(self) -> int:
+        """The most solutions one of its prompts shows: a custom step's input variables or an ensemble's sources
+        (a variable of n replies counts n), a programmer's analysis and, on a retry, its earlier code."""
+        sizes: dict[str, int] = {}
+        most = 0
+        for s in self.steps:
+            if s.op == "custom":
+                shown = sum(sizes.get(v[1:], 1) for v in s.input if v.startswith("$") and v != "$problem")
+            elif s.op == "sc_ensemble":
+                shown = sum(sizes.get(v, 1) for v in s.sources)
+            else:
+                shown = bool(s.analysis) + 1
+            most = max(most, shown)
+            sizes[s.out] = s.n if s.op == "custom" else 1
+        return most
+
     @property
     def runs_code(self) -> bool:
         """A Programmer step runs model-written code (in the sandbox)."""

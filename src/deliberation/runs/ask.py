@@ -106,7 +106,8 @@ def _backend(backend: str | Backend, model: str | None, cache: str | None, optio
     if backend == "scripted":  # the simulator answers the questions of the one benchmark it is given
         opts.setdefault("benchmark", spec.benchmark)
     check_options(backend, opts)  # before the window, which reads n_ctx
-    check_context(spec.method, method.engine(spec.engine), {"the question": prompt}, context_window(backend, opts))
+    check_context(spec.method, method.engine(spec.engine), {"the question": prompt}, context_window(backend, opts),
+                  method.shown(spec.method_config()))
     return make_backend(backend, cache=cache, **opts), True
 
 

@@ -37,7 +37,7 @@ def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
     check_team(spec.method, engine)
     check_models(spec.method, engine, team_size(spec.backend, spec.backend_options))
     check_context(spec.method, engine, {f"question {ex.id}": bench.format_question(ex) for ex in examples},
-                  context_window(spec.backend, spec.backend_options))
+                  context_window(spec.backend, spec.backend_options), method.shown(spec.method_config()))
     check_summaries(spec, method.spec(spec.method_config()))  # e.g. a missing mpdf checkpoint fails here
     method.check(spec.method_config(), examples)  # e.g. an optimised graph refuses its training questions
     return method, examples
