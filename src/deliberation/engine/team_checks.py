@@ -10,9 +10,9 @@ largest prompt of a deliberating team is round 1's update prompt, which holds th
 answer and its N - 1 peers' answers; each answer may run to ``max_tokens``. So the estimate is
 ``question tokens + N * max_tokens + TEMPLATE_TOKENS`` (a method without rounds sends the question alone,
 unless it says how many answers one of its prompts shows: a graph agent its predecessors', AFlow's ensemble
-its solutions), with question tokens counted as characters / ``CHARS_PER_TOKEN``. It must stay below the window. Later
-rounds of debate and ReConcile keep the growing conversation, so they can need more: the rule is the
-least a run needs, not a guarantee.
+its solutions), with question tokens counted as characters / ``CHARS_PER_TOKEN``. It must stay below the
+window. Later rounds of debate and ReConcile keep the growing conversation, so they can need more: the rule
+is the least a run needs, not a guarantee.
 """
 
 from __future__ import annotations
