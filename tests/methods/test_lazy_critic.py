@@ -8,9 +8,7 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.engine.consensus import tied_at_top
-from deliberation.errors import DelibError
 from deliberation.runs.directory import RunDir
-from deliberation.runs.runner import RunSpec, method_entry
 from deliberation.types import Episode
 
 
@@ -67,11 +65,6 @@ def test_a_lazy_critic_changes_no_answer_or_action_at_other_depths(tmp_path, set
     skipped = sum(t.action in ("refine", "resample") for turns in last if not tied_at_top([t.answer for t in turns])
                   for t in turns)
     assert sum(e.llm_calls for e in lazy.values()) == sum(e.llm_calls for e in eager.values()) - skipped
-
-
-def test_a_method_without_the_critic_refuses_it():
-    with pytest.raises(DelibError, match="--lazy-critic means nothing to method always-persist"):
-        method_entry(RunSpec(method="always-persist", lazy_critic=True))
 
 
 @pytest.mark.parametrize(("keys", "tied"), [(("1", "2", None), True), (("1", "2", "3"), True),
