@@ -123,6 +123,33 @@ def test_the_programming_experts_program_runs_and_its_value_is_its_answer(body, 
                                           "So the final answer is 41.\nThe answer is \\boxed{42}.")
 
 
+class Keeping(ByRole):
+    """ByRole that keeps every request."""
+
+    def __init__(self, body: str) -> None:
+        super().__init__(body)
+        self.requests: list[GenerationRequest] = []
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        self.requests += requests
+        return super().generate(requests)
+
+
+def test_the_math_solver_reads_its_predecessors_answers_as_a_hint_and_the_others_their_solutions():
+    """Edges 1 -> 0 (the Math Solver reads the Mathematical Analyst) and 1 -> 2 (the Programming Expert reads
+    it too): agent 0 is asked with "(Hint: The answer is near to 5)" and no solution; agent 2 sees the text."""
+    edges = initial("agentprune", 3, 1)
+    lone = replace(edges, spatial_mask=tuple(e in ((1, 0), (1, 2)) for e in edges.spatial),
+                   temporal_mask=(False,) * 9)
+    backend = Keeping("return 6 * 7")
+    ctx = make_context(Example("q1", "What is 6 times 7?", "42"), backend, benchmarks.get("gsm8k"),
+                       EngineConfig(agents=3), MethodSpec("agentprune", None, protocol=lone))
+    run_graph(ctx, lone.layout, *lone.final_graphs())
+    asked = {r.seed % 16: r.messages[-1].content for r in backend.requests if r.messages[0].content in ROLES}
+    assert "What is 6 times 7? (Hint: The answer is near to 5)." in asked[0] and "The final answer is" not in asked[0]
+    assert "The final answer is $\\boxed{5}$." in asked[2] and "Hint" not in asked[2]
+
+
 @pytest.mark.parametrize("method, options", [("agentprune", "graph"), ("aflow-gsm8k", None),
                                              ("aflow-math", None), ("gptswarm", "graph")])
 def test_a_method_that_runs_code_is_refused_before_it_runs_where_code_cannot_run_isolated(

@@ -19,8 +19,9 @@
   reader reads it too; the reply of a program that fails or returns nothing stays as it is (the reference
   appends what its executor returns); (4) roles paraphrased, zero-shot (the reference's prompts have few-shot
   examples); (5) round 0 and ``--rounds`` more (3 rounds at the default 2; experiments/baselines.sh runs 2, so
-  that temporal edges matter; the reference's GSM8K default is one); (6) every role reads its predecessors'
-  full solutions (the reference's Math Solver reads only their answers, as a hint "The answer is near to ...").
+  that temporal edges matter; the reference's GSM8K default is one); (6) the Math Solver reads its predecessors'
+  answers as PHP's hint sentence, after the question and comma-separated (the reference's: after its answer
+  prompt, space-separated); the other roles read their full solutions, as the reference's do.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ ROLES = (
 )
 """AgentPrune's GSM8K roles (Math Solver, Mathematical Analyst, Programming Expert, Inspector), paraphrased;
 agent i plays role i mod 4, as its reference assigns them in order."""
+MATH_SOLVER = 0
+"""The role that reads its predecessors' answers as a hint (``protocols/swarm.py``), as the reference's Math
+Solver ("The answer is near to ..."); the others read their full solutions."""
 PROGRAMMER = 2
 """The role whose program runs, its value appended to its reply (``protocols/swarm.py``), as the reference's
 Programming Expert's."""
@@ -77,7 +81,7 @@ class Graph:
     def layout(self) -> Layout:
         roles = self.kind == "agentprune"
         return Layout(self.agents, ROLES if roles else None, "refer" if roles else "vote",
-                      PROGRAMMER if roles else None)
+                      PROGRAMMER if roles else None, MATH_SOLVER if roles else None)
 
     def final_graphs(self) -> tuple[list, list]:
         """The graph of every round after optimisation: (spatial per round, temporal per round)."""

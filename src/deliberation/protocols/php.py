@@ -36,11 +36,11 @@ from deliberation.types import Episode, Message
 HINT = " (Hint: The answer is near to {})."
 
 
-def hinted(ctx: Context, hints: list[str]) -> tuple[Message, ...]:
-    """The base prompt with the hint sentence right after the question's text, before the benchmark's answer
-    format (the reference's placement and wording)."""
+def hinted(ctx: Context, hints: list[str], system: str = prompts.SYSTEM) -> tuple[Message, ...]:
+    """The base prompt (under ``system``) with the hint sentence right after the question's text, before the
+    benchmark's answer format (the reference's placement and wording; AgentPrune's Math Solver's too)."""
     example = replace(ctx.example, question=ctx.example.question + HINT.format(", ".join(hints)))
-    return prompts.initial_messages(ctx.bench.format_question(example))
+    return prompts.initial_messages(ctx.bench.format_question(example), system)
 
 
 def php_episode(ctx: Context, rng: np.random.Generator) -> Episode:

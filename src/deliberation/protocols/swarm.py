@@ -24,8 +24,9 @@ from typing import Sequence
 
 from deliberation.engine import prompts
 from deliberation.engine.loop import AgentRecord, Context, episode_of, generate_as, record_of, turn_of
-from deliberation.engine.prompts.common import Prompt, decision, referenced
+from deliberation.engine.prompts.common import Prompt, decision, referenced, shown_peers
 from deliberation.protocols.graph import Edge, Realized
+from deliberation.protocols.php import hinted
 from deliberation.protocols.program import program_of, run_solve
 from deliberation.types import Completion, Episode, RequestKind, Turn
 
@@ -40,12 +41,18 @@ class Layout:
     decision: str = "vote"
     programmer: int | None = None
     """The role whose program runs (AgentPrune's Programming Expert), or None."""
+    hinted: int | None = None
+    """The role that reads its predecessors' answers as a hint, not their solutions (AgentPrune's Math
+    Solver), or None."""
 
     def system(self, agent: int) -> str:
         return prompts.SYSTEM if self.roles is None else self.roles[agent % len(self.roles)]
 
     def runs_code(self, agent: int) -> bool:
         return self.roles is not None and agent % len(self.roles) == self.programmer
+
+    def hints(self, agent: int) -> bool:
+        return self.roles is not None and agent % len(self.roles) == self.hinted
 
 
 def levels(agents: int, edges: Sequence[Edge]) -> list[list[int]]:
@@ -106,12 +113,17 @@ def _executed(out: Completion) -> Completion:
 
 def _prompt(ctx: Context, layout: Layout, agent: int, graph: Realized, before: Sequence[Edge],
             now: Sequence[AgentRecord | None], last: Sequence[AgentRecord | None]) -> Prompt:
-    """Agent ``agent``'s request: alone, or with its predecessors' solutions."""
-    seen_now = [now[s].text for s in graph.predecessors(agent) if s < layout.agents and now[s] is not None]
-    seen_before = [last[s].text for s, d in before if d == agent and last[s] is not None]
-    if not seen_now and not seen_before:
+    """Agent ``agent``'s request: alone, with its predecessors' solutions, or (a hinted role) with their answers
+    as PHP's hint, "(Hint: The answer is near to A1, A2, ...)" (none parseable: alone)."""
+    seen_now = [now[s] for s in graph.predecessors(agent) if s < layout.agents and now[s] is not None]
+    seen_before = [last[s] for s, d in before if d == agent and last[s] is not None]
+    answers = [ctx.bench.extract_for(ctx.example, r.text) or r.key for r in [*seen_now, *seen_before]
+               if r.key is not None]
+    if layout.hints(agent) and answers:
+        return Prompt(RequestKind.UPDATE, hinted(ctx, answers, layout.system(agent)), "", shown_peers(answers))
+    if not seen_now and not seen_before or layout.hints(agent):
         return Prompt(RequestKind.ANSWER, prompts.initial_messages(ctx.question, layout.system(agent)))
-    return referenced(ctx.question, seen_now, seen_before, layout.system(agent))
+    return referenced(ctx.question, [r.text for r in seen_now], [r.text for r in seen_before], layout.system(agent))
 
 
 def _decide(ctx: Context, layout: Layout, graph: Realized, last: Sequence[AgentRecord | None],
