@@ -187,7 +187,8 @@ def _count(spent: dict[str, int], episode: Any) -> None:
 
 def _penalty(spec: GraphOptimization, graph: Graph, spatial: Any, temporal: Any) -> Any:
     """AgentPrune's low-rank penalty over both edge sets (0 for GPTSwarm or with ``--no-low-rank``), on the
-    (E,) logit tensors."""
+    (E,) logit tensors. The spatial matrix's diagonal is 0: this graph has no self-edges to learn, where the
+    reference keeps a logit for each in its matrix (masked out of sampling) that the penalty still moves."""
     import torch
 
     if spec.method != "agentprune" or not spec.low_rank:
