@@ -247,6 +247,16 @@ def test_a_team_beyond_the_context_window_is_refused_before_any_model_loads(tmp_
     assert "--agents 100" in err and "context window of 8192" in err and "n_ctx=N" in err and not out.exists()
 
 
+def test_a_workflow_whose_ensemble_cannot_fit_the_context_window_is_refused_before_any_model_loads(tmp_path,
+                                                                                                   capsys):
+    """AFlow's GSM8K ensemble shows 5 whole solutions: at 1024 tokens each they cannot fit a 4096-token window."""
+    out = tmp_path / "run"
+    assert main(["run", "--method", "aflow-gsm8k", "--model", str(tmp_path / "none.gguf"), "--backend-opt",
+                 "n_ctx=4096", "--max-tokens", "1024", "--limit", "2", "--out", str(out), "--quiet"]) == 2
+    err = one_line(capsys)
+    assert "about 5120 tokens" in err and "lower --max-tokens, or raise" in err and not out.exists()
+
+
 def test_an_abbreviated_flag_is_refused_not_read_as_the_flag_it_starts(tmp_path, capsys):
     """argparse would read --lim as --limit (and ``delib tree --sub`` as --subset or --subset-seed): refused."""
     out = tmp_path / "run"

@@ -7,12 +7,14 @@ are spent. Both are known from the settings and the questions alone.
 
 The context rule (an estimate, documented in docs/guides/reliability.md, "Errors and how to recover"): the
 largest prompt of a deliberating team is round 1's update prompt, which holds the question, the agent's own
-answer and its N - 1 peers' answers; each answer may run to ``max_tokens``. So the estimate is
-``question tokens + N * max_tokens + TEMPLATE_TOKENS`` (a method without rounds sends the question alone,
-unless it says how many answers one of its prompts shows: a graph agent its predecessors', AFlow's ensemble
-its solutions), with question tokens counted as characters / ``CHARS_PER_TOKEN``. It must stay below the
-window. Later rounds of debate and ReConcile keep the growing conversation, so they can need more: the rule
-is the least a run needs, not a guarantee.
+answer (up to ``max_tokens``) and its N - 1 peers' answers (each up to ``max_tokens``, and shown by its last
+``PEER_CHAR_LIMIT`` characters). So the estimate is ``question tokens + max_tokens + (N - 1) * peer tokens +
+TEMPLATE_TOKENS``, with question tokens counted as characters / ``CHARS_PER_TOKEN`` and peer tokens
+``min(max_tokens, PEER_CHAR_LIMIT / CHARS_PER_TOKEN)``. A method without rounds sends the question alone,
+unless it says how many tokens of answers one of its prompts shows (``Method.shown``: a graph agent its
+predecessors' clipped solutions, AFlow's ensemble its whole solutions, CISC's critic the whole sample). It
+must stay below the window. Later rounds of debate and ReConcile keep the growing conversation, so they can
+need more: the rule is the least a run needs, not a guarantee.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import math
 from typing import Mapping
 
 from deliberation.config import EngineConfig
+from deliberation.engine.prompts.common import PEER_CHAR_LIMIT
 from deliberation.errors import DelibError
 
 CHARS_PER_TOKEN = 4
@@ -46,18 +49,25 @@ def check_models(method: str, engine: EngineConfig, models: int | None) -> None:
                      "per agent, or leave the number of agents out (the team sets it)")
 
 
+def peer_tokens(max_tokens: int) -> int:
+    """The most tokens of one peer's solution a prompt shows (it is clipped to ``PEER_CHAR_LIMIT`` characters)."""
+    return min(max_tokens, math.ceil(PEER_CHAR_LIMIT / CHARS_PER_TOKEN))
+
+
 def prompt_estimate(question_chars: int, engine: EngineConfig, shown: int | None = None) -> int:
-    """Tokens of the largest prompt of an episode, by the rule in the module docstring (``shown``: the most
-    answers one of the method's prompts shows, where it is not the team's in a deliberation)."""
-    shown = (engine.agents if engine.rounds > 0 else 0) if shown is None else shown
-    return math.ceil(question_chars / CHARS_PER_TOKEN) + shown * engine.max_tokens + TEMPLATE_TOKENS
+    """Tokens of the largest prompt of an episode, by the rule in the module docstring (``shown``: the tokens of
+    answers one of the method's prompts shows, where that is not a deliberating team's)."""
+    if shown is None:
+        shown = engine.max_tokens + (engine.agents - 1) * peer_tokens(engine.max_tokens) if engine.rounds > 0 else 0
+    return math.ceil(question_chars / CHARS_PER_TOKEN) + shown + TEMPLATE_TOKENS
 
 
 def check_context(method: str, engine: EngineConfig, questions: Mapping[str, str], window: int | None,
                   shown: int | None = None) -> None:
     """Refuse settings whose estimated largest prompt does not fit ``window`` tokens (None: unknown, no
-    check), naming the estimate and the three ways out; a question (``questions``: its name in messages ->
-    the prompt text) too long to fit with no answer at all is named with its size, for no team setting helps."""
+    check), naming the estimate and the ways out (``shown``: as ``prompt_estimate``); a question
+    (``questions``: its name in messages -> the prompt text) too long to fit with no answer at all is named
+    with its size, for no team setting helps."""
     if window is None or not questions:
         return
     name, longest = max(((n, len(q)) for n, q in questions.items()), key=lambda item: item[1])
@@ -70,7 +80,8 @@ def check_context(method: str, engine: EngineConfig, questions: Mapping[str, str
     need = prompt_estimate(longest, engine, shown)
     if need >= window:
         what, knobs = (("when the team deliberates, an agent's own answer and its peers'", "--agents or --max-tokens")
-                       if shown is None else (f"the {shown} answers one of its prompts shows", "--max-tokens"))
+                       if shown is None else (f"the answers one of its prompts shows, about {shown} tokens",
+                                              "--max-tokens"))
         raise DelibError(f"{method} with --agents {engine.agents} and --max-tokens {engine.max_tokens} can send "
                          f"prompts of about {need} tokens (the longest question and {what}), more than the "
                          f"model's context window of {window}; lower {knobs}, or raise the window (llamacpp: "

@@ -41,7 +41,7 @@ def transferred(found_on: str) -> Method:
     return fixed(MethodSpec(name=f"aflow-{found_on}", policy=None, protocol=TRANSFERRED[found_on]),
                  engine=_one_agent, episode=workflow_episode, tree_requests=False,
                  check=lambda cfg, examples: sandboxed(TRANSFERRED[found_on]),
-                 shown=lambda cfg: TRANSFERRED[found_on].most_shown(),
+                 shown=lambda cfg: TRANSFERRED[found_on].most_shown() * cfg.engine.max_tokens,
                  calls=lambda cfg: workflow_calls(TRANSFERRED[found_on]),
                  about=f"the workflow AFlow found for {found_on.upper()}, transferred (Zhang et al. 2025)")
 
@@ -68,7 +68,7 @@ MATH = transferred("math")
 SEARCHED = Method(spec=lambda cfg: MethodSpec(name="aflow", policy=None, protocol=searched(cfg)[0]),
                   engine=_one_agent, options=frozenset({"workflow"}), episode=workflow_episode, check=_check,
                   tree_requests=False, calls=lambda cfg: workflow_calls(searched(cfg)[0]),
-                  shown=lambda cfg: searched(cfg)[0].most_shown(),
+                  shown=lambda cfg: searched(cfg)[0].most_shown() * cfg.engine.max_tokens,
                   about="a workflow found by `delib aflow-search`, --workflow (Zhang et al. 2025)",
                   record=lambda cfg: MethodRecord(
                       workflow_used=f"{cfg.workflow} {content_hash(Path(str(cfg.workflow)))}"))

@@ -87,9 +87,9 @@ class Method:
     """Refuses questions the method may not answer under ``cfg`` (a graph optimised on them), before a run
     writes anything."""
     shown: Callable[[MethodConfig], int | None] = lambda cfg: None
-    """The most answers one of its prompts shows, for the context-window check, where that is not the team's
-    of a deliberation (``engine/team_checks.py``): a graph agent its predecessors', a workflow's ensemble its
-    solutions; None: the deliberation rule."""
+    """The most tokens of answers one of its prompts shows, for the context-window check, where that is not a
+    deliberating team's (``engine/team_checks.py``): a graph agent's predecessors', a workflow's ensemble's, a
+    critic's sample; None: the deliberation rule."""
     calls: Callable[[MethodConfig], Calls] | None = None
     """The LLM calls a question costs under ``cfg`` (methods/calls.py); None: the round loop's
     (``calls.loop_calls``). A method with an episode of its own gives its own."""

@@ -22,7 +22,8 @@ def cisc_method(name: str, signal: str, critic: bool, about: str) -> Method:
     ``critic``: it needs the critic's calls."""
     return Method(spec=lambda cfg: MethodSpec(name=name, policy=None, confidence=critic,
                                               vote_weights=VoteWeights(signal, cfg.vote_temperature)),
-                  engine=samples_only, options=frozenset({"vote_temperature"}), about=about)
+                  engine=samples_only, options=frozenset({"vote_temperature"}), about=about,
+                  shown=lambda cfg: cfg.engine.max_tokens if critic else None)  # the critic reads a whole sample
 
 
 CRITIC = cisc_method("cisc", "critic", True, "self-consistency weighted by each sample's critic P(Yes) "

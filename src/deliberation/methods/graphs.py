@@ -15,6 +15,7 @@ import numpy as np
 from deliberation.benchmarks.sandbox.isolation import require_isolation
 from deliberation.engine.loop import Context
 from deliberation.engine.spec import MethodSpec
+from deliberation.engine.team_checks import peer_tokens
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, MethodRecord
 from deliberation.methods.calls import Calls, exactly
@@ -59,7 +60,7 @@ def graph_method(kind: str) -> Method:
         graph = graph_of(kind, cfg)
         refuse_trained(graph, examples, str(cfg.graph))
         refuse_silent(graph, str(cfg.graph))
-        if graph.layout.programmer is not None:  # its Programming Expert's code runs: isolated, or refused now
+        if any(graph.layout.runs_code(i) for i in range(graph.agents)):  # a Programming Expert's code runs
             require_isolation()
 
     def record(cfg: MethodConfig) -> MethodRecord:
@@ -70,7 +71,7 @@ def graph_method(kind: str) -> Method:
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
                   check=check, record=record, about=ABOUT[kind], tree_requests=False,
                   calls=lambda cfg: graph_calls(kind, cfg), pinned_hints=(("rounds", ROUNDS[kind]),),
-                  shown=lambda cfg: graph_of(kind, cfg).most_shown())
+                  shown=lambda cfg: graph_of(kind, cfg).most_shown() * peer_tokens(cfg.engine.max_tokens))
 
 
 GPTSWARM = graph_method("gptswarm")

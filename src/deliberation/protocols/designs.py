@@ -79,9 +79,9 @@ class Graph:
 
     @property
     def layout(self) -> Layout:
-        roles = self.kind == "agentprune"
-        return Layout(self.agents, ROLES if roles else None, "refer" if roles else "vote",
-                      PROGRAMMER if roles else None, MATH_SOLVER if roles else None)
+        agentprune = self.kind == "agentprune"
+        return Layout(self.agents, roles=ROLES if agentprune else None, decision="refer" if agentprune else "vote",
+                      programmer=PROGRAMMER if agentprune else None, hint_role=MATH_SOLVER if agentprune else None)
 
     def final_graphs(self) -> tuple[list, list]:
         """The graph of every round after optimisation: (spatial per round, temporal per round)."""
@@ -91,12 +91,14 @@ class Graph:
 
     def most_shown(self) -> int:
         """The most solutions one prompt of the final graph shows: an agent its predecessors' over this round's
-        spatial and the last round's temporal edges; AgentPrune's decision agent every agent's."""
+        spatial and the last round's temporal edges (a hinted role their answers only: none counted);
+        AgentPrune's decision agent every agent's."""
         spatial, temporal = self.final_graphs()
-        most = max(len([s for s in spatial[t].predecessors(i) if s < self.agents])
-                   + (len(temporal[t].predecessors(i)) if t > 0 else 0)
-                   for t in range(self.rounds) for i in range(self.agents))
-        return max(most, self.agents if self.layout.decision == "refer" else 0)
+        layout = self.layout
+        most = max((len([s for s in spatial[t].predecessors(i) if s < self.agents])
+                    + (len(temporal[t].predecessors(i)) if t > 0 else 0)
+                    for t in range(self.rounds) for i in range(self.agents) if not layout.hints(i)), default=0)
+        return max(most, self.agents if layout.decision == "refer" else 0)
 
     def trained_on(self) -> frozenset[str]:
         return frozenset(self.record.get("questions", {}).get("ids", ()))

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Sequence
 
 import numpy as np
 
 from deliberation.engine import prompts
-from deliberation.engine.loop import Context, episode_of, generate, record_of, turn_of
+from deliberation.engine.loop import AgentRecord, Context, episode_of, generate, record_of, turn_of
 from deliberation.actions import Action
 from deliberation.types import Episode, Message
 
@@ -43,6 +44,12 @@ def hinted(ctx: Context, hints: list[str], system: str = prompts.SYSTEM) -> tupl
     return prompts.initial_messages(ctx.bench.format_question(example), system)
 
 
+def hints_of(ctx: Context, records: Sequence[AgentRecord]) -> list[str]:
+    """The hints of ``records``: each parseable answer as its response states it (MATH: the LaTeX of its last
+    ``\\boxed{}``), as the reference hints its cleaned answer strings."""
+    return [ctx.bench.extract_for(ctx.example, r.text) or r.key for r in records if r.key is not None]
+
+
 def php_episode(ctx: Context, rng: np.random.Generator) -> Episode:
     """The base answer, then hinted answers until two consecutive ones agree or ``ctx.spec.protocol`` (the
     cap on interactions) is reached."""
@@ -53,7 +60,7 @@ def php_episode(ctx: Context, rng: np.random.Generator) -> Episode:
     records = [record_of(ctx, out, True, asked)]
     turns = [turn_of(ctx, 0, 0, None, records[0], [out])]
     while len(records) < cap and not _agree(records[-2:]):
-        hints = [ctx.bench.extract_for(ctx.example, r.text) or r.key for r in records if r.key is not None]
+        hints = hints_of(ctx, records)
         asked = hinted(ctx, hints) if hints else prompts.initial_messages(ctx.question)
         [out] = generate(ctx, [asked], [0], len(records))
         records.append(record_of(ctx, out, True, asked))

@@ -4,7 +4,9 @@ Nodes 0..N-1 are agents; GPTSwarm's decision node is node N. Each round, the age
 order of that round's spatial edges among them, level by level (agents of one level in one batch): an
 agent without predecessors answers the problem alone (in round 0 without a role, this is the round-0 answer
 every method sends, seeded as agent i, so a tree store serves it), one with predecessors sees their
-solutions (this round's over spatial edges, the last round's over temporal ones) and answers afresh. The
+solutions (this round's over spatial edges, the last round's over temporal ones) and answers afresh;
+AgentPrune's Math Solver sees their answers only, as PHP's hint after the question (none readable: it
+answers alone). The
 team's answer: GPTSwarm votes over the answers of the agents with an edge to its decision node (none: no
 answer); AgentPrune's decision agent reads every agent's last solution and answers (one more call). An
 AgentPrune Programming Expert's program runs (``protocols/program.py``) and its value is appended to its reply,
@@ -24,9 +26,9 @@ from typing import Sequence
 
 from deliberation.engine import prompts
 from deliberation.engine.loop import AgentRecord, Context, episode_of, generate_as, record_of, turn_of
-from deliberation.engine.prompts.common import Prompt, decision, referenced, shown_peers
+from deliberation.engine.prompts.common import Prompt, decision, referenced
 from deliberation.protocols.graph import Edge, Realized
-from deliberation.protocols.php import hinted
+from deliberation.protocols.php import hinted, hints_of
 from deliberation.protocols.program import program_of, run_solve
 from deliberation.types import Completion, Episode, RequestKind, Turn
 
@@ -41,7 +43,7 @@ class Layout:
     decision: str = "vote"
     programmer: int | None = None
     """The role whose program runs (AgentPrune's Programming Expert), or None."""
-    hinted: int | None = None
+    hint_role: int | None = None
     """The role that reads its predecessors' answers as a hint, not their solutions (AgentPrune's Math
     Solver), or None."""
 
@@ -52,7 +54,7 @@ class Layout:
         return self.roles is not None and agent % len(self.roles) == self.programmer
 
     def hints(self, agent: int) -> bool:
-        return self.roles is not None and agent % len(self.roles) == self.hinted
+        return self.roles is not None and agent % len(self.roles) == self.hint_role
 
 
 def levels(agents: int, edges: Sequence[Edge]) -> list[list[int]]:
@@ -117,11 +119,10 @@ def _prompt(ctx: Context, layout: Layout, agent: int, graph: Realized, before: S
     as PHP's hint, "(Hint: The answer is near to A1, A2, ...)" (none parseable: alone)."""
     seen_now = [now[s] for s in graph.predecessors(agent) if s < layout.agents and now[s] is not None]
     seen_before = [last[s] for s, d in before if d == agent and last[s] is not None]
-    answers = [ctx.bench.extract_for(ctx.example, r.text) or r.key for r in [*seen_now, *seen_before]
-               if r.key is not None]
-    if layout.hints(agent) and answers:
-        return Prompt(RequestKind.UPDATE, hinted(ctx, answers, layout.system(agent)), "", shown_peers(answers))
-    if not seen_now and not seen_before or layout.hints(agent):
+    hints = hints_of(ctx, [*seen_now, *seen_before]) if layout.hints(agent) else []
+    if hints:  # sent as PHP sends its hinted requests: an answer request
+        return Prompt(RequestKind.ANSWER, hinted(ctx, hints, layout.system(agent)))
+    if (not seen_now and not seen_before) or layout.hints(agent):
         return Prompt(RequestKind.ANSWER, prompts.initial_messages(ctx.question, layout.system(agent)))
     return referenced(ctx.question, [r.text for r in seen_now], [r.text for r in seen_before], layout.system(agent))
 

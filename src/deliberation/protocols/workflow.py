@@ -62,13 +62,14 @@ class Workflow:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def most_shown(self) -> int:
-        """The most solutions one of its prompts shows: a custom step's input variables or an ensemble's sources
-        (a variable of n replies counts n), a programmer's analysis and, on a retry, its earlier code."""
+        """The most solutions one of its prompts shows, whole: a custom step's input variables (a variable of n
+        replies shows its first), an ensemble's sources (all n), a programmer's analysis and, on a retry, its
+        earlier code."""
         sizes: dict[str, int] = {}
         most = 0
         for s in self.steps:
             if s.op == "custom":
-                shown = sum(sizes.get(v[1:], 1) for v in s.input if v.startswith("$") and v != "$problem")
+                shown = sum(v.startswith("$") and v != "$problem" for v in s.input)
             elif s.op == "sc_ensemble":
                 shown = sum(sizes.get(v, 1) for v in s.sources)
             else:
