@@ -170,6 +170,19 @@ def test_a_method_that_runs_code_is_refused_before_it_runs_where_code_cannot_run
         run_method(method, example, make_backend("scripted"), **given)
 
 
+@pytest.mark.needs_split("gsm8k/train")
+@pytest.mark.parametrize("argv", [["optimize-graph", "--method", "agentprune", "--backend", "scripted"],
+                                  ["aflow-search", "--backend", "scripted", "--optimizer-backend", "scripted"]])
+def test_an_optimisation_that_runs_code_is_refused_at_its_start_where_code_cannot_run_isolated(
+        argv, tmp_path, monkeypatch, capsys):
+    from deliberation.benchmarks.sandbox import isolation
+
+    monkeypatch.setattr(isolation, "probe_bwrap", lambda as_root: isolation.Probe(None, "bwrap is missing"))
+    monkeypatch.delenv(isolation.ALLOW_UNISOLATED, raising=False)
+    assert main([*argv, "--limit", "2", "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "cannot run isolated here: bwrap is missing" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
 def delib(*argv: str) -> int:
     return main([*argv, "--quiet"] if argv[0] == "run" else list(argv))
 

@@ -21,7 +21,8 @@
   examples); (5) round 0 and ``--rounds`` more (3 rounds at the default 2; experiments/baselines.sh runs 2, so
   that temporal edges matter; the reference's GSM8K default is one); (6) the Math Solver reads its predecessors'
   answers as PHP's hint sentence, after the question and comma-separated (the reference's: after its answer
-  prompt, space-separated); the other roles read their full solutions, as the reference's do.
+  prompt, space-separated; with no predecessor, or none with a readable answer, it is asked alone, where the
+  reference appends an empty hint); the other roles read their full solutions, as the reference's do.
 """
 
 from __future__ import annotations

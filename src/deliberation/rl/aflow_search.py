@@ -36,6 +36,7 @@ from deliberation import benchmarks
 from deliberation.backends import MissingOptions
 from deliberation.backends.concurrent import in_order
 from deliberation.benchmarks.answers import make_backend
+from deliberation.benchmarks.sandbox.isolation import require_isolation
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, LearningWorkload
 from deliberation.engine.loop import example_rng, make_context, request_seed
@@ -119,6 +120,7 @@ def search(spec: AFlowSearch, out: str, progress: bool = True) -> Path:
     """Search (see the module docstring) behind a bar of its rounds; returns the path of workflow.json."""
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
+    require_isolation()  # a drafted workflow may hold a Programmer: refused now, not at its first program
     folder = Path(out)
     cache = job_cache(spec.cache, folder)
     tokens = {"executor": [0, 0], "optimizer": [0, 0]}

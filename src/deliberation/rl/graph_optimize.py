@@ -32,6 +32,7 @@ import numpy as np
 from deliberation import benchmarks
 from deliberation.backends.concurrent import in_order
 from deliberation.benchmarks.answers import make_backend
+from deliberation.benchmarks.sandbox.isolation import require_isolation
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import LearningWorkload
 from deliberation.engine.loop import make_context
@@ -94,6 +95,8 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Path:
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
+    if any(graph.layout.runs_code(i) for i in range(graph.agents)):  # refused now, not at its first program
+        require_isolation()
     store = None if spec.trees is None else TreeStore.open(spec.trees)  # a wrong path fails before the model loads
     folder = Path(out)
     with setting_up(folder):
