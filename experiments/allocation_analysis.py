@@ -270,9 +270,9 @@ def figure(result: dict[str, Any], path: Path) -> None:
         left.plot(p["tokens"], 100 * p["accuracy"], marker, markersize=12, label=name)
     left.set(xlabel="tokens a question", ylabel="accuracy %", title="pooled test questions")
     left.legend(fontsize=8)
-    for key, label, shift, style in (("equal_tokens_grid", "self-consistency", 0.985, "D"),
-                                     ("equal_tokens_adaptive", "adaptive-consistency", 1.0, "s"),
-                                     ("equal_tokens_esc", "ESC", 1.015, "^")):
+    compared = [("grid", "self-consistency"), *((prefix, name) for name, (prefix, _, _) in BASELINES.items())]
+    for (key, label), shift, style in zip(compared, (0.985, 1.0, 1.015), "Ds^"):
+        key = f"equal_tokens_{key}"
         grid = result[key]
         xs = [shift * result["points"][n]["tokens"] for n in grid]  # side by side where several exist
         ys = [100 * g["accuracy_diff"] for g in grid.values()]
