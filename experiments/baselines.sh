@@ -11,8 +11,8 @@
 # Each method is replayed through its test store without --offline: the requests the store holds (the base
 # answer of PHP, GPTSwarm's agents without predecessors) are served from it, the others generated with the
 # store's backend and recorded in it (appended, never changed), so a rerun replays offline. The graphs are
-# optimised on training questions of each benchmark (the first 100 of its train split: the stores' training
-# questions and, for MATH, 50 more), steps of 4 questions: AgentPrune its reference's 10, GPTSwarm ITERATIONS
+# optimised on the training questions of the stores (the first 100 of GSM8K's train split, the first 50 of
+# MATH's), steps of 4 questions: AgentPrune its reference's 10, GPTSwarm ITERATIONS
 # (default 15, where its paper runs 200, the default of `delib optimize-graph` for machines with a GPU server;
 # 15 fit a 2-core machine in about an hour), and their tokens are recorded in graph.json. The training stores
 # (STORES/gsm8k-train, math-train), where they exist, serve GPTSwarm the round-0 requests they hold (its agents
@@ -26,10 +26,11 @@
 # experiments/baselines_tables.py adds the optimisation tokens (optimisation.md) and every baseline over all 150
 # questions, AFlow's two workflows as one method (pooled.md). The build of the stores must
 # not run beside this (one writer per store, and two llama.cpp jobs slow each other down). Every step is
-# resumable: rerunning continues where it stopped.
+# resumable: rerunning continues where it stopped (a graph optimised before with other settings is refused, not
+# overwritten or used).
 #
 # Environment (defaults: the committed experiment): STORES (folder of gsm8k-test, math-test),
-# OUT (docs/results/baselines), QUESTIONS ("100 50": GSM8K, MATH), TRAIN_LIMIT (100), ENGINE_ARGS (the backend,
+# OUT (docs/results/baselines), QUESTIONS ("100 50": GSM8K, MATH), TRAIN_LIMIT ("100 50"), ENGINE_ARGS (the backend,
 # model and threads of the optimisations; the replays use each store's own), CACHE (the optimisations' response
 # cache), SAMPLES (self-consistency's largest k; default: the round-0 samples every question of a store holds),
 # STAGE ("all"; "optimise": only the graphs, which touch no store, so that they can run while a store's build
@@ -40,7 +41,7 @@ M=qwen2.5-coder-1.5b
 STORES=${STORES:-data/trees/$M}
 OUT=${OUT:-docs/results/baselines}
 read -r N_GSM8K N_MATH <<< "${QUESTIONS:-100 50}"
-TRAIN_LIMIT=${TRAIN_LIMIT:-100}
+read -r TRAIN_GSM8K TRAIN_MATH <<< "${TRAIN_LIMIT:-100 50}"
 # the best rule as tuned: its method, its rounds and (a confidence rule) its threshold
 read -r -a best <<< "$(python -c "import sys, pathlib; from deliberation.runs.tune_rules import read_best_rule as r
 b = r(pathlib.Path(sys.argv[1])); t = [] if b.threshold is None else ['--confidence-threshold', str(b.threshold)]
@@ -49,25 +50,19 @@ rule=${best[0]}
 read -r -a model <<< "${ENGINE_ARGS:---model $M --backend-opt n_threads=2}"
 engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
 engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}" --concurrency 3)
-for triple in "gsm8k:gsm8k-test:$N_GSM8K" "math:math-test:$N_MATH"; do
-  IFS=: read -r bench store n <<< "$triple"
+# AgentPrune's Programming Expert and AFlow's Programmer run model-written code: refused now, not hours in
+python -c "from deliberation.benchmarks.sandbox.isolation import require_isolation as r; r()" || exit 2
+for quad in "gsm8k:gsm8k-test:$N_GSM8K:$TRAIN_GSM8K" "math:math-test:$N_MATH:$TRAIN_MATH"; do
+  IFS=: read -r bench store n train <<< "$quad"
   for method in gptswarm agentprune; do
     rounds=$([ "$method" = agentprune ] && echo 1 || echo 0)  # AgentPrune: round 0 and one more
     steps=$([ "$method" = agentprune ] && echo 0 || echo "$ITERATIONS")  # 0: the reference's budget
     trees=()
     [ "$method" = gptswarm ] && [ -d "$STORES/$bench-train" ] && trees=(--trees "$STORES/$bench-train")
-    graph=$OUT/graphs/$method-$bench/graph.json
-    if [ -f "$graph" ]; then  # optimised before: kept only with this run's budget, questions and rounds
-      python -c "import json, sys; from deliberation.rl.graph_optimize import GraphOptimization as G
-r = json.load(open(sys.argv[1])).get('record', {})
-got = (r.get('steps'), r.get('settings', {}).get('limit'), r.get('engine', {}).get('rounds'))
-want = (G(method=sys.argv[3], iterations=int(sys.argv[2])).steps, int(sys.argv[4]), int(sys.argv[5]))
-sys.exit(None if got == want else f'{sys.argv[1]} was optimised with (steps, training questions, rounds) {got}, '
-         f'this run asks {want}: move it away to optimise again')" "$graph" "$steps" "$method" "$TRAIN_LIMIT" "$rounds"
-    else
-      delib optimize-graph --method "$method" --benchmark "$bench" --split train --limit "$TRAIN_LIMIT" \
-        --iterations "$steps" --rounds "$rounds" "${engine[@]}" ${trees[@]+"${trees[@]}"} --out "$(dirname "$graph")"
-    fi
+    # a graph optimised before with these settings is kept; one optimised otherwise is refused, not overwritten
+    delib optimize-graph --method "$method" --benchmark "$bench" --split train --limit "$train" \
+      --iterations "$steps" --rounds "$rounds" "${engine[@]}" ${trees[@]+"${trees[@]}"} \
+      --out "$OUT/graphs/$method-$bench"
   done
   [ "${STAGE:-all}" = optimise ] && continue
   replay=(--trees "$STORES/$store" --questions "$n" --quiet --concurrency 3)

@@ -9,9 +9,13 @@ answered, beside the tokens it spends a test question. AFlow's workflows are tra
 search ran here, so no optimisation tokens of ours) and PHP optimises nothing: both are listed as such.
 
 OUT/pooled.md: every baseline over all the test questions (both benchmarks pooled; AFlow is its two workflows,
-each on the benchmark it was found on), against the best fixed rule and against self-consistency at equal
-tokens, paired question by question (``deliberation.report.paired``, ``report.equal_tokens``). It refuses runs
-in which the baselines and the rule did not answer the same questions, or a pairing that lost any of them.
+each on the benchmark it was found on), against the best fixed rule and against self-consistency on both sides
+of equal tokens (the most samples spending no more, the fewest spending as much), paired question by question
+(``deliberation.report.paired``, ``report.equal_tokens``). It refuses runs in which the baselines and the rule
+did not answer the same questions, or a pairing that lost any of them.
+
+OUT/baselines.png: the same pooled rows, and self-consistency's curve over every k, as paired differences to
+the best rule against their token ratio to it, with paired bootstrap intervals (``report.compare_plot``).
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from deliberation.report.compare_plot import paired_plot
 from deliberation.report.equal_tokens import at_equal_tokens, sampling_runs
-from deliberation.report.loading import RunResult, discover, load_results
+from deliberation.report.loading import RunResult, discover, load_results, sampling_label
 from deliberation.report.paired import POOLED, Paired, compare, outcomes
 from deliberation.runs.tune_rules import read_best_rule
 
@@ -103,8 +108,23 @@ def paired_cells(p: Paired) -> str:
     return f"{100 * p.accuracy_diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {p.mcnemar_p:.3g}"
 
 
+def sampling_cells(p: Paired | None, sampling: dict[str, dict]) -> str:
+    """A pairing with self-consistency: difference, McNemar p, k per benchmark (marked where it is every sample
+    the store holds) and token ratio; dashes where no k spends as much as the method."""
+    if p is None:
+        return "- (more than every k held) | - | - | -"
+    ks = [f"{k} (all held)" if k == max(sampling[column]) else str(k) for column, k in zip(sorted(sampling),
+                                                                                              p.budget or ())]
+    return f"{paired_cells(p)} | k = {'/'.join(ks)} | {p.token_ratio:.2f}"
+
+
+def pooled_at(name: str, answers: dict, sampling: dict[str, dict], above: bool) -> Paired | None:
+    """``name`` against self-consistency below (``above``: above) its budget, pooled; None where no k is."""
+    return next((p for p in at_equal_tokens(name, answers, sampling, above) if p.column == POOLED), None)
+
+
 def pooled_rows(found: dict[str, dict], calls: dict[str, float], sampling: dict[str, dict], rule: str) -> list[str]:
-    """A row per baseline: n, accuracy, tokens and calls a question, and its two paired differences."""
+    """A row per baseline: n, accuracy, tokens and calls a question, and its three paired differences."""
     questions = set(found[rule])
     rows = []
     for name in sorted(n for n in found if n != rule):
@@ -112,21 +132,33 @@ def pooled_rows(found: dict[str, dict], calls: dict[str, float], sampling: dict[
             raise SystemExit(f"error: {name} and {rule} answered different questions ({len(found[name])} and "
                              f"{len(questions)}); finish every run of experiments/baselines.sh, then rerun this")
         vs_rule = compare(name, rule, POOLED, found[name], found[rule])
-        equal = [p for p in at_equal_tokens(name, found[name], sampling) if p.column == POOLED]
-        if not equal or equal[0].n != len(questions):
+        below, above = (pooled_at(name, found[name], sampling, side) for side in (False, True))
+        if below is None or any(p is not None and p.n != len(questions) for p in (below, above)):
             raise SystemExit(f"error: {name} pairs with self-consistency at equal tokens on fewer than its "
                              f"{len(questions)} questions (a benchmark where one sample costs more than it spends, "
                              "or a self-consistency run that lacks questions); replay every k on every question")
-        p = equal[0]
         accuracy, tokens = means(found[name])
         rows.append(f"| {name} | {len(questions)} | {100 * accuracy:.1f}% | {tokens:,.0f} | {calls[name]:.2f} | "
-                    f"{paired_cells(vs_rule)} | {paired_cells(p)} | k = {'/'.join(map(str, p.budget or ()))} | "
-                    f"{p.token_ratio:.2f} |\n")
+                    f"{paired_cells(vs_rule)} | {sampling_cells(below, sampling)} | "
+                    f"{sampling_cells(above, sampling)} |\n")
     return rows
 
 
+def figure(found: dict[str, dict], sampling: dict[str, dict], rule: str, out: Path) -> None:
+    """OUT/baselines.png (see the module docstring): every k that answered every question of the rule."""
+    questions = set(found[rule])
+    rows = [compare(name, rule, POOLED, found[name], found[rule]) for name in sorted(found) if name != rule]
+    for k in sorted(set.intersection(*(set(by_k) for by_k in sampling.values()))):
+        answers = {q: o for by_k in sampling.values() for q, o in by_k[k].items() if q in questions}
+        if set(answers) == questions:
+            rows.append(compare(sampling_label(k), rule, POOLED, answers, found[rule]))
+    made = paired_plot(rows, out / "baselines.png", "the baselines and self-consistency, paired with the best rule")
+    if made.path is None:
+        raise SystemExit(f"error: no figure: {made.note}")
+
+
 def pooled(out: Path) -> str:
-    """OUT/pooled.md (see the module docstring)."""
+    """OUT/pooled.md and OUT/baselines.png (see the module docstring); returns pooled.md's text."""
     rule = read_best_rule(BEST_RULE).method
     results = load_results(discover([out / "runs"])[0])
     found, calls = arms(results, rule)
@@ -135,18 +167,25 @@ def pooled(out: Path) -> str:
     sampling = {column: by_k for (column, _), by_k in sampling_runs(results).items()}
     accuracy, tokens = means(found[rule])
     rows = pooled_rows(found, calls, sampling, rule)
+    figure(found, sampling, rule, out)
+    sides = "[95% CI] | McNemar p | its k | token ratio"
     return ("# The baselines over every test question, pooled\n\nBoth benchmarks' test questions together (AFlow: "
             "its GSM8K workflow on GSM8K, its MATH workflow on MATH). Differences in points, with paired bootstrap "
-            "95% intervals and exact McNemar p. Self-consistency at equal tokens takes, on each benchmark, the most "
-            "samples whose tokens a question do not exceed the method's there (k per benchmark, in the order "
-            "GSM8K/MATH), so the token ratio (the method's tokens over its self-consistency's) is at least about 1; "
-            "where k is the most samples a store holds, self-consistency spends less than the method by that ratio. "
-            "Tokens are prompt plus completion tokens; the optimisations' tokens are not in them (optimisation.md "
-            "has them, and amortised over these questions). Descriptive: this comparison was not pre-registered "
-            f"and its p-values are not adjusted for its {2 * len(rows)} comparisons.\n\n"
+            "95% intervals and exact McNemar p. Self-consistency is paired on both sides of each method's tokens: "
+            "at equal tokens, the most samples whose tokens a question do not exceed the method's (token ratio, the "
+            "method's over its self-consistency's, at least about 1), and at the next k up, the fewest samples that "
+            "spend at least as much (ratio at most about 1; dashes where every k the store holds spends less); k "
+            "per benchmark, in the order GSM8K/MATH, \"all held\" where it is every sample the store holds. "
+            "Self-consistency's vote gives a tie to the first sample's answer, so an even k adds little over the "
+            "odd k below it (k = 2 answers as k = 1 does, but where the first sample has no answer): a method above "
+            "the next k up is more accurate than sampling that spends as much, one below equal tokens less accurate "
+            "than sampling that spends no more. Tokens are prompt plus completion tokens; the optimisations' tokens "
+            "are not in them (optimisation.md has them, and amortised over these questions). baselines.png draws "
+            "these methods and self-consistency at every k against the best rule. Descriptive: this comparison was "
+            f"not pre-registered and its p-values are not adjusted for its {3 * len(rows)} comparisons.\n\n"
             f"| method | n | accuracy | tokens a question | LLM calls a question | minus the best rule ({rule}) "
-            "[95% CI] | McNemar p | minus self-consistency at equal tokens [95% CI] | McNemar p | its k | "
-            "token ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n"
+            f"[95% CI] | McNemar p | minus self-consistency at equal tokens {sides} | minus self-consistency at "
+            f"the next k up {sides} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|\n"
             + "".join(rows)
             + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens and {calls[rule]:.2f} calls a "
               f"question (n = {len(found[rule])}).\n")
@@ -160,6 +199,7 @@ def main(argv: list[str]) -> int:
     (out / "pooled.md").write_text(pooled(out))
     print(out / "optimisation.md")
     print(out / "pooled.md")
+    print(out / "baselines.png")
     return 0
 
 

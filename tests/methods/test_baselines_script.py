@@ -30,7 +30,7 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert main(["tree", "--backend", "scripted", "--benchmark", "gsm8k", "--split", "train", "--limit", "4",
                  "--samples", "3", "--methods", "mpdf", "--out", str(stores / "gsm8k-train"), "--quiet"]) == 0
     out = tmp_path / "out"
-    env = {**os.environ, "STORES": str(stores), "OUT": str(out), "QUESTIONS": "3 2", "TRAIN_LIMIT": "4",
+    env = {**os.environ, "STORES": str(stores), "OUT": str(out), "QUESTIONS": "3 2", "TRAIN_LIMIT": "4 3",
            "ENGINE_ARGS": "--backend scripted", "CACHE": str(tmp_path / "cache.sqlite"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     script = ["bash", str(REPO / "experiments" / "baselines.sh"), "1"]
@@ -45,7 +45,7 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert {p: p.read_bytes() for p in (out / "graphs").glob("*/graph.json")} == optimised  # not optimised again
     other = subprocess.run([*script[:-1], "2"], cwd=tmp_path, env={**env, "STAGE": "optimise"}, capture_output=True,
                            text=True)  # a graph of another budget is not silently taken
-    assert other.returncode != 0 and "rounds) (1, 4, 0), this run asks (2, 4, 0)" in other.stderr
+    assert other.returncode != 0 and "holds a graph with other settings (steps 1 there, 2 here)" in other.stderr
     for store, n, flow in (("gsm8k-test", 3, "aflow-gsm8k"), ("math-test", 2, "aflow-math")):
         runs = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs" / store).rglob("summary.json")}
         assert {*BASELINES, flow, "agreement-resample", *(f"self-consistency-{k}" for k in range(1, 7))} <= set(runs)
@@ -64,6 +64,8 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert served == {"gptswarm-gsm8k": str(stores / "gsm8k-train"), "agentprune-gsm8k": None,  # roles: none held
                       "gptswarm-math": None, "agentprune-math": None}
     assert spent["graph_runs"] == 1 * 4 and pruned["record"]["tokens"]["graph_runs"] == 10 * 4  # its reference's 10
+    math = json.loads((out / "graphs" / "agentprune-math" / "graph.json").read_text())["record"]
+    assert math["settings"]["limit"] == 3 and len(math["questions"]["ids"]) == 3  # TRAIN_LIMIT's MATH count
     assert f"| {spent['prompt_tokens'] + spent['completion_tokens']:,} |" in table
     rows = {line.split(" | ")[0].lstrip("| "): line for line in (out / "pooled.md").read_text().splitlines()
             if line.startswith("| ") and not line.startswith("| method")}
@@ -72,7 +74,15 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     php, rule = pooled_means(out, "php"), pooled_means(out, "agreement-resample")
     assert rows["php"].split(" | ")[2:4] == list(php)
     assert f"The best rule alone: {rule[0]} at {rule[1]} tokens" in (out / "pooled.md").read_text()
-    assert "not adjusted for its 8 comparisons" in (out / "pooled.md").read_text()  # 4 methods, 2 references
+    assert "not adjusted for its 12 comparisons" in (out / "pooled.md").read_text()  # 4 methods, 3 references
+    for line in rows.values():  # self-consistency on both sides of each method's tokens
+        cells = line.strip("| \n").split(" | ")
+        below, above = cells[9], cells[13]
+        assert len(cells) == 15 and below.startswith("k = ") and (above.startswith("k = ") or above == "-")
+        if above != "-":
+            assert all(int(b.split()[0]) <= int(a.split()[0]) for b, a in zip(below[4:].split("/"),
+                                                                               above[4:].split("/")))
+    assert (out / "baselines.png").stat().st_size > 0
     episodes = out / "runs" / "math-test" / "php" / "episodes.jsonl"
     episodes.write_text("".join(episodes.read_text().splitlines(keepends=True)[:-1]))
     done = subprocess.run([sys.executable, str(REPO / "experiments" / "baselines_tables.py"), "--out", str(out)],

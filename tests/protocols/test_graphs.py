@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from dataclasses import replace
 from typing import Sequence
 
@@ -21,6 +22,7 @@ from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
 from deliberation.methods.graphs import ROUNDS
 from deliberation.engine.loop import make_context
+from deliberation.engine.prompts import initial_messages
 from deliberation.engine.spec import MethodSpec
 from deliberation.protocols.designs import PROGRAMMER, ROLES, initial
 from deliberation.protocols.graph import final, low_rank_penalty, prune, sample
@@ -150,6 +152,34 @@ def test_the_math_solver_reads_its_predecessors_answers_as_a_hint_and_the_others
     assert "The final answer is $\\boxed{5}$." in asked[2] and "Hint" not in asked[2]
 
 
+class Unsure(Keeping):
+    """Keeping whose Mathematical Analyst (role 1) never states an answer."""
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        outs = super().generate(requests)
+        return [Completion("I cannot tell.", 5, 10) if r.messages[0].content == ROLES[1] else o
+                for r, o in zip(requests, outs)]
+
+
+@pytest.mark.parametrize("backend, hint", [(Keeping("return 6 * 7"), "(Hint: The answer is near to 5)."),
+                                           (Unsure("return 6 * 7"), None)])
+def test_the_math_solver_reads_last_rounds_answers_as_a_hint_or_is_asked_alone_when_none_is_readable(backend, hint):
+    """Only the temporal edge 1 -> 0, two rounds: in round 1 the Math Solver's hint is the Mathematical Analyst's
+    round-0 answer; an analyst without a readable answer leaves it asked exactly as in round 0."""
+    edges = initial("agentprune", 3, 2)
+    lone = replace(edges, spatial_mask=(False,) * 6, temporal_mask=tuple(e == (1, 0) for e in edges.temporal))
+    example = Example("q1", "What is 6 times 7?", "42")
+    ctx = make_context(example, backend, benchmarks.get("gsm8k"), EngineConfig(agents=3),
+                       MethodSpec("agentprune", None, protocol=lone))
+    run_graph(ctx, lone.layout, *lone.final_graphs())
+    solver = [r.messages for r in backend.requests if r.messages[0].content == ROLES[0]]
+    assert len(solver) == 2 and "Hint" not in solver[0][-1].content
+    if hint is None:
+        assert solver[1] == solver[0] and solver[0][0] == initial_messages(example.question, ROLES[0])[0]
+    else:
+        assert f"What is 6 times 7? {hint}" in solver[1][-1].content
+
+
 @pytest.mark.parametrize("method, options", [("agentprune", "graph"), ("aflow-gsm8k", None),
                                              ("aflow-math", None), ("gptswarm", "graph")])
 def test_a_method_that_runs_code_is_refused_before_it_runs_where_code_cannot_run_isolated(
@@ -265,13 +295,18 @@ def test_a_tree_store_serves_the_requests_it_holds_and_is_not_written(optimised,
 
 
 @pytest.mark.needs_split("gsm8k/train")  # graphs are optimised on GSM8K train questions
-def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised, capsys):
-    first = (optimised / "agentprune" / "graph.json").read_text()
-    assert (optimised / "agentprune" / "responses.sqlite").is_file()
+def test_a_rerun_retraces_the_same_steps_from_the_cache(optimised, tmp_path, capsys):
+    """An optimisation interrupted before its graph.json (here: its response cache alone, in a new folder)
+    replays its calls and learns the same graph."""
+    graph = json.loads((optimised / "agentprune" / "graph.json").read_text())
+    (tmp_path / "again").mkdir()
+    shutil.copy(optimised / "agentprune" / "responses.sqlite", tmp_path / "again" / "responses.sqlite")
     assert delib("optimize-graph", "--method", "agentprune", "--backend", "scripted", "--limit", "8",
-                 "--iterations", "3", "--rounds", "1", "--out", str(optimised / "agentprune")) == 0
-    assert (optimised / "agentprune" / "graph.json").read_text() == first
-    graph = json.loads(first)
+                 "--iterations", "3", "--rounds", "1", "--out", str(tmp_path / "again")) == 0
+    again = json.loads((tmp_path / "again" / "graph.json").read_text())
+    learned = ("spatial_logits", "spatial_mask", "temporal_logits", "temporal_mask")
+    assert [again[k] for k in learned] == [graph[k] for k in learned]
+    assert again["record"]["tokens"] == graph["record"]["tokens"]
     bar = capsys.readouterr().err.split("\r")[-1]  # the progress bar's last state: every step, every graph run
     assert bar.startswith("agentprune: 100%") and "3/3" in bar
     assert f"/12, generated={graph['record']['tokens']['completion_tokens']:,}]" in bar
@@ -353,6 +388,28 @@ def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(opti
     err = capsys.readouterr().err.strip()
     assert "no edge into the decision node" in err and "\n" not in err and not (tmp_path / "run").exists()
     monkeypatch.setattr(graph_optimize, "optimize", lambda spec, out, progress: swarm)
-    assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "o")) == 0
-    warned = capsys.readouterr().err.strip()
-    assert warned.startswith("delib: warning:") and "no edge into the decision node" in warned
+    assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no edge into the decision node" in err and "into another --out" in err and "\n" not in err
+
+
+@pytest.mark.needs_split("gsm8k/train")
+@pytest.mark.parametrize("kind", ["gptswarm", "agentprune"])
+@pytest.mark.parametrize("changed, code, said", [
+    ((), 0, "optimised before with these settings: nothing to do"),
+    (("--concurrency", "2"), 0, "nothing to do"),  # how fast, not what is learned
+    (("--iterations", "4"), 2, "holds a graph with other settings (steps 3 there, 4 here)"),
+    (("--temperature", "0.3"), 2, "(engine.temperature 0.7 there, 0.3 here)"),
+    (("--limit", "9"), 2, "settings.limit 8 there, 9 here"),
+    (("--seed", "1"), 2, "engine.seed 0 there, 1 here")])
+def test_an_optimisation_asked_again_over_its_graph_does_nothing_and_one_asked_otherwise_is_refused(
+        optimised, kind, changed, code, said, capsys):
+    """A finished graph.json is what runs used: a rerun with its settings leaves it as it is (as after an
+    interruption, without loading the model), one with other settings names them and overwrites nothing."""
+    graph = optimised / kind / "graph.json"
+    before = graph.read_bytes()
+    asked = {"--limit": "8", "--iterations": "3", **dict(zip(changed[::2], changed[1::2]))}
+    assert delib("optimize-graph", "--method", kind, "--backend", "scripted", "--rounds", "1", "--out",
+                 str(optimised / kind), *(x for pair in asked.items() for x in pair)) == code
+    out, err = capsys.readouterr()
+    assert said in (out if code == 0 else err) and graph.read_bytes() == before

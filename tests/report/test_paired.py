@@ -117,6 +117,22 @@ def test_budget_k_is_the_largest_sample_count_within_the_rows_tokens():
     q = ("g", 0, "q")
     runs = {k: {q: (True, 100 * k)} for k in (1, 2, 3)}
     assert [budget_k(t, runs, {q}) for t in (50, 100, 250, 1000)] == [None, 1, 2, 3]  # 50: cheaper than any k
+    assert [budget_k(t, runs, {q}, above=True) for t in (50, 100, 250, 1000)] == [1, 1, 3, None]  # 1000: dearer
+
+
+def test_a_row_pairs_with_self_consistency_on_both_sides_of_its_tokens_per_benchmark_and_pooled():
+    """Tokens 250 on one benchmark, 150 on the other: k = 2/1 below, k = 3/2 above, each side its own reference."""
+    from deliberation.report.equal_tokens import EQUAL_TOKENS, NEXT_K_UP, at_equal_tokens
+
+    qs = {c: [(c, 0, f"q{i}") for i in range(4)] for c in ("a", "b")}
+    runs = {c: {k: {q: (i % 2 == 0, 100 * k) for i, q in enumerate(qs[c])} for k in (1, 2, 3)} for c in qs}
+    row = {**{q: (True, 250) for q in qs["a"]}, **{q: (False, 150) for q in qs["b"]}}
+    below, above = at_equal_tokens("m", row, runs), at_equal_tokens("m", row, runs, above=True)
+    assert [(p.column, p.budget, p.reference) for p in below] == [("a", (2,), EQUAL_TOKENS), ("b", (1,), EQUAL_TOKENS),
+                                                                   ("pooled", (2, 1), EQUAL_TOKENS)]
+    assert [(p.column, p.budget, p.reference) for p in above] == [("a", (3,), NEXT_K_UP), ("b", (2,), NEXT_K_UP),
+                                                                   ("pooled", (3, 2), NEXT_K_UP)]
+    assert above[-1].n == 8 and above[-1].token_ratio == (4 * 250 + 4 * 150) / (4 * 300 + 4 * 200)
 
 
 def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budget(tmp_path):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
+from pathlib import Path
 
 from deliberation.cli import flags
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_quiet_arg, backend_options,
@@ -17,8 +17,9 @@ EPILOG = """examples:
   delib optimize-graph --method gptswarm --split train --limit 100 --trees trees/gsm8k-train --out runs/swarm
 graph.json holds the edge logits, the masks, the settings, the training question ids (a method refuses to
 answer them) and the tokens spent optimising. A rerun replays the calls already made from the response
-cache (OUT/responses.sqlite), so an interrupted optimisation resumes; --trees serves what a tree store of the
-same model already answered (read only)."""
+cache (OUT/responses.sqlite), so an interrupted optimisation resumes; a rerun after it finished, with the same
+settings, does nothing, and one with others is refused (another --out keeps both); --trees serves what a tree
+store of the same model already answered (read only)."""
 OWN = ("method", "iterations", "batch", "lr", "prune_rate", "low_rank", "allow_test", "trees")
 
 
@@ -96,13 +97,13 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_optimize_graph(args: argparse.Namespace) -> int:
-    from deliberation.protocols.designs import SILENT, load_graph
-    from deliberation.rl.graph_optimize import GraphOptimization, optimize
+    from deliberation.protocols.designs import load_graph, refuse_silent
+    from deliberation.rl.graph_optimize import GRAPH_FILE, GraphOptimization, optimize
 
     set_data_dir(args)
     spec = GraphOptimization(**workload(args), **flags.values(args, GraphOptimization, only=OWN))
+    before = (Path(args.out) / GRAPH_FILE).is_file()
     path = optimize(spec, args.out, progress=not args.quiet)
-    print(f"-> {path}")
-    if not load_graph(str(path), spec.method).answers():
-        print(f"delib: warning: {SILENT.format(path=path)}", file=sys.stderr)
+    print(f"-> {path}" + (" (optimised before with these settings: nothing to do)" if before else ""))
+    refuse_silent(load_graph(str(path), spec.method), str(path))  # written, but no run would take it
     return 0

@@ -153,16 +153,12 @@ def _tupled(value: Any) -> Any:
     return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
 
 
-SILENT = ("{path}'s final graph has no edge into the decision node, so every answer would be empty; optimise "
-          "again with more --iterations or another --seed")
-"""What is wrong with a graph that cannot answer, and the fix (said by the optimisation and refused by a run)."""
-
-
 def refuse_silent(graph: Graph, path: str) -> None:
-    """Refuse to run a graph that cannot answer (the reference would run it and score nothing): hours of
-    questions whose answers are known to be empty in advance."""
+    """Refuse a graph that cannot answer (the reference would run it and score nothing): a run before hours of
+    questions whose answers are known to be empty in advance, and the optimisation that ends so."""
     if not graph.answers():
-        raise DelibError(SILENT.format(path=path))
+        raise DelibError(f"{path}'s final graph has no edge into the decision node, so every answer would be "
+                         "empty; optimise again, into another --out, with more --iterations or another --seed")
 
 
 def refuse_trained(graph: Graph, examples: Sequence[Example], path: str) -> None:

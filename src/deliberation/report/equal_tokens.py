@@ -4,6 +4,9 @@ A method that spends T tokens a question on a benchmark is compared with the maj
 samples of the same model and settings on the same questions, k the largest whose self-consistency spends
 at most T there; pooled over benchmarks, each benchmark's questions keep their own k. A row cheaper than
 the fewest samples present gets no such comparison, nor does a benchmark with fewer than two sample counts.
+That k never spends more than the row, and with an even k a tie goes to the first sample (``engine/consensus``:
+k = 2 answers as k = 1, but where the first sample has no answer), so the comparison can also be made at the
+next k up (``above``: the fewest samples that spend at least T), the other side of equal tokens.
 The self-consistency runs are those among the report's inputs (one run per k: ``delib evaluate --method
 self-consistency --agents k``, as the paired experiment's looks and the state-and-actions table write them) and, with
 ``delib report --trees STORE``, those replayed offline from the store (every k from 1) into the report
@@ -24,6 +27,7 @@ from deliberation.trees.store import open_store
 
 Setting = tuple[str, ...]  # (backend, model, temperature, max_tokens, prompts): what makes samples comparable
 Sampling = dict[tuple[str, Setting], dict[int, dict[Question, Outcome]]]  # (column, setting) -> k -> outcomes
+NEXT_K_UP = "self-consistency at the next k up"  # the reference of rows paired at the fewest samples spending as much
 
 
 def replay_self_consistency(trees: str, out: Path) -> list[RunResult]:
@@ -52,12 +56,16 @@ def sampling_runs(results: Sequence[RunResult]) -> Sampling:
     return {key: dict(by_k) for key, by_k in runs.items() if len(by_k) > 1}
 
 
-def budget_k(tokens: float, runs: dict[int, dict[Question, Outcome]], questions: set[Question]) -> int | None:
-    """The largest k whose self-consistency spends at most ``tokens`` a question on ``questions``; None when
-    even the fewest samples present spend more (no self-consistency at that budget to compare with)."""
+def budget_k(tokens: float, runs: dict[int, dict[Question, Outcome]], questions: set[Question],
+             above: bool = False) -> int | None:
+    """The largest k whose self-consistency spends at most ``tokens`` a question on ``questions`` (``above``:
+    the smallest k that spends at least as much); None when no k present is on that side (no self-consistency
+    at that budget to compare with)."""
     def spent(k: int) -> float:
         return sum(runs[k][q][1] for q in questions) / len(questions)
 
+    if above:
+        return next((k for k in sorted(runs) if spent(k) >= tokens), None)
     fitting = [k for k in sorted(runs) if spent(k) <= tokens]
     return fitting[-1] if fitting else None
 
@@ -72,33 +80,35 @@ def equal_token_table(results: Sequence[RunResult], sampling: Sampling) -> list[
     return rows
 
 
-def at_equal_tokens(label: str, row: dict[Question, Outcome], runs: dict[str, dict[int, dict[Question, Outcome]]]
-                    ) -> list[Paired]:
+def at_equal_tokens(label: str, row: dict[Question, Outcome], runs: dict[str, dict[int, dict[Question, Outcome]]],
+                    above: bool = False) -> list[Paired]:
     """``row`` against self-consistency at its own budget on each benchmark column of ``runs`` (column -> k ->
-    outcomes) where some k fits, then pooled over those columns (each keeping its own k) when more than one
-    does."""
-    pairs = [_at_budget(label, row, column, by_k) for column, by_k in sorted(runs.items())]
+    outcomes) where some k fits (``above``: at the next k up, where some k spends as much), then pooled over
+    those columns (each keeping its own k) when more than one does."""
+    reference = NEXT_K_UP if above else EQUAL_TOKENS
+    pairs = [_at_budget(label, row, column, by_k, reference) for column, by_k in sorted(runs.items())]
     pairs = [p for p in pairs if p is not None]
     rows = [paired for paired, _, _ in pairs]
     if len(pairs) > 1:
         mine = {q: o for _, matched, _ in pairs for q, o in matched.items()}
         theirs = {q: o for _, _, matched in pairs for q, o in matched.items()}
         budget = tuple(k for p, _, _ in pairs for k in p.budget or ())
-        rows.append(replace(compare(label, EQUAL_TOKENS, POOLED, mine, theirs), budget=budget))
+        rows.append(replace(compare(label, reference, POOLED, mine, theirs), budget=budget))
     return rows
 
 
-def _at_budget(label: str, row: dict[Question, Outcome], column: str, runs: dict[int, dict[Question, Outcome]]
-               ) -> tuple[Paired, dict[Question, Outcome], dict[Question, Outcome]] | None:
-    """``row`` on ``column`` against self-consistency at its budget there, with both sides' outcomes on the
-    common questions (every k ran them); None when they share no question or no k fits the budget."""
+def _at_budget(label: str, row: dict[Question, Outcome], column: str, runs: dict[int, dict[Question, Outcome]],
+               reference: str) -> tuple[Paired, dict[Question, Outcome], dict[Question, Outcome]] | None:
+    """``row`` on ``column`` against self-consistency at its budget there (``reference``: EQUAL_TOKENS, the k
+    below, or NEXT_K_UP), with both sides' outcomes on the common questions (every k ran them); None when they
+    share no question or no k is on that side of the budget."""
     mine = {q: o for q, o in row.items() if q[0] == column}
     common = set(mine).intersection(*runs.values())
     if not common:
         return None
-    k = budget_k(sum(mine[q][1] for q in common) / len(common), runs, common)
+    k = budget_k(sum(mine[q][1] for q in common) / len(common), runs, common, above=reference == NEXT_K_UP)
     if k is None:
         return None
     theirs = {q: runs[k][q] for q in common}
-    paired = replace(compare(label, EQUAL_TOKENS, column, mine, theirs), budget=(k,))  # unpaired: row-only questions
+    paired = replace(compare(label, reference, column, mine, theirs), budget=(k,))  # unpaired: row-only questions
     return paired, {q: mine[q] for q in common}, theirs

@@ -9,7 +9,9 @@ penalty (``--no-low-rank`` drops it) and, after the last iteration, prunes ``pru
 once. Writes ``OUT/graph.json``: the logits and masks, the settings, the training question ids and the
 tokens spent (``protocols/designs.py`` reads it). A test split is refused unless asked for knowingly. The
 response cache (default ``OUT/responses.sqlite``) makes a rerun after an interruption replay every call
-already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps.
+already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps. A rerun
+over a finished graph.json does nothing when its settings are the same (``GRAPH_RESUME``) and is refused
+otherwise, so that a graph a run used is never overwritten by another.
 The same seeding means a question met again under the same sampled graph gets the same answers (a request is
 seeded by the question, agent and round, and cached), where the reference samples afresh; with more draws
 than training questions (e.g. GPTSwarm's 800 on 100 questions) a revisit under the same graph repeats its
@@ -21,6 +23,7 @@ Defaults are each reference's budget: GPTSwarm 200 iterations of 4 questions (``
 
 from __future__ import annotations
 
+import json
 from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -39,9 +42,11 @@ from deliberation.engine.loop import make_context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import setting_up
-from deliberation.protocols.designs import DESIGNS, Graph, initial, save_graph
+from deliberation.outputs.resume import ResumeRule, check_resume
+from deliberation.protocols.designs import DESIGNS, Graph, initial, load_graph, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
+from deliberation.runs.directory import BACKEND_OPTIONS
 from deliberation.trees.store import TreeStore, reading_through
 
 BUDGETS = {"gptswarm": 200, "agentprune": 10}
@@ -99,17 +104,49 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Path:
         require_isolation()
     store = None if spec.trees is None else TreeStore.open(spec.trees)  # a wrong path fails before the model loads
     folder = Path(out)
+    asked = _record(spec, examples)
+    if optimised_already(folder / GRAPH_FILE, spec.method, asked):
+        return folder / GRAPH_FILE
     with setting_up(folder):
         inner = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
         made = inner if store is None else reading_through(store, inner)
     with closing(made) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench, progress)
-    record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
-              "engine": asdict(spec.engine), "steps": spec.steps, "tokens": spent,
-              "questions": {"benchmark": spec.benchmark, "split": spec.split,
-                            "ids": sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})}}
-    save_graph(folder / GRAPH_FILE, replace(trained, record=record))
+    save_graph(folder / GRAPH_FILE, replace(trained, record={**asked, "tokens": spent}))
     return folder / GRAPH_FILE
+
+
+def _record(spec: GraphOptimization, examples: list) -> dict[str, Any]:
+    """What graph.json records of the optimisation (but its tokens), as JSON reads it back: the settings, the
+    engine, the steps and the training questions the steps draw."""
+    ids = sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})
+    return json.loads(json.dumps({
+        "settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
+        "engine": asdict(spec.engine), "steps": spec.steps,
+        "questions": {"benchmark": spec.benchmark, "split": spec.split, "ids": ids}}))
+
+
+GRAPH_RESUME = ResumeRule(
+    compared=("settings", "engine", "steps", "questions"),
+    nested={"settings": ResumeRule(may_change=frozenset({"command", "cache", "data_dir", "concurrency",
+                                                         "iterations"}),
+                                   nested={"backend_options": BACKEND_OPTIONS}),
+            "engine": ResumeRule()})
+"""When a graph.json answers an optimisation asked again: the same settings (but where the data and the
+response cache are, the command line and the questions in flight, which change how fast or where, not what is
+learned; ``iterations`` through ``steps``, so 0 and the reference's budget are one), engine, steps and
+training questions."""
+
+
+def optimised_already(path: Path, method: str, asked: dict[str, Any]) -> bool:
+    """Whether ``path`` holds the graph this optimisation would write (its record's settings as ``asked``), so
+    a rerun after the end, as after an interruption, does nothing; a graph optimised otherwise is refused, not
+    overwritten (it may be what a finished run used)."""
+    if not path.is_file():
+        return False
+    check_resume(path, "a graph", load_graph(str(path), method).record, asked, GRAPH_RESUME,
+                 "pass another --out, or delete it to optimise again")
+    return True
 
 
 def job_cache(cache: str | None, folder: Path) -> str | None:

@@ -162,12 +162,12 @@ resume as before)."""
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency", ENGINE_USED})
 _SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
-_BACKEND_OPTIONS = ResumeRule(may_change=_SPEED_OPTIONS, nested={"members": ResumeRule(may_change=_SPEED_OPTIONS)})
+BACKEND_OPTIONS = ResumeRule(may_change=_SPEED_OPTIONS, nested={"members": ResumeRule(may_change=_SPEED_OPTIONS)})
 """Backend options less the speed settings, also in each member of a mixed team (``members``)."""
 RUN_RESUME = ResumeRule(
     may_change=_RESUMABLE_KEYS | {RESUMES},
     added_later={**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())},
-    nested={"engine": ResumeRule(added_later={"prompts": "standalone"}), "backend_options": _BACKEND_OPTIONS})
+    nested={"engine": ResumeRule(added_later={"prompts": "standalone"}), "backend_options": BACKEND_OPTIONS})
 """When a run directory may be resumed: every config.json key must match but the resumable ones. Keys a later
 version added read, in a run written before them, as the value every run then had: every method option (a
 run made before an option existed ran with its default), and the engine's prompts (runs made before prompt
