@@ -56,6 +56,7 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
         " ".join(references)
     table = (out / "optimisation.md").read_text()
     assert table.count("| gptswarm |") == 2 and table.count("| agentprune |") == 2 and "| php |" in table
+    assert "| 0 (nothing is optimised) | 0 (3) |" in table and "| unknown (2) |" in table  # AFlow's: not ours
     graph = json.loads((out / "graphs" / "gptswarm-gsm8k" / "graph.json").read_text())
     spent = graph["record"]["tokens"]
     pruned = json.loads((out / "graphs" / "agentprune-gsm8k" / "graph.json").read_text())

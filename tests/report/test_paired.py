@@ -168,11 +168,15 @@ def test_equal_tokens_come_from_the_self_consistency_runs_given_once_two_sample_
     sc(6)
     paired = equal_tokens("two-k")
     assert "cot" not in paired  # one sample is cheaper than the fewest samples present (3): nothing to compare
+    assert "Not met by self-consistency at their budget (cheaper there than its fewest samples present, run at " \
+        "other settings, or with fewer than two sample counts run there): cot on gsm8k/test.\n" in \
+        (tmp_path / "two-k" / "report.md").read_text()
     assert paired["debate"]["budget"] == [6] and paired["debate"]["n"] == 6
     assert paired["debate"]["column"] == "gsm8k/test"
     assert paired["debate"]["reference"] == "self-consistency at equal tokens"
     sc(1)
     assert equal_tokens("three-k")["cot"]["budget"] == [1]
+    assert "Not met by" not in (tmp_path / "three-k" / "report.md").read_text()
 
 
 def test_equal_tokens_pair_a_row_only_with_self_consistency_of_its_own_model(tmp_path):
