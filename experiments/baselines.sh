@@ -24,7 +24,7 @@
 # docs/results/paired/best_rule.json), and `delib report` pairs every method with the best rule and
 # with self-consistency at its own token budget (report.md, paired.json, the figures);
 # experiments/baselines_tables.py adds the optimisation tokens (optimisation.md) and every baseline over all 150
-# questions, AFlow's two workflows as one method (pooled.md). The build of the stores must
+# questions, AFlow's two workflows as one method (pooled.md, and baselines.png: with self-consistency's curve). The build of the stores must
 # not run beside this (one writer per store, and two llama.cpp jobs slow each other down). Every step is
 # resumable: rerunning continues where it stopped (a graph optimised before with other settings is refused, not
 # overwritten or used).
@@ -50,8 +50,11 @@ rule=${best[0]}
 read -r -a model <<< "${ENGINE_ARGS:---model $M --backend-opt n_threads=2}"
 engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
 engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}" --concurrency 3)
+[ -n "${N_MATH:-}" ] && [ -n "${TRAIN_MATH:-}" ] || { echo "error: QUESTIONS and TRAIN_LIMIT take two counts," \
+  "GSM8K's and MATH's (e.g. TRAIN_LIMIT=\"100 50\")" >&2; exit 2; }
 # AgentPrune's Programming Expert and AFlow's Programmer run model-written code: refused now, not hours in
-python -c "from deliberation.benchmarks.sandbox.isolation import require_isolation as r; r()" || exit 2
+python -c "import sys; from deliberation.errors import exit_status
+from deliberation.benchmarks.sandbox.isolation import require_isolation as r; sys.exit(exit_status(r))"
 for quad in "gsm8k:gsm8k-test:$N_GSM8K:$TRAIN_GSM8K" "math:math-test:$N_MATH:$TRAIN_MATH"; do
   IFS=: read -r bench store n train <<< "$quad"
   for method in gptswarm agentprune; do

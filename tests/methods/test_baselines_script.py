@@ -46,6 +46,8 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     other = subprocess.run([*script[:-1], "2"], cwd=tmp_path, env={**env, "STAGE": "optimise"}, capture_output=True,
                            text=True)  # a graph of another budget is not silently taken
     assert other.returncode != 0 and "holds a graph with other settings (steps 1 there, 2 here)" in other.stderr
+    one = subprocess.run(script, cwd=tmp_path, env={**env, "TRAIN_LIMIT": "4"}, capture_output=True, text=True)
+    assert one.returncode == 2 and one.stderr.startswith("error: QUESTIONS and TRAIN_LIMIT take two counts")
     for store, n, flow in (("gsm8k-test", 3, "aflow-gsm8k"), ("math-test", 2, "aflow-math")):
         runs = {p.parent.name: json.loads(p.read_text()) for p in (out / "runs" / store).rglob("summary.json")}
         assert {*BASELINES, flow, "agreement-resample", *(f"self-consistency-{k}" for k in range(1, 7))} <= set(runs)
@@ -75,14 +77,18 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     php, rule = pooled_means(out, "php"), pooled_means(out, "agreement-resample")
     assert rows["php"].split(" | ")[2:4] == list(php)
     assert f"The best rule alone: {rule[0]} at {rule[1]} tokens" in (out / "pooled.md").read_text()
-    assert "not adjusted for its 12 comparisons" in (out / "pooled.md").read_text()  # 4 methods, 3 references
-    for line in rows.values():  # self-consistency on both sides of each method's tokens
-        cells = line.strip("| \n").split(" | ")
+    sides = [line.strip("| \n").split(" | ") for line in rows.values()]  # self-consistency on both sides
+    assert any(cells[13] != "-" for cells in sides)  # a method between two k (GPTSwarm, here)
+    for cells in sides:
         below, above = cells[9], cells[13]
-        assert len(cells) == 15 and below.startswith("k = ") and (above.startswith("k = ") or above == "-")
-        if above != "-":
-            assert all(int(b.split()[0]) <= int(a.split()[0]) for b, a in zip(below[4:].split("/"),
-                                                                               above[4:].split("/")))
+        assert len(cells) == 15 and below.startswith("k = ") and float(cells[10]) >= 1  # a ratio of sums
+        if above == "-":
+            assert cells[11].startswith("- (more than every k run on ")
+            continue
+        assert float(cells[14]) <= 1 and all(int(b.split()[0]) <= int(a.split()[0])
+                                             for b, a in zip(below[4:].split("/"), above[4:].split("/")))
+    made = 2 * len(sides) + sum(cells[13] != "-" for cells in sides)  # each: the rule, and SC on each side held
+    assert f"not adjusted for its {made} comparisons" in (out / "pooled.md").read_text()
     assert (out / "baselines.png").stat().st_size > 0
     episodes = out / "runs" / "math-test" / "php" / "episodes.jsonl"
     episodes.write_text("".join(episodes.read_text().splitlines(keepends=True)[:-1]))

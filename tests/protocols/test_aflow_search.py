@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.errors import DelibError
 from deliberation.protocols.workflow import parse
 from deliberation.rl.aflow_search import AFlowSearch, Round, candidates
 from deliberation.types import Completion, GenerationRequest
@@ -88,7 +89,7 @@ def run_search(tmp_path, **settings) -> dict:
 
     spec = AFlowSearch(split="train", limit=6, backend="scripted", optimizer_backend="opt", validation_runs=2,
                        cache="none", **settings)
-    return json.loads(search(spec, str(tmp_path)).read_text())
+    return json.loads(search(spec, str(tmp_path)).path.read_text())
 
 
 @pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
@@ -105,6 +106,23 @@ def test_the_search_records_children_keeps_the_best_and_counts_both_models(tmp_p
     assert record["best_round"] == best["round"] and found["workflow"] == best["workflow"]
     assert record["tokens"]["optimizer"] == [100 * optimizer.calls, 40 * optimizer.calls]
     assert record["tokens"]["executor"][0] > 0 and len(record["questions"]["ids"]) == 6
+
+
+@pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
+def test_a_search_asked_again_over_its_workflow_does_nothing_and_one_asked_otherwise_is_refused(tmp_path, optimizer):
+    """workflow.json is what runs used: the same search again leaves it (the optimiser is not asked), another
+    one names the setting that differs and overwrites nothing."""
+    from deliberation.rl.aflow_search import search
+
+    run_search(tmp_path, search_rounds=3)
+    made, calls = (tmp_path / "workflow.json").read_bytes(), optimizer.calls
+    same = dict(split="train", limit=6, backend="scripted", optimizer_backend="opt", validation_runs=2)
+    assert search(AFlowSearch(**same, cache="none", search_rounds=3, concurrency=2), str(tmp_path)).reused
+    assert optimizer.calls == calls and (tmp_path / "workflow.json").read_bytes() == made
+    with pytest.raises(DelibError, match=r"holds a workflow with other settings \(settings.search_rounds 3 there, "
+                                         r"4 here\); pass another --out, or delete it to search again"):
+        search(AFlowSearch(**same, cache="none", search_rounds=4), str(tmp_path))
+    assert (tmp_path / "workflow.json").read_bytes() == made
 
 
 @pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions

@@ -169,7 +169,8 @@ def test_equal_tokens_come_from_the_self_consistency_runs_given_once_two_sample_
     paired = equal_tokens("two-k")
     assert "cot" not in paired  # one sample is cheaper than the fewest samples present (3): nothing to compare
     assert "Not met by self-consistency at their budget (cheaper there than its fewest samples present, run at " \
-        "other settings, or with fewer than two sample counts run there): cot on gsm8k/test.\n" in \
+        "other settings or on other questions, or with fewer than two sample counts run there): cot on " \
+        "gsm8k/test.\n" in \
         (tmp_path / "two-k" / "report.md").read_text()
     assert paired["debate"]["budget"] == [6] and paired["debate"]["n"] == 6
     assert paired["debate"]["column"] == "gsm8k/test"

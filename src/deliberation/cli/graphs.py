@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from typing import Any
 
 from deliberation.cli import flags
 from deliberation.cli.common import (add_backend_args, add_data_args, add_engine_args, add_quiet_arg, backend_options,
@@ -74,8 +74,13 @@ def cmd_aflow_search(args: argparse.Namespace) -> int:
     spec = AFlowSearch(**workload(args), optimizer_backend=args.optimizer_backend,
                        optimizer_options=backend_options(optimizer, "--optimizer-opt"),
                        **flags.values(args, AFlowSearch, only=SEARCH_OWN))
-    print(f"-> {search(spec, args.out, progress=not args.quiet)}")
+    said(search(spec, args.out, progress=not args.quiet))
     return 0
+
+
+def said(done: Any) -> None:
+    """An optimisation's last line: where its output is, and whether it was there already (``Optimised``)."""
+    print(f"-> {done.path}" + (" (made before with these settings: nothing to do)" if done.reused else ""))
 
 
 def _optimize_parser(sub: argparse._SubParsersAction) -> None:
@@ -98,12 +103,11 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_optimize_graph(args: argparse.Namespace) -> int:
     from deliberation.protocols.designs import load_graph, refuse_silent
-    from deliberation.rl.graph_optimize import GRAPH_FILE, GraphOptimization, optimize
+    from deliberation.rl.graph_optimize import GraphOptimization, optimize
 
     set_data_dir(args)
     spec = GraphOptimization(**workload(args), **flags.values(args, GraphOptimization, only=OWN))
-    before = (Path(args.out) / GRAPH_FILE).is_file()
-    path = optimize(spec, args.out, progress=not args.quiet)
-    print(f"-> {path}" + (" (optimised before with these settings: nothing to do)" if before else ""))
-    refuse_silent(load_graph(str(path), spec.method), str(path))  # written, but no run would take it
+    done = optimize(spec, args.out, progress=not args.quiet)
+    said(done)
+    refuse_silent(load_graph(str(done.path), spec.method), str(done.path))  # written, but no run would take it
     return 0

@@ -127,3 +127,20 @@ def check_recorded(directory: Path, settings: Mapping[str, Any], rule: ResumeRul
     old = read(path) if read is not None else read_object(path, f"delete it, or {fix}")
     check_resume(directory, holds, old, settings, rule, fix)
     return True
+
+
+def finished_already(path: Path, holds: str, recorded: Callable[[Path], Mapping[str, Any]], asked: Mapping[str, Any],
+                     rule: ResumeRule, verb: str) -> bool:
+    """Whether ``path`` holds the finished output (``holds``: "a graph") of a learning command asked again:
+    True when its recorded settings (``recorded`` reads them) are ``asked`` under ``rule``, so the command has
+    nothing to do; refused in one line, naming the differing settings, when they differ or the file is no such
+    output, since finished runs may have used it: it is never overwritten. ``verb``: the command's ("optimise")."""
+    if not path.is_file():
+        return False
+    fix = f"pass another --out, or delete it to {verb} again"
+    try:
+        record = recorded(path)
+    except DelibError as err:  # its problem, with this command's fix, not a run's
+        raise DelibError(f"{str(err).split('; ')[0]}, in the way of this command; {fix}") from err
+    check_resume(path, holds, record, asked, rule, fix)
+    return True

@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation.report.loading import RunResult, discover, load_results
-from deliberation.report.paired import EQUAL_TOKENS, POOLED, Outcome, Paired, Question, compare, outcomes
+from deliberation.report.paired import EQUAL_TOKENS, NEXT_K_UP, POOLED, Outcome, Paired, Question, compare, outcomes
 from deliberation.runs.replay import Replay, evaluate
 from deliberation.trees.store import open_store
 
 Setting = tuple[str, ...]  # (backend, model, temperature, max_tokens, prompts): what makes samples comparable
 Sampling = dict[tuple[str, Setting], dict[int, dict[Question, Outcome]]]  # (column, setting) -> k -> outcomes
-NEXT_K_UP = "self-consistency at the next k up"  # the reference of rows paired at the fewest samples spending as much
 
 
 def replay_self_consistency(trees: str, out: Path) -> list[RunResult]:
@@ -85,30 +84,39 @@ def at_equal_tokens(label: str, row: dict[Question, Outcome], runs: dict[str, di
     """``row`` against self-consistency at its own budget on each benchmark column of ``runs`` (column -> k ->
     outcomes) where some k fits (``above``: at the next k up, where some k spends as much), then pooled over
     those columns (each keeping its own k) when more than one does."""
-    reference = NEXT_K_UP if above else EQUAL_TOKENS
-    pairs = [_at_budget(label, row, column, by_k, reference) for column, by_k in sorted(runs.items())]
+    pairs = [_at_budget(label, row, column, by_k, above) for column, by_k in sorted(runs.items())]
     pairs = [p for p in pairs if p is not None]
     rows = [paired for paired, _, _ in pairs]
     if len(pairs) > 1:
         mine = {q: o for _, matched, _ in pairs for q, o in matched.items()}
         theirs = {q: o for _, _, matched in pairs for q, o in matched.items()}
         budget = tuple(k for p, _, _ in pairs for k in p.budget or ())
-        rows.append(replace(compare(label, reference, POOLED, mine, theirs), budget=budget))
+        rows.append(replace(compare(label, NEXT_K_UP if above else EQUAL_TOKENS, POOLED, mine, theirs),
+                            budget=budget))
     return rows
 
 
 def _at_budget(label: str, row: dict[Question, Outcome], column: str, runs: dict[int, dict[Question, Outcome]],
-               reference: str) -> tuple[Paired, dict[Question, Outcome], dict[Question, Outcome]] | None:
-    """``row`` on ``column`` against self-consistency at its budget there (``reference``: EQUAL_TOKENS, the k
-    below, or NEXT_K_UP), with both sides' outcomes on the common questions (every k ran them); None when they
-    share no question or no k is on that side of the budget."""
+               above: bool) -> tuple[Paired, dict[Question, Outcome], dict[Question, Outcome]] | None:
+    """``row`` on ``column`` against self-consistency at its budget there (``above``: at the next k up), with
+    both sides' outcomes on the common questions (every k ran them); None when they share no question or no k
+    is on that side of the budget."""
     mine = {q: o for q, o in row.items() if q[0] == column}
     common = set(mine).intersection(*runs.values())
     if not common:
         return None
-    k = budget_k(sum(mine[q][1] for q in common) / len(common), runs, common, above=reference == NEXT_K_UP)
+    k = budget_k(sum(mine[q][1] for q in common) / len(common), runs, common, above)
     if k is None:
         return None
     theirs = {q: runs[k][q] for q in common}
+    reference = NEXT_K_UP if above else EQUAL_TOKENS
     paired = replace(compare(label, reference, column, mine, theirs), budget=(k,))  # unpaired: row-only questions
     return paired, {q: mine[q] for q in common}, theirs
+
+
+def unmatched(results: Sequence[RunResult], equal: Sequence[Paired]) -> list[str]:
+    """The rows on a benchmark (``label on benchmark/split``) that ``equal_token_table`` paired with no
+    self-consistency at their budget, so that a table of ``equal`` is not read as complete."""
+    met = {(p.label, p.column) for p in equal}
+    return sorted({f"{r.label} on {r.benchmark}/{r.split}" for r in results if r.method != "self-consistency"
+                   and (r.label, f"{r.benchmark}/{r.split}") not in met})

@@ -27,7 +27,8 @@ from deliberation.types import ADDED_LATER
 
 BOOTSTRAP_DRAWS = 10_000  # docs/results/paired/PREREGISTRATION.md fixes 10,000 resamples, seed 0
 POOLED = "pooled"
-EQUAL_TOKENS = "self-consistency at equal tokens"  # the reference of the rows that carry a ``budget``
+EQUAL_TOKENS = "self-consistency at equal tokens"  # the reference of rows paired at the most samples within budget
+NEXT_K_UP = "self-consistency at the next k up"  # ... and of those paired at the fewest samples spending as much
 Outcome = tuple[bool, int]  # (correct, tokens) of one question
 Question = tuple[str, int, str]  # (benchmark split, seed, example id)
 

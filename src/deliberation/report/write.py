@@ -75,7 +75,7 @@ def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequ
     if fixed:
         parts += [f"## Paired against {fixed[0].reference}\n", paired_markdown(fixed)]
     if equal:
-        parts += ["## Against self-consistency at equal tokens\n", paired_markdown(equal), *_unmatched(results, equal)]
+        parts += ["## Against self-consistency at equal tokens\n", paired_markdown(equal), *_unmet(results, equal)]
     parts.append("## Plots\n")
     parts += [f"![{o.name}]({o.path.name})\n" if o.path else f"- {o.name}: skipped ({o.note})\n" for o in outcomes]
     if results:
@@ -86,12 +86,11 @@ def _report_text(tab: Table | None, results: Sequence[RunResult], outcomes: Sequ
     return "\n".join(parts)
 
 
-def _unmatched(results: Sequence[RunResult], equal: Sequence[Paired]) -> list[str]:
-    """The line naming the rows on a benchmark that no self-consistency at their budget met (none, when every
-    row was), so that the equal-token table is not read as complete."""
-    met = {(p.label, p.column) for p in equal}
-    missing = sorted({f"{r.label} on {r.benchmark}/{r.split}" for r in results if r.method != "self-consistency"
-                      and (r.label, f"{r.benchmark}/{r.split}") not in met})
+def _unmet(results: Sequence[RunResult], equal: Sequence[Paired]) -> list[str]:
+    """report.md's line naming the rows no self-consistency at their budget met (none when every row was)."""
+    from deliberation.report.equal_tokens import unmatched
+
+    missing = unmatched(results, equal)
     return [f"Not met by self-consistency at their budget (cheaper there than its fewest samples present, run at "
-            f"other settings, or with fewer than two sample counts run there): {', '.join(missing)}.\n"] if missing \
-        else []
+            f"other settings or on other questions, or with fewer than two sample counts run there): "
+            f"{', '.join(missing)}.\n"] if missing else []

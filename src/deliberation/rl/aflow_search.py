@@ -13,7 +13,9 @@ validation questions (the training questions given; each run its own seed). Each
 4. backpropagation: its modification, score and whether it beat its parent join the parent's experience.
 It stops after ``search_rounds`` rounds, or when the mean of the top three round scores has not changed for
 ``patience`` rounds (AFlow's convergence check), and writes the best round's workflow to ``OUT/workflow.json``
-with every round, the settings, the validation question ids and the tokens of executor and optimiser.
+with every round, the settings, the validation question ids and the tokens of executor and optimiser. Asked
+again over its finished workflow.json, it does nothing with the same settings (``SEARCH_RESUME``) and refuses
+other ones (``outputs.resume.finished_already``): a workflow runs used is never overwritten.
 
 Departures: workflows are JSON over the operators (``protocols/workflow.py``), not Python code (no
 model-written code runs outside the sandbox); defaults are the paper's (20 rounds, 5 validation runs, top 3,
@@ -43,8 +45,10 @@ from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import require_at_least, require_number
 from deliberation.files import setting_up, write_json_atomic
-from deliberation.rl.graph_optimize import job_cache
-from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, parse, workflow_episode
+from deliberation.outputs.resume import ResumeRule, finished_already
+from deliberation.rl.graph_optimize import Optimised, job_cache
+from deliberation.runs.directory import BACKEND_OPTIONS
+from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, load_searched, parse, workflow_episode
 from deliberation.types import Episode, Example, GenerationRequest, Message, Purpose, RequestKind
 
 WORKFLOW_FILE = "workflow.json"
@@ -116,12 +120,18 @@ def select(rounds: Sequence[Round], spec: AFlowSearch, rng: np.random.Generator)
     return found[int(rng.choice(len(found), p=probs / probs.sum()))]
 
 
-def search(spec: AFlowSearch, out: str, progress: bool = True) -> Path:
-    """Search (see the module docstring) behind a bar of its rounds; returns the path of workflow.json."""
+def search(spec: AFlowSearch, out: str, progress: bool = True) -> Optimised:
+    """Search (see the module docstring) behind a bar of its rounds, into ``out``/workflow.json."""
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     require_isolation()  # a drafted workflow may hold a Programmer: refused now, not at its first program
     folder = Path(out)
+    asked = json.loads(json.dumps({
+        "version": VERSION, "settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
+        "engine": asdict(spec.engine),
+        "questions": {"benchmark": spec.benchmark, "split": spec.split, "ids": [e.id for e in examples]}}))
+    if finished_already(folder / WORKFLOW_FILE, "a workflow", _recorded, asked, SEARCH_RESUME, "search"):
+        return Optimised(folder / WORKFLOW_FILE, True)
     cache = job_cache(spec.cache, folder)
     tokens = {"executor": [0, 0], "optimizer": [0, 0]}
     with setting_up(folder):
@@ -129,14 +139,31 @@ def search(spec: AFlowSearch, out: str, progress: bool = True) -> Path:
     with closing(executor), closing(optimizer):
         rounds = _search(spec, examples, bench, executor, optimizer, tokens, progress)
     best = max(rounds, key=lambda r: (r.mean, -r.number))
-    record = {"settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
-              "engine": asdict(spec.engine), "best_round": best.number, "tokens": tokens,
-              "questions": {"benchmark": spec.benchmark, "split": spec.split, "ids": [e.id for e in examples]},
+    record = {**asked, "best_round": best.number, "tokens": tokens,
               "rounds": [{"round": r.number, "parent": r.parent, "modification": r.modification, "mean": r.mean,
                           "scores": r.scores, "workflow": r.workflow.to_json()} for r in rounds]}
     write_json_atomic(folder / WORKFLOW_FILE, {"format": WORKFLOW_FORMAT, "workflow": best.workflow.to_json(),
                                                 "record": record})
-    return folder / WORKFLOW_FILE
+    return Optimised(folder / WORKFLOW_FILE, False)
+
+
+VERSION = 1
+"""The search's version in workflow.json: raised by a change to what it finds from the same settings (the
+selection, the optimiser's prompt, the operators), so that a workflow searched before is refused, not reused."""
+SEARCH_RESUME = ResumeRule(
+    compared=("version", "settings", "engine", "questions"), added_later={"version": 1},
+    nested={"settings": ResumeRule(may_change=frozenset({"command", "cache", "data_dir", "concurrency"}),
+                                   nested={"backend_options": BACKEND_OPTIONS, "optimizer_options": BACKEND_OPTIONS}),
+            "engine": ResumeRule()})
+"""When a workflow.json answers a search asked again: the same version, settings, engine and validation
+questions (where the data and the response cache are, the command line, the questions in flight and the
+backends' threads may differ: they change how fast or where, not what is found)."""
+
+
+def _recorded(path: Path) -> dict[str, Any]:
+    """The record of the workflow file at ``path`` (refused in one line when it is none)."""
+    load_searched(str(path))
+    return json.loads(path.read_text())["record"]
 
 
 def _backends(spec: AFlowSearch, cache: str | None) -> tuple[Any, Any]:

@@ -11,7 +11,7 @@ tokens spent (``protocols/designs.py`` reads it). A test split is refused unless
 response cache (default ``OUT/responses.sqlite``) makes a rerun after an interruption replay every call
 already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps. A rerun
 over a finished graph.json does nothing when its settings are the same (``GRAPH_RESUME``) and is refused
-otherwise, so that a graph a run used is never overwritten by another.
+otherwise, so that a graph a run used is never overwritten by another (``outputs.resume.finished_already``).
 The same seeding means a question met again under the same sampled graph gets the same answers (a request is
 seeded by the question, agent and round, and cached), where the reference samples afresh; with more draws
 than training questions (e.g. GPTSwarm's 800 on 100 questions) a revisit under the same graph repeats its
@@ -42,7 +42,7 @@ from deliberation.engine.loop import make_context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import setting_up
-from deliberation.outputs.resume import ResumeRule, check_resume
+from deliberation.outputs.resume import ResumeRule, finished_already
 from deliberation.protocols.designs import DESIGNS, Graph, initial, load_graph, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
@@ -95,8 +95,17 @@ DELTA = 0.1
 """AgentPrune's delta, the distance to the topology its penalty tolerates (its code's default)."""
 
 
-def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Path:
-    """Optimise (see the module docstring) behind a bar of its steps; returns the path of graph.json."""
+@dataclass(frozen=True)
+class Optimised:
+    """Where an optimisation's output is (a graph; ``delib aflow-search``'s workflow), and whether it was there
+    before (asked again: nothing was done)."""
+
+    path: Path
+    reused: bool
+
+
+def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Optimised:
+    """Optimise (see the module docstring) behind a bar of its steps, into ``out``/graph.json."""
     bench = benchmarks.get(spec.benchmark)
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     graph = initial(spec.method, spec.engine.agents, spec.engine.rounds + 1)
@@ -105,48 +114,43 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Path:
     store = None if spec.trees is None else TreeStore.open(spec.trees)  # a wrong path fails before the model loads
     folder = Path(out)
     asked = _record(spec, examples)
-    if optimised_already(folder / GRAPH_FILE, spec.method, asked):
-        return folder / GRAPH_FILE
+    if finished_already(folder / GRAPH_FILE, "a graph", lambda path: load_graph(str(path), spec.method).record,
+                        asked, GRAPH_RESUME, "optimise"):
+        return Optimised(folder / GRAPH_FILE, True)
     with setting_up(folder):
         inner = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
         made = inner if store is None else reading_through(store, inner)
     with closing(made) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench, progress)
     save_graph(folder / GRAPH_FILE, replace(trained, record={**asked, "tokens": spent}))
-    return folder / GRAPH_FILE
+    return Optimised(folder / GRAPH_FILE, False)
 
 
 def _record(spec: GraphOptimization, examples: list) -> dict[str, Any]:
-    """What graph.json records of the optimisation (but its tokens), as JSON reads it back: the settings, the
-    engine, the steps and the training questions the steps draw."""
+    """What graph.json records of the optimisation (but its tokens), as JSON reads it back: the optimiser's
+    version, the settings, the engine, the steps and the training questions the steps draw."""
     ids = sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})
     return json.loads(json.dumps({
-        "settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
+        "version": VERSION, "settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
         "engine": asdict(spec.engine), "steps": spec.steps,
         "questions": {"benchmark": spec.benchmark, "split": spec.split, "ids": ids}}))
 
 
+VERSION = 1
+"""The optimiser's version in graph.json: raised by a change to what it learns from the same settings (the
+loss, the sampling, the pruning, a design's prompts), so that a graph learned before is refused, not reused."""
 GRAPH_RESUME = ResumeRule(
-    compared=("settings", "engine", "steps", "questions"),
-    nested={"settings": ResumeRule(may_change=frozenset({"command", "cache", "data_dir", "concurrency",
+    compared=("version", "settings", "engine", "steps", "questions"), added_later={"version": 1},
+    nested={"settings": ResumeRule(may_change=frozenset({"command", "cache", "data_dir", "concurrency", "trees",
                                                          "iterations"}),
                                    nested={"backend_options": BACKEND_OPTIONS}),
             "engine": ResumeRule()})
-"""When a graph.json answers an optimisation asked again: the same settings (but where the data and the
-response cache are, the command line and the questions in flight, which change how fast or where, not what is
-learned; ``iterations`` through ``steps``, so 0 and the reference's budget are one), engine, steps and
-training questions."""
-
-
-def optimised_already(path: Path, method: str, asked: dict[str, Any]) -> bool:
-    """Whether ``path`` holds the graph this optimisation would write (its record's settings as ``asked``), so
-    a rerun after the end, as after an interruption, does nothing; a graph optimised otherwise is refused, not
-    overwritten (it may be what a finished run used)."""
-    if not path.is_file():
-        return False
-    check_resume(path, "a graph", load_graph(str(path), method).record, asked, GRAPH_RESUME,
-                 "pass another --out, or delete it to optimise again")
-    return True
+"""When a graph.json answers an optimisation asked again: the same optimiser version, settings, engine,
+steps and training questions. Settings that change how fast or where, not what is learned, may differ: where
+the data, the response cache and a tree store serving recorded answers are (a cache in another form), the
+command line, the questions in flight and the backend's threads; ``iterations`` is compared through
+``steps``, so 0 and the reference's budget are one. A graph written before the version was recorded is
+version 1."""
 
 
 def job_cache(cache: str | None, folder: Path) -> str | None:
