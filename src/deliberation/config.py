@@ -9,8 +9,9 @@ Training configuration lives beside the trainer (``deliberation.rl.config.TrainC
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Sequence
 
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.types import formerly
@@ -124,6 +125,9 @@ class LearningWorkload(Workload):
     """Learning on a test split learns the questions it is then measured on: opt-in only."""
     learns: ClassVar[tuple[str, str]] = ("learn on the questions it is measured on", "learn")
     """(what a test split would make it do, the verb of the fix): each kind's words for the refusal."""
+    unlearned: ClassVar[frozenset[str]] = frozenset({"command", "cache", "data_dir", "concurrency"})
+    """Its settings that change how fast or where it goes, not what it learns (the command line, where the
+    response cache and the data are, the questions in flight): the output asked again may differ in them."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -131,3 +135,11 @@ class LearningWorkload(Workload):
             harm, verb = self.learns
             raise DelibError(f"--split test would {harm}; {verb} on a train split (or pass --allow-test to do it "
                              "knowingly)")
+
+    def record(self, version: int, ids: Sequence[str]) -> dict[str, Any]:
+        """What its output (a graph, a workflow) records of how it was learned, as JSON reads it back: the
+        learner's ``version``, the settings, the engine and the question ``ids`` it learned from."""
+        settings = {k: v for k, v in asdict(self).items() if k not in ("engine", "selection")}
+        return json.loads(json.dumps({"version": version, "settings": settings, "engine": asdict(self.engine),
+                                      "questions": {"benchmark": self.benchmark, "split": self.split,
+                                                    "ids": list(ids)}}))

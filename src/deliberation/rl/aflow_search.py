@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import closing
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
@@ -126,10 +126,7 @@ def search(spec: AFlowSearch, out: str, progress: bool = True) -> Optimised:
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     require_isolation()  # a drafted workflow may hold a Programmer: refused now, not at its first program
     folder = Path(out)
-    asked = json.loads(json.dumps({
-        "version": VERSION, "settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
-        "engine": asdict(spec.engine),
-        "questions": {"benchmark": spec.benchmark, "split": spec.split, "ids": [e.id for e in examples]}}))
+    asked = spec.record(VERSION, [e.id for e in examples])
     if finished_already(folder / WORKFLOW_FILE, "a workflow", _recorded, asked, SEARCH_RESUME, "search"):
         return Optimised(folder / WORKFLOW_FILE, True)
     cache = job_cache(spec.cache, folder)
@@ -152,12 +149,12 @@ VERSION = 1
 selection, the optimiser's prompt, the operators), so that a workflow searched before is refused, not reused."""
 SEARCH_RESUME = ResumeRule(
     compared=("version", "settings", "engine", "questions"), added_later={"version": 1},
-    nested={"settings": ResumeRule(may_change=frozenset({"command", "cache", "data_dir", "concurrency"}),
+    nested={"settings": ResumeRule(may_change=AFlowSearch.unlearned,
                                    nested={"backend_options": BACKEND_OPTIONS, "optimizer_options": BACKEND_OPTIONS}),
             "engine": ResumeRule()})
 """When a workflow.json answers a search asked again: the same version, settings, engine and validation
-questions (where the data and the response cache are, the command line, the questions in flight and the
-backends' threads may differ: they change how fast or where, not what is found)."""
+questions (the workload's ``unlearned`` and the backends' threads may differ: they change how fast or where,
+not what is found)."""
 
 
 def _recorded(path: Path) -> dict[str, Any]:

@@ -23,9 +23,8 @@ Defaults are each reference's budget: GPTSwarm 200 iterations of 4 questions (``
 
 from __future__ import annotations
 
-import json
 from contextlib import closing
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -113,7 +112,8 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Optimi
         require_isolation()
     store = None if spec.trees is None else TreeStore.open(spec.trees)  # a wrong path fails before the model loads
     folder = Path(out)
-    asked = _record(spec, examples)
+    asked = {**spec.record(VERSION, sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})),
+             "steps": spec.steps}
     if finished_already(folder / GRAPH_FILE, "a graph", lambda path: load_graph(str(path), spec.method).record,
                         asked, GRAPH_RESUME, "optimise"):
         return Optimised(folder / GRAPH_FILE, True)
@@ -126,31 +126,19 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Optimi
     return Optimised(folder / GRAPH_FILE, False)
 
 
-def _record(spec: GraphOptimization, examples: list) -> dict[str, Any]:
-    """What graph.json records of the optimisation (but its tokens), as JSON reads it back: the optimiser's
-    version, the settings, the engine, the steps and the training questions the steps draw."""
-    ids = sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})
-    return json.loads(json.dumps({
-        "version": VERSION, "settings": {k: v for k, v in asdict(spec).items() if k not in ("engine", "selection")},
-        "engine": asdict(spec.engine), "steps": spec.steps,
-        "questions": {"benchmark": spec.benchmark, "split": spec.split, "ids": ids}}))
-
-
 VERSION = 1
 """The optimiser's version in graph.json: raised by a change to what it learns from the same settings (the
 loss, the sampling, the pruning, a design's prompts), so that a graph learned before is refused, not reused."""
 GRAPH_RESUME = ResumeRule(
     compared=("version", "settings", "engine", "steps", "questions"), added_later={"version": 1},
-    nested={"settings": ResumeRule(may_change=frozenset({"command", "cache", "data_dir", "concurrency", "trees",
-                                                         "iterations"}),
+    nested={"settings": ResumeRule(may_change=GraphOptimization.unlearned | {"trees", "iterations"},
                                    nested={"backend_options": BACKEND_OPTIONS}),
             "engine": ResumeRule()})
 """When a graph.json answers an optimisation asked again: the same optimiser version, settings, engine,
-steps and training questions. Settings that change how fast or where, not what is learned, may differ: where
-the data, the response cache and a tree store serving recorded answers are (a cache in another form), the
-command line, the questions in flight and the backend's threads; ``iterations`` is compared through
-``steps``, so 0 and the reference's budget are one. A graph written before the version was recorded is
-version 1."""
+steps and training questions. Settings that change how fast or where, not what is learned, may differ (the
+workload's ``unlearned``, the backend's threads, and a tree store serving recorded answers: a cache in another
+form); ``iterations`` is compared through ``steps``, so 0 and the reference's budget are one. A graph written
+before the version was recorded is version 1."""
 
 
 def job_cache(cache: str | None, folder: Path) -> str | None:
