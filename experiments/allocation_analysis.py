@@ -10,8 +10,9 @@ self-consistency over ``reference_k`` samples: paired difference with its bootst
 p, paired token ratio), the six secondaries with Holm-adjusted p-values, the descriptive curve (every arm's
 accuracy and tokens a question), the tokens the allocator needs to match self-consistency over ``limit``
 samples, the goal check and the reading the registration gave each outcome, and (descriptive) every operating
-point against self-consistency, adaptive-consistency and ESC at equal tokens; and OUT/curve.png (accuracy
-against tokens, and those paired differences). It refuses runs that are not exactly the registered arms, each
+point against self-consistency, adaptive-consistency and ESC at equal tokens and against self-consistency at
+the next k up, every arm's accuracy and tokens per benchmark; and OUT/curve.png (accuracy against tokens, and
+those paired differences). It refuses runs that are not exactly the registered arms, each
 finished, each on the registered questions of both test stores (experiments/allocation_compare.py's).
 """
 
@@ -46,7 +47,7 @@ BASELINES = {"adaptive-consistency": ("adaptive", "adaptive_thresholds", "thresh
              "ESC": ("esc", "esc_windows", "window")}
 """The sampling baselines each operating point meets at equal tokens (descriptive): the arms' folder prefix, the
 registration's grid of its knob, the knob's name."""
-SERIES = {"self-consistency, k = 1..limit": ("self-consistency-", "o-"), "adaptive-consistency": ("adaptive-", "s--"),
+SERIES = {"self-consistency, k = 1..{limit}": ("self-consistency-", "o-"), "adaptive-consistency": ("adaptive-", "s--"),
           "ESC": ("esc-", "^--"), "allocator, stop_at grid": ("allocate-0", "D-")}
 """The figure's curves: arms whose folder name starts with the prefix (the allocator's grid points are
 ``allocate-<stop_at>``, every stop_at below 1)."""
@@ -81,16 +82,17 @@ def point(outcome: Arm) -> dict[str, float]:
 
 
 def at_equal_tokens(label: str, row: Arm, curve: dict[Any, Arm], reference: str = "self-consistency",
-                    knob: str = "k", required: bool = True) -> Paired | None:
-    """``row`` against ``curve`` (knob -> arm) at the largest knob whose tokens do not exceed its own, per
-    benchmark, pooled; None when even the smallest knob costs more (no arm of the curve at that budget), or,
-    ``required``, a refusal: the registration gives that case no reading, and it cannot arise against
-    self-consistency, since the allocator's first draws are the team's, self-consistency over 3's."""
+                    knob: str = "k", required: bool = True, above: bool = False) -> Paired | None:
+    """``row`` against ``curve`` (knob -> arm) at the largest knob whose tokens do not exceed its own (``above``:
+    the smallest whose tokens are at least its own), per benchmark, pooled; None when no knob is on that side
+    (no arm of the curve at that budget), or, ``required``, a refusal: the registration gives that case no
+    reading, and it cannot arise against self-consistency below, since the allocator's first draws are the
+    team's, self-consistency over 3's."""
     mine, theirs, knobs = {}, {}, []
     for name in STORES.values():
         own = column(row, name)
         x = budget_k(sum(t for _, t in own.values()) / len(own), {x: column(a, name) for x, a in curve.items()},
-                     set(own))
+                     set(own), above)
         if x is None and required:
             raise DelibError(f"{label} spends less on {name} than {reference} at its every {knob}: no equal-token "
                              "comparison was registered for that")
@@ -99,8 +101,8 @@ def at_equal_tokens(label: str, row: Arm, curve: dict[Any, Arm], reference: str 
         mine.update(own)
         theirs.update(column(curve[x], name))
         knobs.append(x)
-    return compare(label, f"{reference} at equal tokens ({knob} = {', '.join(map(str, knobs))})", POOLED, mine,
-                   theirs)
+    side = "the next " + knob + " up" if above else "equal tokens"
+    return compare(label, f"{reference} at {side} ({knob} = {', '.join(map(str, knobs))})", POOLED, mine, theirs)
 
 
 def secondaries(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -199,8 +201,24 @@ def analyse(runs: Path, reg: dict[str, Any], questions: tuple[int, ...] = QUESTI
     return {"primary": asdict(primary), "reading": reading(primary, family[0]), "secondaries": family,
             "match_limit": match, "goal_met": goal_met(family[0], match),
             "points": {name: point(o) for name, o in arms.items()}, "equal_tokens_grid": grid,
+            "points_by_benchmark": {name: {b: point(column(o, b)) for b in STORES.values()}
+                                    for name, o in arms.items()},
+            "next_k_up": next_k_up(arms, sc, reg), "limit": reg["limit"],
             **{f"equal_tokens_{prefix}": against(arms, reg, baseline)
                for baseline, (prefix, _, _) in BASELINES.items()}}
+
+
+def next_k_up(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -> dict[str, Any]:
+    """Descriptive (amendment 4): each operating point against self-consistency at the smallest k whose tokens
+    are at least its own, per benchmark, pooled (absent where every k spends less): the other side of the
+    registered equal-token rows, whose k never spends more than the point, and at an even k give a tie to the
+    first sample."""
+    found = {}
+    for name in ["allocate", *(f"allocate-{x}" for x in reg["stop_at_grid"])]:
+        paired = at_equal_tokens(name, arms[name], sc, required=False, above=True)
+        if paired is not None:
+            found[name] = asdict(paired)
+    return found
 
 
 def against(arms: dict[str, Arm], reg: dict[str, Any], baseline: str) -> dict[str, Any]:
@@ -222,18 +240,21 @@ def pct(x: float) -> str:
 
 
 def row(d: dict[str, Any]) -> str:
-    """A paired comparison as a table row; Holm's p only for the family's rows ("-" elsewhere)."""
+    """A paired comparison as a table row, each side's accuracy from its counts; Holm's p only for the
+    family's rows ("-" elsewhere)."""
     lo, hi = d["accuracy_diff_ci95"]
     r_lo, r_hi = d["token_ratio_ci95"]
     holm = f"{d['holm_p']:.3g}" if "holm_p" in d else "-"
-    return (f"| {d['label']} | {d['reference']} | {d['column']} | {d['n']} | {pct(d['accuracy_diff'])} "
-            f"[{pct(lo)}, {pct(hi)}] | {d['mcnemar_p']:.3g} | {holm} | "
+    mine, theirs = (100 * (d["both_right"] + d[side]) / d["n"] for side in ("only_row", "only_reference"))
+    return (f"| {d['label']} | {d['reference']} | {d['column']} | {d['n']} | {mine:.1f}% / {theirs:.1f}% | "
+            f"{pct(d['accuracy_diff'])} [{pct(lo)}, {pct(hi)}] | {d['mcnemar_p']:.3g} | {holm} | "
             f"{d['token_ratio']:.2f} [{r_lo:.2f}, {r_hi:.2f}] |")
 
 
 def markdown(result: dict[str, Any]) -> str:
-    head = ["| row | reference | questions | n | difference, points [95% CI] | McNemar p | Holm p | token ratio "
-            "[95% CI] |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    head = ["| row | reference | questions | n | accuracy, row / reference | difference, points [95% CI] | "
+            "McNemar p | Holm p | token ratio [95% CI] |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     lines = ["# Allocation experiment: the registered analysis", "", f"**Reading (registered):** "
              f"{result['reading']}. **Goal met:** {'yes' if result['goal_met'] else 'no'}.", "", "## Primary", "",
              *head, row(result["primary"]), "", "## Secondaries (Holm over the six)", "", *head,
@@ -245,10 +266,13 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "## The allocator's operating points at equal tokens (descriptive)", "", *head,
               *(row(d) for key in ("grid", *(p for p, _, _ in BASELINES.values()))
                 for d in result[f"equal_tokens_{key}"].values())]
-    lines += ["", "## Every arm (pooled)", "", "| arm | n | accuracy | tokens a question |",
-              "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {n} | {p['n']} | {100 * p['accuracy']:.1f}% | {p['tokens']:,.0f} |"
-              for n, p in result["points"].items()]
+    lines += ["", "## The allocator's operating points at the next k up (descriptive, amendment 4)", "", *head,
+              *(row(d) for d in result["next_k_up"].values())]
+    lines += ["", "## Every arm (pooled, and per benchmark)", "", "| arm | questions | n | accuracy | tokens a "
+              "question |", "| --- | --- | ---: | ---: | ---: |"]
+    lines += [f"| {n} | {b} | {p['n']} | {100 * p['accuracy']:.1f}% | {p['tokens']:,.0f} |"
+              for n, by in result["points_by_benchmark"].items()
+              for b, p in [(POOLED, result["points"][n]), *by.items()]]
     return "\n".join(lines) + "\n"
 
 
@@ -264,7 +288,7 @@ def figure(result: dict[str, Any], path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     for label, (prefix, style) in SERIES.items():
         pts = sorted((p["tokens"], p["accuracy"]) for n, p in result["points"].items() if n.startswith(prefix))
-        left.plot([t for t, _ in pts], [100 * a for _, a in pts], style, label=label)
+        left.plot([t for t, _ in pts], [100 * a for _, a in pts], style, label=label.format(limit=result["limit"]))
     for name, marker in (("allocate", "*"), ("allocate-deliberate", "P"), ("best-rule", "X")):
         p = result["points"][name]
         left.plot(p["tokens"], 100 * p["accuracy"], marker, markersize=12, label=name)
@@ -279,6 +303,11 @@ def figure(result: dict[str, Any], path: Path) -> None:
         err = [[y - 100 * g["accuracy_diff_ci95"][0] for y, g in zip(ys, grid.values())],
                [100 * g["accuracy_diff_ci95"][1] - y for y, g in zip(ys, grid.values())]]
         right.errorbar(xs, ys, yerr=err, fmt=style, capsize=3, label=f"minus {label}")
+    primary = result["secondaries"][0]  # the goal's row: the primary point against self-consistency at its budget
+    y = 100 * primary["accuracy_diff"]
+    right.errorbar([result["points"]["allocate"]["tokens"]], [y], fmt="*", markersize=12, capsize=3,
+                   yerr=[[y - 100 * primary["accuracy_diff_ci95"][0]], [100 * primary["accuracy_diff_ci95"][1] - y]],
+                   label="primary minus self-consistency")
     right.axhline(0, color="grey", linewidth=0.8)
     right.legend(fontsize=8)
     right.set(xlabel="tokens a question", ylabel="difference, points", title="allocator at equal tokens")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,11 @@ def add_questions_arg(parser: Parser) -> None:
                         f"{QUESTIONS[1]})")
 
 
-def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, ...] = QUESTIONS) -> list[Path]:
+def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, ...] = QUESTIONS,
+            command: str = "") -> list[Path]:
     """Replay every arm on each store's first ``questions`` (refused unless the store has built them all at the
-    registered samples); returns the descriptive report's files."""
+    registered samples), each run recording the store relative to the working folder (no machine's absolute
+    path) and ``command``; returns the descriptive report's files."""
     import torch
 
     torch.set_num_threads(1)  # as the preparation ran: a STOP probability at stop_at's edge is computed alike
@@ -103,7 +106,8 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
                              "finish the stores' extension (data/trees/extend-12.sh), then rerun")
     for store, n in zip(STORES, questions):
         for name, settings in every.items():
-            evaluate(Replay(trees=str(stores / store), offline=True, questions=n, **settings),
+            evaluate(Replay(trees=os.path.relpath(stores / store), offline=True, questions=n, command=command,
+                            **settings),
                      str(out / "runs" / store / name), progress=False)
         parity(stores / store, n, out / "runs" / store, every)
     (out / "runs" / PARITY).write_text(json.dumps(dict(zip(STORES, questions))) + "\n")
@@ -146,7 +150,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", default=str(REPO / "docs/results/allocation"))
     add_questions_arg(parser)
     args = parser.parse_args(argv)
-    for path in compare(Path(args.stores), Path(args.registration), Path(args.out), tuple(args.questions)):
+    command = shlex.join(["python", "experiments/allocation_compare.py", *argv])
+    for path in compare(Path(args.stores), Path(args.registration), Path(args.out), tuple(args.questions), command):
         print(path)
 
 

@@ -76,6 +76,17 @@ def test_prepare_then_compare(tmp_path):
     assert all(d["reference"].startswith("ESC at equal tokens (window = ") and d["n"] == 6
                for d in analysis["equal_tokens_esc"].values())
     assert analysis["match_limit"] is None or analysis["match_limit"]["arm"] != "allocate"  # the grid's points
+    above = analysis["next_k_up"]  # the other side of equal tokens: k spends at least the point's tokens
+    assert above and all(d["reference"].startswith("self-consistency at the next k up (k = ") and d["n"] == 6
+                         and d["token_ratio"] <= 1 + 1e-9 for d in above.values())
+    for name, by in analysis["points_by_benchmark"].items():  # 3 questions each: the pooled mean is their mean
+        assert [p["n"] for p in by.values()] == [3, 3]
+        assert abs(sum(p["accuracy"] for p in by.values()) / 2 - analysis["points"][name]["accuracy"]) < 1e-9
+    assert "| allocate | self-consistency-6 | pooled | 6 | " in (tmp_path / "cmp" / "analysis.md").read_text()
+    assert (tmp_path / "cmp" / "curve.png").stat().st_size > 0
+    config = json.loads((tmp_path / "cmp" / "runs" / "math-test" / "allocate" / "config.json").read_text())
+    assert not Path(config["trees"]).is_absolute() and (REPO / config["trees"]).resolve() == tmp_path / "math-test"
+    assert config["command"].startswith("python experiments/allocation_compare.py --stores ")
     refused_runs(tmp_path / "cmp" / "runs", analyse, tmp_path / "refused")
     replayed = tmp_path / "cmp" / "runs" / "gsm8k-test" / "allocate" / "episodes.jsonl"
     first, *rest = replayed.read_text().splitlines(keepends=True)

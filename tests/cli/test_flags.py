@@ -7,6 +7,8 @@ import json
 import dataclasses
 from dataclasses import dataclass
 
+import pytest
+
 from deliberation.cli import flags
 from deliberation.cli.common import engine_config
 from deliberation.cli.main import build_parser, main
@@ -53,6 +55,15 @@ def test_suppressed_flags_leave_absent_fields_to_the_dataclass():
     p = argparse.ArgumentParser()
     flags.add_flags(p, Toy, skip=("names",), suppress=True)
     assert flags.values(p.parse_args(["--rate", "0.1"]), Toy) == {"rate": 0.1}
+
+
+def test_delib_run_help_teaches_the_allocator_its_budget_and_what_it_needs(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "mpdf-allocate a learned allocator draws samples until it says STOP, at most --agents (above the team " \
+        "of 3), reading their answers' log-probabilities" in text
+    assert "delib run --method mpdf-allocate --agents 12 --stop-at 0.99" in text and "--stop-at" in text
 
 
 def test_delib_run_defaults_are_engine_config_defaults():

@@ -27,6 +27,7 @@ EPILOG_RUN = """examples:
   delib run --method mpdf --benchmark data/mine.jsonl --answer-type numeric --out runs/mine
   delib run --method mpdf --subset 50 --subset-seed 1 --out runs/subset   # 50 random test questions
   delib run --method mpdf --team qwen2.5-coder-1.5b,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out runs/mixed
+  delib run --method mpdf-allocate --agents 12 --stop-at 0.99 --out runs/allocate   # at most 12 samples
 A rerun into the same --out skips finished examples."""
 
 

@@ -76,8 +76,9 @@ def _esc_spec(cfg: MethodConfig) -> MethodSpec:
 
 ALLOCATE = Method(spec=allocator_spec, engine=samples_only, options=frozenset({"policy", "stop_at"}), record=_record,
                   episode=run_allocation, check=_check, calls=lambda cfg: allocation_calls(allocator_spec(cfg)),
-                  about="a learned allocator draws samples until it says STOP, at most --agents "
-                  "(SoftRankPO; this project)")
+                  about="a learned allocator draws samples until it says STOP, at most --agents (above the team "
+                  "of 3), reading their answers' log-probabilities (a backend that records them) (SoftRankPO; "
+                  "this project)")
 ESC = Method(spec=_esc_spec, engine=samples_only, options=frozenset({"esc_window"}), episode=run_allocation,
              calls=lambda cfg: allocation_calls(_esc_spec(cfg)), earliest_stop=lambda options: options.esc_window,
              about="samples windows of --esc-window until one agrees, at most --agents (more than a window to "
