@@ -24,10 +24,10 @@
 # docs/results/paired/best_rule.json), and `delib report` pairs every method with the best rule and
 # with self-consistency at its own token budget (report.md, paired.json, the figures);
 # experiments/baselines_tables.py adds the optimisation tokens (optimisation.md) and every baseline over all 150
-# questions, AFlow's two workflows as one method (pooled.md, and baselines.png: with self-consistency's curve). The build of the stores must
-# not run beside this (one writer per store, and two llama.cpp jobs slow each other down). Every step is
-# resumable: rerunning continues where it stopped (a graph optimised before with other settings is refused, not
-# overwritten or used).
+# questions, AFlow's two workflows as one method (pooled.md; baselines.png, with self-consistency's curve). The
+# build of the stores must not run beside this (one writer per store, and two llama.cpp jobs slow each other
+# down). Every step is resumable: rerunning continues where it stopped (a graph optimised before with other
+# settings is refused, not overwritten or used).
 #
 # Environment (defaults: the committed experiment): STORES (folder of gsm8k-test, math-test),
 # OUT (docs/results/baselines), QUESTIONS ("100 50": GSM8K, MATH), TRAIN_LIMIT ("100 50"), ENGINE_ARGS (the backend,
