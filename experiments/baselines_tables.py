@@ -87,17 +87,19 @@ def table(out: Path) -> str:
             "questions its method answered.\n\n" + HEADER + "".join(rows))
 
 
-def arms(results: list[RunResult], rule: str) -> tuple[dict[str, dict], dict[str, float]]:
-    """(row -> question -> (correct, tokens), row -> LLM calls a question) of the baselines and the best rule."""
+def arms(results: list[RunResult], rule: str) -> tuple[dict[str, dict], dict[str, tuple[float, float]]]:
+    """(row -> question -> (correct, tokens), row -> (LLM calls, generated tokens) a question) of the baselines
+    and the best rule."""
     found: dict[str, dict] = defaultdict(dict)
-    calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    spent: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for r in results:
         name = BASELINES.get(r.method, rule if r.method == rule else None)
         if name is not None:
             found[name].update(outcomes([r])[r.label])
-            calls[name][0] += r.summary.llm_calls
-            calls[name][1] += r.summary.n
-    return dict(found), {name: c / n for name, (c, n) in calls.items()}
+            spent[name][0] += r.summary.llm_calls
+            spent[name][1] += r.summary.completion_tokens
+            spent[name][2] += r.summary.n
+    return dict(found), {name: (c / n, g / n) for name, (c, g, n) in spent.items()}
 
 
 def means(answers: dict[str, tuple[bool, int]]) -> tuple[float, float]:
@@ -129,10 +131,11 @@ def pooled_at(name: str, answers: dict, sampling: dict[str, dict], above: bool) 
     return next((p for p in rows if p.column == POOLED), None), lacking
 
 
-def pooled_rows(found: dict[str, dict], calls: dict[str, float], sampling: dict[str, dict],
+def pooled_rows(found: dict[str, dict], calls: dict[str, tuple[float, float]], sampling: dict[str, dict],
                 rule: str) -> tuple[list[str], int]:
-    """A row per baseline (n, accuracy, tokens and calls a question, and its paired differences to the rule and
-    to self-consistency on both sides of its tokens), and how many paired comparisons they make."""
+    """A row per baseline (n, accuracy, tokens, generated tokens and calls a question, and its paired
+    differences to the rule and to self-consistency on both sides of its tokens), and how many paired
+    comparisons they make."""
     questions = set(found[rule])
     rows, comparisons = [], 0
     for name in sorted(n for n in found if n != rule):
@@ -146,7 +149,8 @@ def pooled_rows(found: dict[str, dict], calls: dict[str, float], sampling: dict[
                              f"{len(questions)} questions (a benchmark where one sample costs more than it spends, "
                              "or a self-consistency run that lacks questions); replay every k on every question")
         accuracy, tokens = means(found[name])
-        rows.append(f"| {name} | {len(questions)} | {100 * accuracy:.1f}% | {tokens:,.0f} | {calls[name]:.2f} | "
+        rows.append(f"| {name} | {len(questions)} | {100 * accuracy:.1f}% | {tokens:,.0f} | {calls[name][1]:,.0f} | "
+                    f"{calls[name][0]:.2f} | "
                     f"{paired_cells(vs_rule)} | {sampling_cells(below, sampling, [])} | "
                     f"{sampling_cells(above, sampling, lacking)} |\n")
         comparisons += 2 + (above is not None)
@@ -190,15 +194,18 @@ def pooled(out: Path) -> str:
             "odd k below it (k = 2 answers as k = 1 does, but where the first sample has no answer): a method above "
             "the next k up is more accurate than sampling that spends as much, one below equal tokens less accurate "
             "than sampling that spends no more. Tokens are prompt plus completion tokens; the optimisations' tokens "
-            "are not in them (optimisation.md has them, and amortised over these questions). baselines.png draws "
+            "are not in them (optimisation.md has them, and amortised over these questions); the generated ones, the "
+            "dearer on a local machine, are beside them (a method whose prompts show other answers spends more of "
+            "its tokens reading, where self-consistency's are nearly all generated). baselines.png draws "
             "these methods and self-consistency at every k against the best rule. Descriptive: this comparison was "
             f"not pre-registered and its p-values are not adjusted for its {comparisons} comparisons.\n\n"
-            f"| method | n | accuracy | tokens a question | LLM calls a question | minus the best rule ({rule}) "
+            f"| method | n | accuracy | tokens a question | of them generated | LLM calls a question | "
+            f"minus the best rule ({rule}) "
             f"[95% CI] | McNemar p | minus self-consistency at equal tokens {sides} | minus self-consistency at "
-            f"the next k up {sides} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|\n"
+            f"the next k up {sides} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|\n"
             + "".join(rows)
-            + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens and {calls[rule]:.2f} calls a "
-              f"question (n = {len(found[rule])}).\n")
+            + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens ({calls[rule][1]:,.0f} "
+              f"generated) and {calls[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n")
 
 
 def main(argv: list[str]) -> int:

@@ -75,19 +75,20 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert set(rows) == {"php", "gptswarm", "agentprune", "aflow (transferred)"}  # AFlow: one row, both workflows
     assert all(line.split(" | ")[1] == "5" for line in rows.values())  # n: 3 GSM8K + 2 MATH questions each
     php, rule = pooled_means(out, "php"), pooled_means(out, "agreement-resample")
-    assert rows["php"].split(" | ")[2:4] == list(php)
-    assert f"The best rule alone: {rule[0]} at {rule[1]} tokens" in (out / "pooled.md").read_text()
+    assert rows["php"].split(" | ")[2:5] == list(php)
+    assert f"The best rule alone: {rule[0]} at {rule[1]} tokens ({rule[2]} generated)" in \
+        (out / "pooled.md").read_text()
     sides = [line.strip("| \n").split(" | ") for line in rows.values()]  # self-consistency on both sides
-    assert any(cells[13] != "-" for cells in sides)  # a method between two k (GPTSwarm, here)
+    assert any(cells[14] != "-" for cells in sides)  # a method between two k (GPTSwarm, here)
     for cells in sides:
-        below, above = cells[9], cells[13]
-        assert len(cells) == 15 and below.startswith("k = ") and float(cells[10]) >= 1  # a ratio of sums
+        below, above = cells[10], cells[14]
+        assert len(cells) == 16 and below.startswith("k = ") and float(cells[11]) >= 1  # a ratio of sums
         if above == "-":
-            assert cells[11].startswith("- (more than every k run on ")
+            assert cells[12].startswith("- (more than every k run on ")
             continue
-        assert float(cells[14]) <= 1 and all(int(b.split()[0]) <= int(a.split()[0])
+        assert float(cells[15]) <= 1 and all(int(b.split()[0]) <= int(a.split()[0])
                                              for b, a in zip(below[4:].split("/"), above[4:].split("/")))
-    made = 2 * len(sides) + sum(cells[13] != "-" for cells in sides)  # each: the rule, and SC on each side held
+    made = 2 * len(sides) + sum(cells[14] != "-" for cells in sides)  # each: the rule, and SC on each side held
     assert f"not adjusted for its {made} comparisons" in (out / "pooled.md").read_text()
     assert (out / "baselines.png").stat().st_size > 0
     episodes = out / "runs" / "math-test" / "php" / "episodes.jsonl"
@@ -97,11 +98,13 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert done.returncode != 0 and "php and agreement-resample answered different questions" in done.stderr
 
 
-def pooled_means(out: Path, method: str) -> tuple[str, str]:
-    """(accuracy, tokens a question) of ``method`` over both benchmarks' runs, as pooled.md prints them."""
+def pooled_means(out: Path, method: str) -> tuple[str, str, str]:
+    """(accuracy, tokens, generated tokens a question) of ``method`` over both benchmarks' runs, as pooled.md
+    prints them."""
     runs = [json.loads((out / "runs" / store / method / "summary.json").read_text())
             for store in ("gsm8k-test", "math-test")]
     n = sum(r["n"] for r in runs)
     right = sum(round(r["accuracy"] * r["n"]) for r in runs)
     tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in runs)
-    return f"{100 * right / n:.1f}%", f"{tokens / n:,.0f}"
+    generated = sum(r["completion_tokens"] for r in runs)
+    return f"{100 * right / n:.1f}%", f"{tokens / n:,.0f}", f"{generated / n:,.0f}"
