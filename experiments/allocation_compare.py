@@ -92,10 +92,13 @@ def add_questions_arg(parser: Parser) -> None:
 def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, ...] = QUESTIONS,
             command: str = "") -> list[Path]:
     """Replay every arm on each store's first ``questions`` (refused unless the store has built them all at the
-    registered samples), each run recording the store relative to the working folder (no machine's absolute
-    path) and ``command``; returns the descriptive report's files."""
+    registered samples), each run recording the store relative to the repository root, where it runs (no
+    machine's absolute path), and ``command``; returns the descriptive report's files."""
     import torch
 
+    if Path.cwd().resolve() != REPO:
+        raise DelibError(f"run experiments/allocation_compare.py from the repository root ({REPO}): its runs record "
+                         "the stores' and checkpoints' paths from there")
     torch.set_num_threads(1)  # as the preparation ran: a STOP probability at stop_at's edge is computed alike
     reg = json.loads(registration.read_text())
     every = arms(reg)

@@ -131,7 +131,7 @@ def pooled_at(name: str, answers: dict, sampling: dict[str, dict], above: bool) 
     return next((p for p in rows if p.column == POOLED), None), lacking
 
 
-def pooled_rows(found: dict[str, dict], calls: dict[str, tuple[float, float]], sampling: dict[str, dict],
+def pooled_rows(found: dict[str, dict], spent: dict[str, tuple[float, float]], sampling: dict[str, dict],
                 rule: str) -> tuple[list[str], int]:
     """A row per baseline (n, accuracy, tokens, generated tokens and calls a question, and its paired
     differences to the rule and to self-consistency on both sides of its tokens), and how many paired
@@ -149,8 +149,8 @@ def pooled_rows(found: dict[str, dict], calls: dict[str, tuple[float, float]], s
                              f"{len(questions)} questions (a benchmark where one sample costs more than it spends, "
                              "or a self-consistency run that lacks questions); replay every k on every question")
         accuracy, tokens = means(found[name])
-        rows.append(f"| {name} | {len(questions)} | {100 * accuracy:.1f}% | {tokens:,.0f} | {calls[name][1]:,.0f} | "
-                    f"{calls[name][0]:.2f} | "
+        rows.append(f"| {name} | {len(questions)} | {100 * accuracy:.1f}% | {tokens:,.0f} | {spent[name][1]:,.0f} | "
+                    f"{spent[name][0]:.2f} | "
                     f"{paired_cells(vs_rule)} | {sampling_cells(below, sampling, [])} | "
                     f"{sampling_cells(above, sampling, lacking)} |\n")
         comparisons += 2 + (above is not None)
@@ -174,12 +174,12 @@ def pooled(out: Path) -> str:
     """OUT/pooled.md and OUT/baselines.png (see the module docstring); returns pooled.md's text."""
     rule = read_best_rule(BEST_RULE).method
     results = load_results(discover([out / "runs"])[0])
-    found, calls = arms(results, rule)
+    found, spent = arms(results, rule)
     if rule not in found:
         raise SystemExit(f"error: no run of the best rule {rule} under {out / 'runs'}; run experiments/baselines.sh")
     sampling = {column: by_k for (column, _), by_k in sampling_runs(results).items()}
     accuracy, tokens = means(found[rule])
-    rows, comparisons = pooled_rows(found, calls, sampling, rule)
+    rows, comparisons = pooled_rows(found, spent, sampling, rule)
     figure(found, sampling, rule, out)
     sides = "[95% CI] | McNemar p | its k | token ratio"
     return ("# The baselines over every test question, pooled\n\nBoth benchmarks' test questions together (AFlow: "
@@ -204,8 +204,8 @@ def pooled(out: Path) -> str:
             f"[95% CI] | McNemar p | minus self-consistency at equal tokens {sides} | minus self-consistency at "
             f"the next k up {sides} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|\n"
             + "".join(rows)
-            + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens ({calls[rule][1]:,.0f} "
-              f"generated) and {calls[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n")
+            + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens ({spent[rule][1]:,.0f} "
+              f"generated) and {spent[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n")
 
 
 def main(argv: list[str]) -> int:

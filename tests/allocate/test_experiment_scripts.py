@@ -22,7 +22,8 @@ STORES = {"math-train": ("math", "train"), "gsm8k-train": ("gsm8k", "train"), "g
 
 def script(name: str, *argv: str, fails: str = "") -> None:
     """Run an experiment script; it succeeds, or (``fails``) exits non-zero with that one line on stderr."""
-    done = subprocess.run([sys.executable, str(REPO / "experiments" / name), *argv], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, str(REPO / "experiments" / name), *argv], capture_output=True, text=True,
+                          cwd=REPO)  # where the scripts record paths from
     if not fails:
         assert done.returncode == 0, done.stderr[-2000:]
     else:
@@ -82,7 +83,9 @@ def test_prepare_then_compare(tmp_path):
     for name, by in analysis["points_by_benchmark"].items():  # 3 questions each: the pooled mean is their mean
         assert [p["n"] for p in by.values()] == [3, 3]
         assert abs(sum(p["accuracy"] for p in by.values()) / 2 - analysis["points"][name]["accuracy"]) < 1e-9
-    assert "| allocate | self-consistency-6 | pooled | 6 | " in (tmp_path / "cmp" / "analysis.md").read_text()
+    both = [100 * (primary["both_right"] + primary[side]) / 6 for side in ("only_row", "only_reference")]
+    assert f"| allocate | self-consistency-6 | pooled | 6 | {both[0]:.1f}% / {both[1]:.1f}% | " in \
+        (tmp_path / "cmp" / "analysis.md").read_text()
     assert (tmp_path / "cmp" / "curve.png").stat().st_size > 0
     config = json.loads((tmp_path / "cmp" / "runs" / "math-test" / "allocate" / "config.json").read_text())
     assert not Path(config["trees"]).is_absolute() and (REPO / config["trees"]).resolve() == tmp_path / "math-test"
