@@ -80,6 +80,12 @@ class ResumeRule:
         return list(self.compared) if self.compared is not None else sorted(set(old) | set(new))
 
 
+_SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
+BACKEND_OPTIONS = ResumeRule(may_change=_SPEED_OPTIONS, nested={"members": ResumeRule(may_change=_SPEED_OPTIONS)})
+"""Backend options less the speed settings, also in each member of a mixed team (``members``): the rule of
+every output's recorded backend options (a run, a graph, a workflow)."""
+
+
 def _dicts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, Mapping) for v in value)
 

@@ -45,9 +45,8 @@ from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import require_at_least, require_number
 from deliberation.files import setting_up, write_json_atomic
-from deliberation.outputs.resume import ResumeRule, finished_already
+from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, finished_already
 from deliberation.rl.graph_optimize import Optimised, job_cache
-from deliberation.runs.directory import BACKEND_OPTIONS
 from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, load_searched, parse, workflow_episode
 from deliberation.types import Episode, Example, GenerationRequest, Message, Purpose, RequestKind
 

@@ -41,11 +41,10 @@ from deliberation.engine.loop import make_context
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import setting_up
-from deliberation.outputs.resume import ResumeRule, finished_already
+from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, finished_already
 from deliberation.protocols.designs import DESIGNS, Graph, initial, load_graph, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
-from deliberation.runs.directory import BACKEND_OPTIONS
 from deliberation.trees.store import TreeStore, reading_through
 
 BUDGETS = {"gptswarm": 200, "agentprune": 10}

@@ -20,7 +20,7 @@ from deliberation.files import append_durably, write_json_atomic
 from deliberation.methods.options import DEFAULTS
 from deliberation.actions import ACTION_ORDER, ACTIONS
 from deliberation.outputs.lock import DirectoryLock, lock_directory, refuse_if_locked
-from deliberation.outputs.resume import ResumeRule, check_resume
+from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, check_resume
 from deliberation.types import Episode, Turn, from_json, strict_json, to_json
 
 CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
@@ -161,9 +161,6 @@ resume as before)."""
 # Settings that change how fast or where a run goes, not what it computes: a run may be resumed with
 # other values (e.g. fewer llama.cpp threads on a busy machine, the cache file moved).
 _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cache", "concurrency", ENGINE_USED})
-_SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
-BACKEND_OPTIONS = ResumeRule(may_change=_SPEED_OPTIONS, nested={"members": ResumeRule(may_change=_SPEED_OPTIONS)})
-"""Backend options less the speed settings, also in each member of a mixed team (``members``)."""
 RUN_RESUME = ResumeRule(
     may_change=_RESUMABLE_KEYS | {RESUMES},
     added_later={**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())},
