@@ -100,6 +100,7 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
         raise DelibError(f"run experiments/allocation_compare.py from the repository root ({REPO}): its runs record "
                          "the stores' and checkpoints' paths from there")
     torch.set_num_threads(1)  # as the preparation ran: a STOP probability at stop_at's edge is computed alike
+    (out / "runs" / PARITY).unlink(missing_ok=True)  # an earlier pass's: written again only if this one passes
     reg = json.loads(registration.read_text())
     every = arms(reg)
     for store in STORES:

@@ -153,6 +153,20 @@ def test_a_build_killed_while_appending_resumes_and_cuts_the_torn_record(store, 
     assert TreeStore.open(copy).built == TreeStore.open(store).built
 
 
+def test_a_recording_replay_cuts_a_torn_record_and_an_offline_one_refuses_it(store, tmp_path, capsys):
+    """A replay that records into the store (not --offline) is its writer, as a build is: it cuts a record a
+    killed writer left half written and runs; an offline replay only reads, and refuses it."""
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "manifest.json").write_bytes((store / "manifest.json").read_bytes())
+    data = (store / TREES).read_bytes()
+    (copy / TREES).write_bytes(data + gzip.compress(b'{"example_id": "x", "nodes": []}\n')[:20])
+    assert "ends in an incomplete record" in bad(capsys, "evaluate", "--trees", str(copy), "--method", "cot",
+                                                 "--offline", "--out", str(tmp_path / "offline"))
+    assert delib("evaluate", "--trees", str(copy), "--method", "cot", "--out", str(tmp_path / "r"), "--quiet") == 0
+    assert (copy / TREES).read_bytes() == data and TreeStore.open(copy).built == TreeStore.open(store).built
+
+
 def test_a_corrupt_manifest_is_refused(store, tmp_path, capsys):
     copy = tmp_path / "copy"
     copy.mkdir()

@@ -78,13 +78,17 @@ def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
 
 def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bool = True) -> list[Summary]:
     """Replay every method into ``out`` (one method: ``out`` is its run directory; several: ``out/<method>``)."""
-    store = open_store(replay.trees)
-    engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
-    for name in replay.methods:
-        check_method(name, engine, store)
-    refuse_unread(replay.given(), replay.methods)
-    examples = built_examples(store, data_dir, replay.questions, replay.ids)
-    backend = tree_backend(replay, store)
+    store = open_store(replay.trees, writing=not replay.offline)  # a recording replay cuts a torn record
+    try:
+        engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
+        for name in replay.methods:
+            check_method(name, engine, store)
+        refuse_unread(replay.given(), replay.methods)
+        examples = built_examples(store, data_dir, replay.questions, replay.ids)
+        backend = tree_backend(replay, store)
+    except BaseException:
+        store.unlock()
+        raise
     try:
         return [execute(spec_of(replay, store, engine, name, examples, data_dir), _out(out, name, replay),
                         progress=progress, backend=backend) for name in replay.methods]

@@ -124,6 +124,20 @@ class TreeStore:
                 built.add(row.example_id)
         return cls(path, manifest, nodes, built, size)
 
+    @classmethod
+    def writing(cls, path: str | Path) -> "TreeStore":
+        """Open ``path`` as its one writer until ``unlock`` (a replay that records into it): a torn last record,
+        left by a writer killed while appending, is cut off, as a build's resume cuts it (it held only nodes of
+        questions no run had finished)."""
+        writer = lock_directory(Path(path), BUSY_FIX)
+        try:
+            store = cls.open(path, repair=True)
+        except BaseException:
+            writer.release()
+            raise
+        store._writer = writer
+        return store
+
     def lock(self) -> None:
         """Become the store's one writer until ``unlock`` (a DelibError names the process that is), taking in
         what a writer that ended meanwhile added since the store was read; nothing when already held."""
@@ -316,10 +330,15 @@ def built_prefix(store: TreeStore, data_dir: str | None) -> int:
     return next((i for i, e in enumerate(examples) if e.id not in store.built), len(examples))
 
 
-def open_store(path: str) -> TreeStore:
-    """A store whose prompt version this build can still send (``store_prompts`` names the prompt set)."""
-    store = TreeStore.open(path)
-    store_prompts(store)
+def open_store(path: str, writing: bool = False) -> TreeStore:
+    """A store whose prompt version this build can still send (``store_prompts`` names the prompt set);
+    ``writing``: as its one writer (``TreeStore.writing``)."""
+    store = TreeStore.writing(path) if writing else TreeStore.open(path)
+    try:
+        store_prompts(store)
+    except BaseException:
+        store.unlock()
+        raise
     return store
 
 
