@@ -213,12 +213,7 @@ def next_k_up(arms: dict[str, Arm], sc: dict[int, Arm], reg: dict[str, Any]) -> 
     are at least its own, per benchmark, pooled (absent where every k spends less): the other side of the
     registered equal-token rows, whose k never spends more than the point, and at an even k give a tie to the
     first sample."""
-    found = {}
-    for name in ["allocate", *(f"allocate-{x}" for x in reg["stop_at_grid"])]:
-        paired = at_equal_tokens(name, arms[name], sc, required=False, above=True)
-        if paired is not None:
-            found[name] = asdict(paired)
-    return found
+    return operating_points(arms, reg, sc, above=True)
 
 
 def against(arms: dict[str, Arm], reg: dict[str, Any], baseline: str) -> dict[str, Any]:
@@ -226,10 +221,16 @@ def against(arms: dict[str, Arm], reg: dict[str, Any], baseline: str) -> dict[st
     BASELINES entry) at the largest knob of its grid whose tokens do not exceed the point's own (absent where
     none does)."""
     prefix, grid, knob = BASELINES[baseline]
-    curve = {x: arms[f"{prefix}-{x}"] for x in reg[grid]}
+    return operating_points(arms, reg, {x: arms[f"{prefix}-{x}"] for x in reg[grid]}, baseline, knob)
+
+
+def operating_points(arms: dict[str, Arm], reg: dict[str, Any], curve: dict[Any, Arm],
+                     reference: str = "self-consistency", knob: str = "k", above: bool = False) -> dict[str, Any]:
+    """The primary point and every point of the grid against ``curve`` at their own budget (``at_equal_tokens``,
+    ``above`` its side), each where the curve has a knob on that side."""
     found = {}
     for name in ["allocate", *(f"allocate-{x}" for x in reg["stop_at_grid"])]:
-        paired = at_equal_tokens(name, arms[name], curve, baseline, knob, required=False)
+        paired = at_equal_tokens(name, arms[name], curve, reference, knob, required=False, above=above)
         if paired is not None:
             found[name] = asdict(paired)
     return found

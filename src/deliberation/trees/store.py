@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from deliberation import benchmarks, methods
 from deliberation.backends.base import Backend, cache_scope_of, interrupt
@@ -87,9 +87,15 @@ class TreeStore:
         """Open ``path`` for building, as its one writer until ``unlock``: a new store, or an existing one with
         the same settings."""
         path = make_folder(writable_folder(path, "--out"))
-        writer = lock_directory(path, BUSY_FIX)  # before reading: a repair cuts the file's end
+        return cls._as_writer(path, lambda: cls._create(path, manifest))
+
+    @classmethod
+    def _as_writer(cls, path: Path, read: Callable[[], "TreeStore"]) -> "TreeStore":
+        """The store ``read`` returns, read as ``path``'s one writer until ``unlock``: the lock is taken before
+        reading, since a repair cuts the file's end."""
+        writer = lock_directory(path, BUSY_FIX)
         try:
-            store = cls._create(path, manifest)
+            store = read()
         except BaseException:
             writer.release()
             raise
@@ -129,14 +135,7 @@ class TreeStore:
         """Open ``path`` as its one writer until ``unlock`` (a replay that records into it): a torn last record,
         left by a writer killed while appending, is cut off, as a build's resume cuts it (it held only nodes of
         questions no run had finished)."""
-        writer = lock_directory(Path(path), BUSY_FIX)
-        try:
-            store = cls.open(path, repair=True)
-        except BaseException:
-            writer.release()
-            raise
-        store._writer = writer
-        return store
+        return cls._as_writer(Path(path), lambda: cls.open(path, repair=True))
 
     def lock(self) -> None:
         """Become the store's one writer until ``unlock`` (a DelibError names the process that is), taking in
