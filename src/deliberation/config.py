@@ -143,3 +143,13 @@ class LearningWorkload(Workload):
         return json.loads(json.dumps({"version": version, "settings": settings, "engine": asdict(self.engine),
                                       "questions": {"benchmark": self.benchmark, "split": self.split,
                                                     "ids": list(ids)}}))
+
+
+def learned_ids(record: Any) -> list[str]:
+    """The question ids an output's ``record`` (``LearningWorkload.record``) says it learned from, or a
+    ValueError saying it names none: a file without them could not refuse its own training questions."""
+    questions = record.get("questions") if isinstance(record, dict) else None
+    ids = questions.get("ids") if isinstance(questions, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError("its record names no questions it learned from (record.questions.ids)")
+    return ids

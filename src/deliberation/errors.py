@@ -249,6 +249,27 @@ def writable_file(path: str | os.PathLike, flag: str, example: str) -> Path:
     return target
 
 
+def existing(path: str | os.PathLike, what: str, fix: str, folder: bool = False, inside: str = "") -> Path:
+    """``path``, named by the user to be read as ``what`` (a file; with ``folder`` a folder), or a DelibError
+    naming the problem and ``fix``: an empty name (it would read the current folder), nothing there, or the
+    other kind. ``inside`` (a name or glob pattern) is what the folder holds: a folder given for a file that
+    holds one such file is told to pass it; such a file given for its folder, to pass the folder."""
+    name = os.fspath(path)
+    if not name.strip():
+        raise DelibError(f"the {what}'s path is empty; {fix}")
+    target = Path(name)
+    if not target.exists():
+        raise DelibError(f"{what} {target} not found; {fix}")
+    if folder and not target.is_dir():
+        shown = f"pass its folder, {target.parent}" if inside and target.match(inside) else fix
+        raise DelibError(f"{what} {target} is a file, not a folder; {shown}")
+    if not folder and target.is_dir():
+        held = [p for p in target.glob(inside) if p.is_file()] if inside else []
+        shown = f"pass the file in it, {held[0]}" if len(held) == 1 else fix
+        raise DelibError(f"{what} {target} is a folder, not a file; {shown}")
+    return target
+
+
 def _named(path: str | os.PathLike, flag: str, kind: str) -> Path:
     """``path`` as a Path, refused when empty or not clean UTF-8 (``clean_text``: it goes into records)."""
     if not os.fspath(path).strip():

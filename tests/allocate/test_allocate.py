@@ -140,6 +140,35 @@ def test_what_it_cannot_run_is_refused_in_one_line(trained, tmp_path, capsys):
 
 
 @TRAIN
+def test_training_never_overwrites_an_allocator_and_refuses_a_temperature_it_would_not_use(trained, tmp_path,
+                                                                                         capsys):
+    """An --out holding an allocator is refused before anything is read (runs may have used it); a
+    --vote-temperature without --vote-signal would be ignored, and one out of range is named by its flag."""
+    held = trained["two"]
+    before = {p.name: p.read_bytes() for p in held.parent.iterdir()}
+    train = ("train-allocator", "--trees", str(trained["fit"]), "--sft-epochs", "2", "--rl-epochs", "2")
+    assert f"--out {held.parent} holds an allocator already (allocator.pt)" in bad(capsys, *train, "--out",
+                                                                                   str(held.parent))
+    assert {p.name: p.read_bytes() for p in held.parent.iterdir()} == before
+    assert "pass --vote-signal too" in bad(capsys, *train, "--vote-temperature", "0.5", "--out", str(tmp_path / "a"))
+    assert "--vote-temperature must be" in bad(capsys, *train, "--vote-signal", "logprob-answer",
+                                               "--vote-temperature", "0", "--out", str(tmp_path / "b"))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@TRAIN
+def test_a_run_resumed_with_another_checkpoint_at_the_same_path_says_the_policy_changed(trained, tmp_path, capsys):
+    policy = tmp_path / "allocator.pt"
+    shutil.copy(trained["three"], policy)
+    replay = ("evaluate", "--trees", str(trained["store"]), "--method", "mpdf-allocate", "--policy", str(policy),
+              "--agents", str(LIMIT), "--offline", "--out", str(tmp_path / "run"))
+    assert delib(*replay) == 0
+    shutil.copy(trained["zero"], policy)
+    assert "other settings (policy_used (the policy: the --policy file, its content or the rule))" in bad(
+        capsys, *replay)
+
+
+@TRAIN
 def test_an_allocator_refuses_the_questions_it_was_trained_on(trained, tmp_path, capsys):
     assert "was trained on 8 of these questions" in bad(
         capsys, "evaluate", "--trees", str(trained["fit"]), "--method", "mpdf-allocate", "--policy",

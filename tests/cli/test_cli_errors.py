@@ -272,3 +272,19 @@ def test_no_delib_command_accepts_abbreviated_flags():
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     assert not parser.allow_abbrev and {name for name, p in commands.items() if p.allow_abbrev} == set()
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["evaluate", "--trees", "t", "--method", "cot", "--out", "o", "--bogus", "1"], "evaluate"),
+    (["run", "--method", "cot", "--out", "o", "stray"], "run"),
+    (["--bogus"], None),
+])
+def test_a_stray_argument_points_to_the_help_of_its_own_command(capsys, argv, command):
+    """argparse hands a subcommand's unknown argument up to ``delib``, whose help does not list that command's
+    flags: the error names the command's help instead."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    help_of = f"delib {command}" if command else "delib"
+    assert done.value.code == 2 and err.startswith("delib: error: ") and err.endswith(f"see `{help_of} --help`")
+    assert "unrecognized arguments" in err or command is None

@@ -368,6 +368,8 @@ def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(opti
     assert "no edge into the decision node" in err and "\n" not in err and not (tmp_path / "run").exists()
     monkeypatch.setattr(graph_optimize, "optimize", lambda spec, out, progress: graph_optimize.Optimised(swarm, False))
     assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "o")) == 2
-    err = capsys.readouterr().err.strip()
+    said = capsys.readouterr()
+    err = said.err.strip()
     assert "no edge into the decision node" in err and "into another --out" in err and "\n" not in err
+    assert "->" not in said.out  # no line that reads as success before the refusal
 

@@ -36,7 +36,7 @@ def test_the_block_in_progress_and_the_hours_left(tree_status, built, block, lef
 @pytest.mark.parametrize("args, message", [
     (["2.4", "0"], "minutes a question must be positive numbers"),
     (["nan", "5"], "minutes a question must be positive numbers"),
-    (["--stores", "nowhere", "2", "5"], "nowhere/gsm8k-test is not a tree store"),
+    (["--stores", "nowhere", "2", "5"], "tree store nowhere/gsm8k-test not found"),
     (["--registration", "nowhere.json", "2", "5"], "registration nowhere.json not found; pass --registration FILE")])
 def test_bad_input_is_one_line_and_exit_status_2(args, message):
     done = subprocess.run([sys.executable, str(REPO / "experiments" / "tree_status.py"), *args], cwd=REPO,

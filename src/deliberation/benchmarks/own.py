@@ -32,7 +32,7 @@ from typing import Sequence
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.helpers import numeric, sources
 from deliberation.benchmarks.helpers.sources import Row
-from deliberation.errors import BadText, DelibError, clean_text
+from deliberation.errors import BadText, DelibError, clean_text, existing
 from deliberation.registry import Registry
 from deliberation.types import Example
 
@@ -183,8 +183,7 @@ class OwnData(Benchmark):
 
 def read_examples(path: Path, answer_type: str) -> list[Example]:
     """Every record of ``path`` as an Example of ``answer_type``; a one-line error names a bad line."""
-    if not path.is_file():
-        raise DelibError(f"benchmark file {path} not found; pass the path of a JSONL file of questions")
+    existing(path, "benchmark file", "pass the path of a JSONL file of questions")
     convert, examples, seen = CONVERTERS[answer_type], [], {}
     for row in sources.read_jsonl(path):
         example = convert(_Record(row, answer_type))

@@ -227,6 +227,14 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog.split()[0]}: error: {message}; see `{self.prog} --help`\n")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Refuse an argument no flag takes here, so that a subcommand's stray flag points to that command's
+        help (argparse hands it up to ``delib``, whose help does not list it)."""
+        found, extra = super().parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return found, extra
+
 
 def add_data_args(p: argparse.ArgumentParser, split: str = "test") -> None:
     """--benchmark (a registered name or a JSONL file), --answer-type, --split and the question selection

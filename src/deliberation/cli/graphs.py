@@ -108,6 +108,6 @@ def cmd_optimize_graph(args: argparse.Namespace) -> int:
     set_data_dir(args)
     spec = GraphOptimization(**workload(args), **flags.values(args, GraphOptimization, only=OWN))
     done = optimize(spec, args.out, progress=not args.quiet)
-    said(done)
     refuse_silent(load_graph(str(done.path), spec.method), str(done.path))  # written, but no run would take it
+    said(done)
     return 0

@@ -31,7 +31,8 @@ def graph_of(kind: str, cfg: MethodConfig) -> Graph:
                          "...` on training questions, then pass --graph OUT/graph.json")
     graph = load_graph(cfg.graph, kind)
     if cfg.engine.agents != graph.agents:
-        raise DelibError(f"{cfg.graph} is a graph of {graph.agents} agents; pass --agents {graph.agents}")
+        raise DelibError(f"{cfg.graph} is a graph of {graph.agents} agents; pass --agents {graph.agents} (or a --team "
+                         f"of {graph.agents} models)")
     return graph
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from deliberation.config import EngineConfig
-from deliberation.errors import require_number
+from deliberation.errors import DelibError, require_number
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +62,9 @@ class MethodOptions:
     settle."""
 
     def __post_init__(self) -> None:
+        for name in ("policy", "graph", "workflow"):  # an empty path would read as not given (the default's)
+            if getattr(self, name) is not None and not getattr(self, name).strip():
+                raise DelibError(f"--{name} is empty; name its file, or leave --{name} out")
         if self.stop_at is not None:
             require_number("--stop-at", self.stop_at, 0, 1, "(a probability)")
         require_number("--php-max-calls", self.php_max_calls, 2, 1000, "(the base answer and one hinted one)")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from deliberation.engine.features import PAPER, contract
-from deliberation.errors import DelibError, make_folder, write_error
+from deliberation.errors import DelibError, existing, make_folder, write_error
 from deliberation.policy.learned import TrainedPolicy
 from deliberation.policy.network import MetaPolicyNet, net_from_arch
 from deliberation.policy.shipped import checkpoint_path
@@ -129,8 +129,7 @@ def load_meta(path: str | os.PathLike) -> dict[str, Any]:
 
 def read_checkpoint(path: Path, kind: Kind = POLICY) -> dict[str, Any]:
     """The payload of the checkpoint at ``path``, its archive intact and its fields of the right types."""
-    if not path.is_file():
-        raise DelibError(f"{kind.what} {path} not found; {kind.fix}")
+    existing(path, kind.what, kind.fix, inside="*.pt")
     _check_archive(path, kind)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)

@@ -20,16 +20,21 @@ SHIPPED_POLICY = SHIPPED / "default.pt"
 
 def checkpoint_path(policy: str) -> Path:
     """``policy`` as a file: a path as given, or a shipped checkpoint by name. A missing path is left for
-    the loader's "not found" error; an unknown bare name lists the shipped ones."""
+    the loader's "not found" error (a folder for its "is a folder" one); an unknown bare name lists the shipped
+    ones."""
+    if not policy.strip():
+        raise DelibError("the policy's path is empty; pass the path of a checkpoint or a shipped name")
     path = Path(policy)
     if path.is_file() or path.suffix == ".pt" or len(path.parts) > 1:
         return path
     shipped = SHIPPED / f"{policy}.pt"
     if shipped.is_file():
         return shipped
+    if path.is_dir():
+        return path
     names = ", ".join(sorted(p.stem for p in SHIPPED.glob("*.pt")))
     raise DelibError(f"policy {policy!r} is neither a file nor a shipped checkpoint ({names}); pass the path "
-                     "of a policy.pt or one of those names")
+                     "of a checkpoint (a policy.pt, an allocator.pt) or one of those names")
 
 
 def sha256_hex(path: Path) -> str:

@@ -27,18 +27,21 @@
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from deliberation.errors import DelibError
+from deliberation.config import learned_ids
+from deliberation.errors import DelibError, existing, read_object
 from deliberation.files import write_json_atomic
 from deliberation.protocols.graph import Edge, final
 from deliberation.protocols.swarm import Layout
-from deliberation.types import Example
+from deliberation.types import Example, from_json
 
 GRAPH_FORMAT = "deliberation-graph"
+GRAPH_FILE = "graph.json"
+"""The file `delib optimize-graph` writes into its --out."""
 ROLES = (
     "You are a math expert. Solve the problem step by step, using the other agents' answers as hints where "
     "they are given, and state the final answer.",
@@ -102,7 +105,7 @@ class Graph:
         return max(most, self.agents if layout.decision == "refer" else 0)
 
     def trained_on(self) -> frozenset[str]:
-        return frozenset(self.record.get("questions", {}).get("ids", ()))
+        return frozenset(learned_ids(self.record) if self.record else ())
 
     def answers(self) -> bool:
         """Whether the final graph can give an answer: AgentPrune's decision agent always does; GPTSwarm's
@@ -134,23 +137,40 @@ def save_graph(path: Path, graph: Graph) -> None:
 
 def load_graph(path: str, kind: str) -> Graph:
     """The optimised graph at ``path``, refused in one line when missing, damaged or of another design."""
-    file = Path(path)
-    if not file.is_file():
-        raise DelibError(f"graph {path} not found; optimise one with `delib optimize-graph --method {kind}`")
+    fix = f"optimise one with `delib optimize-graph --method {kind}`"
+    raw = read_object(existing(path, "graph", fix, inside=GRAPH_FILE), fix)
+    if raw.pop("format", None) != GRAPH_FORMAT:
+        raise DelibError(f"{path} is not a graph from `delib optimize-graph` (its format is not {GRAPH_FORMAT!r}); "
+                         f"{fix}")
     try:
-        raw = json.loads(file.read_text())
-        if raw.pop("format") != GRAPH_FORMAT:
-            raise ValueError("not a graph file")
-        graph = Graph(**{k: _tupled(v) if k != "record" else v for k, v in raw.items()})
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
-        raise DelibError(f"{path} is not a graph from `delib optimize-graph` ({err}); optimise one again") from err
+        graph = _checked(from_json(Graph, raw))
+    except (ValueError, TypeError) as err:
+        raise DelibError(f"{path} is a damaged graph: {err}; {fix}") from err
     if graph.kind != kind:
         raise DelibError(f"{path} is a {graph.kind} graph, not {kind}'s; pass a graph optimised for {kind}")
     return graph
 
 
-def _tupled(value: Any) -> Any:
-    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+def _checked(graph: Graph) -> Graph:
+    """``graph`` if it is its design's initial graph but for what an optimisation changes (the logits, the
+    masks and the record, which names the training questions), else a ValueError saying what is not."""
+    if graph.kind not in DESIGNS:
+        raise ValueError(f"its kind {graph.kind!r} is none of {', '.join(DESIGNS)}")
+    if not (1 <= graph.agents and graph.agents * (graph.agents - 1) <= len(graph.spatial)) or graph.rounds < 1:
+        raise ValueError(f"{graph.agents} agents and {graph.rounds} rounds do not make its {len(graph.spatial)} "
+                         "spatial edges")
+    shape = initial(graph.kind, graph.agents, graph.rounds)
+    for name in ("rounds", "spatial", "temporal", "threshold"):
+        if getattr(graph, name) != getattr(shape, name):
+            raise ValueError(f"its {name} is not that of a {graph.kind} graph of {graph.agents} agents")
+    for name in ("spatial", "temporal"):
+        edges, logits, mask = (getattr(graph, f"{name}{end}") for end in ("", "_logits", "_mask"))
+        if not len(edges) == len(logits) == len(mask):
+            raise ValueError(f"{len(edges)} {name} edges, {len(logits)} logits and {len(mask)} mask entries")
+        if not all(math.isfinite(x) for x in logits):
+            raise ValueError(f"a {name} logit is not a finite number")
+    learned_ids(graph.record)
+    return graph
 
 
 def refuse_silent(graph: Graph, path: str) -> None:

@@ -26,13 +26,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from deliberation.engine.loop import AgentRecord, Context, episode_of
-from deliberation.errors import DelibError
+from deliberation.config import learned_ids
+from deliberation.errors import DelibError, existing, read_object
 from deliberation.protocols.aflow import (ATTEMPTS, DETAILED_SOLUTION, GENERATE_SOLUTION, MATH_SOLVE, REFINE_ANSWER,
                                           Calls)
 from deliberation.registry import Registry
@@ -41,6 +41,8 @@ from deliberation.types import Episode
 OPS = ("custom", "sc_ensemble", "programmer")
 WORKFLOW_FORMAT = "deliberation-workflow"
 """The format mark of a searched workflow's file (``rl/aflow_search.py`` writes it, ``load_searched`` reads it)."""
+WORKFLOW_FILE = "workflow.json"
+"""The file `delib aflow-search` writes into its --out."""
 MAX_CALLS = 12
 
 
@@ -116,7 +118,10 @@ def parse(raw: Any) -> Workflow:
 def _step(raw: Any, defined: set[str]) -> Step:
     if not isinstance(raw, dict) or raw.get("op") not in OPS or not isinstance(raw.get("out"), str):
         raise ValueError(f"a step needs an op ({', '.join(OPS)}) and an out name; got {json.dumps(raw)[:200]}")
-    refs = [x[1:] for x in raw.get("input", []) if isinstance(x, str) and x.startswith("$") and x != "$problem"]
+    if not all(isinstance(raw.get(k, []), list) and all(isinstance(x, str) for x in raw.get(k, []))
+               for k in ("input", "from")) or not isinstance(raw.get("analysis") or "", str):
+        raise ValueError(f"step {raw['out']!r}: input and from are lists of texts, analysis a text")
+    refs = [x[1:] for x in raw.get("input", []) if x.startswith("$") and x != "$problem"]
     used = refs + list(raw.get("from", [])) + ([raw["analysis"]] if raw.get("analysis") else [])
     missing = [u for u in used if u not in defined]
     if missing:
@@ -161,15 +166,15 @@ def _input(items: tuple[str, ...], values: dict[str, str | list[str]], calls: Ca
 def load_searched(path: str) -> tuple[Workflow, frozenset[str]]:
     """The workflow in a `delib aflow-search` file and the ids it was searched on; one line when missing or
     damaged."""
+    fix = "search one with `delib aflow-search`"
+    raw = read_object(existing(path, "workflow", fix, inside=WORKFLOW_FILE), fix)
+    if raw.get("format") != WORKFLOW_FORMAT:
+        raise DelibError(f"{path} is not a workflow from `delib aflow-search` (its format is not "
+                         f"{WORKFLOW_FORMAT!r}); {fix}")
     try:
-        raw = json.loads(Path(path).read_text())
-        if raw.get("format") != WORKFLOW_FORMAT:
-            raise ValueError("not a workflow file")
-        return parse(raw["workflow"]), frozenset(raw["record"]["questions"]["ids"])
-    except FileNotFoundError:
-        raise DelibError(f"workflow {path} not found; search one with `delib aflow-search`") from None
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
-        raise DelibError(f"{path} is not a workflow from `delib aflow-search` ({err}); search again") from err
+        return parse(raw.get("workflow")), frozenset(learned_ids(raw.get("record")))
+    except ValueError as err:
+        raise DelibError(f"{path} is a damaged workflow: {err}; {fix}") from err
 
 
 def workflow_episode(ctx: Context, rng: np.random.Generator) -> Episode:

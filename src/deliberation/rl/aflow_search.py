@@ -47,10 +47,10 @@ from deliberation.errors import require_at_least, require_number
 from deliberation.files import setting_up, write_json_atomic
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, finished_already
 from deliberation.rl.graph_optimize import Optimised, job_cache
-from deliberation.protocols.workflow import WORKFLOW_FORMAT, Workflow, load_searched, parse, workflow_episode
+from deliberation.protocols.workflow import (WORKFLOW_FILE, WORKFLOW_FORMAT, Workflow, load_searched, parse,
+                                            workflow_episode)
 from deliberation.types import Episode, Example, GenerationRequest, Message, Purpose, RequestKind
 
-WORKFLOW_FILE = "workflow.json"
 BLANK = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}], "answer": ["answer"]}
 OPERATORS = ("custom: n calls on its instruction followed by its input (texts; \"$problem\" is the question, "
              "\"$name\" a variable); out holds the reply (a list when n > 1).\n"

@@ -42,14 +42,13 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import setting_up
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, finished_already
-from deliberation.protocols.designs import DESIGNS, Graph, initial, load_graph, save_graph
+from deliberation.protocols.designs import DESIGNS, GRAPH_FILE, Graph, initial, load_graph, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
 from deliberation.trees.store import TreeStore, reading_through
 
 BUDGETS = {"gptswarm": 200, "agentprune": 10}
 """Iterations of each reference (see the module docstring)."""
-GRAPH_FILE = "graph.json"
 
 
 @dataclass(frozen=True)

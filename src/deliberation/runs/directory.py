@@ -164,7 +164,9 @@ _RESUMABLE_KEYS = frozenset({"limit", "command", "workers", "ray_address", "cach
 RUN_RESUME = ResumeRule(
     may_change=_RESUMABLE_KEYS | {RESUMES},
     added_later={**to_json(DEFAULTS), "trees": None, "selection": to_json(Selection())},
-    nested={"engine": ResumeRule(added_later={"prompts": "standalone"}), "backend_options": BACKEND_OPTIONS})
+    nested={"engine": ResumeRule(added_later={"prompts": "standalone"}), "backend_options": BACKEND_OPTIONS},
+    shown_as={"policy_used": "policy_used (the policy: the --policy file, its content or the rule)",
+              "graph_used": "graph_used (the --graph file: its path or its content)"})
 """When a run directory may be resumed: every config.json key must match but the resumable ones. Keys a later
 version added read, in a run written before them, as the value every run then had: every method option (a
 run made before an option existed ran with its default), and the engine's prompts (runs made before prompt

@@ -33,7 +33,7 @@ from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig
 from deliberation.engine import prompts
-from deliberation.errors import DelibError, make_folder, writable_folder
+from deliberation.errors import DelibError, existing, make_folder, writable_folder
 from deliberation.files import append_gzip_line, read_gzip_lines
 from deliberation.outputs.lock import DirectoryLock, lock_directory
 from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
@@ -118,7 +118,7 @@ class TreeStore:
         """Read a store; a corrupt manifest or tree file is a one-line DelibError naming it. A torn last
         record (a build killed while appending) is refused, or with ``repair`` (a build resuming) cut off:
         it held only outcomes the build records again."""
-        path = Path(path)
+        path = existing(path, "tree store", "build one with `delib tree`", folder=True, inside=MANIFEST)
         manifest = read_manifest(path)
         size = _size(path / TREES)
         nodes: dict[str, Node] = {}

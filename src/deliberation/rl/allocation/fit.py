@@ -55,7 +55,13 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
 
 
 def fit(spec: AllocatorFit, data_dir: str | None = None) -> Path:
-    """Train and write (see the module docstring); returns the checkpoint's path."""
+    """Train and write (see the module docstring); returns the checkpoint's path. An --out that holds an
+    allocator already is refused before anything is read: runs may have used it, so it is never overwritten."""
+    out = Path(spec.out)
+    held = [out / name for name in (ALLOCATOR_FILE, RECORD_FILE) if (out / name).exists()]
+    if held:
+        raise DelibError(f"--out {spec.out} holds an allocator already ({held[0].name}); pass another --out, or "
+                         "delete it to train again")
     paths = load_paths(spec.trees, spec.samples, spec.vote, spec.training.moves, spec.allow_test, data_dir)
     net, _ = train(paths, spec.training)
     team = paths[0].team
@@ -63,7 +69,6 @@ def fit(spec: AllocatorFit, data_dir: str | None = None) -> Path:
             "vote": None if spec.vote is None else [spec.vote.signal, spec.vote.temperature],
             "training": asdict(spec.training), "stores": list(spec.trees), "command": spec.command,
             "questions": [p.example_id for p in paths]}
-    out = Path(spec.out)
     target = save_allocator(out / ALLOCATOR_FILE, net, meta)
     allocator = LearnedAllocator(net, spec.training.step, meta, first=team)
     write_json_atomic(out / RECORD_FILE, {**meta, "sha256": sha256_hex(target),
