@@ -82,7 +82,7 @@ def test_the_demo_refuses_a_store_whose_questions_do_not_load_here(demo, tmp_pat
     good = tmp_path / "good"
     assert main(["tree", "--backend", "scripted", "--limit", "1", "--out", str(good), "--quiet"]) == 0
     assert demo.loadable(str(good)) == str(good)
-    with pytest.raises(SystemExit, match="no tree store to replay here: .*missing.* is not a tree store"):
+    with pytest.raises(SystemExit, match="no tree store to replay here: .*missing.* not found"):
         demo.loadable(str(tmp_path / "missing"))
 
 

@@ -135,7 +135,7 @@ def test_a_row_pairs_with_self_consistency_on_both_sides_of_its_tokens_per_bench
     assert above[-1].n == 8 and above[-1].token_ratio == (4 * 250 + 4 * 150) / (4 * 300 + 4 * 200)
 
 
-def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budget(tmp_path):
+def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budget(tmp_path, capsys):
     store, runs = str(tmp_path / "store"), str(tmp_path / "runs")
     assert main(["tree", "--backend", "scripted", "--limit", "10", "--samples", "6", "--quiet", "--out", store]) == 0
     assert main(["evaluate", "--trees", store, "--method", "debate,cot", "--quiet", "--out", runs]) == 0
@@ -145,6 +145,13 @@ def test_delib_report_with_trees_pairs_rows_with_self_consistency_at_their_budge
     assert paired["cot"]["budget"] == [1] and paired["cot"]["only_row"] == 0  # cot = sample 0
     assert paired["debate"]["budget"] == [6] and paired["debate"]["n"] == 10  # debate > 6 samples
     assert "## Against self-consistency at equal tokens" in (tmp_path / "rep" / "report.md").read_text()
+    other = str(tmp_path / "other")  # a store of other questions: refused, and its replays leave no folder
+    assert main(["tree", "--backend", "scripted", "--offset", "20", "--limit", "3", "--samples", "3", "--quiet",
+                 "--out", other]) == 0
+    capsys.readouterr()
+    assert main(["report", runs, "--trees", other, "--out", str(tmp_path / "refused")]) == 2
+    assert "no row of this report ran the questions of" in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()
 
 
 def test_equal_tokens_come_from_the_self_consistency_runs_given_once_two_sample_counts_are(tmp_path):

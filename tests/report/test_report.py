@@ -133,6 +133,20 @@ def test_partial_run_is_summarized_from_episodes_without_repairing_it(runs, tmp_
     assert (partial / "episodes.jsonl").read_bytes() == before
 
 
+def test_a_run_with_no_finished_question_is_left_out_with_a_note_not_read_as_zero(runs, tmp_path, caplog):
+    empty = tmp_path / "runs" / "started"
+    shutil.copytree(runs / "debate", empty)
+    (empty / "summary.json").unlink()
+    (empty / "episodes.jsonl").write_text('{"example_id": "torn')  # killed before its first question ended
+    shutil.copytree(runs / "self-consistency", tmp_path / "runs" / "self-consistency")
+    with caplog.at_level("WARNING", logger="deliberation"):
+        loaded = run_results.load_runs([tmp_path / "runs"])
+    assert [r.method for r in loaded] == ["self-consistency"]
+    assert f"{empty.resolve()} holds no finished question yet; it is left out" in caplog.text
+    with pytest.raises(DelibError, match="none of the 1 run directories holds a finished question"):
+        run_results.load_runs([empty])
+
+
 def write_training_dir(folder: Path, algo: str, scale: float, final_accuracy: float) -> None:
     """A training directory as ``write_training_outputs`` writes it (records built from StepMetrics)."""
     from deliberation.rl.trainer import StepMetrics

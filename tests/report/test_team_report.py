@@ -148,7 +148,7 @@ def test_a_tuning_store_not_found_is_warned_about_not_silently_passed(setup, tmp
     assert (tmp_path / "c" / "team.json").is_file() and (tmp_path / "c" / "team.md").is_file()
 
 
-def test_the_primary_arms_at_two_rounds_grow_the_stores_then_replay_offline(setup, tmp_path, capsys):
+def test_the_primary_arms_at_two_rounds_grow_the_stores_then_replay_offline(setup, tmp_path, capsys, caplog):
     """`--arms primary` (the paired experiment's two-round secondary): the learned policy and the best rule
     only; their round-2 nodes are generated with the store's backend and recorded, so the same comparison
     then replays offline to the same table."""
@@ -164,7 +164,9 @@ def test_the_primary_arms_at_two_rounds_grow_the_stores_then_replay_offline(setu
     assert delib(*common, "--offline", "--out", str(tmp_path / "before")) == 2  # round 2 is not built yet
     assert "has no" in capsys.readouterr().err and not (tmp_path / "before" / "team.json").exists()
     nodes = len(TreeStore.open(tmp_path / "gsm8k-test").nodes)
-    assert delib(*common, "--out", str(tmp_path / "grown")) == 0
+    with caplog.at_level("WARNING", logger="deliberation"):
+        assert delib(*common, "--out", str(tmp_path / "grown")) == 0
+    assert f"note: {rule} was tuned at --rounds 1; it is compared here at --rounds 2" in caplog.text  # said, not hidden
     assert len(TreeStore.open(tmp_path / "gsm8k-test").nodes) > nodes
     assert delib(*common, "--offline", "--out", str(tmp_path / "replayed")) == 0
     grown, replayed = (json.loads((tmp_path / d / "team.json").read_text()) for d in ("grown", "replayed"))

@@ -35,6 +35,11 @@ def test_each_iteration_collects_with_the_previous_policy_and_trains_from_it(tmp
     assert len(first) == 6
     assert main(iterate_cmd(out)) == 0  # resume: nothing left to do, nothing rewritten
     assert {p: p.read_bytes() for p in first} == first
+    other = iterate_cmd(out)
+    other[other.index("--epochs") + 1] = "3"
+    assert main(other) == 2  # a policy trained under other settings is not taken as this command's
+    assert "holds a policy trained with other settings (epochs 2 there, 3 here)" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in first} == first
 
 
 def test_bad_settings_are_refused_before_anything_runs():
@@ -51,6 +56,8 @@ def test_bad_settings_are_refused_before_anything_runs():
         IterateSpec(CollectSpec(backend="scripted"), ("gsm8k",), 0)
     with pytest.raises(DelibError, match="benchmark"):
         IterateSpec(CollectSpec(backend="scripted"), (), 1)
+    with pytest.raises(DelibError, match="--benchmark names gsm8k twice"):
+        IterateSpec(CollectSpec(backend="scripted"), ("gsm8k", "math", "gsm8k"), 1)
 
 
 @pytest.mark.parametrize("flag, other", [("--reward", "episode"), ("--reward-components", "local"),

@@ -39,3 +39,17 @@ def test_a_directory_without_a_policy_is_refused_in_one_line(tmp_path, rollouts,
     assert err == (f"delib: error: --init {empty} is a directory without a policy.pt; pass a training directory "
                    "of `delib train` or a policy.pt")
     assert not out.exists()
+
+
+def test_an_empty_init_or_a_file_that_is_no_checkpoint_is_named_for_what_it_is(tmp_path, rollouts, capsys):
+    """An empty --init would read as none (a run from scratch nobody asked for); a run's config.json as --init
+    is named as no checkpoint, not judged by the run's settings beside it."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"seed": 0}))
+    for init, says in (("", "--init is empty; name a policy.pt or a training directory"),
+                       (str(run / "config.json"), "is not a deliberation policy checkpoint")):
+        assert train(rollouts, tmp_path / "out", "--init", init, "--val-fraction", "0.2") == 2
+        err = capsys.readouterr().err.strip()
+        assert says in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()

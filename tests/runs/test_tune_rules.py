@@ -130,8 +130,10 @@ def test_a_grid_point_equals_delib_evaluate_with_that_threshold(stores, tmp_path
 def test_bad_stores_are_one_line_errors_and_write_nothing(stores, tmp_path, capsys):
     twin = tmp_path / "other" / stores[0].name
     twin.mkdir(parents=True)
-    for trees, says in ((f"{stores[0]},{twin}", "two stores are named"), (str(tmp_path), "not a tree store")):
-        assert delib("tune-rules", "--trees", trees, "--out", str(tmp_path / "t")) == 2
+    for trees, says, *more in ((f"{stores[0]},{twin}", "two stores are named"), (str(tmp_path), "not a tree store"),
+                               (str(stores[0]), "--rounds must be at least 1 (with no deliberation round", "--rounds",
+                                "0")):
+        assert delib("tune-rules", "--trees", trees, *more, "--out", str(tmp_path / "t")) == 2
         err = capsys.readouterr().err.strip()
         assert says in err and len(err.splitlines()) == 1
     assert not (tmp_path / "t").exists()

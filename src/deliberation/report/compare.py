@@ -161,7 +161,11 @@ def _row(label: str, column: str, done: Sequence[Outcome]) -> TeamRow:
 def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
                  progress: bool = False) -> tuple[list[TeamRow], list[Paired]]:
     """Replay every arm over the held-out stores into ``out``; write team.json and team.md there."""
-    rule = read_best_rule(Path(cmp.rule)).rule
+    record = read_best_rule(Path(cmp.rule))
+    if record.rounds != cmp.rounds:  # a registered use (a two-round secondary of a rule tuned at one), so said
+        LOG.warning("delib: note: %s was tuned at --rounds %d; it is compared here at --rounds %d", cmp.rule,
+                    record.rounds, cmp.rounds)
+    rule = record.rule
     check_held_out(cmp)
     variants = arms(cmp, rule)
     replay_variants(cmp.replays(), variants, out, data_dir, progress)

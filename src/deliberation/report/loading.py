@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, fields, replace
@@ -22,6 +23,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 from deliberation.backends.team import agent_models
 from deliberation.errors import (BadText, DelibError, clean_text, decode_text, parse_json, printable, read_json,
                                  read_object)
+from deliberation.outputs.kinds import METRICS
 from deliberation.rl.held_out_file import HeldOutScores, read_held_out
 from deliberation.runs.directory import (CELL, CONFIG, EPISODES, RUN_RESUME, SUMMARY, Summary, jsonl_lines,
                                          parse_episodes, summarize)
@@ -29,7 +31,8 @@ from deliberation.runs.run_config import NOTHING_RECORDED, RunConfig, RunSpec, r
 from deliberation.actions import ACTION_ORDER, ACTIONS
 from deliberation.types import Episode, from_json
 
-METRICS = "metrics.jsonl"  # marks a training directory
+LOG = logging.getLogger("deliberation")
+
 _SAMPLING_LABEL = re.compile(r"self-consistency \[agents=(\d+)\]")  # sampling_label's form
 
 
@@ -113,8 +116,16 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
 def load_results(run_dirs: Iterable[Path]) -> list[RunResult]:
     """The run directories ``run_dirs``, loaded, with labels split where one label covers runs of different
     checkpoints or engine settings (so no table row pools two configurations); two directories holding the
-    same run are refused (``distinct``)."""
-    return split_models(split_options(split_engines(split_policies(distinct([load_run(p) for p in run_dirs])))))
+    same run are refused (``distinct``). A run with no finished question yet (killed before its first, or still
+    at it) is left out with a warning: its row would read 0% of nothing."""
+    loaded = [load_run(p) for p in run_dirs]
+    for empty in (r for r in loaded if not r.summary.n):
+        LOG.warning("delib: note: %s holds no finished question yet; it is left out", empty.path)
+    finished = [r for r in loaded if r.summary.n]
+    if loaded and not finished:
+        raise DelibError(f"none of the {len(loaded)} run directories holds a finished question (e.g. "
+                         f"{loaded[0].path}); let a run finish its first question, then report")
+    return split_models(split_options(split_engines(split_policies(distinct(finished)))))
 
 
 def distinct(results: list[RunResult]) -> list[RunResult]:
@@ -348,7 +359,7 @@ def _training_run(folder: Path) -> TrainingRun:
     config_path = folder / "config.json"
     try:
         config = read_json(config_path) if config_path.exists() else {}
-        lines = decode_text((folder / "metrics.jsonl").read_bytes(), str(folder / "metrics.jsonl")).splitlines()
+        lines = decode_text((folder / METRICS).read_bytes(), str(folder / METRICS)).splitlines()
         points = tuple(_point(parse_json(line)) for line in lines if line.strip())
     except (AttributeError, KeyError, TypeError, ValueError) as err:  # AttributeError: JSON but not an object
         raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from deliberation.errors import DelibError, make_folder, writable_folder
-from deliberation.files import write_text_atomic
+from deliberation.files import setting_up, write_text_atomic
 from deliberation.report.compare_plot import PAIRED_PNG, paired_plot
 from deliberation.report.loading import RunResult, discover, load_results, load_training
 from deliberation.report.paired import Paired, paired_markdown, paired_table
@@ -57,11 +57,13 @@ def _equal_tokens(results: Sequence[RunResult], trees: str | None, out: Path) ->
     inputs, and with ``trees`` also from those replayed out of it (``report/equal_tokens.py``)."""
     from deliberation.report.equal_tokens import equal_token_table, replay_self_consistency, sampling_runs
 
-    replayed = [] if trees is None else replay_self_consistency(trees, out / "self-consistency-replays")
-    rows = equal_token_table(results, sampling_runs([*results, *replayed]))
-    if trees is not None and not rows:
-        raise DelibError(f"no row of this report ran the questions of {trees} (same benchmark split, seed and "
-                         "ids); pass the store its runs were replayed from")
+    if trees is None:
+        return equal_token_table(results, sampling_runs(results))
+    with setting_up(out / "self-consistency-replays") as replays:  # a refusal leaves no folder it made
+        rows = equal_token_table(results, sampling_runs([*results, *replay_self_consistency(trees, replays)]))
+        if not rows:
+            raise DelibError(f"no row of this report ran the questions of {trees} (same benchmark split, seed and "
+                             "ids); pass the store its runs were replayed from")
     return rows
 
 

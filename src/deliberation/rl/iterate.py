@@ -20,14 +20,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from deliberation.errors import DelibError, require_at_least
+from deliberation.errors import DelibError, read_object, require_at_least
+from deliberation.outputs.kinds import ITERATION, refuse_other_kind
+from deliberation.outputs.resume import ResumeRule, check_resume
 from deliberation.policy.shipped import checkpoint_path
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
 from deliberation.rl.pipeline import TrainRequest, check_init_split, not_in_rollouts, run_training
+from deliberation.types import to_json
 
 FLAGS = ("--policy", "--train-seed")
 """How ``delib iterate`` names the start policy and the training seed in the trainer's errors."""
+TRAINED_EARLIER = ResumeRule(may_change=frozenset({"hidden", "heads"}))
+"""A policy an earlier pass of the same command trained is kept only under the same training settings (the
+network's sizes are those of the start policy where one is given, so they may differ from the flags)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,9 @@ class IterateSpec:
         require_at_least("--iterations", self.iterations)
         if not self.benchmarks:
             raise DelibError("give at least one --benchmark to collect on")
+        twice = next((b for i, b in enumerate(self.benchmarks) if b in self.benchmarks[:i]), None)
+        if twice is not None:
+            raise DelibError(f"--benchmark names {twice} twice; name each benchmark once")
         from deliberation.rl.algorithms import ALGORITHMS
 
         if ALGORITHMS[self.train.algo].supervised:
@@ -90,12 +99,13 @@ class IterateSpec:
 
 def policy_file(out: str | Path, iteration: int) -> Path:
     """The checkpoint iteration ``iteration`` trains."""
-    return Path(out) / f"iter-{iteration}" / "policy" / CHECKPOINT_NAME
+    return Path(out) / ITERATION.format(iteration) / "policy" / CHECKPOINT_NAME
 
 
 def iterate(spec: IterateSpec, out: str, progress: bool = True,
             notify: Callable[[str], None] | None = None) -> Path:
     """Run (or resume) every iteration; returns the last policy file."""
+    refuse_other_kind(out, "the iterations of `delib iterate`")
     behaviour = spec.collect.policy
     for i in range(spec.iterations):
         rollouts = [_collect(spec, out, i, bench, behaviour, progress) for bench in spec.benchmarks]
@@ -108,7 +118,7 @@ def iterate(spec: IterateSpec, out: str, progress: bool = True,
 
 def _collect(spec: IterateSpec, out: str, i: int, bench: str, behaviour: str | None, progress: bool) -> str:
     template = spec.collect
-    directory = Path(out) / f"iter-{i}" / "rollouts" / bench
+    directory = Path(out) / ITERATION.format(i) / "rollouts" / bench
     one = replace(template, benchmark=bench, policy=behaviour,
                   engine=replace(template.engine, seed=template.engine.seed + i),
                   command=f"{template.command} (iteration {i}, {bench})".strip())
@@ -119,6 +129,9 @@ def _collect(spec: IterateSpec, out: str, i: int, bench: str, behaviour: str | N
 def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: str | None) -> str:
     done = policy_file(out, i)
     if done.exists():
+        check_resume(done.parent, "a policy trained", read_object(done.parent / "config.json"), to_json(spec.train),
+                     TRAINED_EARLIER, "rerun with those settings, or into another --out (the iterations of one "
+                     "--out share them)")
         return f"trained earlier -> {done.parent}"
     start = None if behaviour is None else str(checkpoint_path(behaviour))  # --policy may name a shipped one
     return run_training(TrainRequest(spec.train, tuple(rollouts), start, str(done.parent),

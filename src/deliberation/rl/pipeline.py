@@ -57,7 +57,8 @@ def run_training(req: TrainRequest) -> str:
     if req.init and supervised:
         raise DelibError("--init starts a policy-gradient run from a checkpoint; --algo sft always trains from "
                          "scratch on oracle labels: drop --init or pick another --algo")
-    init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init else None
+    init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init is not None else None
+    init = _start(init_file, features, cfg.features, req.flags[0]) if init_file else None  # a checkpoint, first
     decisions = training_decisions(req)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
     split = split_of(train.examples, val.examples)
@@ -66,7 +67,6 @@ def run_training(req: TrainRequest) -> str:
     if supervised:
         net, metrics = train_sft(decisions, cfg)
     else:
-        init = _start(init_file, features, cfg.features, req.flags[0]) if init_file else None
         sft_metrics = []
         if init is None:
             init, sft_metrics = train_sft(decisions, cfg)
@@ -143,6 +143,8 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
 def init_checkpoint(init: str, name: str) -> Path:
     """``--init`` as a checkpoint file: a policy.pt as given, or the one (``name``) inside a training
     directory of ``delib train``."""
+    if not init.strip():  # it would read as no --init: a run from scratch nobody asked for
+        raise DelibError("--init is empty; name a policy.pt or a training directory, or leave --init out")
     path = Path(init)
     if not path.is_dir():
         return path

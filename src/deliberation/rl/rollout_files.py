@@ -17,11 +17,12 @@ from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
+from deliberation.outputs.kinds import ROLLOUTS, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock
 from deliberation.outputs.resume import ResumeRule, check_recorded, open_output
 from deliberation.types import ADDED_LATER, Decision, formerly, from_json, key, renamed, to_json
 
-ROLLOUTS, MANIFEST = "rollouts.jsonl.gz", "manifest.json"
+MANIFEST = "manifest.json"
 ALL_QUESTIONS = to_json(Selection())
 MANIFEST_FIX = "restore it from a copy, or collect again into a new --out"
 MANIFEST_RESUME_FIX = "use another --out"
@@ -98,6 +99,7 @@ def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
 def open_collection(directory: Path, manifest: RolloutManifest) -> DirectoryLock:
     """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
     then create its manifest, or check an existing one describes the same collection."""
+    refuse_other_kind(directory, "a rollout directory")
     return open_output(directory, manifest.to_dict(), ROLLOUT_RESUME, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
                        _recorded)
 

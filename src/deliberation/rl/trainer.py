@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
+from deliberation.outputs.kinds import METRICS
 from deliberation.errors import DelibError, make_folder, write_error
 from deliberation.policy.checkpoint import save_policy
 from deliberation.policy.network import MetaPolicyNet
@@ -229,4 +230,4 @@ def _write_files(folder: Path, net: MetaPolicyNet, cfg: TrainConfig, metrics: Se
     save_policy(folder / CHECKPOINT_NAME, net, feature_names, feature_version, meta)
     (folder / "config.json").write_text(strict_json(record, indent=2) + "\n")
     lines = "".join(strict_json(to_json(m)) + "\n" for m in metrics)
-    (folder / "metrics.jsonl").write_text(lines)
+    (folder / METRICS).write_text(lines)

@@ -19,11 +19,12 @@ from deliberation.errors import BadText, DelibError, make_folder, parse_json, ut
 from deliberation.files import append_durably, write_json_atomic
 from deliberation.methods.options import DEFAULTS
 from deliberation.actions import ACTION_ORDER, ACTIONS
+from deliberation.outputs.kinds import EPISODES, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, check_resume
 from deliberation.types import Episode, Turn, from_json, strict_json, to_json
 
-CONFIG, EPISODES, SUMMARY = "config.json", "episodes.jsonl", "summary.json"
+CONFIG, SUMMARY = "config.json", "summary.json"
 CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)
 LOG = logging.getLogger("deliberation")
 _WARNED: set[Path] = set()  # episodes files whose duplicates were reported: one warning a file and process
@@ -191,6 +192,7 @@ class RunDir:
         must hold the same settings; one with no episode yet takes any; one another process writes (a run
         into the same --out still going) is refused, before a model loads."""
         run = cls(writable_folder(path, "--out"), config)
+        refuse_other_kind(run.path, "a run")
         refuse_if_locked(run.path)
         run._plan()
         return run

@@ -26,7 +26,7 @@ from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
 from deliberation.actions import EXTENDED_ACTIONS, PAPER_ACTIONS, check_action_set
-from deliberation.errors import DelibError, read_json
+from deliberation.errors import DelibError, read_json, require_at_least
 from deliberation.types import ADDED_LATER, from_json, to_json
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -50,6 +50,8 @@ class Tuning(StoreSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_action_set(self.actions)
+        require_at_least("--rounds", self.rounds, 1, "(with no deliberation round every rule answers alike: "
+                         "there is nothing to tune)")
         if self.grid is not None:
             read_grid(self.grid)  # a bad file is refused before anything is replayed
 
