@@ -288,3 +288,14 @@ def test_a_stray_argument_points_to_the_help_of_its_own_command(capsys, argv, co
     help_of = f"delib {command}" if command else "delib"
     assert done.value.code == 2 and err.startswith("delib: error: ") and err.endswith(f"see `{help_of} --help`")
     assert "unrecognized arguments" in err or command is None
+
+
+def test_a_name_given_empty_or_where_none_is_taken_is_refused(capsys):
+    """An empty --model would read as the preset's model; a name after `delib models list` would be ignored."""
+    from deliberation.errors import DelibError
+    from deliberation.perf.results import BenchSettings
+
+    with pytest.raises(DelibError, match="^--model is empty; name a catalogue model"):
+        BenchSettings.for_mode(True, "")
+    assert main(["models", "list", "smollm2-135m"]) == 2
+    assert "takes no name ('smollm2-135m'); `delib models pull smollm2-135m` installs one" in capsys.readouterr().err

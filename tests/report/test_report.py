@@ -133,6 +133,11 @@ def test_partial_run_is_summarized_from_episodes_without_repairing_it(runs, tmp_
     assert (partial / "episodes.jsonl").read_bytes() == before
 
 
+def test_an_empty_reference_is_no_row_not_the_default(runs, tmp_path):
+    with pytest.raises(DelibError, match="^--reference '' is not a row of this report"):
+        report.write_report([runs], tmp_path / "r", reference="")
+
+
 def test_a_run_with_no_finished_question_is_left_out_with_a_note_not_read_as_zero(runs, tmp_path, caplog):
     empty = tmp_path / "runs" / "started"
     shutil.copytree(runs / "debate", empty)

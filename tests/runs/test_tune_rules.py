@@ -222,3 +222,23 @@ def test_a_best_rule_json_of_another_shape_is_one_line_naming_it_and_the_fix(tmp
     path.write_text('{"method": ')
     with pytest.raises(DelibError, match=f"{path} is .*{fix}"):
         read_best_rule(path)
+
+
+@pytest.mark.parametrize("text, says", [
+    ('[{"method": "always-persist"}]', "is not a rule grid (each entry an object with a method name and a threshold"),
+    ('{"method": "always-persist", "threshold": null}', "is not a rule grid"),
+    ('[{"method": "confidence-threshold", "threshold": "high"}]', "is not a rule grid"),
+    ('[{"method": "always-persist", "threshold": null}, {"method": "always-persist", "threshold": null}]',
+     "names always-persist twice; name each rule once"),
+    (None, "is a folder, not a file"),
+    ("", "the rule grid's path is empty"),
+])
+def test_a_grid_of_another_shape_is_one_line_naming_what_is_wrong(tmp_path, text, says):
+    path = tmp_path / "grid.json"
+    if text is None:
+        path.mkdir()
+    elif text:
+        path.write_text(text)
+    with pytest.raises(DelibError) as found:
+        read_grid(str(path) if text != "" else "")
+    assert says in str(found.value) and "\n" not in str(found.value)

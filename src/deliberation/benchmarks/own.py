@@ -114,6 +114,10 @@ def asked_example(question: str, answer_type: str, choices: Sequence[str] = ()) 
     if choices and not (answer_type == "choice" and 2 <= len(choices) <= len(LETTERS)):
         raise DelibError(f"choices go with --answer-type choice, 2 to 4 of them (got {len(choices)} for "
                          f"{answer_type}); or list the options in the question")
+    twice = next((c for i, c in enumerate(choices) if c.strip() in (d.strip() for d in choices[:i])), None)
+    if twice is not None or any(not c.strip() for c in choices):
+        raise DelibError(f"choice {twice!r} is given twice; give each option once" if twice is not None else
+                         "a --choice is empty; give each option its text")
     if answer_type == "choice" and not choices and len(set(_OPTION.findall(question))) < 2:
         raise DelibError("a choice question needs its options: pass --choice TEXT 2 to 4 times, or label them "
                          "in the question (A) ... B) ...)")

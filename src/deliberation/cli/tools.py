@@ -41,6 +41,9 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_models(args: argparse.Namespace) -> int:
     from deliberation.backends import catalogue as models
 
+    if args.action == "list" and args.name:
+        raise DelibError(f"delib models lists the catalogue and takes no name ({args.name!r}); `delib models pull "
+                         f"{args.name}` installs one")
     if args.action == "pull":
         if not args.name:
             raise DelibError("usage: delib models pull NAME; see `delib models` for names")

@@ -63,6 +63,9 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
     from deliberation.backends.scripted import ScriptedBackend
     from deliberation.benchmarks.answers import BenchmarkAnswers
 
+    from deliberation.backends.catalogue import check
+
+    check(settings.model)  # a model that cannot load is refused now, not after minutes of measuring
     meta = collect_meta(settings)  # before the work: its load average is the background load
     with tqdm(total=len(settings.overhead_methods) + 5, disable=not progress, unit="stage") as bar:
         step = _stepper(bar)

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from deliberation.errors import DelibError
 from deliberation.types import to_json
 
 OVERHEAD_TARGET_MS = 1.0  # the framework's cost per LLM call may not exceed this (else the bench profiles the run)
@@ -56,6 +57,8 @@ class BenchSettings:
     @classmethod
     def for_mode(cls, quick: bool, model: str | None = None) -> BenchSettings:
         """``--quick``: smollm2-135m and small sizes (minutes on 2 cores); else the full preset."""
+        if model is not None and not model.strip():  # it would read as none: the preset's model, not asked for
+            raise DelibError("--model is empty; name a catalogue model or a .gguf file, or leave --model out")
         if quick:
             return cls(model=model or QUICK_MODEL, quick=True, overhead_questions=50, batch_questions=2,
                        max_tokens=128, n_ctx=2048, cache_questions=4, pg_steps=50)

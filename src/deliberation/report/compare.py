@@ -118,7 +118,7 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
     """(why, question ids) of every source the held-out questions must avoid."""
     from deliberation.policy.shipped import checkpoint_path
 
-    record = read_best_rule(Path(cmp.rule))
+    record = read_best_rule(cmp.rule)
     missing = [t for t in record.trees if not Path(t).is_dir()]
     if missing:
         LOG.warning("cannot check that the held-out stores differ from the tuning store %s (%s names it; not found "
@@ -161,7 +161,7 @@ def _row(label: str, column: str, done: Sequence[Outcome]) -> TeamRow:
 def compare_team(cmp: Comparison, out: str | Path, data_dir: str | None = None,
                  progress: bool = False) -> tuple[list[TeamRow], list[Paired]]:
     """Replay every arm over the held-out stores into ``out``; write team.json and team.md there."""
-    record = read_best_rule(Path(cmp.rule))
+    record = read_best_rule(cmp.rule)
     if record.rounds != cmp.rounds:  # a registered use (a two-round secondary of a rule tuned at one), so said
         LOG.warning("delib: note: %s was tuned at --rounds %d; it is compared here at --rounds %d", cmp.rule,
                     record.rounds, cmp.rounds)

@@ -131,7 +131,7 @@ def best_fixed_rule(results: Sequence[RunResult], table: dict[str, dict[Question
 def paired_table(results: Sequence[RunResult], reference: str | None = None) -> list[Paired]:
     """Every other label against ``reference`` (default: the best fixed rule) per column and pooled."""
     table = outcomes(results)
-    reference = reference or best_fixed_rule(results, table)
+    reference = best_fixed_rule(results, table) if reference is None else reference  # "" is no row
     if reference is None:
         return []
     if reference not in table:

@@ -26,7 +26,7 @@ from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
 from deliberation.actions import EXTENDED_ACTIONS, PAPER_ACTIONS, check_action_set
-from deliberation.errors import DelibError, read_json, require_at_least
+from deliberation.errors import DelibError, existing, read_json, require_at_least
 from deliberation.types import ADDED_LATER, from_json, to_json
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -116,18 +116,28 @@ def grid(actions: str = PAPER_ACTIONS) -> list[Rule]:
 
 
 def read_grid(path: str) -> list[Rule]:
-    """The rules of the frozen grid at ``path``; one line when it is not one (unknown rule, bad shape)."""
-    raw = read_json(Path(path), "give the grid file a registration froze (a JSON list of rules)")
-    try:
-        rules = [Rule(str(r["method"]), None if r["threshold"] is None else float(r["threshold"])) for r in raw]
-    except (KeyError, TypeError, ValueError) as err:
-        raise DelibError(f"{path} is not a rule grid ({err}); give a JSON list of "
-                         '{"method", "threshold"}') from err
+    """The rules of the frozen grid at ``path``; one line when it is not one (unknown rule, bad shape, a rule
+    twice)."""
+    fix = 'give the grid file a registration froze (a JSON list of {"method", "threshold"})'
+    raw = read_json(existing(path, "rule grid", fix), fix)
+    if not isinstance(raw, list) or not all(map(_grid_entry, raw)):
+        raise DelibError(f"{path} is not a rule grid (each entry an object with a method name and a threshold "
+                         f"number or null); {fix}")
+    rules = [Rule(r["method"], None if r["threshold"] is None else float(r["threshold"])) for r in raw]
     unknown = [r.method for r in rules if r.method not in FIXED_RULES]
     if unknown or not rules:
         raise DelibError(f"{path} names no fixed rule or an unknown one ({', '.join(unknown) or 'empty'}); the rules "
                          f"are {', '.join(FIXED_RULES)}")
+    twice = next((r.label for i, r in enumerate(rules) if r in rules[:i]), None)
+    if twice is not None:
+        raise DelibError(f"{path} names {twice} twice; name each rule once")
     return rules
+
+
+def _grid_entry(entry: object) -> bool:
+    """Whether ``entry`` is a grid point as written: {"method": name, "threshold": a number or null}."""
+    return (isinstance(entry, dict) and isinstance(entry.get("method"), str) and "threshold" in entry
+            and (entry["threshold"] is None or isinstance(entry["threshold"], (int, float))))
 
 
 def write_grid(path: str | Path, rules: Sequence[Rule]) -> None:
@@ -204,10 +214,10 @@ def write_best_rule(path: Path, record: BestRule) -> None:
     write_json_atomic(path, to_json(record))
 
 
-def read_best_rule(path: Path) -> BestRule:
+def read_best_rule(path: str | Path) -> BestRule:
     """The best_rule.json at ``path``; a file that is not one (unreadable, a field missing or of another type, a
     method that is no fixed rule, a threshold the method does not read or lacks) is a one-line DelibError."""
-    raw = read_json(path, BEST_RULE_FIX)
+    raw = read_json(existing(path, "best rule", BEST_RULE_FIX), BEST_RULE_FIX)
     try:
         record = from_json(BestRule, raw)
     except (TypeError, ValueError) as err:
