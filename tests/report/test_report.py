@@ -164,6 +164,16 @@ def write_training_dir(folder: Path, algo: str, scale: float, final_accuracy: fl
     (folder / "metrics.jsonl").write_text("".join(json.dumps(to_json(s)) + "\n" for s in steps))
 
 
+@pytest.mark.parametrize("line, says", [("{\"step\": 1", "malformed JSON"), ("[1, 2]", "wrong shape"),
+                                        ('{"stage": "sft"}', "field 'step'")])
+def test_a_damaged_metrics_line_is_named_by_its_number(tmp_path, line, says):
+    write_training_dir(tmp_path / "t", "softrankpo", 1.0, 0.7)
+    with open(tmp_path / "t" / "metrics.jsonl", "a") as f:
+        f.write(line + "\n")
+    with pytest.raises(DelibError, match=f"metrics.jsonl line 4: .*{says}"):
+        run_results.load_training([tmp_path / "t"])
+
+
 def test_training_plots_from_metrics(tmp_path):
     for algo, scale, acc in [("softrankpo", 1.0, 0.7), ("softrankpo", 10.0, 0.7), ("grpo", 1.0, 0.65),
                              ("grpo", 10.0, 0.4)]:

@@ -279,3 +279,10 @@ def test_a_file_of_ones_own_is_read_when_the_experiment_file_is(tmp_path):
     both = ", ".join(f'"numeric:{(tmp_path / f / "q.jsonl").as_posix()}"' for f in ("a", "b"))
     with pytest.raises(DelibError, match="would share the folder numeric-q"):
         load_experiment(write_config(tmp_path, GRID.replace('["gsm8k"]', f"[{both}]")))
+
+
+def test_a_subset_of_a_list_the_file_lacks_says_it_has_none():
+    from deliberation.runs.experiment_file import _subset
+
+    with pytest.raises(DelibError, match=r"^--backbones: 'x' is not in exp\.toml; it has no backbone$"):
+        _subset(["x"], (), "--backbones", "backbone", "exp.toml")

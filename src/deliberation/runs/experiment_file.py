@@ -177,7 +177,8 @@ def _subset(names: Sequence[str], available: Sequence[str], flag: str, what: str
     """``names`` if each is one of ``available`` and none repeats; else a one-line error naming the flag."""
     unknown = next((n for n in names if n not in available), None)
     if unknown is not None:
-        raise DelibError(f"{flag}: {unknown!r} is not in {source}; it has: {', '.join(available)}")
+        held = f": {', '.join(available)}" if available else f" no {what}"
+        raise DelibError(f"{flag}: {unknown!r} is not in {source}; it has{held}")
     if not names or len(set(names)) != len(names):
         raise DelibError(f"{flag} must name each {what} once, got {','.join(names) or 'nothing'}")
     return tuple(names)
@@ -349,7 +350,7 @@ def _limits(value: Any, names: Sequence[str], source: str) -> dict[str, int | No
     else:
         limits = {b: _get({"limit": value}, "limit", int, source) for b in names}
     if any(n < 1 for n in limits.values()):
-        _fail(source, f"limits must be at least 1, got {limits}")
+        _fail(source, f"limit must be at least 1 for every benchmark, got {limits}")
     return limits
 
 
