@@ -39,3 +39,16 @@ def test_a_command_refuses_an_out_holding_another_kind(here, refused, command, h
     (here / "taken").mkdir()
     (here / "taken" / holds).write_text("")
     assert "--out taken holds a" in refused(*command, "--out", "taken")
+
+
+@pytest.mark.parametrize("command, holds, says", [
+    (["train", "--algo", "sft", "--out", "o", "--rollouts", "given"], "trees.jsonl.gz",
+     "given holds a tree store: not a rollout directory"),
+    (["evaluate", "--method", "cot", "--offline", "--out", "o", "--trees", "given"], "rollouts.jsonl.gz",
+     "given holds a rollout directory, not a tree store"),
+])
+def test_a_reader_names_the_kind_a_folder_holds_instead_of_calling_it_damaged(here, refused, command, holds, says):
+    (here / "given").mkdir()
+    (here / "given" / "manifest.json").write_text("{}")
+    (here / "given" / holds).write_text("")
+    assert says in refused(*command)

@@ -25,9 +25,13 @@ KINDS = {"a run": EPISODES, "a rollout directory": ROLLOUTS, "a tree store": TRE
 """Each kind, as a refusal names it, and the file (or folder) that marks a folder holding it."""
 
 
+def other_kind(folder: str | Path, own: str) -> str | None:
+    """The kind of output other than ``own`` (a key of ``KINDS``) that ``folder`` holds, if any."""
+    return next((kind for kind, mark in KINDS.items() if kind != own and (Path(folder) / mark).exists()), None)
+
+
 def refuse_other_kind(folder: str | Path, own: str) -> None:
-    """Refuse ``folder`` as the --out of an output of kind ``own`` (a key of ``KINDS``) when it holds an
-    output of another kind."""
-    other = next((kind for kind, mark in KINDS.items() if kind != own and (Path(folder) / mark).exists()), None)
+    """Refuse ``folder`` as the --out of an output of kind ``own`` when it holds an output of another kind."""
+    other = other_kind(folder, own)
     if other is not None:
         raise DelibError(f"--out {folder} holds {other}, not {own}; pass another --out")

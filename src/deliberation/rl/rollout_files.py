@@ -17,7 +17,7 @@ from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
-from deliberation.outputs.kinds import ROLLOUTS, refuse_other_kind
+from deliberation.outputs.kinds import ROLLOUTS, other_kind, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock
 from deliberation.outputs.resume import ResumeRule, check_recorded, open_output
 from deliberation.types import ADDED_LATER, Decision, formerly, from_json, key, renamed, to_json
@@ -127,8 +127,10 @@ def question_row(model: str, benchmark: str, split: str, example_id: str, decisi
 def check_manifest(directory: Path) -> RolloutManifest:
     """The manifest of a rollout directory, refused if its features are not this build's."""
     path = directory / MANIFEST
-    if not path.exists():
-        raise DelibError(f"{directory} has no {MANIFEST}: not a rollout directory made by `delib collect`")
+    other = other_kind(directory, "a rollout directory")
+    if not path.exists() or other is not None:
+        held = f"holds {other}" if other is not None else f"has no {MANIFEST}"
+        raise DelibError(f"{directory} {held}: not a rollout directory made by `delib collect`")
     manifest = read_manifest(path)
     if manifest.feature_version != FEATURE_VERSION or manifest.feature_names != FEATURE_NAMES:
         raise DelibError(f"{directory} holds rollouts of feature version {manifest.feature_version}, this "
