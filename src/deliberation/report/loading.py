@@ -360,7 +360,7 @@ def _training_run(folder: Path) -> TrainingRun:
     try:
         config = read_json(config_path) if config_path.exists() else {}
         lines = decode_text((folder / METRICS).read_bytes(), str(folder / METRICS)).splitlines()
-        points = tuple(_metrics_point(folder, number, line) for number, line in enumerate(lines, 1) if line.strip())
+        points = tuple(_metrics_point(number, line) for number, line in enumerate(lines, 1) if line.strip())
     except (AttributeError, KeyError, TypeError, ValueError) as err:  # AttributeError: JSON but not an object
         raise DelibError(f"{folder} is not a readable training directory: config.json must be JSON and every "
                          f"metrics.jsonl record needs step, loss, kl and entropy ({err})") from err
@@ -369,8 +369,8 @@ def _training_run(folder: Path) -> TrainingRun:
                        read_held_out(folder))
 
 
-def _metrics_point(folder: Path, number: int, line: str) -> TrainingPoint:
-    """Line ``number`` of the folder's metrics.jsonl; what is wrong with it names the line."""
+def _metrics_point(number: int, line: str) -> TrainingPoint:
+    """Line ``number`` of a training directory's metrics.jsonl; what is wrong with it names the line."""
     try:
         return _point(parse_json(line))
     except (AttributeError, KeyError, TypeError, ValueError) as err:
