@@ -71,7 +71,7 @@ def test_paired_numbers_equal_delib_report_on_the_same_run_directories(setup, tm
     assert {"mcnemar_p", "accuracy_diff", "accuracy_diff_ci95"} <= set(paired[0])
 
 
-def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys):
+def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, caplog):
     bad_rule = tmp_path / "rule.json"  # a rule that reads a threshold, without one
     tuned = json.loads((setup["root"] / "tuning" / "best_rule.json").read_text())
     bad_rule.write_text(json.dumps({**tuned, "method": "confidence-threshold", "threshold": None}))
@@ -86,6 +86,14 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys):
                      "--out", str(tmp_path / "c")) == 2
         err = capsys.readouterr().err.strip()
         assert says in err and len(err.splitlines()) == 1
+    not_one = tmp_path / "config.json"  # no checkpoint: named so, not first warned about its missing split.json
+    not_one.write_text("{}")
+    with caplog.at_level("WARNING", logger="deliberation"):
+        assert delib("compare", "--trees", trees, "--policy", str(not_one), "--rule",
+                     str(setup["root"] / "tuning" / "best_rule.json"), "--out", str(tmp_path / "c")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is not a deliberation policy checkpoint" in err and len(err.splitlines()) == 1, err
+    assert f"cannot check that {not_one}" not in caplog.text
     assert not (tmp_path / "c").exists()
 
 

@@ -116,6 +116,7 @@ def check_held_out(cmp: Comparison) -> None:
 
 def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
     """(why, question ids) of every source the held-out questions must avoid."""
+    from deliberation.policy.checkpoint import read_checkpoint
     from deliberation.policy.shipped import checkpoint_path
 
     record = read_best_rule(cmp.rule)
@@ -126,6 +127,7 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
     sources = [(f"the rule was tuned on {t}", {q for q in _questions(t) if not record.ids or q in record.ids})
                for t in record.trees if t not in missing]
     for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
+        read_checkpoint(checkpoint_path(ckpt))  # a file that is none is named so, before its split is looked for
         split = split_file(checkpoint_path(ckpt))
         if split.is_file():
             sources.append((f"{ckpt} trained on it", set(read_split(split).train)))
