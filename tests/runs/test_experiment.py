@@ -165,8 +165,10 @@ def test_bad_config_is_one_line_error_before_anything_is_written(tmp_path, old, 
 
 
 def test_unreadable_files(tmp_path):
-    with pytest.raises(DelibError, match="cannot read experiment file"):
+    with pytest.raises(DelibError, match="experiment file .*absent.toml not found; pass an experiment's TOML file"):
         load_experiment(tmp_path / "absent.toml")
+    with pytest.raises(DelibError, match="is a folder, not a file"):
+        load_experiment(tmp_path)
     (tmp_path / "bad.toml").write_text("name = \n")
     with pytest.raises(DelibError, match="bad.toml is not valid TOML"):
         load_experiment(tmp_path / "bad.toml")

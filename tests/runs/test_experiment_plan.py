@@ -117,7 +117,8 @@ def test_backbone_paths_and_folders(monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["absent.toml", "--plan"], "cannot read experiment file"),
+    (["absent.toml", "--plan"], "experiment file absent.toml not found"),
+    (["", "--plan"], "the experiment file's path is empty"),
     (["{grid}", "--plan", "--throughput", "0"], "--throughput: must be generated tokens per second above 0"),
     (["{grid}", "--plan", "--throughput", "nan"], "above 0, got 'nan'"),
     (["{grid}", "--plan", "--throughput", "fast"], "above 0, got 'fast'"),

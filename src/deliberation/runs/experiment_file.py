@@ -27,7 +27,7 @@ from deliberation.benchmarks import own
 from deliberation.benchmarks.helpers.sources import require_folder
 from deliberation.backends import BACKENDS, backend_options, team_size
 from deliberation.config import EngineConfig, Selection
-from deliberation.errors import DelibError, read_user_text, require_at_least, writable_folder
+from deliberation.errors import DelibError, existing, read_user_text, require_at_least, writable_folder
 from deliberation import methods
 from deliberation.methods import METHODS
 from deliberation.methods.options import MethodOptions, Variant
@@ -85,7 +85,7 @@ class ExperimentConfig:
 
 def load_experiment(path: str | os.PathLike) -> ExperimentConfig:
     """Read and validate an experiment TOML file; nothing is written."""
-    path = Path(path)
+    path = existing(path, "experiment file", "pass an experiment's TOML file (docs/guides/experiments.md)")
     try:
         raw = tomllib.loads(read_user_text(path, "experiment file"))
     except tomllib.TOMLDecodeError as err:
