@@ -230,6 +230,8 @@ def test_a_best_rule_json_of_another_shape_is_one_line_naming_it_and_the_fix(tmp
     ('[{"method": "confidence-threshold", "threshold": "high"}]', "is not a rule grid"),
     ('[{"method": "always-persist", "threshold": null}, {"method": "always-persist", "threshold": null}]',
      "names always-persist twice; name each rule once"),
+    ('[{"method": "confidence-threshold", "threshold": 7}]', "rule confidence-threshold t=7.0: must be a finite "
+                                                             "number, from 0 to 1"),
     (None, "is a folder, not a file"),
     ("", "the rule grid's path is empty"),
 ])

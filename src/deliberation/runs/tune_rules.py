@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation.files import write_json_atomic
-from deliberation.methods.options import Variant
+from deliberation.methods.options import MethodOptions, Variant
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
@@ -131,6 +131,12 @@ def read_grid(path: str) -> list[Rule]:
     twice = next((r.label for i, r in enumerate(rules) if r in rules[:i]), None)
     if twice is not None:
         raise DelibError(f"{path} names {twice} twice; name each rule once")
+    for rule in (r for r in rules if r.threshold is not None):
+        try:
+            MethodOptions(confidence_threshold=rule.threshold)  # the option's own bounds, as delib run checks it
+        except DelibError as err:
+            raise DelibError(f"{path}, rule {rule.label}: {str(err).removeprefix('--confidence-threshold ')}; "
+                             f"{fix}") from err
     return rules
 
 
