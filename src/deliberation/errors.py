@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 
 class DelibError(Exception):
@@ -59,6 +59,16 @@ def require_at_least(name: str, value: int, minimum: int = 1, why: str = "") -> 
     if value < minimum:
         reason = f" {why}" if why else ""
         raise DelibError(f"{name} must be at least {minimum}{reason} (got {value})")
+
+
+def repeated(items: Sequence[Any], key: Callable[[Any], Any] = lambda item: item) -> Any:
+    """The first of ``items`` whose ``key`` an earlier one has (a name given twice), or None."""
+    seen = []
+    for item in items:
+        if key(item) in seen:
+            return item
+        seen.append(key(item))
+    return None
 
 
 def require_number(name: str, value: float, low: float, high: float | None = None, why: str = "") -> None:

@@ -299,3 +299,10 @@ def test_a_name_given_empty_or_where_none_is_taken_is_refused(capsys):
         BenchSettings.for_mode(True, "")
     assert main(["models", "list", "smollm2-135m"]) == 2
     assert "takes no name ('smollm2-135m'); `delib models pull smollm2-135m` installs one" in capsys.readouterr().err
+
+
+def test_repeated_finds_the_first_name_given_twice():
+    from deliberation.errors import repeated
+
+    assert repeated(["a", "b", "a", "b"]) == "a" and repeated(["a", "b"]) is None
+    assert repeated([" x", "x "], str.strip) == "x "

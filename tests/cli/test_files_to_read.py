@@ -55,7 +55,10 @@ def damaged(raw: dict, case: str) -> str:
     """The text of the graph ``raw`` damaged as ``case`` says."""
     changes = {"mask cut": {"spatial_mask": [True]}, "edge to no agent": {"spatial": [[0, 7], *raw["spatial"][1:]]},
                "agents as text": {"agents": "three"}, "more agents than edges": {"agents": 10 ** 9},
-               "unknown kind": {"kind": "dylan"}, "no rounds": {"rounds": 0}}
+               "unknown kind": {"kind": "dylan"}, "no rounds": {"rounds": 0}, "null agents": {"agents": None},
+               "rounds beyond reason": {"rounds": 10 ** 9},
+               "null logit": {"spatial_logits": [None, *raw["spatial_logits"][1:]]},
+               "null mask entry": {"spatial_mask": [None, *raw["spatial_mask"][1:]]}}
     if case in changes:
         return json.dumps({**raw, **changes[case]})
     if case in ("no record", "no format"):
@@ -70,9 +73,13 @@ def damaged(raw: dict, case: str) -> str:
     ("mask cut", "9 spatial edges, 9 logits and 1 mask entries"),
     ("edge to no agent", "its spatial is not that of a gptswarm graph of 3 agents"),
     ("agents as text", "Graph.agents: a JSON text where a int belongs"),
-    ("more agents than edges", "1000000000 agents and 1 rounds do not make its 9 spatial edges"),
+    ("more agents than edges", "1000000000 agents and 1 rounds are more than its 9 spatial edges make"),
     ("unknown kind", "its kind 'dylan' is none of gptswarm, agentprune"),
-    ("no rounds", "do not make its 9 spatial edges"),
+    ("no rounds", "its agents (3) and rounds (0) are not both whole numbers from 1"),
+    ("null agents", "its agents (None) and rounds (1) are not both whole numbers from 1"),
+    ("rounds beyond reason", "or than 100 rounds"),
+    ("null logit", "a spatial logit is not a finite number"),
+    ("null mask entry", "a spatial mask entry is not true or false"),
     ("no record", "its record names no questions it learned from"),
     ("no format", "is not a graph from `delib optimize-graph` (its format is not 'deliberation-graph')"),
     ("NaN logit", "NaN"),
@@ -143,7 +150,7 @@ def test_a_checkpoint_folder_is_told_to_pass_the_checkpoint_in_it(here, refused)
     run = ("run", "--method", "mpdf-allocate", "--agents", "6", "--backend", "scripted", "--limit", "1", "--out", "o")
     assert refused(*run, "--policy", "trained").endswith(
         "is a folder, not a file; pass the file in it, trained/allocator.pt")
-    assert "--policy is empty; name its file" in refused(*run, "--policy", "")
+    assert "--policy is empty; name a checkpoint or a shipped name" in refused(*run, "--policy", "")
 
 
 def test_a_tree_store_named_by_nothing_or_by_its_manifest_is_refused(here, refused):

@@ -150,6 +150,9 @@ def test_a_run_with_no_finished_question_is_left_out_with_a_note_not_read_as_zer
     assert f"{empty.resolve()} holds no finished question yet; it is left out" in caplog.text
     with pytest.raises(DelibError, match="none of the 1 run directories holds a finished question"):
         run_results.load_runs([empty])
+    write_training_dir(tmp_path / "mixed" / "train", "softrankpo", 1.0, 0.7)  # training to report: no error
+    shutil.copytree(empty, tmp_path / "mixed" / "started")
+    assert (tmp_path / "out" / "report.md") in report.write_report([tmp_path / "mixed"], tmp_path / "out")
 
 
 def write_training_dir(folder: Path, algo: str, scale: float, final_accuracy: float) -> None:

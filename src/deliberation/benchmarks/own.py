@@ -32,7 +32,7 @@ from typing import Sequence
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.helpers import numeric, sources
 from deliberation.benchmarks.helpers.sources import Row
-from deliberation.errors import BadText, DelibError, clean_text, existing
+from deliberation.errors import BadText, DelibError, clean_text, existing, repeated
 from deliberation.registry import Registry
 from deliberation.types import Example
 
@@ -114,7 +114,7 @@ def asked_example(question: str, answer_type: str, choices: Sequence[str] = ()) 
     if choices and not (answer_type == "choice" and 2 <= len(choices) <= len(LETTERS)):
         raise DelibError(f"choices go with --answer-type choice, 2 to 4 of them (got {len(choices)} for "
                          f"{answer_type}); or list the options in the question")
-    twice = next((c for i, c in enumerate(choices) if c.strip() in (d.strip() for d in choices[:i])), None)
+    twice = repeated(choices, str.strip)
     if twice is not None or any(not c.strip() for c in choices):
         raise DelibError(f"choice {twice!r} is given twice; give each option once" if twice is not None else
                          "a --choice is empty; give each option its text")

@@ -19,6 +19,12 @@ from deliberation.config import EngineConfig
 from deliberation.errors import DelibError, require_number
 
 
+EMPTY_FIXES = {"policy": "name a checkpoint or a shipped name, or leave --policy out for the default",
+               "graph": "name the graph.json of `delib optimize-graph`",
+               "workflow": "name the workflow.json of `delib aflow-search`"}
+"""The options naming a file, and what to pass instead of an empty one."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class MethodOptions:
     """The method options (see the module docstring); keyword-only, so any record can inherit them."""
@@ -62,9 +68,9 @@ class MethodOptions:
     settle."""
 
     def __post_init__(self) -> None:
-        for name in ("policy", "graph", "workflow"):  # an empty path would read as not given (the default's)
+        for name, fix in EMPTY_FIXES.items():  # an empty --policy would read as the default, "" as a path
             if getattr(self, name) is not None and not getattr(self, name).strip():
-                raise DelibError(f"--{name} is empty; name its file, or leave --{name} out")
+                raise DelibError(f"--{name} is empty; {fix}")
         if self.stop_at is not None:
             require_number("--stop-at", self.stop_at, 0, 1, "(a probability)")
         require_number("--php-max-calls", self.php_max_calls, 2, 1000, "(the base answer and one hinted one)")

@@ -60,10 +60,9 @@ def run_settings(settings: BenchSettings, progress: bool) -> BenchResult:
     """Every measurement under ``settings``; a tqdm bar on stderr names the stage when ``progress``."""
     from tqdm import tqdm
 
+    from deliberation.backends.catalogue import check
     from deliberation.backends.scripted import ScriptedBackend
     from deliberation.benchmarks.answers import BenchmarkAnswers
-
-    from deliberation.backends.catalogue import check
 
     check(settings.model)  # a model that cannot load is refused now, not after minutes of measuring
     meta = collect_meta(settings)  # before the work: its load average is the background load

@@ -42,6 +42,9 @@ from deliberation.types import Example, from_json
 GRAPH_FORMAT = "deliberation-graph"
 GRAPH_FILE = "graph.json"
 """The file `delib optimize-graph` writes into its --out."""
+MAX_ROUNDS = 100
+"""The most rounds a graph file may hold: AgentPrune runs a handful (its reference one); a file holding more
+is damaged, and would make a list of that many rounds before its first question."""
 ROLES = (
     "You are a math expert. Solve the problem step by step, using the other agents' answers as hints where "
     "they are given, and state the final answer.",
@@ -156,9 +159,11 @@ def _checked(graph: Graph) -> Graph:
     masks and the record, which names the training questions), else a ValueError saying what is not."""
     if graph.kind not in DESIGNS:
         raise ValueError(f"its kind {graph.kind!r} is none of {', '.join(DESIGNS)}")
-    if not (1 <= graph.agents and graph.agents * (graph.agents - 1) <= len(graph.spatial)) or graph.rounds < 1:
-        raise ValueError(f"{graph.agents} agents and {graph.rounds} rounds do not make its {len(graph.spatial)} "
-                         "spatial edges")
+    if not all(isinstance(n, int) and n >= 1 for n in (graph.agents, graph.rounds)):
+        raise ValueError(f"its agents ({graph.agents}) and rounds ({graph.rounds}) are not both whole numbers from 1")
+    if graph.agents * (graph.agents - 1) > len(graph.spatial) or graph.rounds > MAX_ROUNDS:
+        raise ValueError(f"{graph.agents} agents and {graph.rounds} rounds are more than its {len(graph.spatial)} "
+                         f"spatial edges make, or than {MAX_ROUNDS} rounds")
     shape = initial(graph.kind, graph.agents, graph.rounds)
     for name in ("rounds", "spatial", "temporal", "threshold"):
         if getattr(graph, name) != getattr(shape, name):
@@ -167,8 +172,10 @@ def _checked(graph: Graph) -> Graph:
         edges, logits, mask = (getattr(graph, f"{name}{end}") for end in ("", "_logits", "_mask"))
         if not len(edges) == len(logits) == len(mask):
             raise ValueError(f"{len(edges)} {name} edges, {len(logits)} logits and {len(mask)} mask entries")
-        if not all(math.isfinite(x) for x in logits):
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in logits):
             raise ValueError(f"a {name} logit is not a finite number")
+        if not all(isinstance(m, bool) for m in mask):
+            raise ValueError(f"a {name} mask entry is not true or false")
     learned_ids(graph.record)
     return graph
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, repeated
 from deliberation.files import write_json_atomic, write_text_atomic
 from deliberation.methods.options import Variant
 from deliberation.methods.oracle import SPEC as ORACLE_SPEC
@@ -87,7 +87,7 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     """The rows: learned policies, the SFT checkpoint, the best rule, the other constants, the oracle (with
     ``arms`` primary: the learned policies and the best rule)."""
     given = [p for p in (*cmp.policies, cmp.sft) if p is not None]
-    twice = next((p for p in given if given.count(p) > 1), None)
+    twice = repeated(given)
     if twice is not None or not cmp.policies:
         raise DelibError(f"checkpoint {twice!r} is given twice (--policy, --sft); give each once" if twice else
                          "no learned policy given; pass --policy CKPT[,CKPT]")

@@ -113,16 +113,17 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> list[RunResult]:
     return load_results(runs)
 
 
-def load_results(run_dirs: Iterable[Path]) -> list[RunResult]:
+def load_results(run_dirs: Iterable[Path], required: bool = True) -> list[RunResult]:
     """The run directories ``run_dirs``, loaded, with labels split where one label covers runs of different
     checkpoints or engine settings (so no table row pools two configurations); two directories holding the
     same run are refused (``distinct``). A run with no finished question yet (killed before its first, or still
-    at it) is left out with a warning: its row would read 0% of nothing."""
+    at it) is left out with a warning: its row would read 0% of nothing; when none has one, that is an error
+    if the runs are ``required`` (a report of training directories too needs none)."""
     loaded = [load_run(p) for p in run_dirs]
     for empty in (r for r in loaded if not r.summary.n):
         LOG.warning("delib: note: %s holds no finished question yet; it is left out", empty.path)
     finished = [r for r in loaded if r.summary.n]
-    if loaded and not finished:
+    if required and loaded and not finished:
         raise DelibError(f"none of the {len(loaded)} run directories holds a finished question (e.g. "
                          f"{loaded[0].path}); let a run finish its first question, then report")
     return split_models(split_options(split_engines(split_policies(distinct(finished)))))

@@ -33,7 +33,7 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     if not run_dirs and not train_dirs:
         raise DelibError(f"no run or training directory found under {', '.join(map(str, paths))}; a run "
                          "directory holds summary.json or episodes.jsonl, a training directory metrics.jsonl")
-    results, training = load_results(run_dirs), load_training(train_dirs)
+    results, training = load_results(run_dirs, required=not train_dirs), load_training(train_dirs)
     tab = table(results) if results else None
     fixed = paired_table(results, reference) if results else []  # every row against the reference
     equal = _equal_tokens(results, trees, out)

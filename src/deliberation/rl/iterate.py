@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from deliberation.errors import DelibError, read_object, require_at_least
+from deliberation.errors import DelibError, read_object, repeated, require_at_least
 from deliberation.outputs.kinds import ITERATION, refuse_other_kind
 from deliberation.outputs.resume import ResumeRule, check_resume
 from deliberation.policy.shipped import checkpoint_path
@@ -31,9 +31,6 @@ from deliberation.types import to_json
 
 FLAGS = ("--policy", "--train-seed")
 """How ``delib iterate`` names the start policy and the training seed in the trainer's errors."""
-TRAINED_EARLIER = ResumeRule(may_change=frozenset({"hidden", "heads"}))
-"""A policy an earlier pass of the same command trained is kept only under the same training settings (the
-network's sizes are those of the start policy where one is given, so they may differ from the flags)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +48,7 @@ class IterateSpec:
         require_at_least("--iterations", self.iterations)
         if not self.benchmarks:
             raise DelibError("give at least one --benchmark to collect on")
-        twice = next((b for i, b in enumerate(self.benchmarks) if b in self.benchmarks[:i]), None)
+        twice = repeated(self.benchmarks)
         if twice is not None:
             raise DelibError(f"--benchmark names {twice} twice; name each benchmark once")
         from deliberation.rl.algorithms import ALGORITHMS
@@ -106,6 +103,7 @@ def iterate(spec: IterateSpec, out: str, progress: bool = True,
             notify: Callable[[str], None] | None = None) -> Path:
     """Run (or resume) every iteration; returns the last policy file."""
     refuse_other_kind(out, "the iterations of `delib iterate`")
+    _check_trained(spec, out)
     behaviour = spec.collect.policy
     for i in range(spec.iterations):
         rollouts = [_collect(spec, out, i, bench, behaviour, progress) for bench in spec.benchmarks]
@@ -126,12 +124,21 @@ def _collect(spec: IterateSpec, out: str, i: int, bench: str, behaviour: str | N
     return str(directory)
 
 
+def _check_trained(spec: IterateSpec, out: str) -> None:
+    """Refuse, before any model loads, to resume iterations whose policies were trained under other training
+    settings than ``spec``'s (the network's sizes may differ only where a start policy set them)."""
+    rule = ResumeRule(may_change=frozenset({"hidden", "heads"}) if spec.collect.policy else frozenset())
+    for i in range(spec.iterations):
+        done = policy_file(out, i)
+        if done.exists():
+            check_resume(done.parent, "a policy trained", read_object(done.parent / "config.json"),
+                         to_json(spec.train), rule, "rerun with those settings, or into another --out (the "
+                         "iterations of one --out share them)")
+
+
 def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: str | None) -> str:
     done = policy_file(out, i)
-    if done.exists():
-        check_resume(done.parent, "a policy trained", read_object(done.parent / "config.json"), to_json(spec.train),
-                     TRAINED_EARLIER, "rerun with those settings, or into another --out (the iterations of one "
-                     "--out share them)")
+    if done.exists():  # under the same settings (``_check_trained``)
         return f"trained earlier -> {done.parent}"
     start = None if behaviour is None else str(checkpoint_path(behaviour))  # --policy may name a shipped one
     return run_training(TrainRequest(spec.train, tuple(rollouts), start, str(done.parent),

@@ -99,7 +99,6 @@ def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
 def open_collection(directory: Path, manifest: RolloutManifest) -> DirectoryLock:
     """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
     then create its manifest, or check an existing one describes the same collection."""
-    refuse_other_kind(directory, "a rollout directory")
     return open_output(directory, manifest.to_dict(), ROLLOUT_RESUME, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
                        _recorded)
 
@@ -110,7 +109,9 @@ BEFORE_LOADING = replace(ROLLOUT_RESUME, compared=tuple(n for n in ROLLOUT_RESUM
 
 def check_collection(directory: Path, manifest: RolloutManifest) -> None:
     """``open_collection``'s check of an existing manifest, made before the model loads: a resume under other
-    settings is refused at once, not after minutes of loading (the model's name is checked once loaded)."""
+    settings, or a folder holding another kind of output, is refused at once, not after minutes of loading
+    (the model's name is checked once loaded)."""
+    refuse_other_kind(directory, "a rollout directory")
     check_recorded(directory, manifest.to_dict(), BEFORE_LOADING, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
                    _recorded)
 

@@ -21,8 +21,8 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
-from deliberation.outputs.kinds import METRICS
 from deliberation.errors import DelibError, make_folder, write_error
+from deliberation.outputs.kinds import METRICS
 from deliberation.policy.checkpoint import save_policy
 from deliberation.policy.network import MetaPolicyNet
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig

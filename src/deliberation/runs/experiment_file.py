@@ -27,7 +27,7 @@ from deliberation.benchmarks import own
 from deliberation.benchmarks.helpers.sources import require_folder
 from deliberation.backends import BACKENDS, backend_options, team_size
 from deliberation.config import EngineConfig, Selection
-from deliberation.errors import DelibError, existing, read_user_text, require_at_least, writable_folder
+from deliberation.errors import DelibError, existing, read_user_text, repeated, require_at_least, writable_folder
 from deliberation import methods
 from deliberation.methods import METHODS
 from deliberation.methods.options import MethodOptions, Variant
@@ -308,7 +308,7 @@ def _check_arms(arms: Sequence[Variant], source: str) -> None:
     if not arms:
         _fail(source, "no methods and no variants: list methods = [...] or add [[variants]]")
     labels = [a.label for a in arms]
-    twice = next((x for x in labels if labels.count(x) > 1), None)
+    twice = repeated(labels)
     if twice:
         _fail(source, f"label {twice!r} is used twice (a variant's label must differ from the methods')")
 

@@ -26,7 +26,7 @@ from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
 from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
 from deliberation.actions import EXTENDED_ACTIONS, PAPER_ACTIONS, check_action_set
-from deliberation.errors import DelibError, existing, read_json, require_at_least
+from deliberation.errors import DelibError, existing, read_json, repeated, require_at_least
 from deliberation.types import ADDED_LATER, from_json, to_json
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -128,9 +128,9 @@ def read_grid(path: str) -> list[Rule]:
     if unknown or not rules:
         raise DelibError(f"{path} names no fixed rule or an unknown one ({', '.join(unknown) or 'empty'}); the rules "
                          f"are {', '.join(FIXED_RULES)}")
-    twice = next((r.label for i, r in enumerate(rules) if r in rules[:i]), None)
+    twice = repeated(rules)
     if twice is not None:
-        raise DelibError(f"{path} names {twice} twice; name each rule once")
+        raise DelibError(f"{path} names {twice.label} twice; name each rule once")
     for rule in (r for r in rules if r.threshold is not None):
         try:
             MethodOptions(confidence_threshold=rule.threshold)  # the option's own bounds, as delib run checks it

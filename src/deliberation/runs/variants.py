@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from deliberation.errors import DelibError, make_folder, writable_folder
+from deliberation.errors import DelibError, make_folder, repeated, writable_folder
 from deliberation.files import write_json_atomic
 from deliberation.methods.options import Variant
 from deliberation.runs.directory import CELL, RunDir, Summary
@@ -63,7 +63,7 @@ class StoreReplay:
 def store_names(trees: Sequence[str]) -> list[str]:
     """Each store's folder name (its run directories' parent); two stores of one name are refused."""
     names = [Path(t).name for t in trees]
-    twice = next((n for n in names if names.count(n) > 1), None)
+    twice = repeated(names)
     if twice is not None or not names:
         raise DelibError(f"two stores are named {twice!r}; their runs would share a folder: pass stores in folders "
                          "of different names" if twice else "no tree store given; pass --trees STORE[,STORE]")

@@ -35,7 +35,7 @@ from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.errors import DelibError, existing, make_folder, writable_folder
 from deliberation.files import append_gzip_line, read_gzip_lines
-from deliberation.outputs.kinds import TREES, other_kind, refuse_other_kind
+from deliberation.outputs.kinds import TREES, other_kind
 from deliberation.outputs.lock import DirectoryLock, lock_directory
 from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
 from deliberation.types import Completion, Example, GenerationRequest, RequestKind, from_json, purpose_of, to_json
@@ -86,9 +86,7 @@ class TreeStore:
     def create(cls, path: str | Path, manifest: TreeManifest) -> "TreeStore":
         """Open ``path`` for building, as its one writer until ``unlock``: a new store, or an existing one with
         the same settings."""
-        path = writable_folder(path, "--out")
-        refuse_other_kind(path, "a tree store")
-        path = make_folder(path)
+        path = make_folder(writable_folder(path, "--out"))
         return cls._as_writer(path, lambda: cls._create(path, manifest))
 
     @classmethod
