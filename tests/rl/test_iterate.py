@@ -39,6 +39,8 @@ def test_each_iteration_collects_with_the_previous_policy_and_trains_from_it(tmp
     other[other.index("--epochs") + 1] = "3"
     assert main(other) == 2  # a policy trained under other settings is not taken as this command's
     assert "holds a policy trained with other settings (epochs 2 there, 3 here)" in capsys.readouterr().err
+    assert main([*iterate_cmd(out), "--hidden", "32"]) == 2  # no start policy set the width: the flags did
+    assert "(hidden 64 there, 32 here)" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in first} == first
 
 
