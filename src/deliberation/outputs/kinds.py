@@ -20,9 +20,11 @@ METRICS = "metrics.jsonl"
 ITERATION = "iter-{}"
 """The folder of each iteration of ``delib iterate`` (``rl/iterate.py``), by its number."""
 
-KINDS = {"a run": EPISODES, "a rollout directory": ROLLOUTS, "a tree store": TREES,
-         "a training directory": METRICS, "the iterations of `delib iterate`": ITERATION.format(0)}
-"""Each kind, as a refusal names it, and the file (or folder) that marks a folder holding it."""
+RUN, ROLLOUT_DIR, TREE_STORE = "a run", "a rollout directory", "a tree store"
+TRAINING, ITERATIONS = "a training directory", "the iterations of `delib iterate`"
+"""Each kind as a refusal names it: what ``refuse_other_kind`` and ``other_kind`` take as ``own``."""
+KINDS = {RUN: EPISODES, ROLLOUT_DIR: ROLLOUTS, TREE_STORE: TREES, TRAINING: METRICS, ITERATIONS: ITERATION.format(0)}
+"""Each kind and the file (or folder) that marks a folder holding it."""
 
 
 def other_kind(folder: str | Path, own: str) -> str | None:

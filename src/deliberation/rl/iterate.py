@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from deliberation.errors import DelibError, read_object, repeated, require_at_least
-from deliberation.outputs.kinds import ITERATION, refuse_other_kind
+from deliberation.outputs.kinds import ITERATION, ITERATIONS, refuse_other_kind
 from deliberation.outputs.resume import ResumeRule, check_resume
 from deliberation.policy.shipped import checkpoint_path
 from deliberation.rl.collect import CollectSpec, collect
@@ -102,7 +102,7 @@ def policy_file(out: str | Path, iteration: int) -> Path:
 def iterate(spec: IterateSpec, out: str, progress: bool = True,
             notify: Callable[[str], None] | None = None) -> Path:
     """Run (or resume) every iteration; returns the last policy file."""
-    refuse_other_kind(out, "the iterations of `delib iterate`")
+    refuse_other_kind(out, ITERATIONS)
     _check_trained(spec, out)
     behaviour = spec.collect.policy
     for i in range(spec.iterations):

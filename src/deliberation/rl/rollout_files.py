@@ -17,7 +17,7 @@ from deliberation.config import Selection
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
-from deliberation.outputs.kinds import ROLLOUTS, other_kind, refuse_other_kind
+from deliberation.outputs.kinds import ROLLOUT_DIR, ROLLOUTS, other_kind, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock
 from deliberation.outputs.resume import ResumeRule, check_recorded, open_output
 from deliberation.types import ADDED_LATER, Decision, formerly, from_json, key, renamed, to_json
@@ -111,7 +111,7 @@ def check_collection(directory: Path, manifest: RolloutManifest) -> None:
     """``open_collection``'s check of an existing manifest, made before the model loads: a resume under other
     settings, or a folder holding another kind of output, is refused at once, not after minutes of loading
     (the model's name is checked once loaded)."""
-    refuse_other_kind(directory, "a rollout directory")
+    refuse_other_kind(directory, ROLLOUT_DIR)
     check_recorded(directory, manifest.to_dict(), BEFORE_LOADING, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
                    _recorded)
 
@@ -128,7 +128,7 @@ def question_row(model: str, benchmark: str, split: str, example_id: str, decisi
 def check_manifest(directory: Path) -> RolloutManifest:
     """The manifest of a rollout directory, refused if its features are not this build's."""
     path = directory / MANIFEST
-    other = other_kind(directory, "a rollout directory")
+    other = other_kind(directory, ROLLOUT_DIR)
     if not path.exists() or other is not None:
         held = f"holds {other}" if other is not None else f"has no {MANIFEST}"
         raise DelibError(f"{directory} {held}: not a rollout directory made by `delib collect`")

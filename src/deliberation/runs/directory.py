@@ -19,7 +19,7 @@ from deliberation.errors import BadText, DelibError, make_folder, parse_json, ut
 from deliberation.files import append_durably, write_json_atomic
 from deliberation.methods.options import DEFAULTS
 from deliberation.actions import ACTION_ORDER, ACTIONS
-from deliberation.outputs.kinds import EPISODES, refuse_other_kind
+from deliberation.outputs.kinds import EPISODES, RUN, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, check_resume
 from deliberation.types import Episode, Turn, from_json, strict_json, to_json
@@ -192,7 +192,7 @@ class RunDir:
         must hold the same settings; one with no episode yet takes any; one another process writes (a run
         into the same --out still going) is refused, before a model loads."""
         run = cls(writable_folder(path, "--out"), config)
-        refuse_other_kind(run.path, "a run")
+        refuse_other_kind(run.path, RUN)
         refuse_if_locked(run.path)
         run._plan()
         return run
@@ -256,7 +256,7 @@ class RunDir:
         return old
 
     def _check_same(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        check_resume(self.path, "a run", old, new, RUN_RESUME, "use another --out or delete it")
+        check_resume(self.path, RUN, old, new, RUN_RESUME, "use another --out or delete it")
 
     def _record_resume(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Note the resumable settings ``new`` changes against the latest recorded ones; ``append`` writes

@@ -31,7 +31,7 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import MethodConfig
 from deliberation.outputs.driver import Ledger, QuestionJob, run_job
-from deliberation.outputs.kinds import refuse_other_kind
+from deliberation.outputs.kinds import TREE_STORE, refuse_other_kind
 from deliberation.outputs.lock import refuse_if_locked
 from deliberation.policy.rules import ConstantPolicy
 from deliberation.trees.manifest import TreeManifest
@@ -148,7 +148,7 @@ def build(spec: TreeSpec, out: str, progress: bool = True) -> int:
     examples = load_selected(benchmarks.get(spec.benchmark), spec.split, spec.limit, spec.selection, spec.data_dir)
     updates = update_specs(recorded_methods(spec))
     refuse_if_locked(Path(out), BUSY_FIX)
-    refuse_other_kind(out, "a tree store")
+    refuse_other_kind(out, TREE_STORE)
     job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
                       lambda inner: _store(out, spec, inner, examples, updates),
                       lambda ex, backend: build_question(ex, backend, spec, updates), spec.concurrency)

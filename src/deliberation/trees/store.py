@@ -35,7 +35,7 @@ from deliberation.config import EngineConfig
 from deliberation.engine import prompts
 from deliberation.errors import DelibError, existing, make_folder, writable_folder
 from deliberation.files import append_gzip_line, read_gzip_lines
-from deliberation.outputs.kinds import TREES, other_kind
+from deliberation.outputs.kinds import TREE_STORE, TREES, other_kind
 from deliberation.outputs.lock import DirectoryLock, lock_directory
 from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
 from deliberation.types import Completion, Example, GenerationRequest, RequestKind, from_json, purpose_of, to_json
@@ -119,9 +119,9 @@ class TreeStore:
         record (a build killed while appending) is refused, or with ``repair`` (a build resuming) cut off:
         it held only outcomes the build records again."""
         path = existing(path, "tree store", "build one with `delib tree`", folder=True, inside=MANIFEST)
-        other = other_kind(path, "a tree store")
+        other = other_kind(path, TREE_STORE)
         if other is not None:
-            raise DelibError(f"{path} holds {other}, not a tree store; pass a store `delib tree` built")
+            raise DelibError(f"{path} holds {other}, not {TREE_STORE}; pass a store `delib tree` built")
         manifest = read_manifest(path)
         size = _size(path / TREES)
         nodes: dict[str, Node] = {}
