@@ -13,7 +13,9 @@ import pytest
 
 from deliberation.cli.main import main
 from deliberation.methods.allocate import DEFAULT_ALLOCATOR
-from deliberation.policy.shipped import checkpoint_path, content_hash, sha256_hex
+from deliberation.errors import DelibError
+from deliberation.policy import checkpoint as ckpt
+from deliberation.policy.shipped import SHIPPED, checkpoint_path, content_hash, sha256_hex, shipped_names
 
 REPO = Path(__file__).resolve().parents[2]
 REGISTERED = REPO / "docs" / "results" / "allocation" / "registered.json"
@@ -53,3 +55,23 @@ def test_a_checkpoint_of_the_other_kind_is_named_for_what_it_is_in_a_fresh_proce
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and named in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_every_shipped_checkpoint_is_the_kind_its_name_says():
+    """An unknown ``--policy`` name lists the shipped checkpoints of the kind the method runs, told apart by
+    name: each file must hold that kind."""
+    allocators, policies = shipped_names(True), shipped_names(False)
+    assert DEFAULT_ALLOCATOR in allocators and "default" in policies
+    assert sorted(allocators + policies) == sorted(p.stem for p in SHIPPED.glob("*.pt"))
+    for names, kind in ((allocators, ckpt.ALLOCATOR), (policies, ckpt.POLICY)):
+        for name in names:
+            assert ckpt.read_checkpoint(checkpoint_path(name), kind)
+
+
+def test_an_unknown_allocator_name_lists_the_shipped_allocators_alone():
+    from deliberation.allocate.network import load_allocator
+
+    with pytest.raises(DelibError, match=r"neither a file nor a shipped allocator \(allocate-qwen2\.5-coder-1\.5b\); "
+                       r"pass the path of an allocator\.pt") as refused:
+        load_allocator("nope")
+    assert "default" not in str(refused.value)

@@ -42,9 +42,10 @@ def test_a_shipped_checkpoint_by_name():
     assert isinstance(mpdf.policy_for(cfg), TrainedPolicy)
     shipped = ckpt.SHIPPED / "qwen2.5-coder-1.5b.pt"
     assert mpdf.policy_name(cfg) == f"qwen2.5-coder-1.5b {ckpt.content_hash(shipped)}"
-    listed = r"'nope' is neither a file nor a shipped checkpoint \(allocate-qwen2\.5-coder-1\.5b, default, "
-    with pytest.raises(DelibError, match=listed):
+    listed = r"'nope' is neither a file nor a shipped policy \(default, grpo, qwen2\.5-coder-1\.5b, "
+    with pytest.raises(DelibError, match=listed) as refused:
         mpdf.policy_for(replace(cfg, policy="nope"))
+    assert "allocate-" not in str(refused.value)  # an allocator is not a policy mpdf can run
     with pytest.raises(DelibError, match="absent.pt not found"):  # a path keeps the loader's message
         mpdf.policy_for(replace(cfg, policy="runs/absent.pt"))
 

@@ -116,7 +116,7 @@ def save_allocator(path: str | Path, net: AllocatorNet, meta: Mapping[str, Any])
 @functools.lru_cache(maxsize=8)
 def load_allocator(name: str) -> LearnedAllocator:
     """The allocator ``name`` names (a path or a shipped name), verified, refused when it reads other features."""
-    path = Path(checkpoint_path(name))
+    path = Path(checkpoint_path(name, allocator=True))
     payload = ckpt.read_checkpoint(path, ckpt.ALLOCATOR)
     names, version = tuple(payload["feature_names"]), int(payload["feature_version"])
     if (names, version) != (FEATURE_NAMES, FEATURE_VERSION):

@@ -16,12 +16,20 @@ from deliberation.errors import DelibError
 
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
 SHIPPED_POLICY = SHIPPED / "default.pt"
+ALLOCATOR_PREFIX = "allocate-"
+"""How a shipped allocator's name starts (``mpdf-allocate``'s checkpoints); every other shipped checkpoint is a
+deliberation policy. tests/allocate/test_shipped_allocator.py reads each one to check its kind."""
 
 
-def checkpoint_path(policy: str) -> Path:
+def shipped_names(allocator: bool) -> list[str]:
+    """The names of the shipped allocators (``allocator``), else of the shipped deliberation policies."""
+    return sorted(p.stem for p in SHIPPED.glob("*.pt") if p.stem.startswith(ALLOCATOR_PREFIX) == allocator)
+
+
+def checkpoint_path(policy: str, allocator: bool = False) -> Path:
     """``policy`` as a file: a path as given, or a shipped checkpoint by name. A missing path is left for
     the loader's "not found" error (a folder for its "is a folder" one); an unknown bare name lists the shipped
-    ones."""
+    ones of the kind wanted (``allocator``: allocators, else deliberation policies)."""
     if not policy.strip():
         raise DelibError("the policy's path is empty; pass the path of a checkpoint or a shipped name")
     path = Path(policy)
@@ -32,9 +40,9 @@ def checkpoint_path(policy: str) -> Path:
         return shipped
     if path.is_dir():
         return path
-    names = ", ".join(sorted(p.stem for p in SHIPPED.glob("*.pt")))
-    raise DelibError(f"policy {policy!r} is neither a file nor a shipped checkpoint ({names}); pass the path "
-                     "of a checkpoint (a policy.pt, an allocator.pt) or one of those names")
+    kind, example = ("allocator", "an allocator.pt") if allocator else ("policy", "a policy.pt")
+    raise DelibError(f"policy {policy!r} is neither a file nor a shipped {kind} "
+                     f"({', '.join(shipped_names(allocator))}); pass the path of {example} or one of those names")
 
 
 def sha256_hex(path: Path) -> str:
