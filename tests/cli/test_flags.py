@@ -99,6 +99,29 @@ def test_nothing_is_noted_for_what_the_method_reads_or_was_not_given(tmp_path, c
     assert caplog.records == []
 
 
+@pytest.mark.parametrize(("method", "said"), [
+    ("php", "runs with hinted calls until two answers agree, at most --php-max-calls; --rounds 2 does not apply"),
+    ("aflow-gsm8k", "runs with the steps of its workflow; --rounds 2 does not apply")])
+def test_a_method_that_runs_rounds_of_its_own_is_not_said_to_run_none(tmp_path, caplog, method, said):
+    """The engine these methods run with has 0 rounds, but they call the model more than once: the note names
+    what they run with, not the engine's number."""
+    with caplog.at_level("WARNING", logger="deliberation"):
+        assert main(["run", "--method", method, "--rounds", "2", "--backend", "scripted", "--limit", "1",
+                     "--out", str(tmp_path / method), "--quiet"]) == 0
+    notes = [r.getMessage() for r in caplog.records]
+    assert notes == [f"delib: note: method {method} {said}"]
+
+
+def test_every_shown_or_hinted_pin_is_a_pinnable_flag():
+    from deliberation import methods
+    from deliberation.cli.common import PINNABLE
+
+    for name in methods.METHODS:
+        method = methods.get(name)
+        for flag, _ in (*method.pinned_shown, *method.pinned_hints):
+            assert flag in PINNABLE, (name, flag)
+
+
 def test_a_team_or_the_default_depth_given_to_a_method_that_overrides_it_is_noted(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="deliberation"):
         assert main(["ask", "What is 2 + 2?", "--method", "cot", "--rounds", "2", "--backend", "scripted"]) == 0

@@ -303,7 +303,8 @@ def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, t
     config = json.loads((tmp_path / "test" / "config.json").read_text())
     assert config["graph_used"].startswith(graph) and config["graph_rounds"] == (1 if kind == "gptswarm" else 2)
     assert [r.getMessage() for r in caplog.records] == [  # its own rounds, whatever --rounds says, and why
-        f"delib: note: method {kind} runs with rounds = 0; --rounds 3 does not apply ({ROUNDS[kind]})"]
+        f"delib: note: method {kind} runs with the rounds of its graph; --rounds 3 does not apply "
+        f"({ROUNDS[kind]})"]
     assert delib("run", "--method", kind, "--graph", graph, "--backend", "scripted", "--split", "train", "--limit",
                  "4", "--out", str(tmp_path / "train")) == 2
     assert "was optimised on" in capsys.readouterr().err and not (tmp_path / "train").exists()

@@ -166,8 +166,9 @@ def note_pinned(args: argparse.Namespace, method: str, engine: EngineConfig) -> 
         given = _given_as(args, name)
         if given and getattr(pinned, name) != getattr(engine, name):
             hint = dict(methods.get(method).pinned_hints).get(name)
-            LOG.warning("delib: note: method %s runs with %s = %s; %s does not apply%s", method, name,
-                        getattr(pinned, name), given, f" ({hint})" if hint else "")
+            shown = dict(methods.get(method).pinned_shown).get(name, f"{name} = {getattr(pinned, name)}")
+            LOG.warning("delib: note: method %s runs with %s; %s does not apply%s", method, shown, given,
+                        f" ({hint})" if hint else "")
     _note_no_early_stop(args, method, pinned.agents)
 
 

@@ -23,6 +23,10 @@ def _one_agent(engine):
     return replace(engine, agents=1, rounds=0)
 
 
+WORKFLOW_SHOWN = (("agents", "the calls of its workflow"), ("rounds", "the steps of its workflow"))
+"""What ``delib run``'s note says a workflow runs with when --agents or --rounds is given (``pinned_shown``)."""
+
+
 def workflow_calls(workflow: Workflow) -> Calls:
     """A custom step's ``n`` calls, one per ensemble, one to ``ATTEMPTS`` per programmer (it retries code that
     fails)."""
@@ -39,7 +43,7 @@ def sandboxed(workflow: Workflow) -> None:
 
 def transferred(found_on: str) -> Method:
     return fixed(MethodSpec(name=f"aflow-{found_on}", policy=None, protocol=TRANSFERRED[found_on]),
-                 engine=_one_agent, episode=workflow_episode, tree_requests=False,
+                 engine=_one_agent, episode=workflow_episode, tree_requests=False, pinned_shown=WORKFLOW_SHOWN,
                  check=lambda cfg, examples: sandboxed(TRANSFERRED[found_on]),
                  shown=lambda cfg: TRANSFERRED[found_on].most_shown() * cfg.engine.max_tokens,
                  calls=lambda cfg: workflow_calls(TRANSFERRED[found_on]),
@@ -67,6 +71,7 @@ GSM8K = transferred("gsm8k")
 MATH = transferred("math")
 SEARCHED = Method(spec=lambda cfg: MethodSpec(name="aflow", policy=None, protocol=searched(cfg)[0]),
                   engine=_one_agent, options=frozenset({"workflow"}), episode=workflow_episode, check=_check,
+                  pinned_shown=WORKFLOW_SHOWN,
                   tree_requests=False, calls=lambda cfg: workflow_calls(searched(cfg)[0]),
                   shown=lambda cfg: searched(cfg)[0].most_shown() * cfg.engine.max_tokens,
                   about="a workflow found by `delib aflow-search`, --workflow (Zhang et al. 2025)",

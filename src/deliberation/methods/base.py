@@ -103,6 +103,9 @@ class Method:
     pinned_hints: tuple[tuple[str, str], ...] = ()
     """Where ``engine`` pins a flag (agents, rounds), what does what a user giving it asked for: the note
     ``delib run`` prints about the flag ends with it."""
+    pinned_shown: tuple[tuple[str, str], ...] = ()
+    """Where the value ``engine`` pins is not what runs (a graph runs the rounds it holds, not the engine's 0),
+    what the note says the method runs with instead of ``name = value``."""
 
     def __post_init__(self) -> None:
         undeclared = sorted(self.options - set(OPTION_NAMES))
