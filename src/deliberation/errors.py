@@ -245,7 +245,7 @@ def writable_folder(path: str | os.PathLike, flag: str) -> Path:
     naming the flag, before anything is written: an empty path would write into the current folder."""
     target = _named(path, flag, "folder")
     if os.path.exists(target) and not os.path.isdir(target):
-        raise DelibError(f"{flag} {target} is a file; name a folder (a new one, or one to resume)")
+        raise DelibError(f"{flag} {target} is a file; name a folder")
     _check_writable(target, flag)
     return target
 

@@ -168,7 +168,9 @@ def test_out_that_is_a_file_is_named_by_run_and_report(tmp_path, capsys):
     assert run_ok(tmp_path / "run", "--method", "cot") == 0
     capsys.readouterr()
     assert main(["report", str(tmp_path / "run"), "--out", str(file)]) == 2
-    assert f"--out {file} is a file" in one_line(capsys) and file.read_text() == "x"
+    said = one_line(capsys)
+    assert f"--out {file} is a file; name a folder" in said and file.read_text() == "x"
+    assert "resume" not in said  # a report is written anew, never resumed
 
 
 @pytest.mark.parametrize("text", ["", "{\"method\": ", "[1, 2]"])
