@@ -20,7 +20,8 @@ from pathlib import Path
 from deliberation.cli.common import Parser  # one-line errors, no abbreviated flags
 from deliberation.errors import DelibError, exit_status
 from deliberation.files import read_gzip_lines
-from deliberation.trees.store import TREES, TreeRow, TreeStore
+from deliberation.outputs.kinds import TREES
+from deliberation.trees.store import TreeRow, TreeStore
 from deliberation.types import from_json
 
 REPO = Path(__file__).resolve().parents[1]

@@ -103,7 +103,7 @@ def test_collect_refuses_the_test_split_unless_asked(tmp_path, capsys):
 @pytest.mark.needs_split("gsm8k/train")
 def test_collect_takes_the_question_selection_of_delib_run(tmp_path):
     """--offset (and --ids, --subset) choose which train questions are collected, as in delib run and tree."""
-    from deliberation.rl.rollout_files import ROLLOUTS
+    from deliberation.outputs.kinds import ROLLOUTS
     from deliberation.files import read_gzip_lines
 
     out = tmp_path / "offset"

@@ -20,7 +20,8 @@ import pytest
 from deliberation.runs.distributed import EpisodeWorker, _ray_session, execute_distributed
 from deliberation.errors import DelibError
 from deliberation.runs.runner import RunSpec, execute, validate
-from deliberation.runs.directory import EPISODES, RunDir
+from deliberation.outputs.kinds import EPISODES
+from deliberation.runs.directory import RunDir
 from deliberation.types import Episode, Example, to_json
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,8 @@ from deliberation.files import write_json_atomic
 from deliberation.methods.mpdf import policy_name
 from deliberation.policy import shipped
 from deliberation.report.loading import load_run
-from deliberation.runs.directory import CONFIG, ENGINE_USED, EPISODES, SUMMARY, RunDir
+from deliberation.outputs.kinds import EPISODES
+from deliberation.runs.directory import CONFIG, ENGINE_USED, SUMMARY, RunDir
 from deliberation.runs.run_config import RunConfig, RunSpec, config_of, config_record, read_run_config
 from deliberation.types import Episode, Turn, to_json
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
-from deliberation.trees.store import TREES, TreeStore
+from deliberation.outputs.kinds import TREES
+from deliberation.trees.store import TreeStore
 from replays import episodes
 
 QUESTIONS = 4

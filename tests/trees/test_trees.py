@@ -13,7 +13,8 @@ from deliberation.cli.main import main
 from deliberation.methods import METHODS
 from deliberation.errors import DelibError
 from deliberation.trees.manifest import BEFORE_METHODS, TreeManifest, read_manifest
-from deliberation.trees.store import TREES, TreeStore
+from deliberation.outputs.kinds import TREES
+from deliberation.trees.store import TreeStore
 from registered_methods import FROM_TREES
 from replays import episodes
 

@@ -23,9 +23,9 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 from deliberation.backends.team import agent_models
 from deliberation.errors import (BadText, DelibError, clean_text, decode_text, parse_json, printable, read_json,
                                  read_object)
-from deliberation.outputs.kinds import METRICS
+from deliberation.outputs.kinds import EPISODES, METRICS
 from deliberation.rl.held_out_file import HeldOutScores, read_held_out
-from deliberation.runs.directory import (CELL, CONFIG, EPISODES, RUN_RESUME, SUMMARY, Summary, jsonl_lines,
+from deliberation.runs.directory import (CELL, CONFIG, RUN_RESUME, SUMMARY, Summary, jsonl_lines,
                                          parse_episodes, summarize)
 from deliberation.runs.run_config import NOTHING_RECORDED, RunConfig, RunSpec, read_run_config
 from deliberation.actions import ACTION_ORDER, ACTIONS

@@ -22,7 +22,7 @@ import numpy as np
 from deliberation import methods
 from deliberation.errors import DelibError
 from deliberation.report.loading import RunResult, read_episodes
-from deliberation.runs.directory import EPISODES
+from deliberation.outputs.kinds import EPISODES
 from deliberation.types import ADDED_LATER
 
 BOOTSTRAP_DRAWS = 10_000  # docs/results/paired/PREREGISTRATION.md fixes 10,000 resamples, seed 0
