@@ -1,10 +1,12 @@
 """Run directory: durable appends, torn lines, Wilson interval."""
 
+import inspect
 import json
 from dataclasses import replace
 
 import pytest
 
+from deliberation.backends.base import SPEED_OPTIONS
 from deliberation.errors import DelibError
 from deliberation.runs.directory import RunDir, summarize, wilson_ci
 from deliberation.runs.run_config import RunSpec
@@ -104,6 +106,28 @@ def test_resume_accepts_other_thread_count_and_cache_path(tmp_path):
     write(tmp_path, {"method": "m", "cache": "b.sqlite", "backend_options": {"model": "x"}}, episode(1))
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["cache"] == "a.sqlite" and config["resumes"] == [{"cache": "b.sqlite"}]
+
+
+@pytest.mark.parametrize("option", sorted(SPEED_OPTIONS))
+def test_a_run_stopped_by_a_slow_server_resumes_with_other_timeouts_and_retries(tmp_path, option):
+    """The HTTP backend's message on a timed-out request asks for a longer timeout_s (or total_timeout_s, more
+    retries): the run must resume under it. A setting of the output (the sampling) still refuses."""
+    first = {"method": "m", "backend_options": {"model": "x", "base_url": "http://h/v1", option: 1}}
+    write(tmp_path, first, episode(0))
+    write(tmp_path, {"method": "m", "backend_options": {"model": "x", "base_url": "http://h/v1", option: 30}},
+          episode(1))
+    with pytest.raises(DelibError, match="top_p"):
+        write(tmp_path, {"method": "m", "backend_options": {"model": "x", "base_url": "http://h/v1", "top_p": 0.5}},
+              episode(2))
+
+
+def test_every_speed_option_is_an_option_of_a_registered_backend():
+    from deliberation.backends import BACKENDS
+
+    taken = set()
+    for name in BACKENDS:
+        taken |= set(inspect.signature(BACKENDS.resolve(name).__init__).parameters)
+    assert SPEED_OPTIONS <= taken
 
 
 def test_a_run_recorded_before_confidence_threshold_existed_resumes_at_its_default(tmp_path):

@@ -45,6 +45,12 @@ class Backend(Protocol):
         ...
 
 
+SPEED_OPTIONS = frozenset({"n_threads", "verbose", "max_in_flight", "timeout_s", "total_timeout_s", "max_retries",
+                           "backoff_s"})
+"""Backend options that change how fast or how patiently requests are served, never what a request returns
+(llama.cpp's threads and log; the HTTP backend's concurrency, timeouts and retries): a run, a graph or a
+workflow resumes under other values of them, so that a run stopped by a slow server resumes with the longer
+timeout its message asks for. Any other option is a setting of the output."""
 REQUIRED_ATTRIBUTES: dict[str, type] = {"name": str, "model": str, "supports_logprobs": bool}
 REQUIRED_METHODS = ("generate", "close")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from deliberation.backends.base import SPEED_OPTIONS
 from deliberation.errors import DelibError, make_folder, read_object
 from deliberation.files import write_json_atomic
 from deliberation.outputs.lock import DirectoryLock, lock_directory
@@ -80,10 +81,9 @@ class ResumeRule:
         return list(self.compared) if self.compared is not None else sorted(set(old) | set(new))
 
 
-_SPEED_OPTIONS = frozenset({"n_threads", "verbose"})
-BACKEND_OPTIONS = ResumeRule(may_change=_SPEED_OPTIONS, nested={"members": ResumeRule(may_change=_SPEED_OPTIONS)})
-"""Backend options less the speed settings, also in each member of a mixed team (``members``): the rule of
-every output's recorded backend options (a run, a graph, a workflow)."""
+BACKEND_OPTIONS = ResumeRule(may_change=SPEED_OPTIONS, nested={"members": ResumeRule(may_change=SPEED_OPTIONS)})
+"""Backend options less the speed settings (``backends.base.SPEED_OPTIONS``), also in each member of a mixed
+team (``members``): the rule of every output's recorded backend options (a run, a graph, a workflow)."""
 
 
 def _dicts(value: Any) -> bool:
