@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Sequence
 
-from deliberation.errors import DelibError, require_at_least, require_number
+from deliberation.errors import DelibError, repeated, require_at_least, require_number
 from deliberation.types import formerly
 
 RESUMES = "resumes"
@@ -52,6 +52,8 @@ class EngineConfig:
             raise DelibError(f"--rounds must be 0 or more (got {self.rounds})")
         require_number("--temperature", self.temperature, 0)
         require_at_least("--max-tokens", self.max_tokens)
+        require_at_least("--seed", self.seed, 0, "(request seeds derive from it; a backend may read a negative "
+                         "seed as 'random')")
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,8 @@ class Selection:
     split in its order, as before selections existed."""
 
     ids: tuple[str, ...] = ()
-    """Only these question ids (kept in the split's order); --ids a,b,c or --ids @file (one id a line)."""
+    """Only these question ids (kept in the split's order); --ids a,b,c or --ids @file (ids separated by
+    newlines, commas or spaces)."""
     offset: int = 0
     """Skip the first N questions (after --ids)."""
     subset: int | None = field(default=None, metadata=formerly("sample"))
@@ -75,19 +78,17 @@ class Selection:
             raise DelibError(f"--offset must be 0 or more (got {self.offset})")
         if self.subset is not None:
             require_at_least("--subset", self.subset)
-        twice = _repeated(self.ids)
-        if twice is not None:
-            raise DelibError(f"--ids names {twice!r} twice; list each question once")
+        require_at_least("--subset-seed", self.subset_seed, 0)
+        if self.subset is None and self.subset_seed != 0:  # it would be recorded, and read by nothing
+            raise DelibError("--subset-seed seeds --subset only; pass --subset N with it, or leave it out")
+        check_ids(self.ids)
 
 
-def _repeated(items: tuple[str, ...]) -> str | None:
-    """The first item that occurs a second time, or None."""
-    seen: set[str] = set()
-    for item in items:
-        if item in seen:
-            return item
-        seen.add(item)
-    return None
+def check_ids(ids: tuple[str, ...]) -> None:
+    """Refuse --ids naming a question twice (a run or a replay answers each question once)."""
+    twice = repeated(ids)
+    if twice is not None:
+        raise DelibError(f"--ids names {twice!r} twice; list each question once")
 
 
 @dataclass(frozen=True)

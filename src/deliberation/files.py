@@ -107,6 +107,9 @@ def read_gzip_lines(path: Path, command: str, repair: bool = False,
     DelibError naming the file, where in it and the fix: nothing is read partially."""
     if not path.exists():
         return []
+    if path.is_dir():
+        raise DelibError(f"{path} is a folder, not the file `{command}` writes; restore the file from a copy or "
+                         f"rerun `{command}` into a new --out")
     rows: list[tuple[int, Any]] = []  # (line number, its JSON)
     good = seen = 0  # end of the last member read whole, lines read
     try:

@@ -58,7 +58,8 @@ def test_ask_text_prints_the_vote_over_the_agents_final_lines(capsys):
     (["--agents", "0"], "--agents must be at least 1"),
     (["--method", "oracle"], "oracle picks the right answer in hindsight, and a question asked alone has none"),
     (["--answer-type", "choice", "--choice", "red", "--choice", "red "], "choice 'red ' is given twice"),
-    (["--answer-type", "choice", "--choice", "red", "--choice", " "], "a --choice is empty"),
+    (["--answer-type", "choice", "--choice", "red", "--choice", " "],
+     "a --choice is empty; give each option its text, once"),
 ])
 def test_ask_refuses_bad_input_in_one_line(capsys, args, message):
     code, lines, err = ask(capsys, QUESTION, "--backend", "scripted", *args)

@@ -72,8 +72,8 @@ def test_the_python_api_checks_option_types():
     from deliberation.backends import check_options
 
     with pytest.raises(DelibError, match="option timeout_s takes a finite number"):
-        check_options("openai", {"model": "m", "base_url": "u", "timeout_s": "abc"})
-    check_options("openai", {"model": "m", "base_url": "u", "timeout_s": 5})  # an int is a number
+        check_options("openai", {"model": "m", "base_url": "http://u", "timeout_s": "abc"})
+    check_options("openai", {"model": "m", "base_url": "http://u", "timeout_s": 5})  # an int is a number
 
 
 # --- 4. NaN, infinity and out-of-range numbers ---------------------------------------------------------------

@@ -82,7 +82,7 @@ def one_line_error(capsys) -> str:
     (["--method", "self-consistency", "--team", "a,b", "--agents", "5"], "names 2 models but self-consistency"),
     (["--method", "debate", "--team", "a,b", "--model", "a"], "--team names every agent's model; drop --model"),
     (["--method", "debate", "--team", "a", "--rounds", "1"], "leaves it no peers"),
-    (["--method", "debate", "--team", "a,b", "--backend", "llamacpp", "--backend-opt", "benchmark=gsm8k"],
+    (["--method", "debate", "--team", "a,b", "--backend", "llamacpp"],  # RUN's --backend-opt benchmark=gsm8k
      "team agent 0: backend 'llamacpp' takes no option benchmark"),
 ])
 def test_bad_teams_are_one_line_and_write_nothing(tmp_path: Path, capsys, args, message):

@@ -240,9 +240,18 @@ def test_an_old_manifest_reads_as_it_was_built_and_writes_back_unchanged(tmp_pat
 
 
 @pytest.mark.parametrize("entry, value", [("samples", "3"), ("methods", "mpdf"), ("temperature", "hot"),
-                                          ("selection", 5)])
+                                          ("selection", 5), ("temperature", None), ("agents", None),
+                                          ("model", None), ("verbal_confidence", None), ("agents", 0),
+                                          ("samples", 0), ("max_tokens", -1), ("seed", -1), ("temperature", -0.5)])
 def test_a_manifest_entry_of_the_wrong_type_is_refused_in_one_line(tmp_path, entry, value):
     (tmp_path / "manifest.json").write_text(json.dumps({**OLD_MANIFEST, entry: value}))
     with pytest.raises(DelibError, match=rf"manifest.json lacks or mangles an entry \(.*{entry}") as err:
         TreeStore.open(tmp_path)
     assert "\n" not in str(err.value)
+
+
+def test_a_folder_in_place_of_the_trees_file_is_named_not_a_traceback(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps(OLD_MANIFEST))
+    (tmp_path / "trees.jsonl.gz").mkdir()
+    with pytest.raises(DelibError, match="trees.jsonl.gz is a folder, not the file `delib tree` writes"):
+        TreeStore.open(tmp_path)

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import inspect
 import json
 import logging
 import math
 import os
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timezone
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
@@ -97,6 +99,15 @@ class OpenAIBackend:
     name = "openai"
 
     @staticmethod
+    def validate_options(**options: Any) -> None:
+        """Refuse what the signature lets through (``backends.check_options``, before anything is written): a
+        base URL that is not http(s) with a host, an empty key variable's name, counts and times out of range,
+        an unknown sampler. Options not given are checked at their defaults."""
+        given = inspect.signature(OpenAIBackend).bind_partial(**options)
+        given.apply_defaults()
+        _check_options(**{k: v for k, v in given.arguments.items() if k in _CHECKED})
+
+    @staticmethod
     def records_summaries(summaries: bool = False, supports_logprobs: bool = True, **_: Any) -> bool:
         """With ``summaries=true``, from a server that returns log-probabilities."""
         return summaries and supports_logprobs
@@ -115,10 +126,9 @@ class OpenAIBackend:
         sampler: str = "plain",
         summaries: bool = False,
     ) -> None:
-        _check_options(max_in_flight, timeout_s, total_timeout_s, max_retries, backoff_s)
-        if sampler not in SAMPLERS:
-            choices = " or ".join(f"{k} ({v})" for k, v in SAMPLERS.items())
-            raise DelibError(f"unknown sampler {sampler!r}; use {choices}")
+        self.validate_options(base_url=base_url, api_key_env=api_key_env, max_in_flight=max_in_flight,
+                              timeout_s=timeout_s, max_retries=max_retries, total_timeout_s=total_timeout_s,
+                              backoff_s=backoff_s, sampler=sampler)
         self._openai = import_openai()
         self.model = model
         self.base_url = base_url
@@ -332,8 +342,23 @@ def _describe(err: BaseException | None) -> str:
     return described
 
 
-def _check_options(max_in_flight: int, timeout_s: float, total_timeout_s: float, max_retries: int,
-                   backoff_s: float) -> None:
+_CHECKED = ("base_url", "api_key_env", "max_in_flight", "timeout_s", "total_timeout_s", "max_retries", "backoff_s",
+            "sampler")
+
+
+def _check_options(*, base_url: str | None = None, api_key_env: str, max_in_flight: int, timeout_s: float,
+                   total_timeout_s: float, max_retries: int, backoff_s: float, sampler: str) -> None:
+    if base_url is not None:  # required: its absence is named by ``backends.check_options``
+        parts = urllib.parse.urlsplit(base_url.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise DelibError(f"--base-url {base_url!r} is not an http(s) URL with a host; pass the server's "
+                             "address, e.g. http://localhost:8000/v1")
+    if not api_key_env.strip():
+        raise DelibError("option api_key_env is empty; name the environment variable holding the key, or leave it "
+                         "out (a local server needs none)")
+    if sampler not in SAMPLERS:
+        choices = " or ".join(f"{k} ({v})" for k, v in SAMPLERS.items())
+        raise DelibError(f"unknown sampler {sampler!r}; use {choices}")
     require_at_least("max_in_flight", max_in_flight)
     if timeout_s <= 0 or total_timeout_s <= 0:
         raise DelibError(f"timeout_s and total_timeout_s must be positive, got {timeout_s} and {total_timeout_s}")

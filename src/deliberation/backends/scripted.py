@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from deliberation.backends.logprob_summary import summarize
-from deliberation.errors import DelibError
+from deliberation.errors import DelibError, require_number
 from deliberation.types import (AnswerKey, AnswerKeyFactory, Completion, Example, GenerationRequest, Keyed,
                                 LogprobSummary, Purpose, RequestKind, TokenLogprob, purpose_of)
 
@@ -80,6 +80,17 @@ class ScriptedBackend:
         self.p_break, self.p_fix = p_break, p_fix
         self.conf_right, self.conf_wrong = conf_right, conf_wrong
         self.calls = 0  # requests answered, for tests of "no LLM call"
+
+    @staticmethod
+    def validate_options(skills: object = None, **options: object) -> None:
+        """Refuse skills that are not a list of numbers (``skills=[0.5,0.6]``), and the other rates out of
+        [0, 1], before anything is written (``backends.check_options``)."""
+        if skills is not None and not _numbers(skills):
+            raise DelibError(f"scripted option skills takes a list of numbers, one an agent (its chance of a right "
+                             f"answer before the question's difficulty), e.g. skills=[0.45,0.55,0.65]; got {skills!r}")
+        for name in ("p_break", "p_fix", "conf_right", "conf_wrong"):
+            if name in options:
+                require_number(name, options[name], 0, 1, "(a probability)")  # type: ignore[arg-type]
 
     @staticmethod
     def records_summaries(**_: object) -> bool:
@@ -166,3 +177,8 @@ class ScriptedBackend:
         prompt = sum(len(m.content) for m in request.messages) // 4 + 8 * len(request.messages)
         return Completion(text, prompt, max(1, len(text) // 4), logprobs if request.logprobs else None, finish)
 
+
+def _numbers(values: object) -> bool:
+    """Whether ``values`` is a non-empty list of finite numbers (a skill is clipped with the difficulty added)."""
+    return isinstance(values, (list, tuple)) and len(values) > 0 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in values)

@@ -59,8 +59,13 @@ def team_options(entries: Sequence[str | Mapping[str, Any]], backend: str,
     """The ``team`` backend's options for one entry per agent. A model name runs on ``backend`` with the
     ``shared`` options (``--backend-opt``, ``--base-url``); a table names its own ``backend`` (default
     ``backend``) and options, over the shared ones when its backend is ``backend``."""
+    if isinstance(entries, str):  # iterated, it would be a team of one agent a character
+        raise DelibError(f"team {entries!r} is one string; pass a list of model names, one an agent "
+                         f"(e.g. {entries.split(',')!r})")
     members = []
     for entry in entries:
+        if isinstance(entry, str) and not entry.strip():
+            raise DelibError(f"team {list(entries)!r} names an empty model; give each agent its model")
         table = {"model": entry} if isinstance(entry, str) else dict(entry)
         name = table.pop("backend", backend)
         members.append({"backend": name, **(shared if name == backend else {}), **table})

@@ -100,6 +100,15 @@ def entry_point(code: str) -> str | None:
     return names[-1] if names else None
 
 
+def choice_problem(choices: Sequence[str]) -> str | None:
+    """What makes a list of options unanswerable, or None: an empty one, or one given twice (its two letters
+    would be one answer, and a right letter could be scored wrong)."""
+    twice = repeated(choices, str.strip)
+    if any(not c.strip() for c in choices):
+        return "a choice is empty"
+    return None if twice is None else f"choice {twice!r} is given twice"
+
+
 def asked_example(question: str, answer_type: str, choices: Sequence[str] = ()) -> Example:
     """A question posed with no gold answer; its id is a hash of it, so reruns share the response cache. An
     empty question, and a choice question with no options (none given, none labelled in it), are refused:
@@ -114,10 +123,9 @@ def asked_example(question: str, answer_type: str, choices: Sequence[str] = ()) 
     if choices and not (answer_type == "choice" and 2 <= len(choices) <= len(LETTERS)):
         raise DelibError(f"choices go with --answer-type choice, 2 to 4 of them (got {len(choices)} for "
                          f"{answer_type}); or list the options in the question")
-    twice = repeated(choices, str.strip)
-    if twice is not None or any(not c.strip() for c in choices):
-        raise DelibError(f"choice {twice!r} is given twice; give each option once" if twice is not None else
-                         "a --choice is empty; give each option its text")
+    problem = choice_problem(choices)
+    if problem is not None:
+        raise DelibError(f"{problem.replace('a choice', 'a --choice')}; give each option its text, once")
     if answer_type == "choice" and not choices and len(set(_OPTION.findall(question))) < 2:
         raise DelibError("a choice question needs its options: pass --choice TEXT 2 to 4 times, or label them "
                          "in the question (A) ... B) ...)")
@@ -210,13 +218,18 @@ class _Record:
 
     def get(self, name: str) -> object:
         value = self.row.data.get(name)
-        if value is None or value == "":
+        if value is None or isinstance(value, str) and not value.strip():
             needs = ", ".join(("id", "question", *NEEDS[self.answer_type]))
             raise DelibError(f"{self.row.origin}: missing field {name!r} ({self.answer_type} records need {needs})")
         return value
 
     def text(self, name: str) -> str:
-        return str(self.get(name))
+        """The field as text: a string, or a number written as one (an id 7, an answer 18); a list, an object
+        or true/false is refused, not shown to the agents as Python would print it."""
+        value = self.get(name)
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.fail(f"field {name!r} must be text (or a number), got {type(value).__name__} {value!r}")
+        return str(value)
 
     def fail(self, problem: str) -> DelibError:
         return DelibError(f"{self.row.origin}: {problem}")
@@ -237,7 +250,12 @@ def _choice(rec: _Record) -> Example:
     choices = rec.get("choices")
     if not isinstance(choices, list) or not 2 <= len(choices) <= len(LETTERS):
         raise rec.fail(f"choices must be a list of 2 to {len(LETTERS)} strings (labelled A-D), got {choices!r}")
-    choices = tuple(str(c) for c in choices)
+    if not all(isinstance(c, str) for c in choices):
+        raise rec.fail(f"choices must be strings, got {choices!r}")
+    problem = choice_problem(choices)
+    if problem is not None:
+        raise rec.fail(f"{problem}; give each option its text, once")
+    choices = tuple(choices)
     return Example(id=rec.text("id"), question=rec.text("question"), answer=_letter(rec, choices), choices=choices)
 
 

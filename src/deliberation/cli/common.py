@@ -7,6 +7,7 @@ its defaults the flags' defaults.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -298,9 +299,15 @@ def add_ray_args(p: argparse.ArgumentParser) -> None:
 def _option_value(text: str, kind: tuple[type, bool] | None) -> object:
     """A --backend-opt value as the type the backend declares for the option (``kind``: the type and whether
     it takes none); text that is not one stays text, for ``check_options`` to refuse naming the type. An
-    option of no plain declared type is read as int, float, true/false, or the text."""
+    option of no plain declared type is read as int, float, true/false, a JSON list (``skills=[0.5,0.6]``), or
+    the text."""
     if kind is not None and kind[1] and text.lower() == "none":
         return None
+    if kind is None and text.startswith("["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
     converters = [int, float] if kind is None else [kind[0]] if kind[0] in (int, float) else []
     for convert in converters:
         try:
@@ -322,11 +329,16 @@ def backend_options(args: argparse.Namespace, flag: str = "--backend-opt") -> di
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise DelibError(f"{flag} takes KEY=VALUE, got {item!r}")
+        if key.strip() in opts:  # the last would win silently
+            raise DelibError(f"{flag} gives {key.strip()} twice; give each option once")
         opts[key.strip()] = _option_value(value.strip(), kinds.get(key.strip()))
-    if args.model:
-        opts["model"] = args.model
-    if args.base_url:
-        opts["base_url"] = args.base_url
+    own = "--" if flag == "--backend-opt" else flag.removesuffix("opt")  # --optimizer-opt: --optimizer-model
+    for option, given in (("model", args.model), ("base_url", args.base_url)):
+        if given and option in opts:
+            raise DelibError(f"{own}{option.replace('_', '-')} and {flag} {option}= both give the {option}; give it "
+                             "once")
+        if given:
+            opts[option] = given
     return opts
 
 

@@ -16,7 +16,6 @@ import inspect
 import textwrap
 import typing
 from functools import cache
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from deliberation.types import formerly_named
@@ -49,11 +48,13 @@ def _is_doc(node: ast.stmt) -> bool:
 
 
 def names(text: str) -> tuple[str, ...]:
-    """A comma-separated list of names (``a,b`` or ``a, b``), at least one: a list naming nothing (``--ids ""``)
-    would otherwise mean what leaving the flag out means (all questions, every method)."""
-    found = tuple(name.strip() for name in text.split(",") if name.strip())
-    if not found:
+    """A comma-separated list of names (``a,b`` or ``a, b``), at least one and none empty: a list naming nothing
+    (``--ids ""``) would otherwise mean what leaving the flag out means (all questions, every method)."""
+    found = tuple(name.strip() for name in text.split(","))
+    if not any(found):
         raise argparse.ArgumentTypeError(f"names nothing ({text!r}); give at least one name")
+    if not all(found):  # 'a,,b' is a slip: dropping the gap would run a smaller team than the one typed
+        raise argparse.ArgumentTypeError(f"has an empty item ({text!r}); remove the extra comma")
     return found
 
 
@@ -62,17 +63,29 @@ def id_list(text: str) -> tuple[str, ...]:
     least one (no ids is not "all questions": leave --ids out for that)."""
     if not text.startswith("@"):
         return names(text)
-    from deliberation.errors import DelibError, read_user_text
+    from deliberation.errors import DelibError, existing, read_user_text
 
-    ids = tuple(read_user_text(Path(text[1:]), "the id file").replace(",", " ").split())
+    path = existing(text[1:], "id file", "write --ids @FILE, FILE a text file of question ids, one a line")
+    ids = tuple(read_user_text(path, "the id file").replace(",", " ").split())
     if not ids:
         raise DelibError(f"the id file {text[1:]} holds no question id; write one id a line (or leave --ids out "
                          "for all questions)")
     return ids
 
 
-FIELD_PARSERS: dict[str, Callable[[str], Any]] = {"ids": id_list}
-"""Fields whose flag takes more than their type says, by field name."""
+def prompt_set(text: str) -> str:
+    """--prompts: a registered prompt set, refused while the command line is read (before a run or a store is
+    written) and listed in the message."""
+    from deliberation.engine.prompts import PROMPTS
+
+    if text not in PROMPTS:
+        raise argparse.ArgumentTypeError(f"unknown prompt set {text!r}; choose one of: {', '.join(PROMPTS)}")
+    return text
+
+
+FIELD_PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {"ids": (id_list, "ID,ID|@FILE"),
+                                                               "prompts": (prompt_set, "NAME")}
+"""Fields whose flag takes more than their type says, by field name: the parser and the metavar."""
 
 
 def _items(item: type) -> Callable[[str], tuple[Any, ...]]:
@@ -154,8 +167,8 @@ def _add(parser: argparse.ArgumentParser, f: dataclasses.Field, tp: Any, doc: st
                             help=SUPPRESS if doc is None else f"turns it off (on by default): {doc}" if default
                             else f"turns it on (off by default): {doc}")
         return
-    parser.add_argument(flag(f.name), dest=f.name, type=FIELD_PARSERS.get(f.name, converter(tp)),
-                        metavar="ID,ID|@FILE" if f.name in FIELD_PARSERS else _metavar(tp),
+    parse, metavar = FIELD_PARSERS.get(f.name, (converter(tp), _metavar(tp)))
+    parser.add_argument(flag(f.name), dest=f.name, type=parse, metavar=metavar,
                         default=SUPPRESS if suppress else default,
                         help=SUPPRESS if doc is None else _help(doc, default))
 

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Sequence
 from deliberation.backends.base import Backend
 from deliberation.config import EngineConfig
 from deliberation.engine.loop import example_rng
+from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig
 from deliberation.policy.rules import FIXED_RULES
 from deliberation.methods.options import MethodOptions
@@ -59,6 +60,14 @@ def taking(option: str) -> list[str]:
     return [name for name in METHODS if option in get(name).options]
 
 
+def refuse_unread(given: Iterable[str], names: Sequence[str]) -> None:
+    """A DelibError for the first ``given`` option that none of the methods ``names`` reads."""
+    option = unread(given, names)
+    if option is not None:
+        raise DelibError(f"--{option.replace('_', '-')} means nothing to method{'s' * (len(names) > 1)} "
+                         f"{', '.join(names)}; drop it (it applies to: {', '.join(taking(option))})")
+
+
 def run_method(method: str, example: Example, backend: Backend, benchmark: str = "gsm8k",
                engine: EngineConfig | None = None, **method_options: Any) -> Episode:
     """One episode of ``method`` on ``example`` (a question of ``benchmark``, whose scorer and answer format
@@ -67,10 +76,12 @@ def run_method(method: str, example: Example, backend: Backend, benchmark: str =
     own refusals apply as in ``delib run`` (its ``check``: e.g. a question an optimised graph or allocator was
     trained on, code that cannot run isolated); ``delib run``'s checks of the team and the context window do
     not."""
-    cfg = MethodConfig(benchmark, engine or EngineConfig(), **method_options)
     chosen = get(method)
+    cfg = MethodConfig(benchmark, engine or EngineConfig(), **method_options)
+    refuse_unread(cfg.given(), [method])  # as delib run refuses it, never ignored
     chosen.check(cfg, [example])
     return chosen.run(example, backend, cfg, example_rng(cfg.engine.seed, example.id))
 
 
-__all__ = ["METHODS", "Method", "MethodConfig", "MethodOptions", "described", "get", "run_method", "taking", "unread"]
+__all__ = ["METHODS", "Method", "MethodConfig", "MethodOptions", "described", "get", "refuse_unread", "run_method",
+           "taking", "unread"]

@@ -25,6 +25,9 @@ from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, check_resum
 from deliberation.types import Episode, Turn, from_json, strict_json, to_json
 
 CONFIG, SUMMARY = "config.json", "summary.json"
+RUN_MARK = frozenset({"method"})
+"""The key every run's config.json holds, since the first: a config.json without it is not a run's, and a run never
+writes over it."""
 CELL = "cell.json"  # an experiment's label of a run directory (deliberation.runs.experiment)
 LOG = logging.getLogger("deliberation")
 _WARNED: set[Path] = set()  # episodes files whose duplicates were reported: one warning a file and process
@@ -202,6 +205,7 @@ class RunDir:
         old = self._config() if self.finished_ids() else None
         self._fresh = self._resume = None
         if old is None:
+            self._refuse_foreign()
             self._fresh = self._settings
         else:
             self._check_same(old, self._settings)
@@ -254,6 +258,23 @@ class RunDir:
                              "against these settings; delete it and rerun the command that made the run (it is "
                              "rewritten, the episodes kept), or use another --out")
         return old
+
+    def _refuse_foreign(self) -> None:
+        """Refuse a folder with no episode whose config.json (or summary.json) no run wrote, a model's config say:
+        a new run would write over it. A run stopped before its first episode leaves its own, which is taken, and
+        one with episodes whose config.json was deleted gets it rewritten."""
+        config, summary = self.path / CONFIG, self.path / SUMMARY
+        if self.finished_ids():  # a run's episodes, whose config.json was deleted to be rewritten
+            return
+        try:
+            held = parse_json(utf8(config.read_bytes())) if config.exists() else None
+        except (OSError, BadText):  # a folder, unreadable, or not JSON
+            held = []
+        ours = held is None or isinstance(held, dict) and RUN_MARK <= held.keys()
+        if not ours or (summary.exists() and not config.exists()):
+            found = config if not ours else summary
+            raise DelibError(f"--out {self.path} holds a {found.name} that no delib run wrote; pass another --out "
+                             "(a new folder)")
 
     def _check_same(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         check_resume(self.path, RUN, old, new, RUN_RESUME, "use another --out or delete it")

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation import methods
-from deliberation.config import EngineConfig, Selection, Workload
-from deliberation.errors import DelibError
+from deliberation.config import EngineConfig, Selection, Workload, check_ids
+from deliberation.errors import DelibError, repeated, require_at_least
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import Summary
-from deliberation.runs.runner import RunSpec, execute, refuse_unread
+from deliberation.runs.runner import RunSpec, execute
 from deliberation.trees.store import (TreeBackend, TreeStore, built_examples, open_store, recording_backend,
                                       store_engine)
 from deliberation.types import Example
@@ -62,6 +62,17 @@ class Replay(MethodOptions, ReplaySettings):
     (the nodes the store lacks) is batched as by ``delib tree --concurrency`` (on a CPU, 3 lets llama.cpp batch
     9 requests instead of 3; outputs then depend on the batch, and the store records them as generated)."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_ids(self.ids)
+        twice = repeated(self.methods)
+        if twice is not None:  # both would replay into one folder
+            raise DelibError(f"--method names {twice!r} twice; name each method once")
+        if self.agents is not None:
+            require_at_least("--agents", self.agents)
+        if self.questions is not None:
+            require_at_least("--questions", self.questions)
+
 
 def check_method(name: str, engine: EngineConfig, store: TreeStore) -> None:
     """Refuse a method whose agents the store was not built with (other agents send other requests)."""
@@ -83,8 +94,9 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
         engine = store_engine(store, replay.rounds, replay.agents, replay.early_stop)
         for name in replay.methods:
             check_method(name, engine, store)
-        refuse_unread(replay.given(), replay.methods)
+        methods.refuse_unread(replay.given(), replay.methods)
         examples = built_examples(store, data_dir, replay.questions, replay.ids)
+        refuse_unbuilt(store, replay, examples)
         backend = tree_backend(replay, store)
     except BaseException:
         store.unlock()
@@ -94,6 +106,16 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
                         progress=progress, backend=backend) for name in replay.methods]
     finally:
         backend.close()
+
+
+def refuse_unbuilt(store: TreeStore, replay: Replay, examples: Sequence[Example]) -> None:
+    """Refuse --ids naming a question the replay would not answer (not built, or past --questions), which would
+    otherwise shrink the run silently."""
+    missing = sorted(set(replay.ids) - {e.id for e in examples})
+    if missing:
+        among = f"the first {replay.questions} built questions of " if replay.questions else "the built questions of "
+        raise DelibError(f"--ids names {len(missing)} questions not among {among}{store.path} (e.g. {missing[0]}); "
+                         "pass ids of its built questions")
 
 
 def tree_backend(replay: Replay, store: TreeStore) -> TreeBackend:

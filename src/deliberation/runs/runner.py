@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from functools import partial
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator
 
 from deliberation import benchmarks, methods
 from deliberation.backends import check_options, context_window, records_summaries, team_size
@@ -16,6 +16,7 @@ from deliberation.backends.base import Backend
 from deliberation.backends.team import agent_models
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
+from deliberation.engine import prompts
 from deliberation.engine.loop import example_rng
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.team_checks import check_context, check_models, check_team
@@ -32,6 +33,7 @@ def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
     method = method_entry(spec)
     bench = benchmarks.get(spec.benchmark)
     check_options(spec.backend, spec.backend_options)
+    prompts.get(spec.engine.prompts)  # an unknown prompt set, named before config.json is written
     examples = load_selected(bench, spec.split, spec.limit, spec.selection, spec.data_dir)
     engine = method.engine(spec.engine)
     check_team(spec.method, engine)
@@ -57,16 +59,8 @@ def check_summaries(spec: RunSpec, method_spec: MethodSpec) -> None:
 
 def method_entry(spec: RunSpec) -> Method:
     """The method ``spec`` names, refusing an option it does not read (not ignoring it)."""
-    refuse_unread(spec.given(), (spec.method,))
+    methods.refuse_unread(spec.given(), (spec.method,))
     return methods.get(spec.method)
-
-
-def refuse_unread(given: Iterable[str], names: Sequence[str]) -> None:
-    """A DelibError for the first ``given`` option that none of the methods ``names`` reads."""
-    option = methods.unread(given, names)
-    if option is not None:
-        raise DelibError(f"--{option.replace('_', '-')} means nothing to method{'s' * (len(names) > 1)} "
-                         f"{', '.join(names)}; drop it (it applies to: {', '.join(methods.taking(option))})")
 
 
 def run_example(method: Method, spec: RunSpec, example: Example, backend: Backend) -> Episode:

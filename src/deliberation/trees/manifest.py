@@ -9,6 +9,8 @@ with: no ``methods`` (every method's round-1 nodes), no ``selection`` (the whole
 from __future__ import annotations
 
 import json
+import math
+import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -147,7 +149,24 @@ def _from_dict(raw: Mapping[str, Any]) -> TreeManifest:
     known = {k: v for k, v in raw.items() if k in names}
     resumes = [entry["command"] for entry in raw.get(RESUMES, ())]
     others = {k: v for k, v in raw.items() if k not in names and k not in (RESUMES, "format")}
-    return replace(from_json(TreeManifest, {**known, "resumes": resumes}), others=others)
+    manifest = replace(from_json(TreeManifest, {**known, "resumes": resumes}), others=others)
+    _check_values(manifest)
+    return manifest
+
+
+def _check_values(manifest: TreeManifest) -> None:
+    """A ValueError naming an entry of a value no build writes: null where the type allows none, a count
+    below 1, a negative seed, a temperature that is not a finite number from 0 (``from_json`` checks types only,
+    and lets null through)."""
+    hints = typing.get_type_hints(TreeManifest)
+    for f in fields(manifest):
+        if getattr(manifest, f.name) is None and type(None) not in typing.get_args(hints[f.name]):
+            raise ValueError(f"{f.name} is null")
+    for name in ("agents", "samples", "max_tokens"):
+        if getattr(manifest, name) < 1:
+            raise ValueError(f"{name} is {getattr(manifest, name)}, not a count of at least 1")
+    if manifest.seed < 0 or not (math.isfinite(manifest.temperature) and manifest.temperature >= 0):
+        raise ValueError(f"seed {manifest.seed} or temperature {manifest.temperature} is out of range")
 
 
 def _shown(selection: Selection) -> str:

@@ -347,7 +347,7 @@ def open_store(path: str, writing: bool = False) -> TreeStore:
 def store_engine(store: TreeStore, rounds: int, agents: int | None = None, early_stop: bool = True) -> EngineConfig:
     """The engine settings that send the store's requests: its own, but for rounds, team size and early stop."""
     m = store.manifest
-    return EngineConfig(agents=agents or m.agents, rounds=rounds, temperature=m.temperature,
+    return EngineConfig(agents=m.agents if agents is None else agents, rounds=rounds, temperature=m.temperature,
                         max_tokens=m.max_tokens, seed=m.seed, early_stop=early_stop,
                         verbal_confidence=m.verbal_confidence, prompts=store_prompts(store))
 

@@ -24,6 +24,7 @@ import gzip
 import importlib.util
 import itertools
 import os
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,16 +104,20 @@ class SplitSources:
 def read_jsonl(path: Path) -> Iterator[Row]:
     """Rows of a JSONL file (gzip when it ends in .gz); DelibError with file:line on a line that is not UTF-8
     (a byte order mark is read as nothing: ``errors.decode_text``) or not JSON as ``errors.parse_json`` reads
-    it (malformed, too deep, a lone surrogate, NaN)."""
+    it (malformed, too deep, a lone surrogate, NaN), or a .gz file that is not whole gzip."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        index = 0
-        for lineno, raw in enumerate(handle, start=1):
-            origin = f"{path}:{lineno}"
-            line = decode_text(raw, origin)
-            if line.strip():
-                yield Row(_parse_line(line, origin), origin, index)
-                index += 1
+    try:
+        with opener(path, "rb") as handle:
+            index = 0
+            for lineno, raw in enumerate(handle, start=1):
+                origin = f"{path}:{lineno}"
+                line = decode_text(raw, origin)
+                if line.strip():
+                    yield Row(_parse_line(line, origin), origin, index)
+                    index += 1
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:  # named .gz but not gzip, or cut short
+        raise DelibError(f"{path} is not a whole gzip file ({err or 'it ends early'}); compress it again "
+                         f"(gzip -t {path} checks it), or name the file uncompressed, without .gz") from None
 
 
 FALLBACK = "or leave --data-dir out to read $DELIB_DATA_DIR, the installed packages or the hub"
