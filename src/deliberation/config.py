@@ -79,8 +79,6 @@ class Selection:
         if self.subset is not None:
             require_at_least("--subset", self.subset)
         require_at_least("--subset-seed", self.subset_seed, 0)
-        if self.subset is None and self.subset_seed != 0:  # it would be recorded, and read by nothing
-            raise DelibError("--subset-seed seeds --subset only; pass --subset N with it, or leave it out")
         check_ids(self.ids)
 
 

@@ -43,7 +43,7 @@ def test_the_python_calls_refuse_them_too():
         team_options(["a", " "], "openai", {})
 
 
-@pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "htp:/bad url", "http://", "localhost"])
+@pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "htp:/bad url", "http://", "localhost", "http://[::1/v1"])
 def test_a_server_address_that_is_no_http_url_is_refused_before_the_run_folder(refused, here, url):
     err = refused("run", "--method", "cot", "--backend", "openai", "--model", "m", "--base-url", url, "--limit", "1",
                   "--out", "o")
@@ -88,7 +88,7 @@ def store(here):
 
 @pytest.mark.needs_split("gsm8k/test")
 @pytest.mark.parametrize(("flags", "said"), [
-    (["--ids", "gsm8k/test/0,gsm8k/test/100"], "--ids names 1 questions not among the built questions of t "
+    (["--ids", "gsm8k/test/0,gsm8k/test/100"], "--ids names 1 question not among the built questions of t "
                                                 "(e.g. gsm8k/test/100)"),
     (["--ids", "gsm8k/test/0,gsm8k/test/1", "--questions", "1"], "not among the first 1 built questions of t"),
     (["--ids", "gsm8k/test/0,gsm8k/test/0"], "--ids names 'gsm8k/test/0' twice"),
@@ -131,7 +131,8 @@ def test_an_own_record_whose_field_is_no_text_is_refused_not_printed_as_python(r
 @pytest.mark.parametrize(("choices", "said"), [
     (["Mars", "Mars", "Venus"], "choice 'Mars' is given twice"),
     (["Mars", " ", "Venus"], "a choice is empty"),
-    (["Mars", None, "Venus"], "choices must be strings"),
+    (["Mars", None, "Venus"], "choices must be texts (or numbers)"),
+    ([3, "3", 5], "choice '3' is given twice"),
 ])
 def test_an_own_choice_record_with_options_nobody_can_tell_apart_is_refused(refused, here, choices, said):
     record = {"id": "a", "question": "Which planet?", "choices": choices, "answer": "Mars"}
@@ -165,7 +166,7 @@ def test_the_optimiser_option_given_twice_is_named_by_the_optimiser_flags(refuse
     ("skills=0.5", "scripted option skills takes a list of numbers, one an agent"),
     ("skills=abc", "got 'abc'"),
     ("skills=", "got ''"),
-    ("skills=[0.5,NaN]", "got [0.5, nan]"),
+    ("skills=[0.5,NaN]", "got '[0.5,NaN]'"),  # strict JSON: NaN is no number
     ("p_break=5", "p_break must be a finite number, from 0 to 1"),
 ])
 def test_a_scripted_option_out_of_its_range_is_refused_before_the_run_folder(refused, here, option, said):

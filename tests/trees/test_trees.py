@@ -255,3 +255,10 @@ def test_a_folder_in_place_of_the_trees_file_is_named_not_a_traceback(tmp_path):
     (tmp_path / "trees.jsonl.gz").mkdir()
     with pytest.raises(DelibError, match="trees.jsonl.gz is a folder, not the file `delib tree` writes"):
         TreeStore.open(tmp_path)
+
+
+def test_a_store_recorded_with_a_subset_seed_and_no_subset_still_opens(tmp_path):
+    """The command line refuses --subset-seed without --subset (it seeds nothing); a store recorded so before
+    that refusal still reads."""
+    (tmp_path / "manifest.json").write_text(json.dumps({**OLD_MANIFEST, "selection": {"sample_seed": 3}}))
+    assert read_manifest(tmp_path).selection.subset_seed == 3

@@ -349,8 +349,12 @@ _CHECKED = ("base_url", "api_key_env", "max_in_flight", "timeout_s", "total_time
 def _check_options(*, base_url: str | None = None, api_key_env: str, max_in_flight: int, timeout_s: float,
                    total_timeout_s: float, max_retries: int, backoff_s: float, sampler: str) -> None:
     if base_url is not None:  # required: its absence is named by ``backends.check_options``
-        parts = urllib.parse.urlsplit(base_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urllib.parse.urlsplit(base_url.strip())
+            host = parts.hostname
+        except ValueError:  # a malformed IPv6 address, http://[::1/v1
+            host = None
+        if host is None or parts.scheme not in ("http", "https"):
             raise DelibError(f"--base-url {base_url!r} is not an http(s) URL with a host; pass the server's "
                              "address, e.g. http://localhost:8000/v1")
     if not api_key_env.strip():

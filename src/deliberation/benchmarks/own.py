@@ -250,12 +250,12 @@ def _choice(rec: _Record) -> Example:
     choices = rec.get("choices")
     if not isinstance(choices, list) or not 2 <= len(choices) <= len(LETTERS):
         raise rec.fail(f"choices must be a list of 2 to {len(LETTERS)} strings (labelled A-D), got {choices!r}")
-    if not all(isinstance(c, str) for c in choices):
-        raise rec.fail(f"choices must be strings, got {choices!r}")
+    if not all(isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in choices):
+        raise rec.fail(f"choices must be texts (or numbers), got {choices!r}")
+    choices = tuple(str(c) for c in choices)
     problem = choice_problem(choices)
     if problem is not None:
         raise rec.fail(f"{problem}; give each option its text, once")
-    choices = tuple(choices)
     return Example(id=rec.text("id"), question=rec.text("question"), answer=_letter(rec, choices), choices=choices)
 
 

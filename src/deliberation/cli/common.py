@@ -7,7 +7,6 @@ its defaults the flags' defaults.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import shlex
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from deliberation.backends.cache import CACHE_FILE
 from deliberation.cli import flags
-from deliberation.errors import DelibError, writable_file, writable_folder
+from deliberation.errors import BadText, DelibError, parse_json, writable_file, writable_folder
 
 if TYPE_CHECKING:
     from deliberation.config import EngineConfig
@@ -281,7 +280,10 @@ def selection(args: argparse.Namespace):
     """The question selection the flags of ``add_data_args`` give."""
     from deliberation.config import Selection
 
-    return Selection(ids=args.ids, **flags.values(args, Selection, skip=("ids",)))
+    chosen = Selection(ids=args.ids, **flags.values(args, Selection, skip=("ids",)))
+    if chosen.subset is None and chosen.subset_seed != 0:  # it would be recorded, and read by nothing
+        raise DelibError("--subset-seed seeds --subset only; pass --subset N with it, or leave it out")
+    return chosen
 
 
 def add_quiet_arg(p: argparse.ArgumentParser) -> None:
@@ -305,8 +307,8 @@ def _option_value(text: str, kind: tuple[type, bool] | None) -> object:
         return None
     if kind is None and text.startswith("["):
         try:
-            return json.loads(text)
-        except ValueError:
+            return parse_json(text)  # strict: no NaN or infinity
+        except BadText:
             return text
     converters = [int, float] if kind is None else [kind[0]] if kind[0] in (int, float) else []
     for convert in converters:
@@ -332,10 +334,10 @@ def backend_options(args: argparse.Namespace, flag: str = "--backend-opt") -> di
         if key.strip() in opts:  # the last would win silently
             raise DelibError(f"{flag} gives {key.strip()} twice; give each option once")
         opts[key.strip()] = _option_value(value.strip(), kinds.get(key.strip()))
-    own = "--" if flag == "--backend-opt" else flag.removesuffix("opt")  # --optimizer-opt: --optimizer-model
+    role = "" if flag == "--backend-opt" else flag.removeprefix("--").removesuffix("-opt")  # optimizer
     for option, given in (("model", args.model), ("base_url", args.base_url)):
         if given and option in opts:
-            raise DelibError(f"{own}{option.replace('_', '-')} and {flag} {option}= both give the {option}; give it "
+            raise DelibError(f"{backend_flag(option, role)} and {flag} {option}= both give the {option}; give it "
                              "once")
         if given:
             opts[option] = given

@@ -77,9 +77,12 @@ def prompt_set(text: str) -> str:
     """--prompts: a registered prompt set, refused while the command line is read (before a run or a store is
     written) and listed in the message."""
     from deliberation.engine.prompts import PROMPTS
+    from deliberation.errors import DelibError
 
-    if text not in PROMPTS:
-        raise argparse.ArgumentTypeError(f"unknown prompt set {text!r}; choose one of: {', '.join(PROMPTS)}")
+    try:
+        PROMPTS.resolve(text)
+    except DelibError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
     return text
 
 

@@ -58,7 +58,7 @@ def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
 
 def _record(cfg: MethodConfig) -> MethodRecord:
     name = cfg.policy or DEFAULT_ALLOCATOR
-    return MethodRecord(policy_used=f"{name} {shipped.content_hash(shipped.checkpoint_path(name))}")
+    return MethodRecord(policy_used=f"{name} {shipped.content_hash(shipped.checkpoint_path(name, allocator=True))}")
 
 
 def allocation_calls(spec: MethodSpec) -> Calls:

@@ -114,7 +114,8 @@ def refuse_unbuilt(store: TreeStore, replay: Replay, examples: Sequence[Example]
     missing = sorted(set(replay.ids) - {e.id for e in examples})
     if missing:
         among = f"the first {replay.questions} built questions of " if replay.questions else "the built questions of "
-        raise DelibError(f"--ids names {len(missing)} questions not among {among}{store.path} (e.g. {missing[0]}); "
+        raise DelibError(f"--ids names {len(missing)} question{'s' * (len(missing) > 1)} not among {among}"
+                         f"{store.path} (e.g. {missing[0]}); "
                          "pass ids of its built questions")
 
 

@@ -137,7 +137,7 @@ def read_manifest(path: Path) -> TreeManifest:
         raise DelibError(f"{path / MANIFEST} is not a tree-store manifest; rebuild the store with `delib tree`")
     try:
         return _from_dict(raw)
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, DelibError) as err:  # DelibError: a recorded setting out of range
         raise DelibError(f"{path / MANIFEST} lacks or mangles an entry ({err}); restore it or rebuild the store "
                          "with `delib tree`") from err
 
