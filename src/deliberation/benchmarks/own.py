@@ -100,12 +100,13 @@ def entry_point(code: str) -> str | None:
     return names[-1] if names else None
 
 
-def choice_problem(choices: Sequence[str]) -> str | None:
-    """What makes a list of options unanswerable, or None: an empty one, or one given twice (its two letters
-    would be one answer, and a right letter could be scored wrong)."""
+def choice_problem(choices: Sequence[str], one: str = "a choice") -> str | None:
+    """What makes a list of options unanswerable, or None: an empty one (``one`` names an option: "a --choice"
+    on the command line), or one given twice (its two letters would be one answer, and a right letter could be
+    scored wrong)."""
     twice = repeated(choices, str.strip)
     if any(not c.strip() for c in choices):
-        return "a choice is empty"
+        return f"{one} is empty"
     return None if twice is None else f"choice {twice!r} is given twice"
 
 
@@ -123,9 +124,9 @@ def asked_example(question: str, answer_type: str, choices: Sequence[str] = ()) 
     if choices and not (answer_type == "choice" and 2 <= len(choices) <= len(LETTERS)):
         raise DelibError(f"choices go with --answer-type choice, 2 to 4 of them (got {len(choices)} for "
                          f"{answer_type}); or list the options in the question")
-    problem = choice_problem(choices)
+    problem = choice_problem(choices, "a --choice")
     if problem is not None:
-        raise DelibError(f"{problem.replace('a choice', 'a --choice')}; give each option its text, once")
+        raise DelibError(f"{problem}; give each option its text, once")
     if answer_type == "choice" and not choices and len(set(_OPTION.findall(question))) < 2:
         raise DelibError("a choice question needs its options: pass --choice TEXT 2 to 4 times, or label them "
                          "in the question (A) ... B) ...)")
