@@ -202,10 +202,12 @@ class RunDir:
 
     def _plan(self) -> None:
         """Check the episodes' settings against the run's and note what config.json needs (see ``prepare``)."""
-        old = self._config() if self.finished_ids() else None
+        finished = self.finished_ids()
+        old = self._config() if finished else None
         self._fresh = self._resume = None
         if old is None:
-            self._refuse_foreign()
+            if not finished:  # with episodes, a deleted config.json is rewritten
+                self._refuse_foreign()
             self._fresh = self._settings
         else:
             self._check_same(old, self._settings)
@@ -261,11 +263,8 @@ class RunDir:
 
     def _refuse_foreign(self) -> None:
         """Refuse a folder with no episode whose config.json (or summary.json) no run wrote, a model's config say:
-        a new run would write over it. A run stopped before its first episode leaves its own, which is taken, and
-        one with episodes whose config.json was deleted gets it rewritten."""
+        a new run would write over it. A run stopped before its first episode leaves its own, which is taken."""
         config, summary = self.path / CONFIG, self.path / SUMMARY
-        if self.finished_ids():  # a run's episodes, whose config.json was deleted to be rewritten
-            return
         try:
             held = parse_json(utf8(config.read_bytes())) if config.exists() else None
         except (OSError, BadText):  # a folder, unreadable, or not JSON
