@@ -15,6 +15,7 @@ from deliberation.errors import DelibError
 from deliberation.policy.rules import FIXED_RULES
 from deliberation.runs.tune_rules import (DEFAULT_GRIDS, GridRow, Rule, Tuning, best, grid, read_best_rule, read_grid,
                                           simplest_first, write_grid)
+from deliberation.trees.store import TreeStore
 from replays import episodes
 
 
@@ -149,6 +150,20 @@ def test_a_rerun_with_other_settings_is_refused_before_any_replay(stores, tmp_pa
     assert delib("tune-rules", "--trees", f"{stores[0]},{stores[1]}", "--rounds", "2", "--out", str(out)) == 2
     assert "other settings" in capsys.readouterr().err
     assert not (out / stores[0].name).exists()
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_ids_no_store_has_built_are_refused_not_dropped(stores, tmp_path, capsys):
+    """--ids are pooled over the stores (one store's ids are the other's): an id neither has built is refused
+    before any replay, where the tuning used to run on the others alone; ids across both stores replay."""
+    built = [sorted(TreeStore.open(str(s)).built)[0] for s in stores]
+    out, trees = tmp_path / "tuning", ",".join(map(str, stores))
+    assert delib("tune-rules", "--trees", trees, "--offline", "--ids", ",".join([*built, "gsm8k/train/99"]),
+                 "--out", str(out)) == 2
+    assert "--ids names 1 question not among the built questions of " in capsys.readouterr().err
+    assert not out.exists()
+    assert delib("tune-rules", "--trees", trees, "--offline", "--ids", ",".join(built), "--out", str(out)) == 0
+    assert read_best_rule(out / "best_rule.json").n == 2
 
 
 def test_tune_rules_with_resample_actions_replays_the_resample_rules(tmp_path):

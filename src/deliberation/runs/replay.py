@@ -96,7 +96,7 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
             check_method(name, engine, store)
         methods.refuse_unread(replay.given(), replay.methods)
         examples = built_examples(store, data_dir, replay.questions, replay.ids)
-        refuse_unbuilt(store, replay, examples)
+        refuse_unbuilt([replay], examples)
         backend = tree_backend(replay, store)
     except BaseException:
         store.unlock()
@@ -108,15 +108,16 @@ def evaluate(replay: Replay, out: str, data_dir: str | None = None, progress: bo
         backend.close()
 
 
-def refuse_unbuilt(store: TreeStore, replay: Replay, examples: Sequence[Example]) -> None:
-    """Refuse --ids naming a question the replay would not answer (not built, or past --questions), which would
-    otherwise shrink the run silently."""
-    missing = sorted(set(replay.ids) - {e.id for e in examples})
+def refuse_unbuilt(replays: Sequence[Replay], examples: Sequence[Example]) -> None:
+    """Refuse --ids naming a question no replay would answer (not built in its store, or past --questions), which
+    would otherwise shrink the run silently; ``examples``: the questions the replays answer, pooled over stores
+    (one store's ids may be another's)."""
+    missing = sorted({i for r in replays for i in r.ids} - {e.id for e in examples})
     if missing:
-        among = f"the first {replay.questions} built questions of " if replay.questions else "the built questions of "
-        raise DelibError(f"--ids names {len(missing)} question{'s' * (len(missing) > 1)} not among {among}"
-                         f"{store.path} (e.g. {missing[0]}); "
-                         "pass ids of its built questions")
+        among = " or ".join(f"the first {r.questions} built questions of {r.trees}" if r.questions
+                            else f"the built questions of {r.trees}" for r in replays)
+        raise DelibError(f"--ids names {len(missing)} question{'s' * (len(missing) > 1)} not among {among} "
+                         f"(e.g. {missing[0]}); pass ids of built questions")
 
 
 def tree_backend(replay: Replay, store: TreeStore) -> TreeBackend:

@@ -20,7 +20,7 @@ from deliberation.errors import DelibError, make_folder, repeated, writable_fold
 from deliberation.files import write_json_atomic
 from deliberation.methods.options import Variant
 from deliberation.runs.directory import CELL, RunDir, Summary
-from deliberation.runs.replay import Replay, ReplaySettings, check_method, spec_of, tree_backend
+from deliberation.runs.replay import Replay, ReplaySettings, check_method, refuse_unbuilt, spec_of, tree_backend
 from deliberation.runs.run_config import config_record
 from deliberation.runs.runner import RunSpec, execute, validate
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
@@ -118,4 +118,5 @@ def replay_variants(replays: Sequence[Replay], variants: Sequence[Variant], out:
     out = writable_folder(out, "--out")
     names = store_names([r.trees for r in replays])
     plans = [plan(r.trees, name, variants, out, r, data_dir) for r, name in zip(replays, names)]
+    refuse_unbuilt(replays, [e for p in plans for e in p.examples])
     return {name: run_store(p, variants, progress) for name, p in zip(names, plans)}
