@@ -55,6 +55,18 @@ engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}" --concurrency 3)
 # AgentPrune's Programming Expert and AFlow's Programmer run model-written code: refused now, not hours in
 python -c "import sys; from deliberation.errors import exit_status
 from deliberation.benchmarks.sandbox.isolation import require_isolation as r; sys.exit(exit_status(r))"
+# no build writes a store now (a replay would stop at its lock hours in, and two llama.cpp jobs slow each other
+# down), and the test stores hold one sample count (else self-consistency would run to another k per benchmark,
+# and a rerun after their build would add the rest)
+python -c "import sys; from pathlib import Path; from deliberation.errors import DelibError, exit_status
+from deliberation.outputs.lock import refuse_if_locked; from deliberation.trees.store import TreeStore
+def check(root=Path(sys.argv[1]), tests=('gsm8k-test', 'math-test')):
+    for name in (*tests, 'gsm8k-train', 'math-train'):
+        refuse_if_locked(root / name, 'stop the build of the stores (or let it finish) first')
+    held = {n: TreeStore.open(str(root / n)).manifest.samples for n in tests} if sys.argv[2] == 'all' else {}
+    if len(set(held.values())) > 1 and not sys.argv[3]:
+        raise DelibError(f'the test stores hold {held} samples a question; finish their build, or set SAMPLES')
+sys.exit(exit_status(check))" "$STORES" "${STAGE:-all}" "${SAMPLES:-}"
 for quad in "gsm8k:gsm8k-test:$N_GSM8K:$TRAIN_GSM8K" "math:math-test:$N_MATH:$TRAIN_MATH"; do
   IFS=: read -r bench store n train <<< "$quad"
   for method in gptswarm agentprune; do

@@ -4,9 +4,10 @@
 
 OUT/optimisation.md: from every OUT/graphs/<method>-<benchmark>/graph.json (``delib optimize-graph``: its
 steps, training questions and tokens) and the runs of that method under OUT/runs/<benchmark>-test/
-(summary.json), per graph the tokens spent optimising it in total and amortised over the test questions it then
-answered, beside the tokens it spends a test question. AFlow's workflows are transferred from its paper (no
-search ran here: their cost is unknown, not zero) and PHP optimises nothing: both are listed as such.
+(summary.json), per graph its content hash (as runs record it) and the tokens spent optimising it in total and
+amortised over the test questions it then answered, beside the tokens it spends a test question and its accuracy
+there. AFlow's workflows are transferred from its paper (no search ran here: their cost is unknown, not zero)
+and PHP optimises nothing: both are listed as such.
 
 OUT/pooled.md: every baseline over all the test questions (both benchmarks pooled; AFlow is its two workflows,
 each on the benchmark it was found on), against the best fixed rule and against self-consistency on both sides
@@ -30,6 +31,7 @@ from typing import Any
 from deliberation.report.compare_plot import paired_plot
 from deliberation.report.equal_tokens import at_equal_tokens, sampling_runs
 from deliberation.report.loading import RunResult, discover, load_results, sampling_label
+from deliberation.policy.shipped import content_hash
 from deliberation.report.paired import POOLED, Paired, compare, outcomes
 from deliberation.runs.tune_rules import read_best_rule
 
@@ -39,13 +41,16 @@ BASELINES = {"php": "php", "gptswarm": "gptswarm", "agentprune": "agentprune", "
              "aflow-math": "aflow (transferred)"}
 """The baselines' methods and the row each is pooled into: AFlow's transferred workflows are one method."""
 
-TRANSFERRED = "unknown: transferred from the AFlow paper, whose search ran with its own models; none here"
+TRANSFERRED = ("unknown: transferred from the AFlow paper, whose search ran with its own models (and chose on a "
+               "fifth of GSM8K's test split and 617 MATH test problems, so a question here may have been among "
+               "those); none here")
 NOT_OPTIMISED = {"php": ("0 (nothing is optimised)", "0"), "aflow-gsm8k": (TRANSFERRED, "unknown"),
                  "aflow-math": (TRANSFERRED, "unknown")}
 """The methods run without an optimisation of ours: what their optimisation cost in all and a test question
 (AFlow's: not zero, but not ours to count)."""
-HEADER = ("| method | benchmark | training questions | steps | graph runs | optimisation tokens | "
-          "per test question (n) | run tokens per test question |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+HEADER = ("| method | benchmark | graph | training questions | steps | graph runs | optimisation tokens | "
+          "per test question (n) | run tokens per test question | accuracy |\n"
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 
 
 def summaries(runs: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -66,19 +71,24 @@ def graph_row(path: Path, runs: dict[tuple[str, str], dict[str, Any]]) -> str:
     total = spent["prompt_tokens"] + spent["completion_tokens"]
     run = runs.get((method, bench))
     if run is None:
-        amortised, per_question = "not run", "not run"
+        amortised, used = "not run", "not run | not run"
     else:
-        amortised, per_question = f"{total / run['n']:,.0f} ({run['n']})", f"{run['tokens_per_question']:,.0f}"
-    return (f"| {method} | {bench} | {len(record['questions']['ids'])} | {record['steps']} | "
-            f"{spent['graph_runs']} | {total:,} | {amortised} | {per_question} |\n")
+        amortised, used = f"{total / run['n']:,.0f} ({run['n']})", run_cells(run)
+    return (f"| {method} | {bench} | {content_hash(path)} | {len(record['questions']['ids'])} | {record['steps']} | "
+            f"{spent['graph_runs']} | {total:,} | {amortised} | {used} |\n")
+
+
+def run_cells(run: dict[str, Any]) -> str:
+    """The cells of what a method's run spent a test question and its accuracy there."""
+    return f"{run['tokens_per_question']:,.0f} | {100 * run['accuracy']:.1f}%"
 
 
 def table(out: Path) -> str:
     runs = summaries(out / "runs")
     rows = [graph_row(p, runs) for p in sorted((out / "graphs").glob("*/graph.json"))]
     others = sorted((m, b) for m, b in runs if m in NOT_OPTIMISED)
-    rows += [f"| {m} | {b} | - | - | - | {' | '.join(NOT_OPTIMISED[m])} ({runs[m, b]['n']}) | "
-             f"{runs[m, b]['tokens_per_question']:,.0f} |\n" for m, b in others]
+    rows += [f"| {m} | {b} | - | - | - | - | {' | '.join(NOT_OPTIMISED[m])} ({runs[m, b]['n']}) | "
+             f"{run_cells(runs[m, b])} |\n" for m, b in others]
     if not rows:
         raise SystemExit(f"error: no graph under {out / 'graphs'} and no run of {', '.join(NOT_OPTIMISED)} under "
                          f"{out / 'runs'}; run experiments/baselines.sh first")
@@ -189,7 +199,10 @@ def pooled(out: Path) -> str:
             "method's over its self-consistency's, at least about 1), and at the next k up, the fewest samples that "
             "spend at least as much (ratio at most about 1; dashes, naming the benchmark, where every k run spends "
             "less); k per benchmark, in the order GSM8K/MATH, \"most run\" where it is the most samples run "
-            "(every sample the store holds unless SAMPLES said fewer). "
+            "(every sample the store holds unless SAMPLES said fewer). Where a method spends more than every k run "
+            "(its next k up a dash), its equal-token pairing is the most samples run, at a token ratio above 1 that "
+            "favours the method: a difference above 0 there does not show it better than sampling that spends as "
+            "much (extending the stores, `delib tree --samples N`, pairs it further). "
             "Self-consistency's vote gives a tie to the first sample's answer, so an even k adds little over the "
             "odd k below it (k = 2 answers as k = 1 does, but where the first sample has no answer): a method above "
             "the next k up is more accurate than sampling that spends as much, one below equal tokens less accurate "
@@ -197,7 +210,9 @@ def pooled(out: Path) -> str:
             "are not in them (optimisation.md has them, and amortised over these questions); the generated ones, the "
             "dearer on a local machine, are beside them (a method whose prompts show other answers spends more of "
             "its tokens reading, where self-consistency's are nearly all generated). baselines.png draws "
-            "these methods and self-consistency at every k against the best rule. Descriptive: this comparison was "
+            "these methods and self-consistency at every k against the best rule. AFlow's workflows were chosen by its "
+            "authors on a fifth of GSM8K's test split and on 617 MATH test problems, so some of these questions may "
+            "have chosen them (no optimisation of ours saw a test question). Descriptive: this comparison was "
             f"not pre-registered and its p-values are not adjusted for its {comparisons} comparisons.\n\n"
             f"| method | n | accuracy | tokens a question | of them generated | LLM calls a question | "
             f"minus the best rule ({rule}) "

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from deliberation.cli.main import main
+from deliberation.outputs.lock import lock_directory
+from deliberation.policy.shipped import content_hash
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINES = {"php", "gptswarm", "agentprune"}
@@ -34,6 +36,10 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
            "ENGINE_ARGS": "--backend scripted", "CACHE": str(tmp_path / "cache.sqlite"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     script = ["bash", str(REPO / "experiments" / "baselines.sh"), "1"]
+    with lock_directory(stores / "math-test"):  # a build writing a store: refused before any optimisation
+        busy = subprocess.run(script, cwd=tmp_path, env={**env, "STAGE": "optimise"}, capture_output=True, text=True)
+    assert busy.returncode == 2 and "math-test is being written by another process" in busy.stderr
+    assert "stop the build of the stores (or let it finish) first" in busy.stderr and not out.exists()
     built = {p: p.read_bytes() for p in stores.rglob("*") if p.is_file()}
     done = subprocess.run(script, cwd=tmp_path, env={**env, "STAGE": "optimise"}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -70,6 +76,10 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     math = json.loads((out / "graphs" / "agentprune-math" / "graph.json").read_text())["record"]
     assert math["settings"]["limit"] == 3 and len(math["questions"]["ids"]) == 3  # TRAIN_LIMIT's MATH count
     assert f"| {spent['prompt_tokens'] + spent['completion_tokens']:,} |" in table
+    row = next(line for line in table.splitlines() if line.startswith("| gptswarm | gsm8k |"))
+    run = json.loads((out / "runs" / "gsm8k-test" / "gptswarm" / "summary.json").read_text())
+    assert content_hash(out / "graphs" / "gptswarm-gsm8k" / "graph.json") in row  # the hash its runs record
+    assert row.endswith(f"| {run['tokens_per_question']:,.0f} | {100 * run['accuracy']:.1f}% |")  # beside accuracy
     rows = {line.split(" | ")[0].lstrip("| "): line for line in (out / "pooled.md").read_text().splitlines()
             if line.startswith("| ") and not line.startswith("| method")}
     assert set(rows) == {"php", "gptswarm", "agentprune", "aflow (transferred)"}  # AFlow: one row, both workflows
