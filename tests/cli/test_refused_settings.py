@@ -194,3 +194,18 @@ def test_run_method_refuses_an_option_its_method_does_not_read_as_delib_run_does
 ])
 def test_an_id_file_that_is_not_there_is_named_with_the_fix(refused, here, given, said):
     assert said in refused(*RUN, "--ids", given)
+
+
+@pytest.mark.parametrize("command", [["collect", "--out", "c"], ["iterate", "--iterations", "1", "--out", "c"]])
+def test_collecting_with_no_deliberation_round_is_refused_before_any_call(refused, here, command):
+    """Round 0 takes no decision: a collection with --rounds 0 paid for every call and held nothing to train."""
+    err = refused(*command, "--rounds", "0", *SCRIPTED)
+    assert "--rounds must be at least 1 to collect a decision (round 0 takes none) (got 0)" in err
+    assert not (here / "c").exists()
+
+
+def test_a_negative_allocator_seed_is_one_line_not_a_numpy_traceback():
+    from deliberation.rl.allocation.config import AllocatorTraining
+
+    with pytest.raises(DelibError, match="--seed must be at least 0"):
+        AllocatorTraining(seed=-1)

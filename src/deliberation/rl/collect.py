@@ -49,6 +49,7 @@ class CollectSpec(LearningWorkload):
     def __post_init__(self) -> None:
         super().__post_init__()
         require_at_least("--joint-actions", self.joint_actions, 2, "to rank rewards within a group")
+        require_at_least("--rounds", self.engine.rounds, 1, "to collect a decision (round 0 takes none)")
         check_team("delib collect", self.engine, "")  # it collects deliberation: no single-agent method
         if not 0.0 < self.epsilon <= 1.0:
             raise DelibError(f"--epsilon must be in (0, 1] (got {self.epsilon}): the behaviour policies are "

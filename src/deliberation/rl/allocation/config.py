@@ -40,6 +40,7 @@ class AllocatorTraining:
     def __post_init__(self) -> None:
         require_number("--lam", self.lam, 0, 100, "(reward per 1000 tokens)")
         require_at_least("--step", self.step, 0)
+        require_at_least("--seed", self.seed, 0, "(numpy and torch take no negative seed)")
         require_at_least("--group", self.group, 2, "to rank rewards within a group")
         if self.moves not in (2, 3):
             raise DelibError(f"--moves must be 2 (STOP, RESAMPLE) or 3 (and DELIBERATE), got {self.moves}")
