@@ -28,10 +28,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from deliberation.policy.shipped import content_hash
 from deliberation.report.compare_plot import paired_plot
 from deliberation.report.equal_tokens import at_equal_tokens, sampling_runs
 from deliberation.report.loading import RunResult, discover, load_results, sampling_label
-from deliberation.policy.shipped import content_hash
 from deliberation.report.paired import POOLED, Paired, compare, outcomes
 from deliberation.runs.tune_rules import read_best_rule
 
@@ -41,9 +41,10 @@ BASELINES = {"php": "php", "gptswarm": "gptswarm", "agentprune": "agentprune", "
              "aflow-math": "aflow (transferred)"}
 """The baselines' methods and the row each is pooled into: AFlow's transferred workflows are one method."""
 
-TRANSFERRED = ("unknown: transferred from the AFlow paper, whose search ran with its own models (and chose on a "
-               "fifth of GSM8K's test split and 617 MATH test problems, so a question here may have been among "
-               "those); none here")
+AFLOW_CHOSE = "a fifth of GSM8K's test split and 617 MATH test problems"
+"""Where AFlow's authors chose the transferred workflows: some test questions here may have chosen them."""
+TRANSFERRED = (f"unknown: transferred from the AFlow paper, whose search ran with its own models (and chose on "
+               f"{AFLOW_CHOSE}, so a question here may have been among those); none here")
 NOT_OPTIMISED = {"php": ("0 (nothing is optimised)", "0"), "aflow-gsm8k": (TRANSFERRED, "unknown"),
                  "aflow-math": (TRANSFERRED, "unknown")}
 """The methods run without an optimisation of ours: what their optimisation cost in all and a test question
@@ -211,7 +212,7 @@ def pooled(out: Path) -> str:
             "dearer on a local machine, are beside them (a method whose prompts show other answers spends more of "
             "its tokens reading, where self-consistency's are nearly all generated). baselines.png draws "
             "these methods and self-consistency at every k against the best rule. AFlow's workflows were chosen by its "
-            "authors on a fifth of GSM8K's test split and on 617 MATH test problems, so some of these questions may "
+            f"authors on {AFLOW_CHOSE}, so some of these questions may "
             "have chosen them (no optimisation of ours saw a test question). Descriptive: this comparison was "
             f"not pre-registered and its p-values are not adjusted for its {comparisons} comparisons.\n\n"
             f"| method | n | accuracy | tokens a question | of them generated | LLM calls a question | "
