@@ -124,3 +124,33 @@ def test_a_start_policy_trained_on_questions_this_run_holds_out_is_refused_befor
     write_split(tmp_path, split_of(asked, []))
     with pytest.raises(DelibError, match=re.escape(f"--policy {start} trained on {len(held)} of this run's held-out")):
         IterateSpec(spec, ("gsm8k", "math"), 1)
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_resume_asking_other_questions_is_refused_before_it_collects(tmp_path, capsys):
+    """Rollouts added to an iteration whose policy was trained without them would never be trained on: a rerun
+    with another benchmark list or limit is refused once an iteration has begun, and changes nothing."""
+    out = tmp_path / "it"
+    one = iterate_cmd(out)
+    one[one.index("--iterations") + 1] = "1"
+    assert main(one) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".writer.lock"}
+    fewer = [a for a in one if a != "math"]
+    more = [*one[:one.index("--limit") + 1], "8", *one[one.index("--limit") + 2:]]
+    for other, named in ((fewer, "(benchmarks ['gsm8k', 'math'] there, ['gsm8k'] here)"), (more, "(limit 6 there, 8 here)")):
+        assert main(other) == 2
+        assert f"holds iterations with other settings {named}; rerun with those settings" in capsys.readouterr().err
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".writer.lock"} == before
+    assert main(one) == 0
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_record_no_iteration_began_under_does_not_refuse_a_corrected_rerun(tmp_path, capsys):
+    """A start refused before collecting (a limit beyond the questions there are) leaves a record behind; the
+    corrected rerun replaces it instead of refusing."""
+    out = tmp_path / "it"
+    out.mkdir()
+    (out / "iterate.json").write_text(json.dumps({"benchmarks": ["gsm8k"], "limit": 99}))
+    assert main(["iterate", "--benchmark", "gsm8k", "--limit", "3", "--joint-actions", "2", "--iterations", "1",
+                 "--backend", "scripted", "--epochs", "1", "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "iterate.json").read_text()) == {"benchmarks": ["gsm8k"], "limit": 3}

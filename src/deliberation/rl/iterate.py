@@ -11,7 +11,9 @@ Layout under ``out``: ``iter-<i>/rollouts/<benchmark>/`` (``delib collect`` dire
 ``iter-<i>/policy/`` (``delib train`` outputs); ``delib iterate`` gives every iteration one response
 cache, ``<out>/responses.sqlite``. Resumable step by step: collection skips finished questions, and a
 policy file that exists is complete (``write_training_outputs`` renames its folder into place), so a rerun
-does only what is missing.
+does only what is missing. ``<out>/iterate.json`` records the benchmarks and the question limit every
+iteration collects on: once an iteration has started, a rerun that asks other questions is refused, since it
+would add rollouts to iterations whose policies were trained without them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Callable
 
 from deliberation.errors import DelibError, read_object, repeated, require_at_least
 from deliberation.outputs.kinds import ITERATION, ITERATIONS, refuse_other_kind
-from deliberation.outputs.resume import ResumeRule, check_resume
+from deliberation.outputs.lock import DirectoryLock, refuse_if_locked
+from deliberation.outputs.resume import ResumeRule, check_resume, open_output
 from deliberation.policy.shipped import checkpoint_path
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
@@ -31,6 +34,11 @@ from deliberation.types import to_json
 
 FLAGS = ("--policy", "--train-seed")
 """How ``delib iterate`` names the start policy and the training seed in the trainer's errors."""
+RECORD = "iterate.json"
+QUESTIONS = ResumeRule(compared=("benchmarks", "limit"))
+"""What the iterations of one ``--out`` share beyond each collection's manifest and each policy's config.json:
+the questions each collects on (a collection may grow its own, so its manifest does not compare the limit)."""
+FIX = "rerun with those settings, or into another --out (the iterations of one --out share them)"
 
 
 @dataclass(frozen=True)
@@ -105,13 +113,26 @@ def iterate(spec: IterateSpec, out: str, progress: bool = True,
     refuse_other_kind(out, ITERATIONS)
     _check_trained(spec, out)
     behaviour = spec.collect.policy
-    for i in range(spec.iterations):
-        rollouts = [_collect(spec, out, i, bench, behaviour, progress) for bench in spec.benchmarks]
-        line = _train(spec, out, i, rollouts, behaviour)
-        if notify is not None:
-            notify(f"iteration {i}: {line}")
-        behaviour = str(policy_file(out, i))
+    with _open(spec, Path(out)):
+        for i in range(spec.iterations):
+            rollouts = [_collect(spec, out, i, bench, behaviour, progress) for bench in spec.benchmarks]
+            line = _train(spec, out, i, rollouts, behaviour)
+            if notify is not None:
+                notify(f"iteration {i}: {line}")
+            behaviour = str(policy_file(out, i))
     return Path(behaviour)
+
+
+def _open(spec: IterateSpec, out: Path) -> DirectoryLock:
+    """Become the one writer of ``out`` and record the questions its iterations collect on, or refuse to resume
+    iterations begun on other ones. A record no iteration has begun under (a start refused before collecting)
+    is replaced, so a corrected rerun is not refused by it."""
+    record = out / RECORD
+    if not (out / ITERATION.format(0)).exists() and record.is_file():
+        refuse_if_locked(out)
+        record.unlink()
+    asked = {"benchmarks": sorted(spec.benchmarks), "limit": spec.collect.limit}
+    return open_output(out, asked, QUESTIONS, "iterations", FIX, RECORD)
 
 
 def _collect(spec: IterateSpec, out: str, i: int, bench: str, behaviour: str | None, progress: bool) -> str:
@@ -132,8 +153,7 @@ def _check_trained(spec: IterateSpec, out: str) -> None:
         done = policy_file(out, i)
         if done.exists():
             check_resume(done.parent, "a policy trained", read_object(done.parent / "config.json"),
-                         to_json(spec.train), rule, "rerun with those settings, or into another --out (the "
-                         "iterations of one --out share them)")
+                         to_json(spec.train), rule, FIX)
 
 
 def _train(spec: IterateSpec, out: str, i: int, rollouts: list[str], behaviour: str | None) -> str:
