@@ -137,7 +137,8 @@ def test_a_resume_asking_other_questions_is_refused_before_it_collects(tmp_path,
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".writer.lock"}
     fewer = [a for a in one if a != "math"]
     more = [*one[:one.index("--limit") + 1], "8", *one[one.index("--limit") + 2:]]
-    for other, named in ((fewer, "(benchmarks ['gsm8k', 'math'] there, ['gsm8k'] here)"), (more, "(limit 6 there, 8 here)")):
+    for other, named in ((fewer, "(benchmarks ['gsm8k', 'math'] there, ['gsm8k'] here)"),
+                         (more, "(limit 6 there, 8 here)")):
         assert main(other) == 2
         assert f"holds iterations with other settings {named}; rerun with those settings" in capsys.readouterr().err
         assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".writer.lock"} == before
