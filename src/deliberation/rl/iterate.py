@@ -11,9 +11,9 @@ Layout under ``out``: ``iter-<i>/rollouts/<benchmark>/`` (``delib collect`` dire
 ``iter-<i>/policy/`` (``delib train`` outputs); ``delib iterate`` gives every iteration one response
 cache, ``<out>/responses.sqlite``. Resumable step by step: collection skips finished questions, and a
 policy file that exists is complete (``write_training_outputs`` renames its folder into place), so a rerun
-does only what is missing. ``<out>/iterate.json`` records the benchmarks and the question limit every
-iteration collects on: once an iteration has started, a rerun that asks other questions is refused, since it
-would add rollouts to iterations whose policies were trained without them.
+does only what is missing. ``<out>/iterate.json`` records the benchmarks and the question limit of the
+iterations, once the first has collected (before any training): a rerun that asks other questions is refused,
+since it would add rollouts to iterations whose policies were trained without them.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Callable
 
 from deliberation.errors import DelibError, read_object, repeated, require_at_least
 from deliberation.outputs.kinds import ITERATION, ITERATIONS, refuse_other_kind
-from deliberation.outputs.lock import DirectoryLock, refuse_if_locked
-from deliberation.outputs.resume import ResumeRule, check_resume, open_output
+from deliberation.files import write_json_atomic
+from deliberation.outputs.resume import ResumeRule, check_recorded, check_resume
 from deliberation.policy.shipped import checkpoint_path
 from deliberation.rl.collect import CollectSpec, collect
 from deliberation.rl.config import CHECKPOINT_NAME, TrainConfig
@@ -112,27 +112,19 @@ def iterate(spec: IterateSpec, out: str, progress: bool = True,
     """Run (or resume) every iteration; returns the last policy file."""
     refuse_other_kind(out, ITERATIONS)
     _check_trained(spec, out)
-    behaviour = spec.collect.policy
-    with _open(spec, Path(out)):
-        for i in range(spec.iterations):
-            rollouts = [_collect(spec, out, i, bench, behaviour, progress) for bench in spec.benchmarks]
-            line = _train(spec, out, i, rollouts, behaviour)
-            if notify is not None:
-                notify(f"iteration {i}: {line}")
-            behaviour = str(policy_file(out, i))
-    return Path(behaviour)
-
-
-def _open(spec: IterateSpec, out: Path) -> DirectoryLock:
-    """Become the one writer of ``out`` and record the questions its iterations collect on, or refuse to resume
-    iterations begun on other ones. A record no iteration has begun under (a start refused before collecting)
-    is replaced, so a corrected rerun is not refused by it."""
-    record = out / RECORD
-    if not (out / ITERATION.format(0)).exists() and record.is_file():
-        refuse_if_locked(out)
-        record.unlink()
     asked = {"benchmarks": sorted(spec.benchmarks), "limit": spec.collect.limit}
-    return open_output(out, asked, QUESTIONS, "iterations", FIX, RECORD)
+    recorded = check_recorded(Path(out), asked, QUESTIONS, "iterations", FIX, RECORD)
+    behaviour = spec.collect.policy
+    for i in range(spec.iterations):
+        rollouts = [_collect(spec, out, i, bench, behaviour, progress) for bench in spec.benchmarks]
+        if not recorded:  # the questions are fixed from now on: a policy is trained on them
+            write_json_atomic(Path(out) / RECORD, asked)
+            recorded = True
+        line = _train(spec, out, i, rollouts, behaviour)
+        if notify is not None:
+            notify(f"iteration {i}: {line}")
+        behaviour = str(policy_file(out, i))
+    return Path(behaviour)
 
 
 def _collect(spec: IterateSpec, out: str, i: int, bench: str, behaviour: str | None, progress: bool) -> str:
