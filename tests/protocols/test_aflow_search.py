@@ -165,11 +165,31 @@ def test_the_search_stops_when_its_top_scores_stop_moving(tmp_path, optimizer):
 
 
 @pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
-def test_the_cli_with_an_optimiser_that_writes_no_workflow_keeps_the_blank_one(tmp_path, capsys):
+def test_rounds_without_a_child_are_noted_and_recorded_with_why(tmp_path, optimizer, caplog):
+    """Round 2 gets three replies without a workflow, round 3 a valid draft, round 4 an invalid workflow and
+    then nothing: rounds 2 and 4 have no child, and are in the record with why, and noted."""
+    bad = {"steps": [{"op": "custom", "out": "s"}], "answer": ["t"]}
+    replies = ["no json here"] * 3 + [f"<modification>ensemble</modification><workflow>{json.dumps(ENSEMBLE)}"
+                                      "</workflow>", f"<modification>x</modification><workflow>{json.dumps(bad)}"
+                                      "</workflow>"]
+    optimizer.generate = lambda requests: [Completion(replies.pop(0) if replies else "no json here", 100, 40)]
+    record = run_search(tmp_path, search_rounds=4)["record"]
+    assert [r["round"] for r in record["rounds"]] == [1, 3]
+    assert [(f["round"], f["parent"]) for f in record["failed_rounds"]] == [(2, 1), (4, record["failed_rounds"][1]
+                                                                                     ["parent"])]
+    assert record["failed_rounds"][0]["why"] == "3 drafts, none usable (no <workflow>...</workflow>)"
+    assert record["failed_rounds"][1]["why"].startswith("3 drafts, none usable (not a valid workflow: answer names")
+    assert "aflow round 2 has no child: 3 drafts" in caplog.text and "aflow round 4 has no child" in caplog.text
+
+
+@pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
+def test_the_cli_refuses_a_search_whose_optimiser_never_wrote_a_workflow(tmp_path, capsys, caplog):
+    """The scripted optimiser answers with no workflow: rounds 2 and 3 have no child, the blank workflow is no
+    search result, so nothing is written and the message names the optimiser's fault."""
     assert main(["aflow-search", "--backend", "scripted", "--optimizer-backend", "scripted", "--limit", "4",
-                 "--search-rounds", "3", "--validation-runs", "1", "--out", str(tmp_path)]) == 0
-    bar = capsys.readouterr().err.split("\r")[-1]  # the progress bar's last state: every round, the best score
-    assert bar.startswith("aflow: 100%") and "3/3" in bar and "best=" in bar
-    found = json.loads((tmp_path / "workflow.json").read_text())
-    assert found["record"]["best_round"] == 1 and len(found["record"]["rounds"]) == 1
-    assert found["workflow"]["steps"][0]["instruction"] == ""
+                 "--search-rounds", "3", "--validation-runs", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "aflow round 2 has no child: 3 drafts, none usable (no <workflow>...</workflow>)" in caplog.text
+    assert "the optimiser wrote no valid new workflow in any of rounds 2-3 (round 2: 3 drafts, none usable (no " \
+           "<workflow>...</workflow>)); nothing written: check --optimizer-model" in err
+    assert not (tmp_path / "workflow.json").exists()

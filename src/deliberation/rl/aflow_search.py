@@ -13,7 +13,10 @@ validation questions (the training questions given; each run its own seed). Each
 4. backpropagation: its modification, score and whether it beat its parent join the parent's experience.
 It stops after ``search_rounds`` rounds, or when the mean of the top three round scores has not changed for
 ``patience`` rounds (AFlow's convergence check), and writes the best round's workflow to ``OUT/workflow.json``
-with every round, the settings, the validation question ids and the tokens of executor and optimiser. Asked
+with every round, the settings, the validation question ids and the tokens of executor and optimiser. A round
+whose optimiser wrote no valid new workflow has no child: it is noted on stderr and listed, with why, under the
+record's ``failed_rounds``; when no round after the first has one, the search is refused and nothing written
+(the blank workflow is no search result: the optimiser's model or server is likely wrong). Asked
 again over its finished workflow.json, it does nothing with the same settings (``SEARCH_RESUME``) and refuses
 other ones (``outputs.resume.finished_already``): a workflow runs used is never overwritten.
 
@@ -25,6 +28,7 @@ patience 5) except where the machine needs fewer (say so with the flags).
 from __future__ import annotations
 
 import json
+import logging
 import re
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -43,7 +47,7 @@ from deliberation.benchmarks.selection import load_selected
 from deliberation.config import EngineConfig, LearningWorkload
 from deliberation.engine.loop import example_rng, make_context, request_seed
 from deliberation.engine.spec import MethodSpec
-from deliberation.errors import require_at_least, require_number
+from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import setting_up, write_json_atomic
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, finished_already
 from deliberation.rl.graph_optimize import Optimised, job_cache
@@ -58,6 +62,9 @@ OPERATORS = ("custom: n calls on its instruction followed by its input (texts; \
              "programmer: writes and runs Python code that computes the answer, given the variable analysis; "
              "out holds the code's result.")
 _TAG = re.compile(r"<(modification|workflow)>(.*?)</\1>", re.DOTALL)
+TRIES = 3
+"""Drafts asked of the optimiser per round before the round is given up."""
+LOG = logging.getLogger("deliberation")
 
 
 @dataclass(frozen=True)
@@ -133,11 +140,16 @@ def search(spec: AFlowSearch, out: str, progress: bool = True) -> Optimised:
     with setting_up(folder):
         executor, optimizer = _backends(spec, cache)
     with closing(executor), closing(optimizer):
-        rounds = _search(spec, examples, bench, executor, optimizer, tokens, progress)
+        rounds, failed = _search(spec, examples, bench, executor, optimizer, tokens, progress)
+    if len(rounds) == 1 and failed:
+        raise DelibError(f"the optimiser wrote no valid new workflow in any of rounds 2-{failed[-1]['round']} ("
+                         f"round 2: {failed[0]['why']}); nothing written: check --optimizer-model and its server, "
+                         "whose replies are in the response cache")
     best = max(rounds, key=lambda r: (r.mean, -r.number))
     record = {**asked, "best_round": best.number, "tokens": tokens,
               "rounds": [{"round": r.number, "parent": r.parent, "modification": r.modification, "mean": r.mean,
-                          "scores": r.scores, "workflow": r.workflow.to_json()} for r in rounds]}
+                          "scores": r.scores, "workflow": r.workflow.to_json()} for r in rounds],
+              "failed_rounds": failed}
     write_json_atomic(folder / WORKFLOW_FILE, {"format": WORKFLOW_FORMAT, "workflow": best.workflow.to_json(),
                                                 "record": record})
     return Optimised(folder / WORKFLOW_FILE, False)
@@ -177,14 +189,16 @@ def _backends(spec: AFlowSearch, cache: str | None) -> tuple[Any, Any]:
 
 
 def _search(spec: AFlowSearch, examples: list[Example], bench: Any, executor: Any, optimizer: Any,
-            tokens: dict[str, list[int]], progress: bool = False) -> list[Round]:
-    """Every round, behind a bar showing the best validation score so far (it stops short of the last
-    round when the top scores stand still for ``patience`` rounds)."""
+            tokens: dict[str, list[int]], progress: bool = False) -> tuple[list[Round], list[dict[str, Any]]]:
+    """Every round with a child, behind a bar showing the best validation score so far (it stops short of the
+    last round when the top scores stand still for ``patience`` rounds), and the rounds without one (their
+    number, parent and why)."""
     from tqdm import tqdm
 
     rng = np.random.default_rng(spec.engine.seed)
     rounds = [Round(1, None, parse(BLANK), "", [])]
     experience: dict[int, list[dict]] = {1: []}
+    failed: list[dict[str, Any]] = []
     with tqdm(total=spec.search_rounds, disable=not progress, unit="round", desc="aflow",
               dynamic_ncols=True) as bar:
         _evaluate(rounds[0], spec, examples, bench, executor, tokens)
@@ -193,31 +207,35 @@ def _search(spec: AFlowSearch, examples: list[Example], bench: Any, executor: An
         bar.update()
         for number in range(2, spec.search_rounds + 1):
             grown = _grow(rounds, experience, number, spec, examples, bench, executor, optimizer, tokens, rng)
-            if grown:
+            if isinstance(grown, dict):
+                failed.append(grown)
+                LOG.warning("delib: note: aflow round %d has no child: %s", number, grown["why"])
+            else:
                 tops.append(_top(rounds, spec))
                 bar.set_postfix(best=f"{max(r.mean for r in rounds):.3f}")
             bar.update()
-            if grown and len(tops) > spec.patience and len(set(tops[-spec.patience - 1:])) == 1:
+            if grown is None and len(tops) > spec.patience and len(set(tops[-spec.patience - 1:])) == 1:
                 break
-    return rounds
+    return rounds, failed
 
 
 def _grow(rounds: list[Round], experience: dict[int, list[dict]], number: int, spec: AFlowSearch,
           examples: list[Example], bench: Any, executor: Any, optimizer: Any, tokens: dict[str, list[int]],
-          rng: np.random.Generator) -> bool:
+          rng: np.random.Generator) -> dict[str, Any] | None:
     """Round ``number``: select a parent, have the optimiser modify it and score the child (appended to
-    ``rounds``, its outcome to the parent's experience); False when the optimiser wrote no workflow."""
+    ``rounds``, its outcome to the parent's experience); when the optimiser wrote no valid new workflow, the
+    round's failure (its number, parent and why) instead."""
     parent = select(rounds, spec, rng)
     drafted = _expand(parent, experience[parent.number], spec, examples, optimizer, tokens, number)
-    if drafted is None:
-        return False
+    if isinstance(drafted, str):
+        return {"round": number, "parent": parent.number, "why": drafted}
     child = Round(number, parent.number, drafted[1], drafted[0], [])
     _evaluate(child, spec, examples, bench, executor, tokens)
     rounds.append(child)
     experience[number] = []
     experience[parent.number].append({"modification": child.modification, "score": child.mean,
                                       "succeeded": child.mean > parent.mean})
-    return True
+    return None
 
 
 def _top(rounds: Sequence[Round], spec: AFlowSearch) -> float:
@@ -249,10 +267,11 @@ def _play(node: Round, engine: EngineConfig, bench: Any, example: Example, execu
 
 
 def _expand(parent: Round, experience: list[dict], spec: AFlowSearch, examples: list[Example], optimizer: Any,
-            tokens: dict[str, list[int]], number: int) -> tuple[str, Workflow] | None:
-    """One modification of ``parent`` by the optimiser (3 tries), or None when none is valid and new."""
+            tokens: dict[str, list[int]], number: int) -> tuple[str, Workflow] | str:
+    """One modification of ``parent`` by the optimiser (``TRIES`` tries), or why none was: each draft's fault."""
     tried = {e["modification"] for e in experience}
-    for attempt in range(3):
+    faults = []
+    for attempt in range(TRIES):
         request = GenerationRequest((Message("user", _prompt(parent, experience)),), max_tokens=2048,
                                     temperature=1.0,
                                     seed=request_seed(spec.engine.seed, f"aflow-round-{number}", 0, attempt),
@@ -261,15 +280,28 @@ def _expand(parent: Round, experience: list[dict], spec: AFlowSearch, examples: 
         [reply] = optimizer.generate([request])
         tokens["optimizer"][0] += reply.prompt_tokens
         tokens["optimizer"][1] += reply.completion_tokens
-        found = dict(_TAG.findall(reply.text))
-        try:
-            workflow = parse(json.loads(found.get("workflow", "")))
-        except (ValueError, TypeError):
-            continue
-        modification = found.get("modification", "").strip()
-        if modification and modification not in tried:
-            return modification, workflow
-    return None
+        drafted = _draft(reply.text, tried)
+        if isinstance(drafted, tuple):
+            return drafted
+        faults.append(drafted)
+    return f"{TRIES} drafts, none usable ({'; '.join(dict.fromkeys(faults))})"
+
+
+def _draft(text: str, tried: set[str]) -> tuple[str, Workflow] | str:
+    """(modification, workflow) of one optimiser reply, or what is wrong with it."""
+    found = dict(_TAG.findall(text))
+    if "workflow" not in found:
+        return "no <workflow>...</workflow>"
+    try:
+        workflow = parse(json.loads(found["workflow"]))
+    except (ValueError, TypeError) as err:
+        return f"not a valid workflow: {str(err)[:120]}"
+    modification = found.get("modification", "").strip()
+    if not modification:
+        return "no <modification>...</modification>"
+    if modification in tried:
+        return "a modification tried before on that parent"
+    return modification, workflow
 
 
 def _prompt(parent: Round, experience: list[dict]) -> str:
