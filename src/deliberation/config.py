@@ -16,6 +16,21 @@ from typing import Any, ClassVar, Sequence
 from deliberation.errors import DelibError, repeated, require_at_least, require_number
 from deliberation.types import formerly
 
+MAX_DRAWS = 1024
+"""The most answers a command draws per question and round (``--agents``, a tree's ``--samples``, ``--joint-
+actions``): a question's requests are listed before its first call, so a count mistyped far too large would fill
+memory or overflow an index instead of failing in one line. Far above what sampling methods draw
+(self-consistency: 40 samples, Wang et al., ICLR 2023)."""
+
+
+def require_draws(name: str, value: int, minimum: int = 1, why: str = "") -> None:
+    """``require_at_least``, and at most ``MAX_DRAWS``: every count of answers drawn per question."""
+    require_at_least(name, value, minimum, why)
+    if value > MAX_DRAWS:
+        raise DelibError(f"{name} must be at most {MAX_DRAWS} (got {value}): more answers per question than any "
+                         "method draws")
+
+
 RESUMES = "resumes"
 """The key, in a run's config.json and a tree store's manifest.json, of what each later command that resumed
 it changed (``{"limit": 6, "command": ...}``): the first command stays the ``command`` entry, so a run or a
@@ -47,7 +62,7 @@ class EngineConfig:
     of results made before version 2)."""
 
     def __post_init__(self) -> None:
-        require_at_least("--agents", self.agents)
+        require_draws("--agents", self.agents)
         if self.rounds < 0:
             raise DelibError(f"--rounds must be 0 or more (got {self.rounds})")
         require_number("--temperature", self.temperature, 0)

@@ -209,3 +209,26 @@ def test_a_negative_allocator_seed_is_one_line_not_a_numpy_traceback():
 
     with pytest.raises(DelibError, match="--seed must be at least 0"):
         AllocatorTraining(seed=-1)
+
+
+HUGE = str(2 ** 70)
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--method", "self-consistency", "--agents", HUGE, "--out", "o", *SCRIPTED],
+    ["run", "--method", "cot", "--agents", "1025", "--out", "o", *SCRIPTED],
+    ["tree", "--samples", HUGE, "--out", "t", *SCRIPTED],
+    ["collect", "--joint-actions", HUGE, "--out", "c", *SCRIPTED],
+    ["tune-votes", "--trees", "t", "--agents", HUGE, "--offline", "--out", "v", "--quiet"],
+    ["evaluate", "--trees", "t", "--method", "self-consistency", "--agents", HUGE, "--offline", "--out", "e",
+     "--quiet"]])
+def test_a_count_of_answers_beyond_any_method_is_one_line_not_an_overflow(refused, here, command):
+    """A count of answers drawn per question far too large (a typo) used to overflow an index in a traceback,
+    leaving the run's folder behind, or to list requests until memory ran out."""
+    assert "must be at most 1024 (got " in refused(*command)
+
+
+@pytest.mark.needs_split("gsm8k/test")
+def test_a_limit_beyond_any_split_means_every_question(here, capsys):
+    assert main([*RUN, "--limit", HUGE, "--ids", "gsm8k/test/0,gsm8k/test/1"]) == 0
+    assert "n=2" in capsys.readouterr().out

@@ -17,7 +17,7 @@ from deliberation import benchmarks
 from deliberation.backends.base import Backend
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import LearningWorkload
+from deliberation.config import LearningWorkload, require_draws
 from deliberation.engine.loop import example_rng, make_context
 from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
@@ -48,7 +48,7 @@ class CollectSpec(LearningWorkload):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require_at_least("--joint-actions", self.joint_actions, 2, "to rank rewards within a group")
+        require_draws("--joint-actions", self.joint_actions, 2, "to rank rewards within a group")
         require_at_least("--rounds", self.engine.rounds, 1, "to collect a decision (round 0 takes none)")
         check_team("delib collect", self.engine, "")  # it collects deliberation: no single-agent method
         if not 0.0 < self.epsilon <= 1.0:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation import methods
-from deliberation.config import EngineConfig, Selection, Workload, check_ids
+from deliberation.config import EngineConfig, Selection, Workload, check_ids, require_draws
 from deliberation.errors import DelibError, repeated, require_at_least
 from deliberation.methods.options import MethodOptions
 from deliberation.runs.directory import Summary
@@ -69,7 +69,7 @@ class Replay(MethodOptions, ReplaySettings):
         if twice is not None:  # both would replay into one folder
             raise DelibError(f"--method names {twice!r} twice; name each method once")
         if self.agents is not None:
-            require_at_least("--agents", self.agents)
+            require_draws("--agents", self.agents)
         if self.questions is not None:
             require_at_least("--questions", self.questions)
 

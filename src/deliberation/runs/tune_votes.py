@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from deliberation import methods
-from deliberation.errors import require_at_least
+from deliberation.config import require_draws
 from deliberation.files import write_json_atomic
 from deliberation.methods.options import Variant
 from deliberation.runs.directory import Summary
@@ -44,7 +44,7 @@ class VoteTuning(StoreSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.agents is not None:
-            require_at_least("--agents", self.agents)
+            require_draws("--agents", self.agents)
 
     def replays(self) -> list[Replay]:
         return [replace(r, agents=self.agents or open_store(r.trees).manifest.samples) for r in super().replays()]

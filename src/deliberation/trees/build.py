@@ -24,7 +24,7 @@ from deliberation.backends.base import Backend, cache_scope_of
 from deliberation.benchmarks.answers import make_backend
 from deliberation.benchmarks.base import Benchmark
 from deliberation.benchmarks.selection import load_selected
-from deliberation.config import EngineConfig, Workload
+from deliberation.config import EngineConfig, Workload, require_draws
 from deliberation.engine import prompts
 from deliberation.engine.loop import act, generate, initial_round, make_context, record_of, score_confidence
 from deliberation.engine.spec import MethodSpec
@@ -57,6 +57,8 @@ class TreeSpec(Workload):
         super().__post_init__()
         for name in self.methods:
             methods.get(name)  # an unknown name is a one-line error listing the registered ones
+        if self.samples:
+            require_draws("--samples", self.samples)
         if self.samples and self.samples < self.engine.agents:
             raise DelibError(f"--samples {self.samples} is fewer than --agents {self.engine.agents}; give at "
                              "least as many round-0 samples as agents (or leave it out)")

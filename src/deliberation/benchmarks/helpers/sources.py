@@ -24,6 +24,7 @@ import gzip
 import importlib.util
 import itertools
 import os
+import sys
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -183,6 +184,7 @@ def load(
     if limit is not None and limit < 0:
         raise DelibError(f"limit must be >= 0, got {limit}")
     sources, looked = table[split], []
+    limit = None if limit is None else min(limit, sys.maxsize)  # a larger limit means every question too
     for attempt in (_from_dir, _from_package, _from_hub):
         examples, where = attempt(sources, limit, data_dir)
         if examples == [] and limit != 0:
