@@ -356,7 +356,8 @@ def silenced(source, target):
 def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(optimised, tmp_path, capsys,
                                                                                monkeypatch):
     """GPTSwarm's decision node votes over the agents with an edge into it: with none left, every answer would
-    be empty, so a run refuses the graph before its first question, and an optimisation that ends so warns."""
+    be empty, so a run refuses the graph before its first question, and an optimisation that ends so writes
+    nothing, leaving its --out to the next try."""
     from deliberation.protocols.designs import load_graph
     from deliberation.rl import graph_optimize
 
@@ -367,10 +368,16 @@ def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(opti
                  "--out", str(tmp_path / "run")) == 2
     err = capsys.readouterr().err.strip()
     assert "no edge into the decision node" in err and "\n" not in err and not (tmp_path / "run").exists()
-    monkeypatch.setattr(graph_optimize, "optimize", lambda spec, out, progress: graph_optimize.Optimised(swarm, False))
-    assert delib("optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--out", str(tmp_path / "o")) == 2
+    train = graph_optimize._train
+    monkeypatch.setattr(graph_optimize, "_train", lambda *a, **k: (load_graph(str(swarm), "gptswarm"), train(*a, **k)[1]))
+    argv = ["optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--limit", "4", "--iterations", "1",
+            "--out", str(tmp_path / "o"), "--quiet"]
+    assert delib(*argv) == 2
     said = capsys.readouterr()
     err = said.err.strip()
-    assert "no edge into the decision node" in err and "into another --out" in err and "\n" not in err
-    assert "->" not in said.out  # no line that reads as success before the refusal
+    assert "the optimised graph has no edge into the decision node" in err and "nothing written" in err
+    assert "\n" not in err and "->" not in said.out  # no line that reads as success before the refusal
+    assert not (tmp_path / "o" / "graph.json").exists()
+    monkeypatch.setattr(graph_optimize, "_train", train)
+    assert delib(*argv) == 0 and (tmp_path / "o" / "graph.json").exists()  # the --out is free for another try
 

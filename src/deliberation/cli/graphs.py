@@ -102,12 +102,9 @@ def _optimize_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_optimize_graph(args: argparse.Namespace) -> int:
-    from deliberation.protocols.designs import load_graph, refuse_silent
     from deliberation.rl.graph_optimize import GraphOptimization, optimize
 
     set_data_dir(args)
     spec = GraphOptimization(**workload(args), **flags.values(args, GraphOptimization, only=OWN))
-    done = optimize(spec, args.out, progress=not args.quiet)
-    refuse_silent(load_graph(str(done.path), spec.method), str(done.path))  # written, but no run would take it
-    said(done)
+    said(optimize(spec, args.out, progress=not args.quiet))
     return 0

@@ -60,7 +60,7 @@ def graph_method(kind: str) -> Method:
     def check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
         graph = graph_of(kind, cfg)
         refuse_trained(graph, examples, str(cfg.graph))
-        refuse_silent(graph, str(cfg.graph))
+        refuse_silent(graph, f"{cfg.graph}'s final graph")
         if any(graph.layout.runs_code(i) for i in range(graph.agents)):  # a Programming Expert's code runs
             require_isolation()
 

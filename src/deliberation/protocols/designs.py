@@ -180,12 +180,16 @@ def _checked(graph: Graph) -> Graph:
     return graph
 
 
-def refuse_silent(graph: Graph, path: str) -> None:
+SILENT_FIX = "optimise again, into another --out, with more --iterations or another --seed"
+"""What to do about a graph file that cannot answer."""
+
+
+def refuse_silent(graph: Graph, what: str, fix: str = SILENT_FIX) -> None:
     """Refuse a graph that cannot answer (the reference would run it and score nothing): a run before hours of
-    questions whose answers are known to be empty in advance, and the optimisation that ends so."""
+    questions whose answers are known to be empty in advance, and the optimisation that ends so. ``what``: the
+    graph, as the message names it ("runs/o/graph.json's final graph")."""
     if not graph.answers():
-        raise DelibError(f"{path}'s final graph has no edge into the decision node, so every answer would be "
-                         "empty; optimise again, into another --out, with more --iterations or another --seed")
+        raise DelibError(f"{what} has no edge into the decision node, so every answer would be empty; {fix}")
 
 
 def refuse_trained(graph: Graph, examples: Sequence[Example], path: str) -> None:

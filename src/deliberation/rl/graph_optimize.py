@@ -7,7 +7,8 @@ own), runs it, and takes the utility u = 1 if the team's answer is right, else 0
 -mean(u * log p(graph)), no baseline, and Adam steps the logits at ``lr``. AgentPrune adds its low-rank
 penalty (``--no-low-rank`` drops it) and, after the last iteration, prunes ``prune_rate`` of each edge set
 once. Writes ``OUT/graph.json``: the logits and masks, the settings, the training question ids and the
-tokens spent (``protocols/designs.py`` reads it). A test split is refused unless asked for knowingly. The
+tokens spent (``protocols/designs.py`` reads it); a graph left with no edge into its decision node could not
+answer, so it is refused and nothing written, leaving the --out free for another try. A test split is refused unless asked for knowingly. The
 response cache (default ``OUT/responses.sqlite``) makes a rerun after an interruption replay every call
 already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps. A rerun
 over a finished graph.json does nothing when its settings are the same (``GRAPH_RESUME``) and is refused
@@ -42,7 +43,7 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import setting_up
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, finished_already
-from deliberation.protocols.designs import DESIGNS, GRAPH_FILE, Graph, initial, load_graph, save_graph
+from deliberation.protocols.designs import DESIGNS, GRAPH_FILE, Graph, initial, load_graph, refuse_silent, save_graph
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
 from deliberation.trees.store import TreeStore, reading_through
@@ -113,13 +114,16 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Optimi
     asked = {**spec.record(VERSION, sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})),
              "steps": spec.steps}
     if finished_already(folder / GRAPH_FILE, "a graph", lambda path: load_graph(str(path), spec.method).record,
-                        asked, GRAPH_RESUME, "optimise"):
+                        asked, GRAPH_RESUME, "optimise"):  # no run would take a silent one an older version wrote
+        refuse_silent(load_graph(str(folder / GRAPH_FILE), spec.method), f"{folder / GRAPH_FILE}'s final graph")
         return Optimised(folder / GRAPH_FILE, True)
     with setting_up(folder):
         inner = make_backend(spec.backend, cache=job_cache(spec.cache, folder), **spec.backend_options)
         made = inner if store is None else reading_through(store, inner)
     with closing(made) as backend:
         trained, spent = _train(spec, graph, examples, backend, bench, progress)
+    refuse_silent(trained, "the optimised graph", "nothing written: optimise again with more --iterations or another "
+                  "--seed (the calls made are in the response cache)")
     save_graph(folder / GRAPH_FILE, replace(trained, record={**asked, "tokens": spent}))
     return Optimised(folder / GRAPH_FILE, False)
 
