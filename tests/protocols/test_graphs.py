@@ -369,7 +369,8 @@ def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(opti
     err = capsys.readouterr().err.strip()
     assert "no edge into the decision node" in err and "\n" not in err and not (tmp_path / "run").exists()
     train = graph_optimize._train
-    monkeypatch.setattr(graph_optimize, "_train", lambda *a, **k: (load_graph(str(swarm), "gptswarm"), train(*a, **k)[1]))
+    silent = load_graph(str(swarm), "gptswarm")
+    monkeypatch.setattr(graph_optimize, "_train", lambda *a, **k: (silent, train(*a, **k)[1]))
     argv = ["optimize-graph", "--method", "gptswarm", "--backend", "scripted", "--limit", "4", "--iterations", "1",
             "--out", str(tmp_path / "o"), "--quiet"]
     assert delib(*argv) == 2

@@ -8,8 +8,8 @@ own), runs it, and takes the utility u = 1 if the team's answer is right, else 0
 penalty (``--no-low-rank`` drops it) and, after the last iteration, prunes ``prune_rate`` of each edge set
 once. Writes ``OUT/graph.json``: the logits and masks, the settings, the training question ids and the
 tokens spent (``protocols/designs.py`` reads it); a graph left with no edge into its decision node could not
-answer, so it is refused and nothing written, leaving the --out free for another try. A test split is refused unless asked for knowingly. The
-response cache (default ``OUT/responses.sqlite``) makes a rerun after an interruption replay every call
+answer, so it is refused and nothing written, leaving the --out free for another try. A test split is refused
+unless asked for knowingly. The response cache (default ``OUT/responses.sqlite``) makes a rerun after an interruption replay every call
 already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps. A rerun
 over a finished graph.json does nothing when its settings are the same (``GRAPH_RESUME``) and is refused
 otherwise, so that a graph a run used is never overwritten by another (``outputs.resume.finished_already``).
