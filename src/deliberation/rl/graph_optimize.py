@@ -1,22 +1,21 @@
 """``delib optimize-graph``: learn a communication graph's edges by REINFORCE on training questions.
 
 GPTSwarm's and AgentPrune's shared recipe (their reference code: ``Evaluator.optimize_swarm`` and
-``experiments/run_gsm8k.py``): each iteration takes the next ``batch`` questions (the training questions in
-one seeded permutation, cycled), samples a graph per question (``protocols/graph.sample``, every round its
-own), runs it, and takes the utility u = 1 if the team's answer is right, else 0; the loss is
--mean(u * log p(graph)), no baseline, and Adam steps the logits at ``lr``. AgentPrune adds its low-rank
-penalty (``--no-low-rank`` drops it) and, after the last iteration, prunes ``prune_rate`` of each edge set
-once. Writes ``OUT/graph.json``: the logits and masks, the settings, the training question ids and the
-tokens spent (``protocols/designs.py`` reads it); a graph left with no edge into its decision node could not
-answer, so it is refused and nothing written, leaving the --out free for another try. A test split is refused
-unless asked for knowingly. The response cache (default ``OUT/responses.sqlite``) makes a rerun after an interruption replay every call
-already made: the permutation and the sampled graphs follow from the seed, so it retraces the same steps. A rerun
-over a finished graph.json does nothing when its settings are the same (``GRAPH_RESUME``) and is refused
-otherwise, so that a graph a run used is never overwritten by another (``outputs.resume.finished_already``).
-The same seeding means a question met again under the same sampled graph gets the same answers (a request is
-seeded by the question, agent and round, and cached), where the reference samples afresh; with more draws
-than training questions (e.g. GPTSwarm's 800 on 100 questions) a revisit under the same graph repeats its
-utility.
+``experiments/run_gsm8k.py``): each iteration takes the next ``batch`` questions (the training questions in one
+seeded permutation, cycled), samples a graph per question (``protocols/graph.sample``, every round its own), runs
+it, and takes the utility u = 1 if the team's answer is right, else 0; the loss is -mean(u * log p(graph)), no
+baseline, and Adam steps the logits at ``lr``. AgentPrune adds its low-rank penalty (``--no-low-rank`` drops it)
+and, after the last iteration, prunes ``prune_rate`` of each edge set once. Writes ``OUT/graph.json``: the logits
+and masks, the settings, the training question ids and the tokens spent (``protocols/designs.py`` reads it); a
+graph left with no edge into its decision node could not answer, so it is refused and nothing written, leaving the
+--out free for another try. A test split is refused unless asked for knowingly. The response cache (default
+``OUT/responses.sqlite``) makes a rerun after an interruption replay every call already made: the permutation and
+the sampled graphs follow from the seed, so it retraces the same steps. A rerun over a finished graph.json does
+nothing when its settings are the same (``GRAPH_RESUME``) and is refused otherwise, so that a graph a run used is
+never overwritten by another (``outputs.resume.finished_already``). The same seeding means a question met again
+under the same sampled graph gets the same answers (a request is seeded by the question, agent and round, and
+cached), where the reference samples afresh; with more draws than training questions (e.g. GPTSwarm's 800 on 100
+questions) a revisit under the same graph repeats its utility.
 
 Defaults are each reference's budget: GPTSwarm 200 iterations of 4 questions (``run_mmlu.py``), AgentPrune 10
 (``run_gsm8k.py``'s ``num_iterations``); lr 0.1 and batch 4 in both.
