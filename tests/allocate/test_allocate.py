@@ -179,7 +179,7 @@ def test_an_allocator_refuses_the_questions_it_was_trained_on(trained, tmp_path,
 def test_a_test_split_store_is_refused_for_training(tmp_path, capsys):
     assert delib("tree", "--backend", "scripted", "--limit", "2", "--samples", "4", "--methods", "mpdf",
                  "--out", str(tmp_path / "test-store")) == 0
-    assert "learns the questions it is measured on" in bad(capsys, "train-allocator", "--trees",
+    assert "would be measured on the questions it learned from" in bad(capsys, "train-allocator", "--trees",
                                                            str(tmp_path / "test-store"), "--samples", "4",
                                                            "--out", str(tmp_path / "a"))
     assert delib("train-allocator", "--trees", str(tmp_path / "test-store"), "--samples", "4", "--allow-test",

@@ -232,3 +232,16 @@ def test_a_count_of_answers_beyond_any_method_is_one_line_not_an_overflow(refuse
 def test_a_limit_beyond_any_split_means_every_question(here, capsys):
     assert main([*RUN, "--limit", HUGE, "--ids", "gsm8k/test/0,gsm8k/test/1"]) == 0
     assert "n=2" in capsys.readouterr().out
+
+
+@pytest.mark.needs_split("gsm8k/test")
+def test_learning_from_a_test_store_is_refused_unless_asked_knowingly(refused, here, capsys):
+    """Tuning a rule or vote temperatures, or training a policy, on a store of test questions learns what it is
+    then measured on: refused, before any replay, with the way to do it knowingly."""
+    assert main(["tree", "--limit", "12", "--out", "store", *SCRIPTED[:2], "--quiet"]) == 0
+    for command in (["tune-rules", "--trees", "store", "--rounds", "1", "--offline", "--out", "t", "--quiet"],
+                    ["tune-votes", "--trees", "store", "--offline", "--out", "v", "--quiet"],
+                    ["train", "--algo", "sft", "--trees", "store", "--epochs", "1", "--out", "p"]):
+        said = refused(*command)
+        assert "store holds gsm8k test questions: a " in said and "(or pass --allow-test to do it knowingly)" in said
+        assert main([*command, "--allow-test"]) == 0

@@ -24,7 +24,7 @@ def test_tree_decisions_equal_delib_collect_at_round_1(tmp_path):
 
 def test_delib_train_on_trees(tmp_path, capsys):
     assert main(["tree", "--backend", "scripted", "--limit", "12", "--quiet", "--out", str(tmp_path / "store")]) == 0
-    assert main(["train", "--algo", "sft", "--trees", str(tmp_path / "store"), "--epochs", "2",
+    assert main(["train", "--algo", "sft", "--trees", str(tmp_path / "store"), "--allow-test", "--epochs", "2",
                  "--out", str(tmp_path / "sft")]) == 0
     assert (tmp_path / "sft" / "policy.pt").exists() and "decisions" in capsys.readouterr().out
     assert main(["train", "--algo", "sft", "--out", str(tmp_path / "none")]) == 2

@@ -172,7 +172,7 @@ def test_tune_rules_with_resample_actions_replays_the_resample_rules(tmp_path):
     assert delib("tree", "--backend", "scripted", "--limit", "3", "--samples", "6", "--out", str(store)) == 0
     out = tmp_path / "tuning"
     assert delib("tune-rules", "--trees", str(store), "--rounds", "1", "--offline", "--actions", "resample",
-                 "--out", str(out)) == 0
+                 "--allow-test", "--out", str(out)) == 0
     record = read_best_rule(out / "best_rule.json")
     assert [row.label for row in record.grid] == [r.label for r in grid("resample")]
     assert {"always-resample", "agreement-resample"} <= {row.method for row in record.grid}

@@ -162,7 +162,7 @@ def test_compare_and_tune_take_one_question_count_per_store(stores, tmp_path, ca
     """A look's block: each store's own first N (GSM8K 100k and MATH-500 50k in the paired experiment)."""
     full, mpdf = stores
     assert delib("tune-rules", "--trees", f"{full},{mpdf}", "--questions", "2,1", "--rounds", "1", "--offline",
-                 "--out", str(tmp_path / "t")) == 0
+                 "--allow-test", "--out", str(tmp_path / "t")) == 0
     configs = (tmp_path / "t").glob("*/always-persist/config.json")
     runs = {p.parent.parent.name: len(episodes(p.parent)) for p in configs}
     assert runs == {"all": 2, "mpdf": 1}

@@ -44,7 +44,7 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
                        "and picks the best by pooled accuracy, then fewer tokens, then the simpler rule.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, Tuning)
-    flags.add_flags(p, Tuning, only=("actions", "grid"))
+    flags.add_flags(p, Tuning, only=("actions", "grid", "allow_test"))
     p.set_defaults(func=cmd_tune_rules, saves_as_it_goes=True)
 
 
@@ -59,7 +59,7 @@ def _votes_parser(sub: argparse._SubParsersAction) -> None:
                        "change nothing here (every node they read is in a store).",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p, VoteTuning)
-    flags.add_flags(p, VoteTuning, only=("agents",))
+    flags.add_flags(p, VoteTuning, only=("agents", "allow_test"))
     p.set_defaults(func=cmd_tune_votes, saves_as_it_goes=True)
 
 
@@ -92,7 +92,7 @@ def cmd_tune_rules(args: argparse.Namespace) -> int:
     from deliberation.runs.tune_rules import Tuning, grid_table, tune
 
     set_data_dir(args)
-    tuning = _settings(Tuning, args, actions=args.actions, grid=args.grid)
+    tuning = _settings(Tuning, args, actions=args.actions, grid=args.grid, allow_test=args.allow_test)
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(f"best: {chosen.label} (accuracy {chosen.accuracy:.3f}, {chosen.tokens_per_question:.0f} tokens/question, "
@@ -104,7 +104,7 @@ def cmd_tune_votes(args: argparse.Namespace) -> int:
     from deliberation.runs.tune_votes import VOTES, VoteTuning, grid_table, tune
 
     set_data_dir(args)
-    tuning = _settings(VoteTuning, args, agents=args.agents)
+    tuning = _settings(VoteTuning, args, agents=args.agents, allow_test=args.allow_test)
     chosen, rows = tune(tuning, args.out, data_dir=args.data_dir, progress=not args.quiet)
     print(grid_table(chosen, rows), end="")
     print(", ".join(f"{m}: T={r.temperature:g} (accuracy {r.accuracy:.3f}, n={r.n})" for m, r in chosen.items()) +

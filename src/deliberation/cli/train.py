@@ -89,6 +89,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    "--reward episode); rounds after 1 need --grow-trees once")
     p.add_argument("--grow-trees", action="store_true", help="let each --trees store's own backend generate the "
                    "later-round nodes it lacks, recorded in the store (LLM calls; default: offline)")
+    p.add_argument("--allow-test", action="store_true", help="train on --trees stores of test questions, which the "
+                   "policy is then measured on (refused without it)")
     p.add_argument("--init", help="start (and KL reference) policy for the policy-gradient stage: a policy.pt or the "
                    "training directory holding it")
     p.add_argument("--out", required=True, type=out_folder, help="output directory (must not exist or be empty)")
@@ -164,7 +166,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from deliberation.rl.pipeline import TrainRequest, run_training
 
     print(run_training(TrainRequest(_train_config(args), tuple(args.rollouts), args.init, args.out,
-                                     tuple(args.trees), args.tree_rounds, args.grow_trees)))
+                                     tuple(args.trees), args.tree_rounds, args.grow_trees, allow_test=args.allow_test)))
     return 0
 
 

@@ -19,6 +19,7 @@ from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.rl.split_file import read_split, split_of
 from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
+from deliberation.trees.manifest import refuse_test_store
 from deliberation.types import Decision
 
 
@@ -38,6 +39,8 @@ class TrainRequest:
     (``RewardSpec.tree_rounds``: 1 for round, 2 for episode)."""
     grow_trees: bool = False
     """Let the tree stores' own backends generate the later-round nodes they lack (recorded in the store)."""
+    allow_test: bool = False
+    """Train on tree stores of test questions, which the policy is then measured on: opt-in only."""
     flags: tuple[str, str] = ("--init", "--seed")
     """How the command asking names the start policy and the training seed in its errors (``delib iterate``:
     --policy and --train-seed)."""
@@ -127,6 +130,7 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
     seen = {d.example_id for d in decisions}
     rounds = req.tree_rounds or REWARDS[cfg.reward].tree_rounds
     for path in req.trees:
+        refuse_test_store(path, "a policy trained", req.allow_test)
         new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees,
                                    components=cfg.reward_components, features=cfg.features, actions=cfg.actions)
         twice = sorted(seen & {d.example_id for d in new})

@@ -24,7 +24,7 @@ from deliberation.files import write_json_atomic
 from deliberation.methods.options import MethodOptions, Variant
 from deliberation.policy.rules import FIXED_RULES, ConstantPolicy
 from deliberation.runs.directory import Summary
-from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
+from deliberation.runs.variants import TuningStores, pooled_counts, replay_variants
 from deliberation.actions import EXTENDED_ACTIONS, PAPER_ACTIONS, check_action_set
 from deliberation.errors import DelibError, existing, read_json, repeated, require_at_least
 from deliberation.types import ADDED_LATER, from_json, to_json
@@ -35,8 +35,10 @@ BEST_RULE_FIX = "pass the best_rule.json `delib tune-rules` wrote"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Tuning(StoreSettings):
+class Tuning(TuningStores):
     """What to tune on: training stores, the replay settings every rule shares, the rules' action set."""
+
+    learned = "a rule tuned"
 
     actions: str = PAPER_ACTIONS
     """The actions the tuned rules may take (``actions.ACTION_SETS``): ``paper``, PERSIST / REFINE / CONCEDE

@@ -24,7 +24,7 @@ from deliberation.files import write_json_atomic
 from deliberation.methods.options import Variant
 from deliberation.runs.directory import Summary
 from deliberation.runs.replay import Replay
-from deliberation.runs.variants import StoreSettings, pooled_counts, replay_variants
+from deliberation.runs.variants import TuningStores, pooled_counts, replay_variants
 from deliberation.trees.store import open_store
 from deliberation.types import to_json
 
@@ -35,8 +35,10 @@ OPTION = "vote_temperature"
 
 
 @dataclass(frozen=True, kw_only=True)
-class VoteTuning(StoreSettings):
+class VoteTuning(TuningStores):
     """What to tune on: training stores, the replay settings every T shares, the samples per vote."""
+
+    learned = "a vote temperature tuned"
 
     agents: int | None = None
     """Samples per vote (default: every round-0 sample each store holds, ``delib tree --samples``)."""

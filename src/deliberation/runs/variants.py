@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from deliberation.errors import DelibError, make_folder, repeated, writable_folder
 from deliberation.files import write_json_atomic
@@ -23,6 +23,7 @@ from deliberation.runs.directory import CELL, RunDir, Summary
 from deliberation.runs.replay import Replay, ReplaySettings, check_method, refuse_unbuilt, spec_of, tree_backend
 from deliberation.runs.run_config import config_record
 from deliberation.runs.runner import RunSpec, execute, validate
+from deliberation.trees.manifest import refuse_test_store
 from deliberation.trees.store import TreeBackend, TreeStore, built_examples, open_store, store_engine
 from deliberation.types import Example
 
@@ -47,6 +48,25 @@ class StoreSettings(ReplaySettings):
         counts = self.questions * len(self.trees) if len(self.questions) == 1 else self.questions
         return [Replay(trees=t, methods=(), rounds=self.rounds, offline=self.offline, questions=n, ids=self.ids,
                        command=self.command) for t, n in itertools.zip_longest(self.trees, counts)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuningStores(StoreSettings):
+    """The store settings of a command that learns from its stores (``delib tune-rules``, ``tune-votes``):
+    training stores, since what it learns is then measured; a test store only when asked knowingly."""
+
+    learned: ClassVar[str] = "a setting tuned"
+    """What it learns, as the refusal of a test store names it."""
+    allow_test: bool = False
+    """Tuning on a test store tunes on the questions the result is then measured on: opt-in only."""
+
+    def replays(self) -> list[Replay]:
+        """``StoreSettings.replays``, a test store refused first (its manifest says the split), after the check of
+        the stores' names that ``replay_variants`` makes first."""
+        store_names(self.trees)
+        for path in self.trees:
+            refuse_test_store(path, self.learned, self.allow_test)
+        return super().replays()
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from deliberation.config import RESUMES, Selection
-from deliberation.errors import BadText, DelibError, parse_json, utf8
+from deliberation.errors import BadText, DelibError, existing, parse_json, utf8
 from deliberation.files import write_json_atomic
 from deliberation.outputs.resume import ResumeRule, check_resume
 from deliberation.types import from_json, to_json
 
 MANIFEST = "manifest.json"
+BUILD_ONE = "build one with `delib tree`"
 FORMAT = "deliberation-trees"
 BEFORE_METHODS = ("cot", "self-consistency", "debate", "reconcile", "dylan", "mpdf", "always-persist", "always-refine",
                   "always-concede", "confidence-threshold", "agreement-threshold", "agreement-then-confidence",
@@ -140,6 +141,20 @@ def read_manifest(path: Path) -> TreeManifest:
     except (KeyError, TypeError, ValueError, DelibError) as err:  # DelibError: a recorded setting out of range
         raise DelibError(f"{path / MANIFEST} lacks or mangles an entry ({err}); restore it or rebuild the store "
                          "with `delib tree`") from err
+
+
+def refuse_test_store(path: str | Path, learned: str, allow_test: bool) -> None:
+    """Refuse, unless ``allow_test``, to learn from the tree store at ``path`` when it holds test questions: what
+    is ``learned`` from them ("an allocator trained", "rules tuned") would be measured on the questions it
+    learned from. The one check of every command that learns from stores, as ``LearningWorkload``'s is of
+    every command that learns from a split."""
+    if allow_test:
+        return
+    manifest = read_manifest(existing(path, "tree store", BUILD_ONE, folder=True, inside=MANIFEST))
+    if manifest.split == "test":
+        raise DelibError(f"{path} holds {manifest.benchmark} test questions: {learned} on them would be measured "
+                         "on the questions it learned from; use a train split's store (or pass --allow-test to do it "
+                         "knowingly)")
 
 
 def _from_dict(raw: Mapping[str, Any]) -> TreeManifest:

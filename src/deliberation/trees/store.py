@@ -37,7 +37,7 @@ from deliberation.errors import DelibError, existing, make_folder, writable_fold
 from deliberation.files import append_gzip_line, read_gzip_lines
 from deliberation.outputs.kinds import TREE_STORE, TREES, other_kind
 from deliberation.outputs.lock import DirectoryLock, lock_directory
-from deliberation.trees.manifest import MANIFEST, TreeManifest, read_manifest
+from deliberation.trees.manifest import BUILD_ONE, MANIFEST, TreeManifest, read_manifest
 from deliberation.types import Completion, Example, GenerationRequest, RequestKind, from_json, purpose_of, to_json
 
 BUSY_FIX = "wait for it to finish, or use another store (replays with --offline only read it)"
@@ -118,7 +118,7 @@ class TreeStore:
         """Read a store; a corrupt manifest or tree file is a one-line DelibError naming it. A torn last
         record (a build killed while appending) is refused, or with ``repair`` (a build resuming) cut off:
         it held only outcomes the build records again."""
-        path = existing(path, "tree store", "build one with `delib tree`", folder=True, inside=MANIFEST)
+        path = existing(path, "tree store", BUILD_ONE, folder=True, inside=MANIFEST)
         other = other_kind(path, TREE_STORE)
         if other is not None:
             raise DelibError(f"{path} holds {other}, not {TREE_STORE}; pass a store `delib tree` built")

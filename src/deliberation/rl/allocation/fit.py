@@ -26,6 +26,7 @@ from deliberation.engine.spec import VoteWeights
 from deliberation.errors import DelibError
 from deliberation.allocate.episode import DELIBERATION
 from deliberation.policy.shipped import sha256_hex
+from deliberation.trees.manifest import refuse_test_store
 from deliberation.trees.store import open_store
 
 log = logging.getLogger(__name__)
@@ -42,10 +43,7 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
         if samples <= store.manifest.agents:
             raise DelibError(f"--samples {samples} leaves the allocator no decision after the team of "
                              f"{store.manifest.agents}; give more (the stores hold {store.manifest.samples})")
-        if store.manifest.split == "test" and not allow_test:
-            raise DelibError(f"{name} holds {store.manifest.benchmark} test questions: an allocator trained on them "
-                             "learns the questions it is measured on; train on a train split's store (or pass "
-                             "--allow-test to do it knowingly)")
+        refuse_test_store(name, "an allocator trained", allow_test)
         found += question_paths(store, samples, vote, DELIBERATION if moves == 3 else None, data_dir)
     old = [p.example_id for p in found if p.unsummarised]
     if old:
