@@ -117,8 +117,7 @@ def test_stores_the_rule_or_a_policy_saw_are_refused(setup, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "gsm8k/train/0" in err and "the rule was tuned on" in err and not (tmp_path / "tuned").exists()
     assert main(["train", "--algo", "sft", "--trees", str(root / "math-test"), "--allow-test", "--epochs", "1",
-                 "--val-fraction", "0",
-                 "--out", str(tmp_path / "leaky")]) == 0
+                 "--val-fraction", "0", "--out", str(tmp_path / "leaky")]) == 0
     capsys.readouterr()
     assert delib("compare", "--trees", str(root / "math-test"), "--policy", str(tmp_path / "leaky" / "policy.pt"),
                  "--rule", rule, "--out", str(tmp_path / "trained")) == 2

@@ -109,8 +109,8 @@ def _round_one_teams(decisions: list[Decision]) -> dict[tuple[str, int], list[De
 def test_delib_train_with_the_episode_reward(tmp_path, capsys):
     store = tmp_path / "store"
     assert main(["tree", "--backend", "scripted", "--limit", "10", "--quiet", "--out", str(store)]) == 0
-    args = ["train", "--algo", "softrankpo-full", "--trees", str(store), "--allow-test", "--reward", "episode", "--epochs",
-            "1"]
+    args = ["train", "--algo", "softrankpo-full", "--trees", str(store), "--allow-test",
+            "--reward", "episode", "--epochs", "1"]
     assert main([*args, "--out", str(tmp_path / "offline")]) == 2
     err = capsys.readouterr().err.strip()
     assert "--grow-trees" in err and len(err.splitlines()) == 1 and not (tmp_path / "offline").exists()

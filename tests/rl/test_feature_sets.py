@@ -70,8 +70,8 @@ def test_train_on_signals_from_a_store_saves_the_contract_and_runs_in_mpdf(tmp_p
     store, policy = tmp_path / "store", tmp_path / "policy"
     assert main(["tree", "--backend", "scripted", "--limit", "6", "--methods", "mpdf", "--out", str(store),
                  "--quiet"]) == 0
-    assert main(["train", "--algo", "sft", "--trees", str(store), "--allow-test", "--features", "signals", "--epochs", "2",
-                 "--out", str(policy)]) == 0
+    assert main(["train", "--algo", "sft", "--trees", str(store), "--allow-test",
+                 "--features", "signals", "--epochs", "2", "--out", str(policy)]) == 0
     loaded = load_learned(str(policy / "policy.pt"))
     assert loaded.feature_names == SIGNALS.names and loaded.net.n_features == len(SIGNALS.names)
     assert main(["evaluate", "--trees", str(store), "--method", "mpdf", "--policy", str(policy / "policy.pt"),

@@ -35,8 +35,8 @@ def test_store_decisions_score_four_actions_and_train_a_four_action_policy(tmp_p
     assert decisions and all(len(d.rewards) == 4 and d.resample_tokens and d.resample_tokens > 0 for d in decisions)
     assert Action.RESAMPLE in {d.action for d in decisions}  # explored by the epsilon-mixed behaviour
     assert tensorize(decisions).action_costs.shape == (len(decisions), 4)
-    assert main(["train", "--algo", "sft", "--trees", str(store), "--allow-test", "--actions", "resample", "--epochs", "2",
-                 "--out", str(policy)]) == 0
+    assert main(["train", "--algo", "sft", "--trees", str(store), "--allow-test",
+                 "--actions", "resample", "--epochs", "2", "--out", str(policy)]) == 0
     assert load_learned(str(policy / "policy.pt")).net.n_actions == 4
     assert main(["evaluate", "--trees", str(store), "--method", "mpdf", "--policy", str(policy / "policy.pt"),
                  "--rounds", "1", "--offline", "--quiet", "--out", str(tmp_path / "run")]) == 0
