@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Collection, Sequence
 
 from deliberation.errors import DelibError, repeated, require_at_least, require_number
-from deliberation.types import formerly
+from deliberation.types import Example, formerly
 
 MAX_DRAWS = 1024
 """The most answers a command draws per question and round (``--agents``, a tree's ``--samples``, ``--joint-
@@ -167,3 +167,12 @@ def learned_ids(record: Any) -> list[str]:
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise ValueError("its record names no questions it learned from (record.questions.ids)")
     return ids
+
+
+def refuse_learned(examples: Sequence[Example], learned: Collection[str], what: str, fix: str) -> None:
+    """Refuse to answer questions something learned from, since its score there would be in-sample: ``what``
+    says what learned, as the message names it ("runs/g/graph.json was optimised"), ``fix`` the other way out
+    ("optimise on a split that excludes them"). The one check of every method that runs a learned artefact."""
+    hit = [e.id for e in examples if e.id in learned]
+    if hit:
+        raise DelibError(f"{what} on {len(hit)} of these questions (e.g. {hit[0]}); answer other questions, or {fix}")

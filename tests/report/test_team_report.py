@@ -129,7 +129,7 @@ def test_a_shipped_checkpoint_is_held_to_the_questions_it_trained_on(setup, tmp_
     """The shipped 1.5B trees policy carries its training run's split (``<name>.split.json`` beside it), so
     comparing it on questions it trained on is refused like a training run's checkpoint."""
     from deliberation.policy.shipped import checkpoint_path
-    from deliberation.rl.config import split_file
+    from deliberation.policy.split import split_file
 
     split = split_file(checkpoint_path("qwen2.5-coder-1.5b-trees"))
     assert split.name == "qwen2.5-coder-1.5b-trees.split.json" and "gsm8k/train/10" in json.loads(

@@ -111,7 +111,7 @@ def test_a_start_policy_trained_on_questions_this_run_holds_out_is_refused_befor
     from deliberation.policy.checkpoint import save_policy
     from deliberation.policy.network import MetaPolicyNet
     from deliberation.rl.data import held_out_names
-    from deliberation.rl.split_file import split_of, write_split
+    from deliberation.policy.split import split_of, write_split
 
     start = save_policy(tmp_path / "start.pt", MetaPolicyNet(len(FEATURE_NAMES)), FEATURE_NAMES, FEATURE_VERSION, {})
     spec = CollectSpec(backend="scripted", limit=6, policy=str(start))

@@ -42,6 +42,15 @@ def test_sft_then_softrankpo(tmp_path, rollouts, capsys):
     assert main(["run", "--method", "mpdf", "--policy", str(srpo / "policy.pt"), "--backend", "scripted",
                  "--limit", "5", "--out", str(run), "--quiet"]) == 0
     assert json.loads((run / "config.json").read_text())["policy_used"].startswith(f"{srpo / 'policy.pt'} sha256:")
+    # ... but not on the questions it trained on (its split.json's train list); on those it held out, it does
+    trained, held = split["train"], split["held_out"]
+    argv = ["run", "--method", "mpdf", "--policy", str(sft / "policy.pt"), "--backend", "scripted", "--split", "train",
+            "--quiet"]
+    assert main([*argv, "--ids", ",".join([held[0], trained[0]]), "--out", str(tmp_path / "in-sample")]) == 2
+    err = capsys.readouterr().err
+    assert f"was trained on 1 of these questions (e.g. {trained[0]}); answer other questions" in err
+    assert not (tmp_path / "in-sample").exists()
+    assert main([*argv, "--ids", ",".join(held), "--out", str(tmp_path / "held-out")]) == 0
 
 
 @pytest.mark.parametrize("flags, message", [(["--group-size", "1"], "group_size"), (["--lr", "-1"], "lr")])

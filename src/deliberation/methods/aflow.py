@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from deliberation.benchmarks.sandbox.isolation import require_isolation
+from deliberation.config import refuse_learned
 from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, MethodRecord, fixed
@@ -61,10 +62,7 @@ def searched(cfg: MethodConfig) -> tuple[Workflow, frozenset[str]]:
 def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
     workflow, seen = searched(cfg)
     sandboxed(workflow)
-    hit = [e.id for e in examples if e.id in seen]
-    if hit:
-        raise DelibError(f"{cfg.workflow} was searched on {len(hit)} of these questions (e.g. {hit[0]}); answer "
-                         "other questions, or search on a split that excludes them")
+    refuse_learned(examples, seen, f"{cfg.workflow} was searched", "search on a split that excludes them")
 
 
 GSM8K = transferred("gsm8k")

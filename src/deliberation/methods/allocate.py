@@ -18,6 +18,7 @@ from typing import Sequence
 
 from deliberation.allocate.episode import DELIBERATION, Allocation, run_allocation
 from deliberation.allocate.moves import WindowRule
+from deliberation.config import refuse_learned
 from deliberation.engine.spec import MethodSpec, VoteWeights
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, MethodRecord, samples_only
@@ -50,10 +51,7 @@ def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
     from deliberation.allocate.network import load_allocator
 
     seen = set(load_allocator(cfg.policy or DEFAULT_ALLOCATOR).meta.get("questions", ()))
-    hit = [e.id for e in examples if e.id in seen]
-    if hit:
-        raise DelibError(f"the allocator {cfg.policy or DEFAULT_ALLOCATOR} was trained on {len(hit)} of these "
-                         f"questions (e.g. {hit[0]}); answer other questions, or train it on others")
+    refuse_learned(examples, seen, f"the allocator {cfg.policy or DEFAULT_ALLOCATOR} was trained", "train it on others")
 
 
 def _record(cfg: MethodConfig) -> MethodRecord:

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from deliberation.benchmarks.sandbox.isolation import require_isolation
+from deliberation.config import refuse_learned
 from deliberation.engine.loop import Context
 from deliberation.engine.spec import MethodSpec
 from deliberation.engine.team_checks import peer_tokens
@@ -20,7 +21,7 @@ from deliberation.errors import DelibError
 from deliberation.methods.base import Method, MethodConfig, MethodRecord
 from deliberation.methods.calls import Calls, exactly
 from deliberation.policy.shipped import content_hash
-from deliberation.protocols.designs import Graph, load_graph, refuse_silent, refuse_trained
+from deliberation.protocols.designs import Graph, load_graph, refuse_silent
 from deliberation.protocols.swarm import run_graph
 from deliberation.types import Episode, Example
 
@@ -59,7 +60,8 @@ ABOUT = {"gptswarm": "agents on a graph whose edges were learned by REINFORCE, -
 def graph_method(kind: str) -> Method:
     def check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
         graph = graph_of(kind, cfg)
-        refuse_trained(graph, examples, str(cfg.graph))
+        refuse_learned(examples, graph.trained_on(), f"{cfg.graph} was optimised", "optimise on a split that "
+                       "excludes them")
         refuse_silent(graph, f"{cfg.graph}'s final graph")
         if any(graph.layout.runs_code(i) for i in range(graph.agents)):  # a Programming Expert's code runs
             require_isolation()

@@ -31,10 +31,15 @@ each name below exists):
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from deliberation.config import refuse_learned
 from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.methods.base import Method, MethodConfig, MethodRecord
 from deliberation.policy import shipped
 from deliberation.policy.rules import ConfidenceThreshold
+from deliberation.policy.split import read_split, split_file
+from deliberation.types import Example
 
 
 def policy_for(cfg: MethodConfig) -> MetaPolicy:
@@ -61,7 +66,17 @@ def _record(cfg: MethodConfig) -> MethodRecord:
     return MethodRecord(policy_used=policy_name(cfg))
 
 
+def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
+    """Refuse the questions the checkpoint trained on, as its split.json lists them (its score there would be
+    in-sample); a checkpoint whose questions are unknown (no split.json beside it) is run as given."""
+    checkpoint = shipped.checkpoint_path(cfg.policy) if cfg.policy is not None else shipped.SHIPPED_POLICY
+    split = split_file(checkpoint)
+    if split.is_file():
+        refuse_learned(examples, set(read_split(split).train), f"the policy {cfg.policy or 'default'} was trained",
+                       "train it on others")
+
+
 METHOD = Method(spec=lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True,
                                             lazy_critic=cfg.lazy_critic),
-                options=frozenset({"policy", "confidence_threshold", "lazy_critic"}), record=_record,
+                options=frozenset({"policy", "confidence_threshold", "lazy_critic"}), record=_record, check=_check,
                 about="each round a learned policy picks PERSIST, REFINE or CONCEDE per agent (Yang & Thomason 2026)")

@@ -30,14 +30,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from deliberation.config import learned_ids
 from deliberation.errors import DelibError, existing, read_object
 from deliberation.files import write_json_atomic
 from deliberation.protocols.graph import Edge, final
 from deliberation.protocols.swarm import Layout
-from deliberation.types import Example, from_json
+from deliberation.types import from_json
 
 GRAPH_FORMAT = "deliberation-graph"
 GRAPH_FILE = "graph.json"
@@ -192,9 +192,3 @@ def refuse_silent(graph: Graph, what: str, fix: str = SILENT_FIX) -> None:
         raise DelibError(f"{what} has no edge into the decision node, so every answer would be empty; {fix}")
 
 
-def refuse_trained(graph: Graph, examples: Sequence[Example], path: str) -> None:
-    """Refuse to answer questions the graph was optimised on (its score there would be in-sample)."""
-    seen = [e.id for e in examples if e.id in graph.trained_on()]
-    if seen:
-        raise DelibError(f"{path} was optimised on {len(seen)} of these questions (e.g. {seen[0]}); answer other "
-                         "questions, or optimise on a split that excludes them")

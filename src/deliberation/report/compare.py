@@ -26,8 +26,7 @@ from deliberation.report.loading import RunResult, load_results
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
 from deliberation.report.compare_plot import TEAM_PNG, paired_plot
-from deliberation.rl.config import SPLIT_FILE, split_file
-from deliberation.rl.split_file import read_split
+from deliberation.policy.split import SPLIT_FILE, read_split, split_file
 from deliberation.runs.tune_rules import Rule, constants, read_best_rule
 from deliberation.runs.variants import StoreSettings, replay_variants, store_names
 from deliberation.types import to_json

@@ -9,26 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 from deliberation.engine.features import FEATURE_SETS, PAPER, FeatureSet
 from deliberation.errors import DelibError
 from deliberation.actions import PAPER_ACTIONS, check_action_set
 
-SPLIT_FILE = "split.json"
-"""Beside a training run's checkpoint: the question ids it trained on and held out, so a run started from
-it (``--init``) or a comparison on its checkpoint (``delib compare``) can check for leaks."""
 CHECKPOINT_NAME = "policy.pt"
 """The file a training run writes its policy to (``rl/trainer.py``); ``rl/iterate.py`` and the figures' arm
 names (``report/compare_plot.short_label``) read it."""
-
-
-def split_file(checkpoint: Path) -> Path:
-    """Where the questions ``checkpoint`` trained on are recorded: ``<name>.split.json`` beside it (a shipped
-    checkpoint, which shares its folder with others), else its training run's ``split.json``. The path may
-    not exist (a checkpoint whose questions are unknown)."""
-    own = checkpoint.parent / f"{checkpoint.stem}.{SPLIT_FILE}"
-    return own if own.is_file() else checkpoint.parent / SPLIT_FILE
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from typing import Any, Sequence
 from deliberation.engine.features import PAPER
 from deliberation.errors import DelibError, read_object
 from deliberation.rl.algorithms import ALGORITHMS
-from deliberation.rl.config import TrainConfig, split_file
+from deliberation.rl.config import TrainConfig
 from deliberation.rl.held_out_file import HeldOutScores
 from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
-from deliberation.rl.split_file import read_split, split_of
+from deliberation.policy.split import read_split, split_file, split_of
 from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
 from deliberation.trees.manifest import refuse_test_store
 from deliberation.types import Decision

@@ -32,7 +32,7 @@ from deliberation.rl.held_out_file import HeldOutScores, write_held_out
 from deliberation.rl.algorithms import ALGORITHMS
 from deliberation.rl.losses import entropy, policy_loss
 from deliberation.rl.sft import oracle_labels, sft_loss
-from deliberation.rl.split_file import Split, write_split
+from deliberation.policy.split import Split, write_split
 from deliberation.types import Decision, strict_json, to_json
 
 

@@ -1,4 +1,4 @@
-"""split.json as one typed record (``rl/split_file.py``): a training run writes it byte for byte as runs always
+"""split.json as one typed record (``policy/split.py``): a training run writes it byte for byte as runs always
 did, every committed one reads and is written back unchanged, and one that lacks a list is one clear error
 rather than a leak check that silently passes."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from deliberation.errors import DelibError
 from deliberation.policy.shipped import SHIPPED
-from deliberation.rl.config import SPLIT_FILE, TrainConfig
+from deliberation.rl.config import TrainConfig
 from deliberation.rl.pipeline import check_init_split
-from deliberation.rl.split_file import read_split, split_of, write_split
+from deliberation.policy.split import SPLIT_FILE, read_split, split_of, write_split
 from deliberation.types import strict_json
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,7 @@
-"""``split.json`` of a ``delib train`` run, beside its checkpoint (``rl.config.split_file`` finds it): the question
-ids the run trained on and those it held out, so a run started from the checkpoint (``--init``) or a comparison of
-it (``delib compare``) can refuse a question it trained on. Its record, its one writer and its one reader.
+"""``split.json`` of a ``delib train`` run, beside its checkpoint (``split_file`` finds it): the question ids the
+run trained on and those it held out, so a run started from the checkpoint (``--init``), a run of it (``delib run
+--method mpdf --policy``) or a comparison of it (``delib compare``) can refuse a question it trained on. Its
+record, its one writer and its one reader; in ``policy``, the layer every one of them may read.
 
 The file keeps the keys, and the order of the keys, it always had: ``train``, then ``held_out``, each a sorted
 list of ids.
@@ -14,10 +15,19 @@ from typing import Iterable
 
 from deliberation.errors import DelibError, read_json
 from deliberation.files import write_text_atomic
-from deliberation.rl.config import SPLIT_FILE
 from deliberation.types import from_json, strict_json, to_json
 
+SPLIT_FILE = "split.json"
+"""Beside a training run's checkpoint: the question ids it trained on and held out."""
 FIX = "copy it again from the training run that wrote it, or delete it (a check that reads it then says so)"
+
+
+def split_file(checkpoint: Path) -> Path:
+    """Where the questions ``checkpoint`` trained on are recorded: ``<name>.split.json`` beside it (a shipped
+    checkpoint, which shares its folder with others), else its training run's ``split.json``. The path may
+    not exist (a checkpoint whose questions are unknown)."""
+    own = checkpoint.parent / f"{checkpoint.stem}.{SPLIT_FILE}"
+    return own if own.is_file() else checkpoint.parent / SPLIT_FILE
 
 
 @dataclass(frozen=True)
