@@ -44,7 +44,11 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
             raise DelibError(f"--samples {samples} leaves the allocator no decision after the team of "
                              f"{store.manifest.agents}; give more (the stores hold {store.manifest.samples})")
         refuse_test_store(name, "an allocator trained", allow_test)
-        found += question_paths(store, samples, vote, DELIBERATION if moves == 3 else None, data_dir)
+        new = question_paths(store, samples, vote, DELIBERATION if moves == 3 else None, data_dir)
+        twice = sorted({p.example_id for p in found} & {p.example_id for p in new})
+        if twice:  # the same store named twice, or a copy: its questions would weigh twice
+            raise DelibError(f"question {twice[0]} is in {name} and in another --trees store; name each store once")
+        found += new
     old = [p.example_id for p in found if p.unsummarised]
     if old:
         log.warning("%d of %d questions (e.g. %s) hold samples without a log-probability summary (built before "
