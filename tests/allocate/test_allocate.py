@@ -179,9 +179,9 @@ def test_an_allocator_refuses_the_questions_it_was_trained_on(trained, tmp_path,
 def test_a_test_split_store_is_refused_for_training(tmp_path, capsys):
     assert delib("tree", "--backend", "scripted", "--limit", "2", "--samples", "4", "--methods", "mpdf",
                  "--out", str(tmp_path / "test-store")) == 0
-    assert "would be measured on the questions it learned from" in bad(
-        capsys, "train-allocator", "--trees", str(tmp_path / "test-store"), "--samples", "4", "--out", str(tmp_path / "a"))
     store = str(tmp_path / "test-store")
+    assert "would be measured on the questions it learned from" in bad(
+        capsys, "train-allocator", "--trees", store, "--samples", "4", "--out", str(tmp_path / "a"))
     assert "question gsm8k/test/0 is in " in bad(  # one store twice: every question would weigh twice
         capsys, "train-allocator", "--trees", f"{store},{store}", "--samples", "4", "--allow-test", "--out",
         str(tmp_path / "a"))
