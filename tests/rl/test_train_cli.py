@@ -258,6 +258,20 @@ def test_config_records_the_size_of_the_net_it_saved(tmp_path):
     assert (config["hidden"], config["heads"]) == (16, 2) != (TrainConfig().hidden, TrainConfig().heads)
 
 
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_start_policy_keeps_its_own_sizes_and_says_so(tmp_path, rollouts, caplog):
+    sft = tmp_path / "sft"
+    assert main(["train", "--algo", "sft", "--rollouts", str(rollouts), "--hidden", "16", "--heads", "2", "--epochs",
+                 "1", "--out", str(sft)]) == 0
+    assert "keeps its own network" not in caplog.text
+    assert main(["train", "--rollouts", str(rollouts), "--init", str(sft), "--epochs", "1", "--out",
+                 str(tmp_path / "pg")]) == 0
+    assert (f"--init {sft / 'policy.pt'} keeps its own network (hidden 16, heads 2); --hidden 64 and --heads 4 size "
+            "a network trained from scratch") in caplog.text
+    config = json.loads((tmp_path / "pg" / "config.json").read_text())
+    assert (config["hidden"], config["heads"]) == (16, 2)
+
 def damage(path, how):
     """The rollout file ``path`` cut inside a member, with bytes that are not gzip after its first member, or
     replaced by bytes that were never gzip."""

@@ -190,6 +190,19 @@ def test_a_finished_run_is_summarized_without_building_a_backend(tmp_path, monke
         execute(replace(spec, limit=4), str(tmp_path), progress=False)
 
 
+@pytest.mark.needs_split("gsm8k/test")
+def test_a_rerun_asking_fewer_questions_says_its_summary_counts_them_all(tmp_path, caplog):
+    """summary.json describes episodes.jsonl whole, so a rerun with a smaller --limit reports the earlier
+    questions too: said in a note, not silently."""
+    from deliberation.runs.runner import RunSpec, execute
+
+    spec = RunSpec(method="cot", benchmark="gsm8k", limit=3, backend="scripted", command="test")
+    execute(spec, str(tmp_path), progress=False)
+    assert "did not ask for" not in caplog.text
+    assert execute(replace(spec, limit=2), str(tmp_path), progress=False).n == 3
+    assert f"{tmp_path} also holds 1 questions this command did not ask for" in caplog.text
+
+
 def test_resuming_with_other_resumable_settings_records_them(tmp_path):
     """An extension (--limit 4 after --limit 3) leaves its command in config.json; a rerun that adds no
     episode records nothing, even under another command."""

@@ -63,7 +63,10 @@ def test_a_signals_policy_is_refused_live_without_summaries_and_replays_from_a_s
             "--out", str(tmp_path / "live"), "--quiet"]
     assert main(live) == 2 and "backend openai does not record" in capsys.readouterr().err
     assert not (tmp_path / "live").exists()
-    assert main(["evaluate", "--trees", str(store), "--method", "mpdf", "--policy", checkpoint, "--rounds", "1",
+    other = tmp_path / "other"  # questions the policy did not train on
+    assert main(["tree", "--backend", "scripted", "--split", "train", "--offset", "4", "--limit", "4", "--methods",
+                 "mpdf", "--out", str(other), "--quiet"]) == 0
+    assert main(["evaluate", "--trees", str(other), "--method", "mpdf", "--policy", checkpoint, "--rounds", "1",
                  "--offline", "--out", str(tmp_path / "replay"), "--quiet"]) == 0
     assert Path(tmp_path / "replay" / "episodes.jsonl").read_text().count("\n") == 4
 

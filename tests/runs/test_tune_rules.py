@@ -259,3 +259,16 @@ def test_a_grid_of_another_shape_is_one_line_naming_what_is_wrong(tmp_path, text
     with pytest.raises(DelibError) as found:
         read_grid(str(path) if text != "" else "")
     assert says in str(found.value) and "\n" not in str(found.value)
+
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_rerun_asking_fewer_questions_is_refused_not_ranked_on_the_earlier_ones(stores, tmp_path, capsys):
+    """The grid is ranked by each replay's summary, which counts every episode its folder holds: a rerun with a
+    smaller --questions into the same --out would rank the rules on questions it did not ask for."""
+    out = str(tmp_path / "t")
+    assert delib("tune-rules", "--trees", str(stores[0]), "--questions", "3", "--offline", "--out", out) == 0
+    assert delib("tune-rules", "--trees", str(stores[0]), "--questions", "2", "--offline", "--out", out) == 2
+    err = capsys.readouterr().err
+    assert "holds replays of 1 questions this replay does not ask for (e.g. gsm8k/train/2: an earlier, larger " \
+           "--questions or --ids); pass another --out" in err
+    assert delib("tune-rules", "--trees", str(stores[0]), "--questions", "4", "--offline", "--out", out) == 0

@@ -6,6 +6,7 @@ written; outputs are staged and renamed by ``write_training_outputs``, so nothin
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,6 +22,8 @@ from deliberation.policy.split import read_split, split_file, split_of
 from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
 from deliberation.trees.manifest import refuse_test_store
 from deliberation.types import Decision
+
+LOG = logging.getLogger("deliberation")
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ def run_training(req: TrainRequest) -> str:
                          "scratch on oracle labels: drop --init or pick another --algo")
     init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init is not None else None
     init = _start(init_file, features, cfg.features, req.flags[0]) if init_file else None  # a checkpoint, first
+    if init is not None and (init.hidden, init.heads) != (cfg.hidden, cfg.heads):
+        LOG.warning("delib: note: %s %s keeps its own network (hidden %d, heads %d); --hidden %d and --heads %d size "
+                    "a network trained from scratch", req.flags[0], init_file, init.hidden, init.heads, cfg.hidden,
+                    cfg.heads)
     decisions = training_decisions(req)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
     split = split_of(train.examples, val.examples)

@@ -6,6 +6,7 @@ is checked before the directory is created, so bad input leaves nothing behind.
 
 from __future__ import annotations
 
+import logging
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from functools import partial
 from typing import Iterator
@@ -26,6 +27,8 @@ from deliberation.outputs.driver import Ledger, QuestionJob, pending, run_job
 from deliberation.runs.directory import RunDir, Summary, summarize
 from deliberation.runs.run_config import RunSpec, config_record
 from deliberation.types import Episode, Example
+
+LOG = logging.getLogger("deliberation")
 
 
 def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
@@ -119,6 +122,10 @@ def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
     then episodes of examples it does not name."""
     rank = {eid: i for i, eid in enumerate(order)}
     episodes = sorted(run_dir.episodes(), key=lambda e: rank.get(e.example_id, len(rank)))
+    others = sum(e.example_id not in rank for e in episodes)
+    if others:
+        LOG.warning("delib: note: %s also holds %d questions this command did not ask for (an earlier, larger "
+                    "--limit or selection); its summary counts them too", run_dir.path, others)
     summary = summarize(episodes, spec.method, spec.benchmark, spec.split,
                         agent_models(spec.backend, spec.backend_options))
     run_dir.write_summary(summary)

@@ -104,8 +104,12 @@ def plan(trees: str, name: str, variants: Sequence[Variant], out: Path, replay: 
         specs.append(spec_of(options, store, engine, v.method, examples, data_dir))
         validate(specs[-1])  # e.g. a checkpoint for other features fails before any directory exists
     outs = tuple(out / name / v.directory for v in variants)
+    asked = {e.id for e in examples}
     for spec, folder in zip(specs, outs):  # a folder holding a run of other settings fails before any replay
-        RunDir.prepare(folder, config_record(spec).to_dict())
+        others = RunDir.prepare(folder, config_record(spec).to_dict()).finished_ids() - asked
+        if others:  # its summary, what the variants are ranked by, would count them
+            raise DelibError(f"{folder} holds replays of {len(others)} questions this replay does not ask for (e.g. "
+                             f"{min(others)}: an earlier, larger --questions or --ids); pass another --out")
     return StoreReplay(store, examples, replay, tuple(specs), outs)
 
 
