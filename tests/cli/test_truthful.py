@@ -32,6 +32,7 @@ COMMANDS = {  # a valid command line of each command, and whether it saves its w
     "train-allocator": (["train-allocator", "--trees", "t", "--out", "o"], False),
     "report": (["report", "afolder", "--out", "rep"], False),
     "ask": (["ask", "What is 2 + 2?"], False),
+    "ask-cached": (["ask", "What is 2 + 2?", "--cache", "c.sqlite"], True),  # its calls are in the cache
     "models": (["models"], False),
     "bench": (["bench", "--out", "b.json"], False),
 }

@@ -77,7 +77,8 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, caplo
     bad_rule.write_text(json.dumps({**tuned, "method": "confidence-threshold", "threshold": None}))
     trees = str(setup["root"] / "gsm8k-test")
     for extra, says in (((), "names no tuned rule"),
-                        (("--sft", "default"), "given twice"),
+                        (("--sft", "default"), "'default' is given twice (--policy and --sft); give each once"),
+                        (("--policy", "default,default"), "'default' is given twice (--policy); give each once"),
                         (("--arms", "some"), "unknown arms 'some'; choose one of all, primary"),
                         (("--arms", "primary", "--sft", str(setup["root"] / "sft" / "policy.pt")),
                          "--sft is a row of --arms all only")):

@@ -288,3 +288,12 @@ def test_a_subset_of_a_list_the_file_lacks_says_it_has_none():
 
     with pytest.raises(DelibError, match=r"^--backbones: 'x' is not in exp\.toml; it has no backbone$"):
         _subset(["x"], (), "--backbones", "backbone", "exp.toml")
+
+
+def test_backbones_asked_of_a_file_without_them_says_it_has_none(tmp_path):
+    """A file without [[backbones]] runs one model from the command line: its lone backbone has no label to pick."""
+    from deliberation.runs.experiment_file import only_backbones
+
+    cfg = load_experiment(write_config(tmp_path, GRID))
+    with pytest.raises(DelibError, match=r"--backbones: 'x' is not in .*; it has no \[\[backbones\]\] table$"):
+        only_backbones(cfg, ["x"])

@@ -19,7 +19,13 @@ from deliberation.errors import DelibError, check_arguments
 INTERRUPTED = {True: "finished work is saved, rerun the same command to resume",
                False: "nothing was saved (this command writes its output only when it finishes); rerun it to start "
                       "over"}
-"""What Ctrl-C kept, by whether the command resumes."""
+"""What Ctrl-C kept, by whether the command resumes (``saved``)."""
+
+
+def saved(args: argparse.Namespace | None) -> bool:
+    """Whether an interrupted command kept work its rerun resumes: it saves as it goes, or its calls went to a
+    response cache it was given (``delib ask --cache``), which its rerun replays."""
+    return bool(getattr(args, "saves_as_it_goes", False)) or getattr(args, "cache", None) not in (None, "none")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"delib: error: {flag_words(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"delib: interrupted; {INTERRUPTED[getattr(args, 'saves_as_it_goes', False)]}", file=sys.stderr)
+        print(f"delib: interrupted; {INTERRUPTED[saved(args)]}", file=sys.stderr)
         return 130
 
 

@@ -88,7 +88,8 @@ def arms(cmp: Comparison, rule: Rule) -> list[Variant]:
     given = [p for p in (*cmp.policies, cmp.sft) if p is not None]
     twice = repeated(given)
     if twice is not None or not cmp.policies:
-        raise DelibError(f"checkpoint {twice!r} is given twice (--policy, --sft); give each once" if twice else
+        flags = "--policy and --sft" if twice is not None and twice == cmp.sft else "--policy"
+        raise DelibError(f"checkpoint {twice!r} is given twice ({flags}); give each once" if twice else
                          "no learned policy given; pass --policy CKPT[,CKPT]")
     learned = [Variant(learned_label(p), "mpdf", f"policy-{k}", policy=p) for k, p in enumerate(cmp.policies, 1)]
     sft = [Variant(f"{SFT_PREFIX}{cmp.sft}]", "mpdf", "sft", policy=cmp.sft)] if cmp.sft is not None else []

@@ -168,8 +168,8 @@ def only_methods(cfg: ExperimentConfig, labels: Sequence[str]) -> ExperimentConf
 def only_backbones(cfg: ExperimentConfig, labels: Sequence[str]) -> ExperimentConfig:
     """``cfg`` cut to the backbones ``labels``, in the order given (``delib experiment --backbones``): one
     model at a time, as one server serves it. The cells are the whole file's, as for ``only_benchmarks``."""
-    by_label = {b.label: b for b in cfg.backbones}
-    chosen = _subset(labels, tuple(by_label), "--backbones", "backbone", cfg.source)
+    by_label = {b.label: b for b in cfg.backbones if b.label}  # "": a file without [[backbones]] names none
+    chosen = _subset(labels, tuple(by_label), "--backbones", "[[backbones]] table", cfg.source)
     return replace(cfg, backbones=tuple(by_label[label] for label in chosen))
 
 
