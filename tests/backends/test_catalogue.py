@@ -123,6 +123,18 @@ def test_local_gguf_path_is_accepted_and_missing_one_refused(tmp_path: Path) -> 
         models.resolve(str(tmp_path / "absent.gguf"))
 
 
+
+def test_a_local_file_or_folder_that_is_no_gguf_is_refused_not_looked_for_on_the_hub(tmp_path, monkeypatch):
+    """``models/weights.bin`` has the shape of a Hugging Face ``owner/repo`` id: as a file here, it is named."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "weights.bin").write_bytes(b"x")
+    monkeypatch.setattr(models, "_hf_download", lambda text: pytest.fail(f"looked for {text} on the hub"))
+    for name, kind in (("models/weights.bin", "file"), ("models", "folder")):
+        for call in (models.resolve, models.check):
+            with pytest.raises(DelibError, match=f"model {name} is a {kind} here, not a .gguf file; llama.cpp reads"):
+                call(name)
+
 def test_check_refuses_what_resolve_refuses_without_fetching_anything(tmp_path: Path) -> None:
     """``check`` (a mixed team's models, before any loads) agrees with ``resolve`` on every refusal, and passes
     what resolve would fetch (a Hugging Face id) or find (a file, an installed model) without touching it."""

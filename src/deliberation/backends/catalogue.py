@@ -312,11 +312,21 @@ def resolve(name_or_path: str | os.PathLike, *, locate: Locator = locate_install
     local = Path(text).expanduser()
     if local.is_file() and text.endswith(".gguf"):
         return local
+    _refuse_local(local)
     if _HF_FILE.match(text) or (_HF_REPO.match(text) and not text.endswith(".gguf")):
         return _hf_download(text)
     if text.endswith(".gguf"):
         raise DelibError(f"model file {text} does not exist; pass an existing .gguf path or a catalogue name")
     return get(text)  # raises: unknown name, listing the valid ones
+
+
+def _refuse_local(path: Path) -> None:
+    """Refuse a file or folder here that is no ``.gguf`` file: it would otherwise read as a Hugging Face
+    ``owner/repo`` id and be looked for on the hub."""
+    if path.exists() and not (path.is_file() and path.name.endswith(".gguf")):
+        kind = "folder" if path.is_dir() else "file"
+        raise DelibError(f"model {path} is a {kind} here, not a .gguf file; llama.cpp reads GGUF files only: pass "
+                         "one, a catalogue name (`delib models`) or a Hugging Face id")
 
 
 def check(name_or_path: str | os.PathLike, *, locate: Locator = locate_installed) -> None:
@@ -329,6 +339,7 @@ def check(name_or_path: str | os.PathLike, *, locate: Locator = locate_installed
         if not spec_status(spec, locate=locate).installed:
             raise _not_installed(spec, locate(spec))
         return
+    _refuse_local(Path(text).expanduser())
     if text.endswith(".gguf") and not Path(text).expanduser().is_file() and not _HF_FILE.match(text):
         raise DelibError(f"model file {text} does not exist; pass an existing .gguf path or a catalogue name")
     if not text.endswith(".gguf") and not _HF_REPO.match(text):
