@@ -155,6 +155,31 @@ def test_a_run_with_no_finished_question_is_left_out_with_a_note_not_read_as_zer
     assert (tmp_path / "out" / "report.md") in report.write_report([tmp_path / "mixed"], tmp_path / "out")
 
 
+
+def test_a_summary_the_episodes_no_longer_hold_is_not_reported(runs, tmp_path):
+    """A run whose only episode line is torn, beside a summary.json of earlier episodes, has no finished question:
+    the stale summary is not read as its result."""
+    torn = tmp_path / "torn"
+    shutil.copytree(runs / "debate", torn)
+    assert json.loads((torn / "summary.json").read_text())["n"] == LIMIT
+    (torn / "episodes.jsonl").write_text('{"example_id": "torn')
+    assert run_results.load_run(torn).summary.n == 0
+
+
+def test_a_report_rewritten_into_its_folder_leaves_no_figure_of_the_earlier_one(runs, tmp_path):
+    """A report of runs only, written over one that had training runs, removes the training figures it did not
+    draw (they would read as this report's); a file no report writes stays."""
+    mixed = tmp_path / "mixed"
+    write_training_dir(mixed / "train", "softrankpo", 1.0, 0.7)
+    shutil.copytree(runs / "debate", mixed / "debate")
+    out = tmp_path / "out"
+    first = report.write_report([mixed], out)
+    assert out / "training_curves.png" in first and (out / "training_curves.png").exists()
+    (out / "notes.txt").write_text("mine")
+    second = report.write_report([runs], out)
+    assert not (out / "training_curves.png").exists() and out / "training_curves.png" not in second
+    assert all(p.exists() for p in second) and (out / "notes.txt").read_text() == "mine"
+
 def write_training_dir(folder: Path, algo: str, scale: float, final_accuracy: float) -> None:
     """A training directory as ``write_training_outputs`` writes it (records built from StepMetrics)."""
     from deliberation.rl.trainer import StepMetrics

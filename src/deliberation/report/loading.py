@@ -230,7 +230,7 @@ def load_run(path: Path) -> RunResult:
     lines = complete_lines(path / EPISODES)
     episodes = parse_episodes(path / EPISODES, lines)
     summary = _summary(path / SUMMARY) if (path / SUMMARY).exists() else None
-    if summary is None or (episodes and summary.n != len(episodes)):  # stale: a rerun's --limit counted, not the file
+    if summary is None or ((path / EPISODES).exists() and summary.n != len(episodes)):  # stale (a torn file too)
         summary = summarize(episodes, spec.method, spec.benchmark, spec.split, _agent_models(spec))
     cell = read_object(path / CELL) if (path / CELL).exists() else {}
     policy_used = config.used.policy_used or ""

@@ -43,16 +43,19 @@ def plotting() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+FIGURES = ("accuracy_vs_tokens.png", "actions_per_round.png", "training_curves.png", "training_actions.png",
+           "reward_scale_ablation.png")
+"""The report's figures, in ``write_plots``' order: the files it may write."""
+
+
 def write_plots(tab: "Table | None", results: Sequence[RunResult], training: Sequence[TrainingRun],
                 out: Path) -> list[PlotOutcome]:
     """Every figure of the report, into ``out`` (none, with the install hint, when matplotlib is absent)."""
     if not plotting():
         return [PlotOutcome("plots", None, install_hint("matplotlib", "plot"))]
-    return [accuracy_vs_tokens(tab, out / "accuracy_vs_tokens.png"),
-            action_distribution(results, out / "actions_per_round.png"),
-            training_curves(training, out / "training_curves.png"),
-            training_actions(training, out / "training_actions.png"),
-            reward_scale_ablation(training, out / "reward_scale_ablation.png")]
+    accuracy, actions, curves, chosen, scales = (out / name for name in FIGURES)
+    return [accuracy_vs_tokens(tab, accuracy), action_distribution(results, actions), training_curves(training, curves),
+            training_actions(training, chosen), reward_scale_ablation(training, scales)]
 
 
 # --- figures --------------------------------------------------------------------------------------------

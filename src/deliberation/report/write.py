@@ -11,7 +11,7 @@ from deliberation.files import setting_up, write_text_atomic
 from deliberation.report.compare_plot import PAIRED_PNG, paired_plot
 from deliberation.report.loading import RunResult, discover, load_results, load_training
 from deliberation.report.paired import Paired, paired_markdown, paired_table
-from deliberation.report.plots import plotting, write_plots
+from deliberation.report.plots import FIGURES, plotting, write_plots
 from deliberation.report.tables import Table, shown_path, runs_markdown, table, to_csv, to_markdown
 from deliberation.report.training import training_markdown
 from deliberation.types import strict_json, to_json
@@ -49,7 +49,22 @@ def write_report(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
         texts["paired.json"] = strict_json([to_json(p) for p in (*fixed, *equal)], indent=2) + "\n"
     for name, text in texts.items():
         write_text_atomic(out / name, text)
-    return [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
+    written = [out / name for name in texts] + [o.path for o in outcomes if o.path is not None]
+    _remove_stale(out, written)
+    return written
+
+
+OUTPUTS = ("report.md", "report.csv", "paired.json", PAIRED_PNG, *FIGURES)
+"""Every file a report may write into its --out."""
+
+
+def _remove_stale(out: Path, written: Sequence[Path]) -> None:
+    """Remove the files of an earlier report into ``out`` that this one did not write (a training figure when
+    this report has no training run, a figure matplotlib's absence skipped), so that the folder holds one
+    report; files a report never writes are left alone."""
+    for name in OUTPUTS:
+        if out / name not in written:
+            (out / name).unlink(missing_ok=True)
 
 
 def _equal_tokens(results: Sequence[RunResult], trees: str | None, out: Path) -> list[Paired]:
