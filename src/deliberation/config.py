@@ -63,8 +63,7 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         require_draws("--agents", self.agents)
-        if self.rounds < 0:
-            raise DelibError(f"--rounds must be 0 or more (got {self.rounds})")
+        require_at_least("--rounds", self.rounds, 0)
         require_number("--temperature", self.temperature, 0)
         require_at_least("--max-tokens", self.max_tokens)
         require_at_least("--seed", self.seed, 0, "(request seeds derive from it; a backend may read a negative "
@@ -89,8 +88,7 @@ class Selection:
     """Seed of --subset."""
 
     def __post_init__(self) -> None:
-        if self.offset < 0:
-            raise DelibError(f"--offset must be 0 or more (got {self.offset})")
+        require_at_least("--offset", self.offset, 0)
         if self.subset is not None:
             require_at_least("--subset", self.subset)
         require_at_least("--subset-seed", self.subset_seed, 0)

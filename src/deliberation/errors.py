@@ -7,6 +7,7 @@ import errno
 import functools
 import json
 import math
+import numbers
 import os
 import re
 import sys
@@ -54,8 +55,11 @@ def install_hint(package: str, extra: str) -> str:
 
 
 def require_at_least(name: str, value: int, minimum: int = 1, why: str = "") -> None:
-    """Refuse a count below ``minimum``: the one wording of every "how many" check (agents, workers,
-    concurrency, ...), so the CLI's messages read alike. ``why`` is appended after the bound."""
+    """Refuse a count below ``minimum``, or one that is no whole number (a Python caller's 3.5 or "3"): the one
+    wording of every "how many" check (agents, workers, concurrency, ...), so the CLI's messages read alike.
+    ``why`` is appended after the bound."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DelibError(f"{name} must be a whole number (got {value!r})")
     if value < minimum:
         reason = f" {why}" if why else ""
         raise DelibError(f"{name} must be at least {minimum}{reason} (got {value})")
@@ -74,7 +78,10 @@ def repeated(items: Sequence[Any], key: Callable[[Any], Any] = lambda item: item
 def require_number(name: str, value: float, low: float, high: float | None = None, why: str = "") -> None:
     """Refuse a value that is not a finite number from ``low`` to ``high`` (None: no upper bound): the one
     check of every float setting. NaN passes any range check written as ``value < low`` (every comparison
-    with NaN is False) and strict JSON (config.json) cannot hold NaN or infinity, so both are refused here."""
+    with NaN is False) and strict JSON (config.json) cannot hold NaN or infinity, so both are refused here, as
+    is a value that is no number (a Python caller's "0.7")."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise DelibError(f"{name} must be a number (got {value!r})")
     if not (math.isfinite(value) and low <= value and (high is None or value <= high)):
         bounds = f", at least {low}" if high is None else f", from {low} to {high}"
         reason = f" {why}" if why else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -245,3 +246,16 @@ def test_learning_from_a_test_store_is_refused_unless_asked_knowingly(refused, h
         said = refused(*command)
         assert "store holds gsm8k test questions: a " in said and "(or pass --allow-test to do it knowingly)" in said
         assert main([*command, "--allow-test"]) == 0
+
+
+@pytest.mark.parametrize(("settings", "said"), [({"agents": "3"}, "--agents must be a whole number (got '3')"),
+                                                 ({"agents": 3.5}, "--agents must be a whole number (got 3.5)"),
+                                                 ({"rounds": None}, "--rounds must be a whole number (got None)"),
+                                                 ({"seed": True}, "--seed must be a whole number (got True)"),
+                                                 ({"temperature": "0.7"},
+                                                  "--temperature must be a number (got '0.7')")])
+def test_a_python_caller_s_value_of_the_wrong_type_is_named_not_a_typeerror_deep_inside(settings, said):
+    """The CLI's flags parse their types; the Python API takes what it is given: 3.5 agents used to be accepted
+    (and fail later), "3" to fail in a comparison."""
+    with pytest.raises(DelibError, match=f"^{re.escape(said)}$"):
+        EngineConfig(**settings)

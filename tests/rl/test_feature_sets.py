@@ -74,8 +74,10 @@ def test_train_on_signals_from_a_store_saves_the_contract_and_runs_in_mpdf(tmp_p
                  "--features", "signals", "--epochs", "2", "--out", str(policy)]) == 0
     loaded = load_learned(str(policy / "policy.pt"))
     assert loaded.feature_names == SIGNALS.names and loaded.net.n_features == len(SIGNALS.names)
+    held_out = json.loads((policy / "split.json").read_text())["held_out"]  # not the questions it trained on
     assert main(["evaluate", "--trees", str(store), "--method", "mpdf", "--policy", str(policy / "policy.pt"),
-                 "--rounds", "1", "--offline", "--quiet", "--out", str(tmp_path / "run")]) == 0
+                 "--ids", ",".join(held_out), "--rounds", "1", "--offline", "--quiet", "--out",
+                 str(tmp_path / "run")]) == 0
     actions = {t["action"] for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
                for t in json.loads(line)["turns"] if t["action"]}
     assert actions and actions <= {a.value for a in (Action.PERSIST, Action.REFINE, Action.CONCEDE)}

@@ -38,8 +38,10 @@ def test_store_decisions_score_four_actions_and_train_a_four_action_policy(tmp_p
     assert main(["train", "--algo", "sft", "--trees", str(store), "--allow-test",
                  "--actions", "resample", "--epochs", "2", "--out", str(policy)]) == 0
     assert load_learned(str(policy / "policy.pt")).net.n_actions == 4
+    held_out = json.loads((policy / "split.json").read_text())["held_out"]  # not the questions it trained on
     assert main(["evaluate", "--trees", str(store), "--method", "mpdf", "--policy", str(policy / "policy.pt"),
-                 "--rounds", "1", "--offline", "--quiet", "--out", str(tmp_path / "run")]) == 0
+                 "--ids", ",".join(held_out), "--rounds", "1", "--offline", "--quiet", "--out",
+                 str(tmp_path / "run")]) == 0
 
 
 def situation_decisions(n_questions: int = 90, seed: int = 0) -> list[Decision]:

@@ -38,7 +38,7 @@ def test_ids_offset_and_subset_apply_in_that_order_keeping_the_split_order():
     (lambda: Selection(ids=("q1", "nope")), "--ids: 'nope' not in b (its ids look like 'q0')"),
     (lambda: Selection(offset=10), "the selection keeps no question of b"),
     (lambda: Selection(ids=("q1", "q1")), "--ids names 'q1' twice"),
-    (lambda: Selection(offset=-1), "--offset must be 0 or more"),
+    (lambda: Selection(offset=-1), "--offset must be at least 0"),
     (lambda: Selection(subset=0), "--subset must be at least 1"),
 ])
 def test_bad_selections_are_one_line_errors(selection, message):
@@ -143,5 +143,5 @@ def test_experiment_files_select_per_benchmark(tmp_path):
                      "mmlu": Selection(subset=10, subset_seed=4)}
     with pytest.raises(DelibError, match=r"unknown key in \[selection\] 'math'"):
         parse_experiment({**raw, "selection": {"math": {"offset": 1}}})
-    with pytest.raises(DelibError, match=r"\[selection.gsm8k\]: --offset must be 0 or more"):
+    with pytest.raises(DelibError, match=r"\[selection.gsm8k\]: --offset must be at least 0"):
         parse_experiment({**raw, "selection": {"offset": -2}})

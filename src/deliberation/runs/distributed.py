@@ -128,8 +128,7 @@ def _run_all(ledger: Ledger[Episode, Summary], pool: _Pool, todo: list[Example],
 
 def _check_counts(workers: int, max_retries: int) -> None:
     require_at_least("--workers", workers)
-    if max_retries < 0:
-        raise DelibError(f"max_retries must be 0 or more (got {max_retries})")
+    require_at_least("max_retries", max_retries, 0)
 
 
 def _import_ray() -> Any:
