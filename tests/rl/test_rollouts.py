@@ -82,6 +82,16 @@ def test_collect_writes_resumable_gzip_jsonl(tmp_path):
     assert len(files.load_decisions([tmp_path])) > 0
 
 
+
+@pytest.mark.needs_split("gsm8k/train")
+def test_a_collection_asked_again_for_fewer_questions_says_it_holds_more(tmp_path, caplog):
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=4, backend="scripted", joint_actions=2)
+    assert collect(spec, str(tmp_path), progress=False) == 4
+    assert "did not ask for" not in caplog.text
+    assert collect(dataclasses.replace(spec, limit=3), str(tmp_path), progress=False) == 4
+    assert f"{tmp_path} also holds 1 questions this command did not ask for" in caplog.text
+
+
 @pytest.mark.needs_split("gsm8k/train")
 def test_concurrent_collection_writes_the_same_questions(tmp_path):
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=6, backend="scripted",

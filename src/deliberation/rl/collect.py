@@ -7,6 +7,7 @@ policy exists, the epsilon-mixed agreement-threshold rule.
 
 from __future__ import annotations
 
+import logging
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,6 +32,8 @@ from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.types import Decision, Example, formerly, to_json
+
+LOG = logging.getLogger("deliberation")
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,11 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
                       partial(_rollouts, spec, directory), partial(_collect_one, spec, collecting(behaviour)),
                       spec.concurrency)
-    return run_job(job, progress)
+    held = run_job(job, progress)
+    if held > len(examples):  # every question asked is in the file now: the rest came from an earlier collection
+        LOG.warning("delib: note: %s also holds %d questions this command did not ask for (an earlier, larger "
+                    "--limit or selection); training reads them all", out, held - len(examples))
+    return held
 
 
 def _collect_one(spec: CollectSpec, method: MethodSpec, example: Example, backend: Backend) -> list[Decision]:
