@@ -267,8 +267,8 @@ def test_a_start_policy_keeps_its_own_sizes_and_says_so(tmp_path, rollouts, capl
     assert "keeps its own network" not in caplog.text
     assert main(["train", "--rollouts", str(rollouts), "--init", str(sft), "--epochs", "1", "--out",
                  str(tmp_path / "pg")]) == 0
-    assert (f"--init {sft / 'policy.pt'} keeps its own network (hidden 16, heads 2); --hidden 64 and --heads 4 size "
-            "a network trained from scratch") in caplog.text
+    assert (f"the start policy {sft / 'policy.pt'} keeps its own network (hidden 16, heads 2); --hidden 64 and "
+            "--heads 4 size a network trained from scratch") in caplog.text
     config = json.loads((tmp_path / "pg" / "config.json").read_text())
     assert (config["hidden"], config["heads"]) == (16, 2)
 

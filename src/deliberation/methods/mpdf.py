@@ -38,7 +38,7 @@ from deliberation.engine.spec import MetaPolicy, MethodSpec
 from deliberation.methods.base import Method, MethodConfig, MethodRecord
 from deliberation.policy import shipped
 from deliberation.policy.rules import ConfidenceThreshold
-from deliberation.policy.split import read_split, split_file
+from deliberation.policy.split import trained_on
 from deliberation.types import Example
 
 
@@ -69,11 +69,9 @@ def _record(cfg: MethodConfig) -> MethodRecord:
 def _check(cfg: MethodConfig, examples: Sequence[Example]) -> None:
     """Refuse the questions the checkpoint trained on, as its split.json lists them (its score there would be
     in-sample); a checkpoint whose questions are unknown (no split.json beside it) is run as given."""
-    checkpoint = shipped.checkpoint_path(cfg.policy) if cfg.policy is not None else shipped.SHIPPED_POLICY
-    split = split_file(checkpoint)
-    if split.is_file():
-        refuse_learned(examples, set(read_split(split).train), f"the policy {cfg.policy or 'default'} was trained",
-                       "train it on others")
+    trained = trained_on(shipped.checkpoint_path(cfg.policy) if cfg.policy is not None else shipped.SHIPPED_POLICY)
+    if trained is not None:
+        refuse_learned(examples, trained, f"the policy {cfg.policy or 'default'} was trained", "train it on others")
 
 
 METHOD = Method(spec=lambda cfg: MethodSpec(name="mpdf", policy=policy_for(cfg), confidence=True,

@@ -11,6 +11,7 @@ missing. A new resumable job is its hooks (a ``QuestionJob`` and the ``Ledger`` 
 
 from __future__ import annotations
 
+import logging
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Generic, Iterable, Mapping, Sequence, TypeVar
@@ -20,6 +21,7 @@ from deliberation.backends.base import Backend
 from deliberation.backends.concurrent import in_flight, stopping
 from deliberation.types import Example
 
+LOG = logging.getLogger("deliberation")
 R = TypeVar("R")  # one question's result
 T = TypeVar("T")  # what a whole job returns
 
@@ -71,6 +73,15 @@ def run_job(job: QuestionJob[R, T], progress: bool = True) -> T:
                 return ledger.finish()
         finally:
             benchmarks.close_all()
+
+
+def note_unasked(output: object, unasked: int, reads: str) -> None:
+    """Say that ``output`` holds ``unasked`` questions the command did not ask for (an earlier, larger --limit
+    or another selection), and what ``reads`` them all ("its summary counts them too"): a rerun for fewer
+    questions neither removes them nor leaves them out silently."""
+    if unasked:
+        LOG.warning("delib: note: %s also holds %d questions this command did not ask for (an earlier, larger "
+                    "--limit or selection); %s", output, unasked, reads)
 
 
 def pending(examples: Iterable[Example], done: Collection[str]) -> list[Example]:

@@ -30,6 +30,13 @@ def split_file(checkpoint: Path) -> Path:
     return own if own.is_file() else checkpoint.parent / SPLIT_FILE
 
 
+def trained_on(checkpoint: Path) -> frozenset[str] | None:
+    """The questions ``checkpoint`` trained on, as the split.json beside it lists them; None when it has none
+    (a shipped checkpoint without one, or one copied without it: its questions are unknown)."""
+    split = split_file(checkpoint)
+    return frozenset(read_split(split).train) if split.is_file() else None
+
+
 @dataclass(frozen=True)
 class Split:
     """The questions of a training run: those it trained on, and those the trainer held out to validate on."""

@@ -26,7 +26,7 @@ from deliberation.report.loading import RunResult, load_results
 from deliberation.report.paired import POOLED, Outcome, Paired, outcomes, paired_markdown, paired_table
 from deliberation.report.plots import PlotOutcome
 from deliberation.report.compare_plot import TEAM_PNG, paired_plot
-from deliberation.policy.split import SPLIT_FILE, read_split, split_file
+from deliberation.policy.split import SPLIT_FILE, trained_on
 from deliberation.runs.tune_rules import Rule, constants, read_best_rule
 from deliberation.runs.variants import StoreSettings, replay_variants, store_names
 from deliberation.types import to_json
@@ -128,9 +128,9 @@ def _seen(cmp: Comparison) -> list[tuple[str, set[str]]]:
                for t in record.trees if t not in missing]
     for ckpt in (p for p in (*cmp.policies, cmp.sft) if p is not None):
         read_checkpoint(checkpoint_path(ckpt))  # a file that is none is named so, before its split is looked for
-        split = split_file(checkpoint_path(ckpt))
-        if split.is_file():
-            sources.append((f"{ckpt} trained on it", set(read_split(split).train)))
+        trained = trained_on(checkpoint_path(ckpt))
+        if trained is not None:
+            sources.append((f"{ckpt} trained on it", set(trained)))
         else:
             LOG.warning("cannot check that %s did not train on the held-out questions (no %s beside it: a shipped "
                         "checkpoint without one, or one copied without it); copy its training run's %s beside it to "

@@ -7,7 +7,6 @@ policy exists, the epsilon-mixed agreement-threshold rule.
 
 from __future__ import annotations
 
-import logging
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,15 +24,13 @@ from deliberation.engine.state import FEATURE_NAMES, FEATURE_VERSION
 from deliberation.engine.team_checks import check_team
 from deliberation.errors import DelibError, require_at_least
 from deliberation.files import append_gzip_line
-from deliberation.outputs.driver import Ledger, QuestionJob, run_job
+from deliberation.outputs.driver import Ledger, QuestionJob, note_unasked, run_job
 from deliberation.outputs.lock import refuse_if_locked
 from deliberation.policy.epsilon import EpsilonMixed
 from deliberation.policy.rules import AgreementThreshold
 from deliberation.rl import rollout_files as files
 from deliberation.rl.rollouts import collect_question, collecting
 from deliberation.types import Decision, Example, formerly, to_json
-
-LOG = logging.getLogger("deliberation")
 
 
 @dataclass(frozen=True)
@@ -88,10 +85,8 @@ def collect(spec: CollectSpec, out: str, progress: bool = True) -> int:
     job = QuestionJob(examples, lambda: closing(make_backend(spec.backend, cache=spec.cache, **spec.backend_options)),
                       partial(_rollouts, spec, directory), partial(_collect_one, spec, collecting(behaviour)),
                       spec.concurrency)
-    held = run_job(job, progress)
-    if held > len(examples):  # every question asked is in the file now: the rest came from an earlier collection
-        LOG.warning("delib: note: %s also holds %d questions this command did not ask for (an earlier, larger "
-                    "--limit or selection); training reads them all", out, held - len(examples))
+    held = run_job(job, progress)  # every question asked is in the file now: the rest came from before
+    note_unasked(out, held - len(examples), "training reads them all")
     return held
 
 

@@ -66,8 +66,8 @@ def run_training(req: TrainRequest) -> str:
     init_file = init_checkpoint(req.init, CHECKPOINT_NAME) if req.init is not None else None
     init = _start(init_file, features, cfg.features, req.flags[0]) if init_file else None  # a checkpoint, first
     if init is not None and (init.hidden, init.heads) != (cfg.hidden, cfg.heads):
-        LOG.warning("delib: note: %s %s keeps its own network (hidden %d, heads %d); --hidden %d and --heads %d size "
-                    "a network trained from scratch", req.flags[0], init_file, init.hidden, init.heads, cfg.hidden,
+        LOG.warning("delib: note: the start policy %s keeps its own network (hidden %d, heads %d); --hidden %d and "
+                    "--heads %d size a network trained from scratch", init_file, init.hidden, init.heads, cfg.hidden,
                     cfg.heads)
     decisions = training_decisions(req)
     train, val = prepare(decisions, cfg)  # the trainer holds out the same questions (same seed and fraction)
@@ -127,8 +127,11 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
     cfg = req.config
     if not req.rollouts and not req.trees:
         raise DelibError("nothing to train on: pass --rollouts from `delib collect` or --trees from `delib tree`")
-    if not req.trees and (req.tree_rounds or req.grow_trees):
-        raise DelibError("--tree-rounds and --grow-trees are about --trees stores; pass --trees or drop them")
+    if not req.trees and (req.tree_rounds or req.grow_trees or req.allow_test):
+        raise DelibError("--tree-rounds, --grow-trees and --allow-test are about --trees stores; pass --trees or drop "
+                         "them")
+    for path in req.trees:  # every store, before any grows (--grow-trees writes to it)
+        refuse_test_store(path, "a policy trained", req.allow_test)
     beyond = not_in_rollouts(cfg) if req.rollouts else None
     if beyond:
         raise DelibError(f"{beyond[0]} is not in rollout files ({beyond[1]}): derive the decisions from tree "
@@ -137,7 +140,6 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
     seen = {d.example_id for d in decisions}
     rounds = req.tree_rounds or REWARDS[cfg.reward].tree_rounds
     for path in req.trees:
-        refuse_test_store(path, "a policy trained", req.allow_test)
         new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees,
                                    components=cfg.reward_components, features=cfg.features, actions=cfg.actions)
         twice = sorted(seen & {d.example_id for d in new})

@@ -6,7 +6,6 @@ is checked before the directory is created, so bad input leaves nothing behind.
 
 from __future__ import annotations
 
-import logging
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from functools import partial
 from typing import Iterator
@@ -23,12 +22,10 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.engine.team_checks import check_context, check_models, check_team
 from deliberation.errors import DelibError
 from deliberation.methods.base import Method
-from deliberation.outputs.driver import Ledger, QuestionJob, pending, run_job
+from deliberation.outputs.driver import Ledger, QuestionJob, note_unasked, pending, run_job
 from deliberation.runs.directory import RunDir, Summary, summarize
 from deliberation.runs.run_config import RunSpec, config_record
 from deliberation.types import Episode, Example
-
-LOG = logging.getLogger("deliberation")
 
 
 def validate(spec: RunSpec) -> tuple[Method, list[Example]]:
@@ -122,10 +119,7 @@ def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
     then episodes of examples it does not name."""
     rank = {eid: i for i, eid in enumerate(order)}
     episodes = sorted(run_dir.episodes(), key=lambda e: rank.get(e.example_id, len(rank)))
-    others = sum(e.example_id not in rank for e in episodes)
-    if others:
-        LOG.warning("delib: note: %s also holds %d questions this command did not ask for (an earlier, larger "
-                    "--limit or selection); its summary counts them too", run_dir.path, others)
+    note_unasked(run_dir.path, sum(e.example_id not in rank for e in episodes), "its summary counts them too")
     summary = summarize(episodes, spec.method, spec.benchmark, spec.split,
                         agent_models(spec.backend, spec.backend_options))
     run_dir.write_summary(summary)

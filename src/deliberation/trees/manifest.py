@@ -145,7 +145,7 @@ def read_manifest(path: Path) -> TreeManifest:
 
 def refuse_test_store(path: str | Path, learned: str, allow_test: bool) -> None:
     """Refuse, unless ``allow_test``, to learn from the tree store at ``path`` when it holds test questions: what
-    is ``learned`` from them ("an allocator trained", "rules tuned") would be measured on the questions it
+    is ``learned`` from them ("an allocator trained", "a rule tuned") would be measured on the questions it
     learned from. The one check of every command that learns from stores, as ``LearningWorkload``'s is of
     every command that learns from a split."""
     if allow_test:
@@ -153,8 +153,8 @@ def refuse_test_store(path: str | Path, learned: str, allow_test: bool) -> None:
     manifest = read_manifest(existing(path, "tree store", BUILD_ONE, folder=True, inside=MANIFEST))
     if manifest.split == "test":
         raise DelibError(f"{path} holds {manifest.benchmark} test questions: {learned} on them would be measured "
-                         "on the questions it learned from; use a train split's store (or pass --allow-test to do it "
-                         "knowingly)")
+                         "on the questions it learned from; use a store of training questions (or pass --allow-test "
+                         "to do it knowingly, and measure on other questions)")
 
 
 def _from_dict(raw: Mapping[str, Any]) -> TreeManifest:

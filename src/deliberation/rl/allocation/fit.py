@@ -38,12 +38,13 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
                allow_test: bool = False, data_dir: str | None = None) -> list[QuestionPath]:
     """Every built question's path in ``trees`` (a deliberation branch for a three-move allocator)."""
     found: list[QuestionPath] = []
+    for name in trees:  # every store, before any is read whole
+        refuse_test_store(name, "an allocator trained", allow_test)
     for name in trees:
         store = open_store(name)
         if samples <= store.manifest.agents:
             raise DelibError(f"--samples {samples} leaves the allocator no decision after the team of "
                              f"{store.manifest.agents}; give more (the stores hold {store.manifest.samples})")
-        refuse_test_store(name, "an allocator trained", allow_test)
         new = question_paths(store, samples, vote, DELIBERATION if moves == 3 else None, data_dir)
         twice = sorted({p.example_id for p in found} & {p.example_id for p in new})
         if twice:  # the same store named twice, or a copy: its questions would weigh twice
