@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -29,6 +30,12 @@ def test_delib_train_on_trees(tmp_path, capsys):
     assert (tmp_path / "sft" / "policy.pt").exists() and "decisions" in capsys.readouterr().out
     assert main(["train", "--algo", "sft", "--out", str(tmp_path / "none")]) == 2
     assert "nothing to train on" in capsys.readouterr().err
+    store = str(tmp_path / "store")  # named twice, every question would weigh twice
+    assert main(["train", "--algo", "sft", "--trees", store, store, "--allow-test", "--epochs", "2",
+                 "--out", str(tmp_path / "twice")]) == 2
+    assert re.search(rf"question gsm8k/test/\d+ is in {re.escape(store)} and in another source; train on one",
+                     capsys.readouterr().err)
+    assert not (tmp_path / "twice").exists()
 
 
 def test_reward_components_keep_one_term_of_every_action(tmp_path):

@@ -20,7 +20,7 @@ from deliberation.rl.rewards import REWARDS
 from deliberation.rl.rollout_files import load_decisions
 from deliberation.policy.split import read_split, split_file, split_of
 from deliberation.actions import ACTION_ORDER, PAPER_ACTIONS
-from deliberation.trees.manifest import refuse_test_store
+from deliberation.trees.manifest import refuse_repeated, refuse_test_store
 from deliberation.types import Decision
 
 LOG = logging.getLogger("deliberation")
@@ -142,11 +142,8 @@ def training_decisions(req: TrainRequest) -> list[Decision]:
     for path in req.trees:
         new = decisions_from_trees(path, rounds=rounds, reward=cfg.reward, grow=req.grow_trees,
                                    components=cfg.reward_components, features=cfg.features, actions=cfg.actions)
-        twice = sorted(seen & {d.example_id for d in new})
-        if twice:
-            raise DelibError(f"question {twice[0]} is in {path} and in another source; train on one of them")
+        seen = refuse_repeated(seen, (d.example_id for d in new), path, "train on one of them")
         decisions += new
-        seen |= {d.example_id for d in new}
     if not decisions:
         raise DelibError(f"no decisions in {', '.join(req.trees)}: every question agreed at round 0; train on "
                          "stores of more (or harder) questions")

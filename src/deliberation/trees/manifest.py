@@ -13,7 +13,7 @@ import math
 import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from deliberation.config import RESUMES, Selection
 from deliberation.errors import BadText, DelibError, existing, parse_json, utf8
@@ -155,6 +155,17 @@ def refuse_test_store(path: str | Path, learned: str, allow_test: bool) -> None:
         raise DelibError(f"{path} holds {manifest.benchmark} test questions: {learned} on them would be measured "
                          "on the questions it learned from; use a store of training questions (or pass --allow-test "
                          "to do it knowingly, and measure on other questions)")
+
+
+def refuse_repeated(seen: set[str], new: Iterable[str], source: str, fix: str) -> set[str]:
+    """``seen`` (the ids of the questions read so far) with ``new`` (those of ``source``) added; refused, naming
+    a question and ``fix``, when they share one: the same store named twice, or a copy, would weigh its questions
+    twice in what is learned. The one check of every command that learns from several sources."""
+    added = set(new)
+    twice = sorted(seen & added)
+    if twice:
+        raise DelibError(f"question {twice[0]} is in {source} and in another source; {fix}")
+    return seen | added
 
 
 def _from_dict(raw: Mapping[str, Any]) -> TreeManifest:

@@ -26,7 +26,7 @@ from deliberation.engine.spec import VoteWeights
 from deliberation.errors import DelibError
 from deliberation.allocate.episode import DELIBERATION
 from deliberation.policy.shipped import sha256_hex
-from deliberation.trees.manifest import refuse_test_store
+from deliberation.trees.manifest import refuse_repeated, refuse_test_store
 from deliberation.trees.store import open_store
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
                allow_test: bool = False, data_dir: str | None = None) -> list[QuestionPath]:
     """Every built question's path in ``trees`` (a deliberation branch for a three-move allocator)."""
     found: list[QuestionPath] = []
+    seen: set[str] = set()
     for name in trees:  # every store, before any is read whole
         refuse_test_store(name, "an allocator trained", allow_test)
     for name in trees:
@@ -46,9 +47,7 @@ def load_paths(trees: Sequence[str], samples: int, vote: VoteWeights | None, mov
             raise DelibError(f"--samples {samples} leaves the allocator no decision after the team of "
                              f"{store.manifest.agents}; give more (the stores hold {store.manifest.samples})")
         new = question_paths(store, samples, vote, DELIBERATION if moves == 3 else None, data_dir)
-        twice = sorted({p.example_id for p in found} & {p.example_id for p in new})
-        if twice:  # the same store named twice, or a copy: its questions would weigh twice
-            raise DelibError(f"question {twice[0]} is in {name} and in another --trees store; name each store once")
+        seen = refuse_repeated(seen, (p.example_id for p in new), name, "name each --trees store once")
         found += new
     old = [p.example_id for p in found if p.unsummarised]
     if old:
