@@ -141,6 +141,20 @@ def test_a_damaged_workflow_is_refused_in_one_line_naming_what_is_wrong(tmp_path
         load_searched(str(tmp_path / "good"))
 
 
+def test_a_search_that_kept_only_its_blank_round_is_no_workflow_to_run(tmp_path):
+    """An older search wrote round 1's blank workflow when every later round failed: refused as no result; a
+    search asked for one round only has that round as its result."""
+    blank = {"steps": [{"op": "custom", "out": "answer", "instruction": "", "input": ["$problem"]}],
+             "answer": ["answer"]}
+    rounds = [{"round": 1, "parent": None, "modification": "", "mean": 0.5, "scores": [0.5], "workflow": blank}]
+    failed = searched(tmp_path / "failed", blank, {**RECORD, "settings": {"search_rounds": 3}, "rounds": rounds})
+    with pytest.raises(DelibError, match="holds no search result: its optimiser wrote no valid workflow after round "
+                                         r"1's blank one \(check --optimizer-model .*search one with `delib aflow"):
+        load_searched(str(failed))
+    asked_one = searched(tmp_path / "one", blank, {**RECORD, "settings": {"search_rounds": 1}, "rounds": rounds})
+    assert load_searched(str(asked_one))[1] == {"gsm8k/train/0"}
+
+
 def test_a_checkpoint_folder_is_told_to_pass_the_checkpoint_in_it(here, refused):
     from deliberation.allocate.network import AllocatorNet, save_allocator
     from deliberation.allocate.state import FEATURE_NAMES

@@ -172,9 +172,21 @@ def load_searched(path: str) -> tuple[Workflow, frozenset[str]]:
         raise DelibError(f"{path} is not a workflow from `delib aflow-search` (its format is not "
                          f"{WORKFLOW_FORMAT!r}); {fix}")
     try:
-        return parse(raw.get("workflow")), frozenset(learned_ids(raw.get("record")))
+        workflow, ids = parse(raw.get("workflow")), frozenset(learned_ids(raw.get("record")))
     except ValueError as err:
         raise DelibError(f"{path} is a damaged workflow: {err}; {fix}") from err
+    if _unsearched(raw["record"]):
+        raise DelibError(f"{path} holds no search result: its optimiser wrote no valid workflow after round 1's "
+                         f"blank one (check --optimizer-model and its server); {fix}")
+    return workflow, ids
+
+
+def _unsearched(record: dict[str, Any]) -> bool:
+    """Whether a search's ``record`` kept round 1's blank workflow alone when it was asked for more rounds: every
+    later round failed. The search refuses to write such a file; an older version wrote it."""
+    rounds, settings = record.get("rounds"), record.get("settings")
+    return isinstance(rounds, list) and len(rounds) == 1 and isinstance(settings, dict) \
+        and isinstance(settings.get("search_rounds"), int) and settings["search_rounds"] > 1
 
 
 def workflow_episode(ctx: Context, rng: np.random.Generator) -> Episode:

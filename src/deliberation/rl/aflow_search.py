@@ -16,7 +16,8 @@ It stops after ``search_rounds`` rounds, or when the mean of the top three round
 with every round, the settings, the validation question ids and the tokens of executor and optimiser. A round
 whose optimiser wrote no valid new workflow has no child: it is noted on stderr and listed, with why, under the
 record's ``failed_rounds``; when no round after the first has one, the search is refused and nothing written
-(the blank workflow is no search result: the optimiser's model or server is likely wrong). Asked
+(the blank workflow is no search result: the optimiser's model or server is likely wrong; a file an older
+version wrote so is refused where it is read, ``protocols.workflow.load_searched``). Asked
 again over its finished workflow.json, it does nothing with the same settings (``SEARCH_RESUME``) and refuses
 other ones (``outputs.resume.finished_already``): a workflow runs used is never overwritten.
 
