@@ -63,12 +63,17 @@ setup-demo: $(VENV)/.demo-installed
 
 # `make test` leaves out the tests marked slow (experiments end to end: whole looks, policy training, whole
 # replays on the real model, the extras' resolution on the package index); `make test-slow` runs just those.
-# CI (.ci/run) runs both.
+# CI (.ci/run) runs both. Both run test files side by side (pytest-xdist), one worker a core this process may
+# use (nproc), at most 4: a file stays on one worker (--dist loadfile), so a module's fixtures are built once,
+# and llama.cpp's default thread count leaves the cores another worker keeps busy (backends/cpu_share.py).
+# `make test TEST_WORKERS=0` runs in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
+PYTEST = HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: setup-test
-	HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
 test-slow: setup-test
-	HF_HUB_OFFLINE=1 $(WITH_DATA) $(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+	$(PYTEST) -m slow $(PYTEST_ARGS)
 
 demo: setup-demo
 	$(WITH_DATA) $(PY) experiments/demo.py --out runs/demo

@@ -158,11 +158,12 @@ def test_ids_no_store_has_built_are_refused_not_dropped(stores, tmp_path, capsys
     before any replay, where the tuning used to run on the others alone; ids across both stores replay."""
     built = [sorted(TreeStore.open(str(s)).built)[0] for s in stores]
     out, trees = tmp_path / "tuning", ",".join(map(str, stores))
-    assert delib("tune-rules", "--trees", trees, "--offline", "--ids", ",".join([*built, "gsm8k/train/99"]),
-                 "--out", str(out)) == 2
+    write_grid(tmp_path / "grid.json", [Rule("always-persist")])  # the ids are under test, not the grid
+    common = ("--trees", trees, "--offline", "--grid", str(tmp_path / "grid.json"), "--out", str(out))
+    assert delib("tune-rules", *common, "--ids", ",".join([*built, "gsm8k/train/99"])) == 2
     assert "--ids names 1 question not among the built questions of " in capsys.readouterr().err
     assert not out.exists()
-    assert delib("tune-rules", "--trees", trees, "--offline", "--ids", ",".join(built), "--out", str(out)) == 0
+    assert delib("tune-rules", *common, "--ids", ",".join(built)) == 0
     assert read_best_rule(out / "best_rule.json").n == 2
 
 
