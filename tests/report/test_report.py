@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -365,6 +366,24 @@ def test_the_accuracy_legend_sits_inside_the_panel_above_every_point_and_interva
     assert panel.x0 <= legend.x0 and legend.x1 <= panel.x1 and legend.y1 <= panel.y1
     assert legend.y0 > top_of_data
     assert max(ax.get_yticks()) <= 100 < ax.get_ylim()[1]
+    assert fig.get_figwidth() == 6.4  # a legend that fits leaves the figure as sized
+
+
+def test_a_legend_wider_than_its_panel_widens_the_figure_instead_of_collapsing_the_layout():
+    """31 labels, long ones among them, in two panels: the legend (six rows, six columns) was wider than the
+    panel; the constrained layout collapsed (a warning) and squeezed the points under a legend cut off."""
+    fig, axes = plots.new_figure(2, size=(6.4, 4.8))
+    styles = figure_styles([*(f"method-{i}" for i in range(25)), *(f"mpdf [runs/long/path-{i}/policy.pt]"
+                                                                   for i in range(6))])
+    handles = {label: axes[0].errorbar(300 * (i + 1), 60, yerr=[[10], [10]], **style.errorbar())
+               for i, (label, style) in enumerate(styles.items())}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots.legend_above_points(axes[0], handles)
+        fig.draw_without_rendering()
+    legend, panel = axes[0].get_legend().get_window_extent(), axes[0].get_window_extent()
+    assert panel.x0 <= legend.x0 and legend.x1 <= panel.x1 and legend.y1 <= panel.y1
+    assert fig.get_figwidth() > 2 * 6.4 and axes[1].get_window_extent().width >= panel.width * 0.95
 
 
 def test_the_action_legend_names_every_action_any_panel_drew(tmp_path, monkeypatch):

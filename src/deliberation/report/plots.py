@@ -24,6 +24,8 @@ from deliberation.report.styles import figure_styles
 if TYPE_CHECKING:
     from deliberation.report.tables import Table
 
+AXIS_LABELS_IN = 1.25
+"""Inches a panel needs beside its plotting area for the y axis's label and tick labels."""
 ACTION_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3")  # persist, refine, concede, resample
 CURVES = (("loss", "loss"), ("val_accuracy", "held-out accuracy (greedy earns the best reward)"),
           ("kl", "KL(pi || pi_ref)"), ("entropy", "policy entropy"))
@@ -208,11 +210,22 @@ def legend_above_points(ax: Any, handles: dict[str, Any], rows: int = 6) -> None
     never reaches them, the room is only the legend's."""
     legend = ax.legend(list(handles.values()), list(handles), loc="upper left", fontsize=7, framealpha=0.9,
                        ncols=math.ceil(len(handles) / rows))
+    _widen_to_hold(ax, legend)
     ax.get_figure().draw_without_rendering()  # lays the figure out, so both heights are the saved ones
     share = min(0.6, legend.get_window_extent().height / ax.get_window_extent().height)
     lo, hi = ax.get_ylim()
     ax.set_yticks([t for t in ax.get_yticks() if lo <= t <= min(hi, 100)])
     ax.set_ylim(lo, hi + (hi - lo) * share / (1 - share))
+
+
+def _widen_to_hold(ax: Any, legend: Any) -> None:
+    """Widens the figure, where needed, until every panel of its row is as wide as ``legend`` and the axis
+    labels beside it: a legend wider than its panel (many methods, long labels) collapsed the constrained
+    layout, squeezing the points into a sliver under a legend cut off at the edge."""
+    fig = ax.get_figure()
+    need = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi + AXIS_LABELS_IN
+    columns = ax.get_subplotspec().get_gridspec().ncols
+    fig.set_figwidth(max(fig.get_figwidth(), columns * need))
 
 
 def error_bar(value: float, low: float, high: float) -> list[list[float]]:
