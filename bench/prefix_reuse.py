@@ -1,4 +1,4 @@
-"""``prefix_reuse_speedup`` of ``delib bench`` alone (issue 26): one deliberation round per question on the
+"""``prefix_reuse_speedup`` of ``delib bench`` alone: one deliberation round per question on the
 llamacpp backend with its prefix cache off and on, without the rest of the bench.
 
 Usage: PYTHONPATH=src python bench/prefix_reuse.py [--quick] [--model NAME] [--questions N] --out FILE

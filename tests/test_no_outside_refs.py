@@ -1,4 +1,4 @@
-"""The code cites only what a clone of the repository holds: its design document is docs/design.md, and an
+"""The project cites only what a clone of the repository holds: its design document is docs/design.md, and an
 issue number is a citation only when it names an upstream project's public tracker ("llama.cpp issue N").
 
 A reference to a design file kept outside the repository, or to the number of an issue in a tracker users
@@ -11,8 +11,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("src", "tests", "experiments", "Makefile", "docs/design.md")
-"""What is checked: the code, its tests, the experiment scripts, the Makefile and the design document."""
+SCANNED = ("src", "tests", "experiments", "bench", "data", "docs", "Makefile", "README.md", "mkdocs.yml")
+"""What is checked: the code, its tests, the experiment and benchmark scripts, the data's and the results'
+records, the documentation and the Makefile: everything a user reads."""
 TEXT_SUFFIXES = {".py", ".sh", ".toml", ".md", ".txt", ".json", ".cfg", ".yml", ".yaml"}
 OUTSIDE_DESIGN = "DESIGN" + ".md"  # spelled in two parts so that this file does not cite it
 UPSTREAM = frozenset({"llama.cpp"})
@@ -52,7 +53,8 @@ def test_internal_issues_are_found_and_upstream_ones_kept() -> None:
 
 def test_the_scan_reads_the_code_and_skips_build_outputs() -> None:
     files = {f.relative_to(ROOT).as_posix() for f in scanned_files()}
-    assert {"src/deliberation/engine/loop.py", "Makefile", "docs/design.md", "tests/test_no_outside_refs.py"} <= files
+    assert {"src/deliberation/engine/loop.py", "Makefile", "docs/design.md", "tests/test_no_outside_refs.py",
+            "README.md", "data/trees/COMMANDS.md", "docs/results/paired/PREREGISTRATION.md"} <= files
     assert not [f for f in files if ".egg-info/" in f or f.endswith(".pt")]
 
 
