@@ -84,6 +84,27 @@ def test_collect_writes_resumable_gzip_jsonl(tmp_path):
 
 
 @pytest.mark.needs_split("gsm8k/train")
+def test_a_resumed_collection_records_what_it_changed_once_it_adds_a_question(tmp_path):
+    """The manifest kept its first --limit and command while the file grew past them; now a resume that adds
+    questions records its settings as a run directory and a tree store do, and one that adds none records
+    nothing."""
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=2, backend="scripted", joint_actions=2,
+                       command="delib collect --limit 2")
+    manifest = tmp_path / "manifest.json"
+    assert collect(spec, str(tmp_path), progress=False) == 2
+    first = json.loads(manifest.read_text())
+    assert collect(dataclasses.replace(spec, command="delib collect --limit 2 again"), str(tmp_path),
+                   progress=False) == 2
+    assert json.loads(manifest.read_text()) == first  # nothing added: nothing recorded
+    assert collect(dataclasses.replace(spec, limit=3, command="delib collect --limit 3"), str(tmp_path),
+                   progress=False) == 3
+    record = json.loads(manifest.read_text())
+    assert (record["limit"], record["command"]) == (2, "delib collect --limit 2")
+    assert record["resumes"] == [{"command": "delib collect --limit 3", "limit": 3}]
+    assert files.check_manifest(tmp_path).joint_actions == 2  # still reads as a rollout directory
+
+
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_collection_asked_again_for_fewer_questions_says_it_holds_more(tmp_path, caplog):
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=4, backend="scripted", joint_actions=2)
     assert collect(spec, str(tmp_path), progress=False) == 4

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from deliberation.backends.base import SPEED_OPTIONS
+from deliberation.config import RESUMES
 from deliberation.errors import DelibError, make_folder, read_object
 from deliberation.files import write_json_atomic
 from deliberation.outputs.lock import DirectoryLock, lock_directory
@@ -103,6 +104,18 @@ def check_resume(where: Path, holds: str, old: Mapping[str, Any], new: Mapping[s
     if differing:
         shown = ", ".join(_shown(rule.shown_as.get(name, name), there, here) for name, there, here in differing)
         raise DelibError(f"{where} holds {holds} with other settings ({shown}); {fix}")
+
+
+def with_resume(old: Mapping[str, Any], new: Mapping[str, Any], resumable: Iterable[str]) -> dict[str, Any] | None:
+    """The recorded settings ``old`` with one more ``RESUMES`` entry: the ``resumable`` settings ``new`` gives
+    otherwise than the latest record (the first command's, updated by each resume's entry); None when it gives
+    none otherwise. The first command stays, so an output extended past its first settings (a larger --limit)
+    still records how it came to hold what it holds."""
+    latest = {**old}
+    for entry in old.get(RESUMES, []):
+        latest.update(entry)
+    changed = {k: new.get(k) for k in sorted(resumable) if new.get(k) != latest.get(k)}
+    return {**old, RESUMES: [*old.get(RESUMES, []), changed]} if changed else None
 
 
 def open_output(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, holds: str, fix: str,

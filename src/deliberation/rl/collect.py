@@ -98,10 +98,17 @@ def _collect_one(spec: CollectSpec, method: MethodSpec, example: Example, backen
 
 @contextmanager
 def _rollouts(spec: CollectSpec, directory: Path, backend: Backend) -> Iterator[Ledger[list[Decision], int]]:
-    """The rollout file as the collection's output: the directory locked, its manifest written or checked, a
-    torn last line (a collection killed mid-append) cut off; a line per question; the count of questions."""
-    path = directory / files.ROLLOUTS
-    with files.open_collection(directory, manifest(spec, backend.model)):
+    """The rollout file as the collection's output: the directory locked, its manifest written or checked (a
+    resume that adds a question records its settings there), a torn last line (a collection killed mid-append)
+    cut off; a line per question; the count of questions."""
+    path, wanted = directory / files.ROLLOUTS, manifest(spec, backend.model)
+    with files.open_collection(directory, wanted):
         done = frozenset(row.example_id for row in files.read_rows(path, repair=True))
-        yield Ledger(done, lambda ex, decisions: append_gzip_line(path, files.question_row(
-            backend.model, spec.benchmark, spec.split, ex.id, decisions)), lambda: len(files.read_rows(path)))
+        resume = files.resumed(directory, wanted)
+
+        def record(example: Example, decisions: list[Decision]) -> None:
+            append_gzip_line(path, files.question_row(backend.model, spec.benchmark, spec.split, example.id,
+                                                      decisions))
+            resume.write_once()
+
+        yield Ledger(done, record, lambda: len(files.read_rows(path)))

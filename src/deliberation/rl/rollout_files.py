@@ -19,7 +19,7 @@ from deliberation.errors import BadText, DelibError, parse_json, utf8
 from deliberation.files import read_gzip_lines, write_json_atomic
 from deliberation.outputs.kinds import ROLLOUT_DIR, ROLLOUTS, other_kind, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock
-from deliberation.outputs.resume import ResumeRule, check_recorded, open_output
+from deliberation.outputs.resume import ResumeRule, check_recorded, open_output, with_resume
 from deliberation.types import ADDED_LATER, Decision, formerly, from_json, key, renamed, to_json
 
 MANIFEST = "manifest.json"
@@ -105,6 +105,34 @@ def open_collection(directory: Path, manifest: RolloutManifest) -> DirectoryLock
 
 BEFORE_LOADING = replace(ROLLOUT_RESUME, compared=tuple(n for n in ROLLOUT_RESUME.compared or () if n != "model"))
 """``ROLLOUT_RESUME`` less the model's name, which only the loaded backend knows."""
+
+
+KEPT = frozenset(ROLLOUT_RESUME.compared or ()) | {"feature_names"}
+"""The manifest's entries a resumed collection must keep; the others (the command, --limit, the backend's
+options, ...) it may change, and records (``resumed``)."""
+
+
+@dataclass
+class PendingResume:
+    """manifest.json as a resumed collection leaves it (``resumed``), written with the first question the
+    resume adds, so that a rerun that adds nothing records nothing."""
+
+    path: Path
+    record: dict[str, Any] | None
+
+    def write_once(self) -> None:
+        if self.record is not None:
+            write_json_atomic(self.path, self.record)
+            self.record = None
+
+
+def resumed(directory: Path, manifest: RolloutManifest) -> PendingResume:
+    """What resuming the collection in ``directory`` with ``manifest`` records: a ``resumes`` entry with each
+    setting it gives otherwise (``outputs.resume.with_resume``), as a run directory and a tree store do; its
+    first command and --limit stay."""
+    wanted = manifest.to_dict()
+    return PendingResume(directory / MANIFEST, with_resume(_recorded(directory / MANIFEST), wanted,
+                                                           set(wanted) - KEPT))
 
 
 def check_collection(directory: Path, manifest: RolloutManifest) -> None:

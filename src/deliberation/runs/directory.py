@@ -21,7 +21,7 @@ from deliberation.methods.options import DEFAULTS
 from deliberation.actions import ACTION_ORDER, ACTIONS
 from deliberation.outputs.kinds import EPISODES, RUN, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock, lock_directory, refuse_if_locked
-from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, check_resume
+from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, check_resume, with_resume
 from deliberation.types import Episode, Turn, from_json, strict_json, to_json
 
 CONFIG, SUMMARY = "config.json", "summary.json"
@@ -281,12 +281,7 @@ class RunDir:
     def _record_resume(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Note the resumable settings ``new`` changes against the latest recorded ones; ``append`` writes
         them to config.json with this run's first episode, so a rerun that adds nothing records nothing."""
-        latest = {**old}
-        for entry in old.get(RESUMES, []):
-            latest.update(entry)
-        changed = {k: new.get(k) for k in sorted(_RESUMABLE_KEYS) if new.get(k) != latest.get(k)}
-        if changed:
-            self._resume = {**old, RESUMES: [*old.get(RESUMES, []), changed]}
+        self._resume = with_resume(old, new, _RESUMABLE_KEYS)
 
     def episodes(self) -> list[Episode]:
         """Every complete episode in the file (a torn last line from a killed run is left out; reading never
