@@ -54,15 +54,16 @@ def install_hint(package: str, extra: str) -> str:
     return f"{package} is not installed; install it from the repository with: pip install -e '.[{extra}]'"
 
 
-def require_at_least(name: str, value: int, minimum: int = 1, why: str = "") -> None:
-    """Refuse a count below ``minimum``, or one that is no whole number (a Python caller's 3.5 or "3"): the one
-    wording of every "how many" check (agents, workers, concurrency, ...), so the CLI's messages read alike.
-    ``why`` is appended after the bound."""
+def require_at_least(name: str, value: int, minimum: int = 1, why: str = "", maximum: int | None = None) -> None:
+    """Refuse a count below ``minimum`` (or above ``maximum``), or one that is no whole number (a Python
+    caller's or an experiment file's 3.5, or "3"): the one wording of every "how many" check (agents, workers,
+    concurrency, a cap on calls, ...), so the CLI's messages read alike. ``why`` is appended after the bound."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise DelibError(f"{name} must be a whole number (got {value!r})")
-    if value < minimum:
+    if value < minimum or (maximum is not None and value > maximum):
         reason = f" {why}" if why else ""
-        raise DelibError(f"{name} must be at least {minimum}{reason} (got {value})")
+        bound = f"at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise DelibError(f"{name} must be {bound}{reason} (got {value})")
 
 
 def repeated(items: Sequence[Any], key: Callable[[Any], Any] = lambda item: item) -> Any:

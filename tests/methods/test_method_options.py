@@ -167,3 +167,19 @@ def test_a_config_written_before_an_option_existed_reads_as_its_default(name):
 def test_a_method_entry_naming_an_undeclared_option_is_a_programming_error():
     with pytest.raises(ValueError, match="not fields of MethodOptions"):
         dataclasses.replace(PROBE, options=frozenset({"polcy"}))
+
+
+COUNTS = [f.name for f in dataclasses.fields(MethodOptions) if typing.get_type_hints(MethodOptions)[f.name] is int]
+
+
+def test_the_count_options_are_found():
+    assert {"php_max_calls", "esc_window"} <= set(COUNTS)
+
+
+@pytest.mark.parametrize("name", COUNTS)
+def test_a_count_option_takes_whole_numbers_only(name):
+    """An experiment file's or a Python caller's 2.5 for a count (a cap on calls, a window of samples) passed
+    the range check of a float: every option typed int refuses a number that is not whole."""
+    flag = "--" + name.replace("_", "-")
+    with pytest.raises(DelibError, match=f"^{flag} must be a whole number \\(got {DEFAULTS[name] + 0.5}\\)$"):
+        MethodOptions(**{name: DEFAULTS[name] + 0.5})

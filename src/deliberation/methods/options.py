@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from deliberation.config import EngineConfig
-from deliberation.errors import DelibError, require_number
+from deliberation.errors import DelibError, require_at_least, require_number
 
 
 EMPTY_FIXES = {"policy": "name a checkpoint or a shipped name, or leave --policy out for the default",
@@ -73,9 +73,9 @@ class MethodOptions:
                 raise DelibError(f"--{name} is empty; {fix}")
         if self.stop_at is not None:
             require_number("--stop-at", self.stop_at, 0, 1, "(a probability)")
-        require_number("--php-max-calls", self.php_max_calls, 2, 1000, "(the base answer and one hinted one)")
+        require_at_least("--php-max-calls", self.php_max_calls, 2, "(the base answer and one hinted one)", 1000)
         require_number("--adaptive-threshold", self.adaptive_threshold, 0, 1, "(a probability)")
-        require_number("--esc-window", self.esc_window, 1, 1000, "(samples per window)")
+        require_at_least("--esc-window", self.esc_window, 1, "(samples per window)", 1000)
         require_number("--confidence-threshold", self.confidence_threshold, 0, 1,
                        "like the critic's P(Yes) it is compared with")
         require_number("--vote-temperature", self.vote_temperature, 0.001, 1000, "(a softmax temperature)")
