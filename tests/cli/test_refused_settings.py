@@ -57,7 +57,8 @@ def test_an_empty_key_variable_name_is_refused(refused, here):
         "--backend-opt", "api_key_env=", "--limit", "1", "--out", "o")
 
 
-@pytest.mark.parametrize("body", [b"not gzip at all", gzip.compress(LINE * 200)[:60]])
+@pytest.mark.parametrize("body", [b"not gzip at all", gzip.compress(LINE * 200, mtime=0)[:60]],
+                         ids=["not gzip", "cut short"])  # one id in every process: test workers must collect alike
 def test_a_gz_question_file_that_is_not_whole_gzip_is_named(refused, here, body):
     (here / "mine.jsonl.gz").write_bytes(body)
     err = refused("run", "--method", "cot", "--benchmark", "mine.jsonl.gz", "--answer-type", "numeric", "--out", "o",
