@@ -105,6 +105,20 @@ def test_a_resumed_collection_records_what_it_changed_once_it_adds_a_question(tm
 
 
 @pytest.mark.needs_split("gsm8k/train")
+def test_a_collection_that_holds_no_question_yet_takes_the_settings_of_a_rerun(tmp_path):
+    """A collection that failed at its first question (a server down) left only its manifest; a rerun with the
+    settings corrected was refused as holding 'rollouts with other settings'. Now it takes the folder over, as
+    a run directory with no episode does; once it holds a question, other settings are refused again."""
+    spec = CollectSpec(benchmark="gsm8k", split="train", limit=1, backend="scripted", joint_actions=2)
+    assert collect(spec, str(tmp_path), progress=False) == 1
+    (tmp_path / files.ROLLOUTS).unlink()  # what a collection that failed at its first question leaves
+    assert collect(dataclasses.replace(spec, joint_actions=3), str(tmp_path), progress=False) == 1
+    assert files.check_manifest(tmp_path).joint_actions == 3
+    with pytest.raises(DelibError, match="holds rollouts with other settings"):
+        collect(spec, str(tmp_path), progress=False)
+
+
+@pytest.mark.needs_split("gsm8k/train")
 def test_a_collection_asked_again_for_fewer_questions_says_it_holds_more(tmp_path, caplog):
     spec = CollectSpec(benchmark="gsm8k", split="train", limit=4, backend="scripted", joint_actions=2)
     assert collect(spec, str(tmp_path), progress=False) == 4

@@ -119,15 +119,18 @@ def with_resume(old: Mapping[str, Any], new: Mapping[str, Any], resumable: Itera
 
 
 def open_output(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, holds: str, fix: str,
-                file: str, read: Callable[[Path], Mapping[str, Any]] | None = None) -> DirectoryLock:
+                file: str, read: Callable[[Path], Mapping[str, Any]] | None = None,
+                empty: Callable[[Path], bool] = lambda _: False) -> DirectoryLock:
     """Become the one writer of the output ``directory`` (made if missing) until the returned lock is
     released; then record ``settings`` in its ``file`` if it has none, or refuse (``check_resume``, naming
     ``holds`` and ``fix``) an output recorded under settings ``rule`` says differ. ``read`` reads the recorded
-    settings (default: the file as a JSON object). A new output kind calls this once: the folder, the lock,
-    the record and the refusal are all here."""
+    settings (default: the file as a JSON object). An output ``empty`` says holds no result yet (a command
+    that failed at its first question) takes any settings, as a run directory with no episode does: they
+    replace the record. A new output kind calls this once: the folder, the lock, the record and the refusal
+    are all here."""
     writer = lock_directory(make_folder(directory))
     try:
-        if not check_recorded(directory, settings, rule, holds, fix, file, read):
+        if empty(directory) or not check_recorded(directory, settings, rule, holds, fix, file, read):
             write_json_atomic(directory / file, settings)
     except BaseException:
         writer.release()

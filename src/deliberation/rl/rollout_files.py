@@ -98,9 +98,18 @@ def read_rows(path: Path, repair: bool = False) -> list[RolloutRow]:
 
 def open_collection(directory: Path, manifest: RolloutManifest) -> DirectoryLock:
     """Become the one writer of the rollout directory (made if missing) until the returned lock is released,
-    then create its manifest, or check an existing one describes the same collection."""
+    then create its manifest, or check an existing one describes the same collection (one that holds no
+    question yet takes any settings: ``holds_none``)."""
     return open_output(directory, manifest.to_dict(), ROLLOUT_RESUME, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
-                       _recorded)
+                       _recorded, holds_none)
+
+
+def holds_none(directory: Path) -> bool:
+    """Whether the rollout directory holds no question yet: a collection that failed at its first (a server
+    down) left only its manifest, and a rerun with the settings corrected takes it over, as a run directory
+    with no episode is."""
+    path = directory / ROLLOUTS
+    return not path.exists() or path.stat().st_size == 0
 
 
 BEFORE_LOADING = replace(ROLLOUT_RESUME, compared=tuple(n for n in ROLLOUT_RESUME.compared or () if n != "model"))
@@ -140,8 +149,9 @@ def check_collection(directory: Path, manifest: RolloutManifest) -> None:
     settings, or a folder holding another kind of output, is refused at once, not after minutes of loading
     (the model's name is checked once loaded)."""
     refuse_other_kind(directory, ROLLOUT_DIR)
-    check_recorded(directory, manifest.to_dict(), BEFORE_LOADING, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
-                   _recorded)
+    if not holds_none(directory):
+        check_recorded(directory, manifest.to_dict(), BEFORE_LOADING, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
+                       _recorded)
 
 
 def _recorded(path: Path) -> dict[str, Any]:
