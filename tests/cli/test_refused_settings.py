@@ -266,3 +266,9 @@ def test_a_python_caller_s_value_of_the_wrong_type_is_named_not_a_typeerror_deep
     (and fail later), "3" to fail in a comparison."""
     with pytest.raises(DelibError, match=f"^{re.escape(said)}$"):
         EngineConfig(**settings)
+
+
+def test_a_tree_asked_for_zero_samples_is_refused_not_built_with_the_default(refused):
+    """--samples 0 built as many samples as agents: 0 stood for "not given" inside the build settings."""
+    err = refused("tree", "--benchmark", "gsm8k", "--samples", "0", "--out", "o", *SCRIPTED)
+    assert "--samples must be at least 1 (got 0)" in err

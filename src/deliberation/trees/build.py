@@ -44,7 +44,7 @@ from deliberation.types import Example
 class TreeSpec(Workload):
     """What to build; saved (with the command) in the store's manifest.json."""
 
-    samples: int = 0
+    samples: int | None = None
     """Round-0 samples recorded per question: at least --agents, more serve self-consistency at k <= K
     (default: as many as --agents). More than an existing store holds extends it in place: only the missing
     samples (and their critic calls) are generated, with the seeds a fresh build would give them."""
@@ -57,11 +57,16 @@ class TreeSpec(Workload):
         super().__post_init__()
         for name in self.methods:
             methods.get(name)  # an unknown name is a one-line error listing the registered ones
-        if self.samples:
+        if self.samples is not None:  # 0 is refused, not read as the default
             require_draws("--samples", self.samples)
-        if self.samples and self.samples < self.engine.agents:
+        if self.drawn < self.engine.agents:
             raise DelibError(f"--samples {self.samples} is fewer than --agents {self.engine.agents}; give at "
                              "least as many round-0 samples as agents (or leave it out)")
+
+    @property
+    def drawn(self) -> int:
+        """The round-0 samples a question gets: ``samples``, or one an agent."""
+        return self.engine.agents if self.samples is None else self.samples
 
 
 def recorded_methods(spec: TreeSpec) -> tuple[str, ...]:
@@ -124,7 +129,7 @@ def manifest(spec: TreeSpec, backend: Backend) -> TreeManifest:
                         benchmark=spec.benchmark, split=spec.split, temperature=engine.temperature,
                         max_tokens=engine.max_tokens, seed=engine.seed, verbal_confidence=engine.verbal_confidence,
                         prompt_version=prompts.get(engine.prompts).version, agents=engine.agents,
-                        samples=max(spec.samples, engine.agents), methods=recorded_methods(spec), cache=spec.cache,
+                        samples=spec.drawn, methods=recorded_methods(spec), cache=spec.cache,
                         command=spec.command, selection=spec.selection)
 
 
@@ -136,7 +141,7 @@ def build_question(example: Example, backend: Backend, spec: TreeSpec, updates: 
     ctx = make_context(example, backend, bench, spec.engine, MethodSpec("tree", ConstantPolicy(Action.REFINE),
                                                                        confidence=True))
     records, _ = initial_round(ctx)
-    extra = range(spec.engine.agents, spec.samples)
+    extra = range(spec.engine.agents, spec.drawn)
     asked = prompts.initial_messages(ctx.question)
     samples = generate(ctx, [asked] * len(extra), extra, 0)
     score_confidence(ctx, [record_of(ctx, c, True, asked) for c in samples])
