@@ -10,7 +10,7 @@ Arms per test store: self-consistency and both CISC votes at k = 1..limit; adapt
 threshold and ESC at every window of the registered grids; the allocator at its registered operating point
 and at every point of the grid (the primary and its twin at their registered operating points); its three-move
 twin; the best fixed rule of the paired experiment at one round. Runs go to OUT/runs/<store>/<arm>, the
-report to OUT/descriptive. Replays are offline: a store whose
+report to OUT/descriptive; a line a replay says on stdout how far it is. Replays are offline: a store whose
 manifest does not yet promise the registered samples (its extension unfinished) stops it first, in one line
 naming the extension to finish. The checkpoints
 are the registered files (a relative path is from the repository root), refused unless their sha256 is the
@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,9 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
             raise DelibError(f"{stores / store} holds {held} samples a question, the comparison reads {reg['limit']}: "
                              "finish the stores' extension (data/trees/extend-12.sh), then rerun")
     for store, n in zip(STORES, questions):
-        for name, settings in every.items():
+        for i, (name, settings) in enumerate(every.items(), start=1):
+            print(f"{time.strftime('%H:%M:%S')} {store}: {name} ({i} of {len(every)} arms)",
+                  flush=True)  # progress (stdout: stderr holds only an error's one line); a store takes minutes
             evaluate(Replay(trees=os.path.relpath(stores / store), offline=True, questions=n, command=command,
                             **settings),
                      str(out / "runs" / store / name), progress=False)
