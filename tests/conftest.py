@@ -28,6 +28,11 @@ from hypothesis import settings
 
 _YES = ("1", "true", "yes")
 _SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+_STANDIN_MARK = "DELIB_TEST_STANDIN"
+"""The stand-in folder a session's first process wrote and pointed DELIB_DATA_DIR at: the test workers it
+starts (pytest-xdist) inherit both, and must not take that folder for a data folder."""
+if os.environ.get("DELIB_DATA_DIR") and os.environ.get("DELIB_DATA_DIR") == os.environ.get(_STANDIN_MARK):
+    os.environ.pop("DELIB_DATA_DIR")  # a test worker: no data folder here either; it writes its own stand-ins
 if os.environ.get("DELIB_NO_DATA_FOLDER", "").lower() in _YES:
     os.environ.pop("DELIB_DATA_DIR", None)
 elif not os.environ.get("DELIB_DATA_DIR") and _SHARED_DATA.is_dir():
@@ -40,7 +45,7 @@ for _name in [n for n in os.environ if n.startswith("TQDM_")]:  # a user's bar s
 DATA_FOLDER = data_folder()
 _STANDIN = None if DATA_FOLDER is not None else standin.write(Path(tempfile.mkdtemp(prefix="delib-standin-")))
 if _STANDIN is not None:
-    os.environ["DELIB_DATA_DIR"] = str(_STANDIN)
+    os.environ["DELIB_DATA_DIR"] = os.environ[_STANDIN_MARK] = str(_STANDIN)
 
 # Property tests draw the same examples on every run, so CI passes or fails on the code, not on the draw.
 # HYPOTHESIS_PROFILE=explore searches fresh examples (cases it finds become explicit regression tests).
