@@ -130,7 +130,7 @@ def open_output(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, 
     are all here."""
     writer = lock_directory(make_folder(directory))
     try:
-        if empty(directory) or not check_recorded(directory, settings, rule, holds, fix, file, read):
+        if not check_recorded(directory, settings, rule, holds, fix, file, read, empty):
             write_json_atomic(directory / file, settings)
     except BaseException:
         writer.release()
@@ -139,12 +139,14 @@ def open_output(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, 
 
 
 def check_recorded(directory: Path, settings: Mapping[str, Any], rule: ResumeRule, holds: str, fix: str,
-                   file: str, read: Callable[[Path], Mapping[str, Any]] | None = None) -> bool:
-    """Whether the output ``directory`` records its settings in ``file``, refusing (``check_resume``) one recorded
-    under settings ``rule`` says differ from ``settings``: ``open_output``'s check, also made before a model
-    loads (with a rule that leaves out what only the loaded backend knows)."""
+                   file: str, read: Callable[[Path], Mapping[str, Any]] | None = None,
+                   empty: Callable[[Path], bool] = lambda _: False) -> bool:
+    """Whether the output ``directory`` records settings in ``file`` that bind a resume, refusing
+    (``check_resume``) one recorded under settings ``rule`` says differ from ``settings``: ``open_output``'s
+    check, also made before a model loads (with a rule that leaves out what only the loaded backend knows). An
+    output ``empty`` says holds no result yet binds nothing (``open_output``)."""
     path = directory / file
-    if not path.exists():
+    if not path.exists() or empty(directory):
         return False
     old = read(path) if read is not None else read_object(path, f"delete it, or {fix}")
     check_resume(directory, holds, old, settings, rule, fix)

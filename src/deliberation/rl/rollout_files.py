@@ -149,9 +149,8 @@ def check_collection(directory: Path, manifest: RolloutManifest) -> None:
     settings, or a folder holding another kind of output, is refused at once, not after minutes of loading
     (the model's name is checked once loaded)."""
     refuse_other_kind(directory, ROLLOUT_DIR)
-    if not holds_none(directory):
-        check_recorded(directory, manifest.to_dict(), BEFORE_LOADING, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
-                       _recorded)
+    check_recorded(directory, manifest.to_dict(), BEFORE_LOADING, "rollouts", MANIFEST_RESUME_FIX, MANIFEST,
+                   _recorded, holds_none)
 
 
 def _recorded(path: Path) -> dict[str, Any]:
