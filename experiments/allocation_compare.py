@@ -10,15 +10,18 @@ Arms per test store: self-consistency and both CISC votes at k = 1..limit; adapt
 threshold and ESC at every window of the registered grids; the allocator at its registered operating point
 and at every point of the grid (the primary and its twin at their registered operating points); its three-move
 twin; the best fixed rule of the paired experiment at one round. Runs go to OUT/runs/<store>/<arm>, the
-report to OUT/descriptive; a line a replay says on stdout how far it is. Replays are offline: a store whose
-manifest does not yet promise the registered samples (its extension unfinished) stops it first, in one line
-naming the extension to finish. The checkpoints
-are the registered files (a relative path is from the repository root), refused unless their sha256 is the
+report to OUT/descriptive, every episode's outcome to OUT/episodes.csv.gz; a line a replay says on stdout how
+far it is. Replays are offline: a store whose manifest does not yet promise the registered samples (its
+extension unfinished) stops it first, in one line naming the extension to finish. The checkpoints are the
+registered files (a relative path is from the repository root), refused unless their sha256 is the
 registered one.
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import json
 import os
 import shlex
@@ -41,6 +44,9 @@ STORES = {"gsm8k-test": "gsm8k/test", "math-test": "math/test"}
 """The test stores, and the benchmark split their runs report."""
 QUESTIONS = (300, 150)
 """The registered test questions (PREREGISTRATION.md, Data): each store's first rows, in STORES' order."""
+EPISODES_TABLE = "episodes.csv.gz"
+"""Written into OUT: one line per arm and question of every run (the runs themselves, with every sample's text,
+are about 250 MB), so that the paired tables can be recomputed without replaying."""
 PARITY = "parity.json"
 """Written into OUT/runs once every allocator arm's replay equals its offline simulation (``parity``): the
 analysis reads no runs without it."""
@@ -118,7 +124,24 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
                      str(out / "runs" / store / name), progress=False)
         parity(stores / store, n, out / "runs" / store, every)
     (out / "runs" / PARITY).write_text(json.dumps(dict(zip(STORES, questions))) + "\n")
-    return write_report([out / "runs"], out / "descriptive", reference=sampling_label(reg["reference_k"]))
+    report = write_report([out / "runs"], out / "descriptive", reference=sampling_label(reg["reference_k"]))
+    return [*report, write_episodes(out / "runs", out / EPISODES_TABLE)]
+
+
+def write_episodes(runs: Path, path: Path) -> Path:
+    """Every run's episodes under ``runs`` (``<store>/<arm>``) as one gzipped CSV, a line per arm and question in
+    store, arm and run order: the answer, whether it is right, its tokens (prompt + completion, what the analysis
+    counts) and calls. Byte-identical for identical runs (the gzip header holds no time)."""
+    text = io.StringIO()
+    table = csv.writer(text, lineterminator="\n")
+    table.writerow(["store", "arm", "example_id", "correct", "final_answer", "prompt_tokens", "completion_tokens",
+                    "llm_calls"])
+    for run in sorted(p.parent for p in runs.glob(f"*/*/{EPISODES}")):
+        for ep in read_episodes(run / EPISODES):
+            table.writerow([run.parent.name, run.name, ep.example_id, int(ep.correct), ep.final_answer,
+                            ep.prompt_tokens, ep.completion_tokens, ep.llm_calls])
+    path.write_bytes(gzip.compress(text.getvalue().encode(), mtime=0))
+    return path
 
 
 def parity(store_path: Path, n: int, runs: Path, every: dict[str, dict[str, Any]]) -> None:

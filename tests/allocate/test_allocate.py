@@ -228,7 +228,7 @@ def test_runs_of_one_method_at_other_options_are_rows_of_their_own(trained, tmp_
                      "--out", str(tmp_path / name)) == 0
     labels = sorted(r.label for r in load_runs([tmp_path]))
     assert labels == ["early-stopping-sc [esc_window=2]", "early-stopping-sc [esc_window=3]",
-                      "mpdf-allocate [three] [stop_at=0.9]", "mpdf-allocate [three] [stop_at=default]"]
+                      "mpdf-allocate [three, stop_at=0.9]", "mpdf-allocate [three, stop_at=default]"]
 
 
 @TRAIN

@@ -5,6 +5,9 @@ the scripted backend mean nothing)."""
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import json
 import shutil
 import subprocess
@@ -87,6 +90,7 @@ def test_prepare_then_compare(tmp_path):
     assert f"| allocate | self-consistency-6 | pooled | 6 | {both[0]:.1f}% / {both[1]:.1f}% | " in \
         (tmp_path / "cmp" / "analysis.md").read_text()
     assert (tmp_path / "cmp" / "curve.png").stat().st_size > 0
+    episodes_table(tmp_path / "cmp", analysis["points"]["allocate"])
     config = json.loads((tmp_path / "cmp" / "runs" / "math-test" / "allocate" / "config.json").read_text())
     assert not Path(config["trees"]).is_absolute() and (REPO / config["trees"]).resolve() == tmp_path / "math-test"
     assert config["command"].startswith("python experiments/allocation_compare.py --stores ")
@@ -100,6 +104,18 @@ def test_prepare_then_compare(tmp_path):
            "registered.json"), "--out", str(tmp_path / "cmp"), "--questions", "3", "3",
            fails="otherwise than the allocator's offline simulation")
     assert not (tmp_path / "cmp" / "runs" / "parity.json").exists()  # the analysis refuses these runs now
+
+
+def episodes_table(out: Path, allocate: dict) -> None:
+    """episodes.csv.gz holds a line per run and question, and the allocator's lines give the analysis's accuracy
+    and tokens a question."""
+    table = list(csv.DictReader(io.StringIO(gzip.decompress((out / "episodes.csv.gz").read_bytes()).decode())))
+    assert len(table) == 3 * len(list((out / "runs").glob("*/*/episodes.jsonl")))
+    rows = [r for r in table if r["arm"] == "allocate"]
+    assert sorted(r["store"] for r in rows) == ["gsm8k-test"] * 3 + ["math-test"] * 3
+    assert abs(sum(int(r["correct"]) for r in rows) / 6 - allocate["accuracy"]) < 1e-9
+    spent = sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in rows) / 6
+    assert abs(spent - allocate["tokens"]) < 1e-9
 
 
 def refused_runs(runs: Path, analyse: tuple[str, ...], out: Path) -> None:

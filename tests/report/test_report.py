@@ -312,7 +312,7 @@ def test_runs_of_two_checkpoints_with_one_name_get_two_rows(tmp_path):
             execute(RunSpec(method="mpdf", benchmark="gsm8k", limit=1, backend="scripted",
                             policy=str(tmp_path / name / "policy.pt")), str(tmp_path / "runs" / name), progress=False)
     labels = [r.label for r in run_results.load_runs([tmp_path / "runs"])]
-    assert len(set(labels)) == 2 and all(label.startswith("mpdf [policy] [sha256:") for label in labels)
+    assert len(set(labels)) == 2 and all(label.startswith("mpdf [policy, sha256:") for label in labels)
     assert len(tables.table(run_results.load_runs([tmp_path / "runs"])).rows) == 2
     alone = run_results.load_runs([tmp_path / "runs" / "a"])
     assert [r.label for r in alone] == ["mpdf [policy]"]  # no hash when nothing would pool

@@ -207,8 +207,15 @@ def _split_label(results: Sequence[RunResult], key: Callable[[RunResult], Hashab
     seen: dict[str, set] = {}
     for r in results:
         seen.setdefault(r.label, set()).add(key(r))
-    return [replace(r, label=f"{r.label} [{mark(r, seen[r.label])}]") if len(seen[r.label]) > 1 else r
+    return [replace(r, label=marked(r.label, mark(r, seen[r.label]))) if len(seen[r.label]) > 1 else r
             for r in results]
+
+
+def marked(label: str, mark: str) -> str:
+    """``label`` with ``mark`` added inside its bracketed group (``mpdf [policy, stop_at=0.9]``), or in a new
+    one: a label holds one group, since markdown reads two in a row (``[policy] [stop_at=0.9]``) as a reference
+    link, and a site build warns of it."""
+    return f"{label[:-1]}, {mark}]" if label.endswith("]") else f"{label} [{mark}]"
 
 
 def _differing(engine: tuple[tuple[str, str], ...], others: set[tuple[tuple[str, str], ...]]) -> str:
@@ -282,7 +289,7 @@ def _default_label(method: str, policy: str | None) -> str:
 def _label(label: str, policy_used: str) -> str:
     """``label``, marked when mpdf ran its documented rule because no trained policy existed, so such a row
     is never read (or pooled) as the learned policy."""
-    return f"{label} [{policy_used}]" if policy_used.startswith("rule:") else label
+    return marked(label, policy_used) if policy_used.startswith("rule:") else label
 
 
 def _summary(path: Path) -> Summary:
