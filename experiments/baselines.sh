@@ -32,9 +32,10 @@
 # Environment (defaults: the committed experiment): STORES (folder of gsm8k-test, math-test),
 # OUT (docs/results/baselines), QUESTIONS ("100 50": GSM8K, MATH), TRAIN_LIMIT ("100 50"), ENGINE_ARGS (the backend,
 # model and threads of the optimisations; the replays use each store's own), CACHE (the optimisations' response
-# cache), SAMPLES (self-consistency's largest k; default: the round-0 samples every question of a store holds),
-# STAGE ("all"; "optimise": only the graphs, which touch no store, so that they can run while a store's build
-# is stopped and the rest later).
+# cache; default OUT/graphs/responses.sqlite, committed, so that a rerun replays what was generated), SAMPLES
+# (self-consistency's largest k; default: the round-0 samples every question of a store holds), STAGE ("all";
+# "optimise": only the graphs, which touch no store, so that they can run while a store's build is stopped and
+# the rest later).
 set -euo pipefail
 ITERATIONS=${1:-15}
 M=qwen2.5-coder-1.5b
@@ -49,7 +50,7 @@ print(' '.join([b.method, '--rounds', str(b.rounds), *t]))" "$(dirname "$0")/../
 rule=${best[0]}
 read -r -a model <<< "${ENGINE_ARGS:---model $M --backend-opt n_threads=2}"
 engine=(--agents 3 --temperature 0.7 --seed 0 --max-tokens 1024 "${model[@]}")
-engine+=(--cache "${CACHE:-runs/baselines-$M.sqlite}" --concurrency 3)
+engine+=(--cache "${CACHE:-$OUT/graphs/responses.sqlite}" --concurrency 3)
 [ -n "${N_MATH:-}" ] && [ -n "${TRAIN_MATH:-}" ] || { echo "error: QUESTIONS and TRAIN_LIMIT take two counts," \
   "GSM8K's and MATH's (e.g. TRAIN_LIMIT=\"100 50\")" >&2; exit 2; }
 # AgentPrune's Programming Expert and AFlow's Programmer run model-written code: refused now, not hours in
