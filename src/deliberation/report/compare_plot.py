@@ -10,6 +10,7 @@ adaptive sampling and CISC included, so the strongest simple alternatives sit in
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -43,8 +44,22 @@ def paired_plot(paired: Sequence[Paired], path: Path,
     ax.axvline(1, color="grey", linewidth=0.8, linestyle=":")
     ax.set(xlabel="tokens per question, ratio to the reference", ylabel="accuracy difference (points)")
     ax.set_title(f"paired against {points[0].reference}\n(n = {points[0].n}, 95% paired bootstrap)", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: many arms, no point hidden
+    legend_beside(ax)
     return save_figure(fig, path, name)
+
+
+LEGEND_ROWS = 22
+"""Entries a column of the paired figure's legend holds: about as many as its panel's height shows at size 7."""
+
+
+def legend_beside(ax: Any) -> None:
+    """The legend right of the panel (outside it: with many arms, no point hidden), in as many columns as keep it
+    within the panel's height, the figure widened by the legend's width: in one column the legend of a report of
+    every operating point (60 arms) ran off the bottom and the right edge of the canvas."""
+    entries = len(ax.get_legend_handles_labels()[0])
+    legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncols=math.ceil(entries / LEGEND_ROWS))
+    fig = ax.get_figure()
+    fig.set_figwidth(fig.get_figwidth() + legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi)
 
 
 def _point(ax: Any, p: Paired, **style: Any) -> None:
