@@ -100,7 +100,7 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
             command: str = "") -> list[Path]:
     """Replay every arm on each store's first ``questions`` (refused unless the store has built them all at the
     registered samples), each run recording the store relative to the repository root, where it runs (no
-    machine's absolute path), and ``command``; returns the descriptive report's files."""
+    machine's absolute path), and ``command``; returns the descriptive report's files and the episodes table."""
     import torch
 
     if Path.cwd().resolve() != REPO:
@@ -125,21 +125,24 @@ def compare(stores: Path, registration: Path, out: Path, questions: tuple[int, .
         parity(stores / store, n, out / "runs" / store, every)
     (out / "runs" / PARITY).write_text(json.dumps(dict(zip(STORES, questions))) + "\n")
     report = write_report([out / "runs"], out / "descriptive", reference=sampling_label(reg["reference_k"]))
-    return [*report, write_episodes(out / "runs", out / EPISODES_TABLE)]
+    return [*report, write_episodes(out / "runs", list(every), out / EPISODES_TABLE)]
 
 
-def write_episodes(runs: Path, path: Path) -> Path:
-    """Every run's episodes under ``runs`` (``<store>/<arm>``) as one gzipped CSV, a line per arm and question in
-    store, arm and run order: the answer, whether it is right, its tokens (prompt + completion, what the analysis
-    counts) and calls. Byte-identical for identical runs (the gzip header holds no time)."""
+def write_episodes(runs: Path, names: list[str], path: Path) -> Path:
+    """The episodes of the registered arms ``names`` under ``runs`` (``<store>/<arm>``, no other folder) as one
+    gzipped CSV, a line per arm and question in store, arm and question order: the answer (empty where none was
+    extracted), whether it is right, its tokens (prompt + completion, what the analysis counts) and calls. Every
+    field quoted, so an answer holding a comma, a quote or a line break reads back whole; byte-identical for
+    identical runs (the gzip header holds no time)."""
     text = io.StringIO()
-    table = csv.writer(text, lineterminator="\n")
+    table = csv.writer(text, lineterminator="\n", quoting=csv.QUOTE_ALL)
     table.writerow(["store", "arm", "example_id", "correct", "final_answer", "prompt_tokens", "completion_tokens",
                     "llm_calls"])
-    for run in sorted(p.parent for p in runs.glob(f"*/*/{EPISODES}")):
-        for ep in read_episodes(run / EPISODES):
-            table.writerow([run.parent.name, run.name, ep.example_id, int(ep.correct), ep.final_answer,
-                            ep.prompt_tokens, ep.completion_tokens, ep.llm_calls])
+    for store in STORES:
+        for name in names:
+            for ep in read_episodes(runs / store / name / EPISODES):
+                table.writerow([store, name, ep.example_id, int(ep.correct), ep.final_answer, ep.prompt_tokens,
+                                ep.completion_tokens, ep.llm_calls])
     path.write_bytes(gzip.compress(text.getvalue().encode(), mtime=0))
     return path
 

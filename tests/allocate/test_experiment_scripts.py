@@ -107,12 +107,18 @@ def test_prepare_then_compare(tmp_path):
 
 
 def episodes_table(out: Path, allocate: dict) -> None:
-    """episodes.csv.gz holds a line per run and question, and the allocator's lines give the analysis's accuracy
-    and tokens a question."""
-    table = list(csv.DictReader(io.StringIO(gzip.decompress((out / "episodes.csv.gz").read_bytes()).decode())))
+    """episodes.csv.gz holds a line per run and question, its gzip header no time (so identical runs write
+    identical bytes); the allocator's lines hold its runs' answers and give the analysis's accuracy and tokens a
+    question."""
+    packed = (out / "episodes.csv.gz").read_bytes()
+    assert packed[4:8] == bytes(4)  # gzip's MTIME field
+    table = list(csv.DictReader(io.StringIO(gzip.decompress(packed).decode(), newline="")))
     assert len(table) == 3 * len(list((out / "runs").glob("*/*/episodes.jsonl")))
     rows = [r for r in table if r["arm"] == "allocate"]
-    assert sorted(r["store"] for r in rows) == ["gsm8k-test"] * 3 + ["math-test"] * 3
+    assert [r["store"] for r in rows] == ["gsm8k-test"] * 3 + ["math-test"] * 3
+    answers = [json.loads(line)["final_answer"] or "" for store in ("gsm8k-test", "math-test")
+               for line in (out / "runs" / store / "allocate" / "episodes.jsonl").read_text().splitlines()]
+    assert [r["final_answer"] for r in rows] == answers
     assert abs(sum(int(r["correct"]) for r in rows) / 6 - allocate["accuracy"]) < 1e-9
     spent = sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in rows) / 6
     assert abs(spent - allocate["tokens"]) < 1e-9

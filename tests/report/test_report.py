@@ -410,23 +410,3 @@ def test_an_interval_end_past_its_value_by_rounding_draws_no_arm_instead_of_fail
     assert error_bar(50.0, 40.0, 70.0) == [[10.0], [20.0]]
     assert error_bar(0.0, 1e-15, 30.0) == [[0.0], [30.0]]
 
-
-def test_the_paired_legend_of_many_arms_stays_on_the_canvas(tmp_path, monkeypatch):
-    """60 arms (a report of every operating point): in one column the legend beside the panel ran off the
-    canvas's bottom and right edge; in columns, the figure widened to hold them, it stays whole and the panel
-    keeps most of its width."""
-    from deliberation.report import compare_plot
-    from deliberation.report.paired import POOLED, Paired
-
-    kept = []
-    monkeypatch.setattr(compare_plot, "save_figure", lambda fig, path, name: kept.append(fig) or
-                        plots.PlotOutcome(name, path))
-    rows = [Paired(f"cisc-logprob [agents={i}, temperature=0.{i}]", "self-consistency [agents=6]", POOLED, 20, 8,
-                   2, 2, 8, 0.5, 0.01 * i, (0.01 * i - 0.1, 0.01 * i + 0.1), 1 + 0.05 * i, (0.9, 1.1 + 0.05 * i))
-            for i in range(60)]
-    compare_plot.paired_plot(rows, tmp_path / "p.png")
-    fig = kept[0]
-    fig.draw_without_rendering()
-    legend, panel, canvas = fig.axes[0].get_legend().get_window_extent(), fig.axes[0].get_window_extent(), fig.bbox
-    assert canvas.x0 <= legend.x0 and legend.x1 <= canvas.x1 and canvas.y0 <= legend.y0 and legend.y1 <= canvas.y1
-    assert panel.width > 0.5 * 7.0 * fig.dpi

@@ -125,6 +125,19 @@ def test_the_paired_figure_gives_every_arm_and_the_sampling_curve_its_own_style(
     assert styles["always-concede"][0] != styles["self-consistency"][0]  # the demo drew both red
 
 
+def test_the_paired_legend_of_many_arms_stays_on_the_canvas_beside_the_panel(drawn, tmp_path):
+    """60 arms (a report of every operating point): in one column the legend beside the panel ran off the
+    canvas's bottom and right edge; in columns, the figure widened to hold them, it stays whole, clear of the
+    panel, and the panel keeps the figure's own width less its axis labels."""
+    rows = [paired(f"cisc-logprob [agents={i}, temperature=0.{i}]", i) for i in range(60)]
+    compare_plot.paired_plot(rows, tmp_path / "p.png")
+    fig = drawn[0]
+    fig.draw_without_rendering()
+    legend, panel, canvas = fig.axes[0].get_legend().get_window_extent(), fig.axes[0].get_window_extent(), fig.bbox
+    assert canvas.x0 <= legend.x0 and legend.x1 <= canvas.x1 and canvas.y0 <= legend.y0 and legend.y1 <= canvas.y1
+    assert legend.x0 >= panel.x1 and panel.width > 0.6 * (canvas.width - legend.width)
+
+
 def test_the_training_figures_give_every_run_and_algorithm_its_own_style(drawn, tmp_path):
     def run(name: str, stage: str, scale: float, steps: int) -> TrainingRun:
         points = tuple(TrainingPoint(stage, s, 1.0 / s, 0.1, 0.5, None, 0.5 + s / 100, None) for s in range(1, steps))

@@ -48,17 +48,18 @@ def paired_plot(paired: Sequence[Paired], path: Path,
     return save_figure(fig, path, name)
 
 
-LEGEND_ROWS = 22
-"""Entries a column of the paired figure's legend holds: about as many as its panel's height shows at size 7."""
+LEGEND_ENTRY_PT = 7 * 2.1
+"""The height a legend entry takes at font size 7 (its text and the space between entries), in points."""
 
 
 def legend_beside(ax: Any) -> None:
     """The legend right of the panel (outside it: with many arms, no point hidden), in as many columns as keep it
     within the panel's height, the figure widened by the legend's width: in one column the legend of a report of
     every operating point (60 arms) ran off the bottom and the right edge of the canvas."""
-    entries = len(ax.get_legend_handles_labels()[0])
-    legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncols=math.ceil(entries / LEGEND_ROWS))
     fig = ax.get_figure()
+    rows = max(1, int(fig.get_figheight() * 72 / LEGEND_ENTRY_PT))  # 22 in the paired figure's 4.6 inches
+    columns = math.ceil(len(ax.get_legend_handles_labels()[0]) / rows)
+    legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncols=columns)
     fig.set_figwidth(fig.get_figwidth() + legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi)
 
 

@@ -202,8 +202,8 @@ def split_models(results: Sequence[RunResult]) -> list[RunResult]:
 
 def _split_label(results: Sequence[RunResult], key: Callable[[RunResult], Hashable],
                  mark: Callable[[RunResult, set], str]) -> list[RunResult]:
-    """Append ``[mark(run, keys seen under its label)]`` to the label of every run whose label is shared by
-    runs with other ``key`` values; runs whose label has one key keep it."""
+    """Mark (``marked``) with ``mark(run, keys seen under its label)`` the label of every run whose label is
+    shared by runs with other ``key`` values; runs whose label has one key keep it."""
     seen: dict[str, set] = {}
     for r in results:
         seen.setdefault(r.label, set()).add(key(r))

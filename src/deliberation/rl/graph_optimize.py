@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from contextlib import closing
 from dataclasses import dataclass, replace
-from functools import cache, partial
+from functools import cache as once, partial
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Optimi
     folder = Path(out)
     asked = {**spec.record(VERSION, sorted({e.id for e in _order(examples, spec)[: spec.steps * spec.batch]})),
              "steps": spec.steps}
-    found = cache(lambda path: load_graph(str(path), spec.method))  # read once, for its record and its edges
+    found = once(lambda path: load_graph(str(path), spec.method))  # read once, for its record and its edges
     if finished_already(folder / GRAPH_FILE, "a graph", lambda path: found(path).record, asked, GRAPH_RESUME,
                         "optimise"):  # no run would take a silent one an older version wrote
         refuse_silent(found(folder / GRAPH_FILE), f"{folder / GRAPH_FILE}'s final graph")
