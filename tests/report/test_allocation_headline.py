@@ -6,23 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from markdown_tables import table_under
+
 REPO = Path(__file__).resolve().parents[2]
 ANALYSIS = REPO / "docs" / "results" / "allocation" / "analysis.md"
-
-
-def table(markdown: str, heading: str) -> list[str]:
-    """The lines of the first table under ``heading``."""
-    lines = markdown.splitlines()
-    at = lines.index(heading)
-    start = next(i for i in range(at, len(lines)) if lines[i].startswith("| "))
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("| ")), len(lines))
-    return lines[start:end]
 
 
 def registered_rows() -> list[str]:
     """The primary's row and the six secondaries' (headers dropped), as analysis.md prints them."""
     analysis = ANALYSIS.read_text()
-    rows = table(analysis, "## Primary")[2:] + table(analysis, "## Secondaries (Holm over the six)")[2:]
+    rows = [*table_under(analysis, "## Primary".__eq__)[2:],
+            *table_under(analysis, "## Secondaries (Holm over the six)".__eq__)[2:]]
     assert len(rows) == 7, rows
     return rows
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from deliberation.report.paired import POOLED
 
 from looks.sequential import BOUNDARIES
+from markdown_tables import table_under
 
 REPO = Path(__file__).resolve().parents[2]
 PAIRED = REPO / "docs" / "results" / "paired"
@@ -22,11 +23,7 @@ def latest_look() -> dict:
 
 def pooled_table(markdown: str) -> list[str]:
     """The lines of a look's headline.md table under its pooled heading."""
-    lines = markdown.splitlines()
-    heading = next(i for i, line in enumerate(lines) if line.startswith(f"**{POOLED}**"))
-    start = next(i for i in range(heading, len(lines)) if lines[i].startswith("| "))
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("| ")), len(lines))
-    return lines[start:end]
+    return table_under(markdown, lambda line: line.startswith(f"**{POOLED}**"))
 
 
 def test_the_readme_table_is_the_latest_looks_pooled_table():
