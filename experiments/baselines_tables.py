@@ -13,7 +13,8 @@ OUT/pooled.md: every baseline over all the test questions (both benchmarks poole
 each on the benchmark it was found on), against the best fixed rule and against self-consistency on both sides
 of equal tokens (the most samples spending no more, the fewest spending as much), paired question by question
 (``deliberation.report.paired``, ``report.equal_tokens``). It refuses runs in which the baselines and the rule
-did not answer the same questions, or a pairing that lost any of them.
+did not answer the same questions, or a pairing that lost any of them. It ends with how often AFlow's ScEnsemble
+named none of the solutions it was shown, so that the first was taken (``protocols/aflow.py``).
 
 OUT/baselines.png: the same pooled rows, and self-consistency's curve over every k, as paired differences to
 the best rule against their token ratio to it, with paired bootstrap intervals (``report.compare_plot``).
@@ -23,15 +24,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from deliberation.policy.shipped import content_hash
+from deliberation.protocols.aflow import letter_of
+from deliberation.protocols.designs import load_graph
+from deliberation.protocols.graph import reaches
+from deliberation.protocols.workflow import TRANSFERRED as WORKFLOWS, ensemble_calls
 from deliberation.report.compare_plot import paired_plot
 from deliberation.report.equal_tokens import at_equal_tokens, sampling_runs
-from deliberation.report.loading import RunResult, discover, load_results, sampling_label
+from deliberation.report.loading import RunResult, discover, load_results, read_episodes, sampling_label
 from deliberation.report.paired import POOLED, Paired, compare, outcomes
 from deliberation.runs.tune_rules import read_best_rule
 
@@ -49,6 +55,8 @@ NOT_OPTIMISED = {"php": ("0 (nothing is optimised)", "0"), "aflow-gsm8k": (TRANS
                  "aflow-math": (TRANSFERRED, "unknown")}
 """The methods run without an optimisation of ours: what their optimisation cost in all and a test question
 (AFlow's: not zero, but not ours to count)."""
+FINAL_HEADER = ("| method | benchmark | spatial edges kept | temporal edges kept | edges pruned | edge probabilities "
+                "(min-max) | agents its answer depends on |\n|---|---|---|---|---:|---|---|\n")
 HEADER = ("| method | benchmark | graph | training questions | steps | graph runs | optimisation tokens | "
           "per test question (n) | run tokens per test question | accuracy |\n"
           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -79,6 +87,29 @@ def graph_row(path: Path, runs: dict[tuple[str, str], dict[str, Any]]) -> str:
             f"{spent['graph_runs']} | {total:,} | {amortised} | {used} |\n")
 
 
+def final_row(path: Path) -> str:
+    """The row of one optimised graph's final form (``Graph.final_graphs``): the edges it keeps (agent i -> j;
+    D the decision node), how far its edge probabilities moved from the 1/2 they start at, and the agents whose
+    answer reaches its answer (GPTSwarm's decision votes over its predecessors, which read theirs; every other
+    agent is called and charged, as the reference runs every node, but changes nothing)."""
+    graph = load_graph(str(path), json.loads(path.read_text())["kind"])
+    spatial, temporal = (rounds[0].edges for rounds in graph.final_graphs())
+    n = graph.agents
+    logits = [x for x, m in zip((*graph.spatial_logits, *graph.temporal_logits),
+                                (*graph.spatial_mask, *graph.temporal_mask)) if m]
+    probs = [1 / (1 + math.exp(-x)) for x in logits]
+    pruned = len(graph.spatial_mask) + len(graph.temporal_mask) - len(logits)
+    feeding = range(n) if graph.layout.decision == "refer" else [i for i in range(n) if reaches(spatial, i, n)]
+    return (f"| {graph.kind} | {graph.record['questions']['benchmark']} | {edges_cell(spatial, n)} | "
+            f"{edges_cell(temporal, n) if graph.temporal else '-'} | {pruned} | {min(probs):.2f}-{max(probs):.2f} | "
+            f"{', '.join(map(str, feeding)) or 'none'} of {n} |\n")
+
+
+def edges_cell(edges: tuple[tuple[int, int], ...], agents: int) -> str:
+    """``edges`` as "i->j", node ``agents`` (the decision node) as D."""
+    return ", ".join(f"{a}->{'D' if b == agents else b}" for a, b in edges) or "none"
+
+
 def run_cells(run: dict[str, Any]) -> str:
     """The cells of what a method's run spent a test question and its accuracy there."""
     return f"{run['tokens_per_question']:,.0f} | {100 * run['accuracy']:.1f}%"
@@ -93,9 +124,16 @@ def table(out: Path) -> str:
     if not rows:
         raise SystemExit(f"error: no graph under {out / 'graphs'} and no run of {', '.join(NOT_OPTIMISED)} under "
                          f"{out / 'runs'}; run experiments/baselines.sh first")
+    finals = [final_row(p) for p in sorted((out / "graphs").glob("*/graph.json"))]
     return ("# Optimisation tokens\n\nTokens are prompt plus completion tokens, as everywhere in these results; "
             "an optimisation's tokens are spent once, on training questions, and amortised here over the test "
-            "questions its method answered.\n\n" + HEADER + "".join(rows))
+            "questions its method answered.\n\n" + HEADER + "".join(rows)
+            + ("\n## The final graphs\n\nThe graph each method then runs on every test question: the edges it keeps "
+               "(agent i -> agent j, D the decision node; AgentPrune's decision agent reads every agent), the "
+               "edges pruned, how far the learned edge probabilities moved from the 1/2 they start at (an edge is "
+               "kept above 1/2, unless it would close a cycle), and the agents whose answers reach the team's "
+               "answer: the others are called, and their tokens counted, but change nothing, as in the "
+               "reference, which runs every node.\n\n" + FINAL_HEADER + "".join(finals) if finals else ""))
 
 
 def arms(results: list[RunResult], rule: str) -> tuple[dict[str, dict], dict[str, tuple[float, float]]]:
@@ -221,7 +259,22 @@ def pooled(out: Path) -> str:
             f"the next k up {sides} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|\n"
             + "".join(rows)
             + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens ({spent[rule][1]:,.0f} "
-              f"generated) and {spent[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n")
+              f"generated) and {spent[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n" + unread_letters(out))
+
+
+def unread_letters(out: Path) -> str:
+    """How often, in each run of an AFlow workflow under OUT/runs, its ScEnsemble's reply named none of the
+    solutions it was shown (the first was then taken, as ``protocols/aflow.py`` says): a count the reader needs
+    to tell the ensemble's choice from the first sample's."""
+    counts = []
+    for path in sorted((out / "runs").glob("*/aflow-*/episodes.jsonl")):
+        workflow = WORKFLOWS[path.parent.name.removeprefix("aflow-")]
+        replies = [(e.turns[k].text, shown) for e in read_episodes(path)
+                   for k, shown in ensemble_calls(workflow, len(e.turns))]
+        unread = sum(letter_of(text, shown) is None for text, shown in replies)
+        counts.append(f"{path.parent.parent.name}/{path.parent.name}: {unread} of {len(replies)}")
+    return f"\nAFlow's ScEnsemble named none of the solutions it was shown, and the first was taken, in " \
+           f"{'; '.join(counts)} calls.\n" if counts else ""
 
 
 def main(argv: list[str]) -> int:

@@ -62,8 +62,9 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     references = {p["reference"] for p in paired}
     assert any(r.startswith("agreement-resample") for r in references) and "self-consistency at equal tokens" in \
         " ".join(references)
-    table = (out / "optimisation.md").read_text()
+    table, finals = (out / "optimisation.md").read_text().split("## The final graphs")
     assert table.count("| gptswarm |") == 2 and table.count("| agentprune |") == 2 and "| php |" in table
+    assert finals.count("| gptswarm |") == 2 and finals.count("| agentprune |") == 2  # every graph's final form
     assert "| 0 (nothing is optimised) | 0 (3) |" in table and "| unknown (2) |" in table  # AFlow's: not ours
     graph = json.loads((out / "graphs" / "gptswarm-gsm8k" / "graph.json").read_text())
     spent = graph["record"]["tokens"]

@@ -5,6 +5,7 @@ the reference's does; the GSM8K workflow returns the program's output, else (emp
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 import pytest
@@ -12,8 +13,9 @@ import pytest
 from deliberation.benchmarks import get
 from deliberation.config import EngineConfig
 from deliberation.methods import run_method
-from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM
+from deliberation.protocols.aflow import ENSEMBLE, NO_CODE, PROGRAM, letter_of
 from deliberation.protocols.program import program_of, run_solve
+from deliberation.protocols.workflow import TRANSFERRED, ensemble_calls
 from deliberation.types import Completion, Example, GenerationRequest
 
 EXAMPLE = Example("q1", "What is 6 times 7?", "42")
@@ -108,3 +110,33 @@ def test_an_unreadable_letter_chooses_the_first_solution():
     backend = ByOperator(solutions, "Z", [EMPTY])  # Z names no solution
     assert run(backend).final_answer == "41"
 
+
+
+@pytest.mark.parametrize("reply, index", [
+    ("Most say 42.\nLetter: C", 2), ("**Letter:** B", 1), ("letter: (b)", 1), ("Letter: `D`", 3),
+    ("Letter: Solution B", 1), ("The letter is E.", 4), ("Letter: A\n...on reflection, Letter: C", 2),
+    ("Letter: C\nLetter: Z", 2),  # Z names no solution: the last letter that does
+])
+def test_the_ensembles_letter_is_read_however_the_model_writes_it(reply, index):
+    assert letter_of(reply, 5) == index
+
+
+@pytest.mark.parametrize("reply", ["X the letter of a solution holding that answer", "Letter: Z", "no verdict"])
+def test_a_reply_naming_no_solution_has_no_letter(reply):
+    assert letter_of(reply, 5) is None
+
+
+@pytest.mark.parametrize("value, shown", [("1e16", "10000000000000000"), ("2e-6", "0.000002"), ("0.5", "0.5"),
+                                          ("'ten'", "ten")])
+def test_a_programs_value_is_never_shown_in_exponent_notation(value, shown):
+    assert run_solve(f"def solve():\n    return {value}\n") == (True, shown)
+
+
+@pytest.mark.parametrize("bench, programs", [("gsm8k", [GOOD]), ("gsm8k", [BROKEN] * 3), ("math", [GOOD]),
+                                             ("math", [BROKEN, BROKEN, GOOD]), ("math", ["no code"])])
+def test_the_ensembles_call_is_placed_among_the_turns_however_many_tries_the_programmer_took(bench, programs):
+    backend = ByOperator(solutions, "B", programs)
+    episode = run(backend, f"aflow-{bench}")
+    asked = [k for k, p in enumerate(backend.prompts) if p.startswith(ENSEMBLE)]
+    shown = len(re.findall(r"^[A-Z]\. ", backend.prompts[asked[0]], re.MULTILINE))  # the solutions, lettered
+    assert ensemble_calls(TRANSFERRED[bench], len(episode.turns)) == [(asked[0], shown)] and len(asked) == 1

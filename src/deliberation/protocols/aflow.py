@@ -14,10 +14,10 @@ Operators (one LLM call each, through the engine, seeded as call k of the questi
 
 Departures: prompts paraphrased, and the problem is shown as this project shows every method (with its answer
 format); sampling at the run's temperature (AFlow's executor decodes at temperature 0); ScEnsemble's letter is
-read from free text (AFlow asks for an XML field); the code is the reply's last fenced block (the prompt asks
-for one; the reference's formatter also reads code outside a fence); a float ``solve()``
-returns is shown rounded to 6 decimals (``7.000000000000001`` as ``7.0``), because this project scores a
-number exactly and AFlow's scorer allows a difference of 1e-6.
+read from free text, however the model writes its letter line (AFlow asks for an XML field); the code is the
+reply's last fenced block (the prompt asks for one; the reference's formatter also reads code outside a fence);
+a float ``solve()`` returns is shown rounded to 6 decimals (``7.000000000000001`` as ``7.0``), because this
+project scores a number exactly and AFlow's scorer allows a difference of 1e-6.
 """
 
 from __future__ import annotations
@@ -52,7 +52,16 @@ ATTEMPTS = 3
 """Programmer's tries (the reference's)."""
 NO_CODE = "No code generated"
 """Programmer's output when a reply holds no code (the reference's words; it stops there)."""
-_LETTER = re.compile(r"Letter:\s*\**\(?([A-Z])\b")
+_LETTER = re.compile(r"\bletter\b\W*(?:is\W+)?(?:solution\W*)?([a-z])\b", re.IGNORECASE)
+"""The letter line as models write it: ``Letter: B``, ``**Letter:** B``, ``letter: (b)``, ``Letter: `B` ``,
+``Letter: Solution B``, ``The letter is B``."""
+
+
+def letter_of(reply: str, count: int) -> int | None:
+    """The index of the solution the ensemble's ``reply`` names among ``count`` (its last letter line naming
+    one of them), or None when it names none."""
+    named = [ord(a.upper()) - ord("A") for a in _LETTER.findall(reply)]
+    return next((i for i in reversed(named) if 0 <= i < count), None)
 
 
 @dataclass
@@ -81,8 +90,7 @@ class Calls:
         listed = "\n\n".join(f"{letter}. {s}" for letter, s in zip(letters, solutions))
         reply = self.ask(f"{ENSEMBLE}Question:\n{self.ctx.question}\n\nSolutions:\n{listed}", RequestKind.UPDATE,
                          tuple(solutions))
-        found = [a for a in _LETTER.findall(reply) if a in letters]
-        return solutions[letters.index(found[-1])] if found else solutions[0]
+        return solutions[letter_of(reply, len(solutions)) or 0]
 
     def programmer(self, analysis: str = "None") -> str:
         feedback, output = "", ""

@@ -10,10 +10,15 @@ import re
 _CODE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 """A fenced block untagged or tagged as Python in any of the ways models write it (py, Python, python3)."""
 OUTPUT_MARK = "__program_output__"
-_SHOW = ("_value = solve()\nprint({mark!r} + (repr(round(float(_value), 6)) if type(_value).__name__.startswith("
-         "'float') else str(_value)))")
+_SHOW = ("_value = solve()\n_shown = str(_value)\n"
+         "if type(_value).__name__.startswith('float'):\n"
+         "    _shown = repr(round(float(_value), 6))\n"
+         "    if 'e' in _shown:\n"
+         "        _shown = format(round(float(_value), 6), 'f').rstrip('0').rstrip('.')\n"
+         "print({mark!r} + _shown)")
 """What runs after the model's code: its ``solve()``'s value as text, a float rounded to 6 decimals (this
-project scores a number exactly; ``7.000000000000001`` is shown as ``7.0``)."""
+project scores a number exactly; ``7.000000000000001`` is shown as ``7.0``) and never in exponent notation
+(``1e+16`` would be read as 16)."""
 
 
 def program_of(reply: str) -> str | None:

@@ -150,6 +150,34 @@ def run(workflow: Workflow, calls: Calls) -> str:
     return next((_text(values[a]) for a in workflow.answer if _text(values[a]).strip()), "")
 
 
+def ensemble_calls(workflow: Workflow, calls: int) -> list[tuple[int, int]]:
+    """(position among a run's ``calls``, solutions shown) of each ScEnsemble call that can be placed without
+    knowing how many tries a Programmer took (1 to ``ATTEMPTS``): those before its first programmer step,
+    counted from the start, and those after its last, counted from the end. The transferred workflows' are
+    all placed, so their runs' episodes (one turn a call) tell how often the ensemble's reply named no solution."""
+    sizes: dict[str, int] = {}
+    steps = []
+    for s in workflow.steps:
+        shown = sum(sizes.get(v, 1) for v in s.sources) if s.op == "sc_ensemble" else 0
+        steps.append((s.op, ATTEMPTS if s.op == "programmer" else s.n if s.op == "custom" else 1, shown))
+        sizes[s.out] = s.n if s.op == "custom" else 1
+    found = set(_placed(steps)) | {(calls - 1 - k, n) for k, n in _placed(steps[::-1])}
+    return sorted(found)
+
+
+def _placed(steps: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """(calls before it, solutions shown) of each ensemble among (op, calls, shown) ``steps`` before the first
+    programmer."""
+    placed, at = [], 0
+    for op, size, shown in steps:
+        if op == "programmer":
+            break
+        if op == "sc_ensemble":
+            placed.append((at, shown))
+        at += size
+    return placed
+
+
 def _texts(value: str | list[str]) -> list[str]:
     return value if isinstance(value, list) else [value]
 
