@@ -14,7 +14,8 @@ each on the benchmark it was found on), against the best fixed rule and against 
 of equal tokens (the most samples spending no more, the fewest spending as much), paired question by question
 (``deliberation.report.paired``, ``report.equal_tokens``). It refuses runs in which the baselines and the rule
 did not answer the same questions, or a pairing that lost any of them. It ends with how often AFlow's ScEnsemble
-named none of the solutions it was shown, so that the first was taken (``protocols/aflow.py``).
+named none of the solutions it was shown, so that the first was taken, and how often its Programmer ran no
+program (``protocols/aflow.py``).
 
 OUT/baselines.png: the same pooled rows, and self-consistency's curve over every k, as paired differences to
 the best rule against their token ratio to it, with paired bootstrap intervals (``report.compare_plot``).
@@ -31,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from deliberation.policy.shipped import content_hash
-from deliberation.protocols.aflow import letter_of
+from deliberation.protocols.aflow import ATTEMPTS, NO_CODE, letter_of
 from deliberation.protocols.designs import load_graph
 from deliberation.protocols.graph import reaches
-from deliberation.protocols.workflow import TRANSFERRED as WORKFLOWS, ensemble_calls
+from deliberation.protocols.program import program_of, run_solve
+from deliberation.protocols.workflow import TRANSFERRED as WORKFLOWS, ensemble_calls, programmer_calls
 from deliberation.report.compare_plot import paired_plot
 from deliberation.report.equal_tokens import at_equal_tokens, sampling_runs
 from deliberation.report.loading import RunResult, discover, load_results, read_episodes, sampling_label
@@ -259,22 +261,40 @@ def pooled(out: Path) -> str:
             f"the next k up {sides} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|\n"
             + "".join(rows)
             + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens ({spent[rule][1]:,.0f} "
-              f"generated) and {spent[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n" + unread_letters(out))
+              f"generated) and {spent[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n" + aflow_notes(out))
 
 
-def unread_letters(out: Path) -> str:
-    """How often, in each run of an AFlow workflow under OUT/runs, its ScEnsemble's reply named none of the
-    solutions it was shown (the first was then taken, as ``protocols/aflow.py`` says): a count the reader needs
-    to tell the ensemble's choice from the first sample's."""
-    counts = []
+def aflow_notes(out: Path) -> str:
+    """For each run of an AFlow workflow under OUT/runs: how often its ScEnsemble's reply named none of the
+    solutions it was shown (the first was then taken), and how often its Programmer wrote no code or no program
+    that ran in its tries (the workflow's output is then "No code generated" or the last error's text, as the
+    reference's is). Counts a reader needs to tell the workflow's operators from the text they fall back on."""
+    letters, programs = [], []
     for path in sorted((out / "runs").glob("*/aflow-*/episodes.jsonl")):
         workflow = WORKFLOWS[path.parent.name.removeprefix("aflow-")]
-        replies = [(e.turns[k].text, shown) for e in read_episodes(path)
-                   for k, shown in ensemble_calls(workflow, len(e.turns))]
-        unread = sum(letter_of(text, shown) is None for text, shown in replies)
-        counts.append(f"{path.parent.parent.name}/{path.parent.name}: {unread} of {len(replies)}")
-    return f"\nAFlow's ScEnsemble named none of the solutions it was shown, and the first was taken, in " \
-           f"{'; '.join(counts)} calls.\n" if counts else ""
+        name = f"{path.parent.parent.name}/{path.parent.name}"
+        episodes = read_episodes(path)
+        replies = [(e.turns[k].text, shown) for e in episodes for k, shown in ensemble_calls(workflow, len(e.turns))]
+        letters.append(f"{name}: {sum(letter_of(t, n) is None for t, n in replies)} of {len(replies)}")
+        tries = [[e.turns[k].text for k in programmer_calls(workflow, len(e.turns)) or ()] for e in episodes]
+        ends = [programmer_end(t) for t in tries if t]
+        programs.append(f"{name}: {ends.count('no code')} and {ends.count('failed')} of {len(ends)}")
+    if not letters:
+        return ""
+    return (f"\nAFlow's ScEnsemble named none of the solutions it was shown, and the first was taken, in "
+            f"{'; '.join(letters)} calls. Its Programmer wrote no code, or no program that ran in {ATTEMPTS} tries, in "
+            f"{'; '.join(programs)} questions (its output is then \"{NO_CODE}\" or the last error's text, as the "
+            f"reference's is).\n")
+
+
+def programmer_end(tries: list[str]) -> str:
+    """How a Programmer's ``tries`` (its replies, in order) ended: "no code" (the last held none), "ran" (it
+    stopped early, so the last program ran; or the last of all its tries runs again here, in the sandbox) or
+    "failed"."""
+    code = program_of(tries[-1])
+    if code is None:
+        return "no code"
+    return "ran" if len(tries) < ATTEMPTS or run_solve(code)[0] else "failed"
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,7 @@
 """The baselines' tables (experiments/baselines_tables.py) on inputs whose answer is known: optimisation.md's
 table of the final graphs (the edges a learned graph keeps, the edges pruned, how far its probabilities moved,
-which agents its answer depends on) and pooled.md's count of AFlow ensembles whose reply named no solution."""
+which agents its answer depends on) and pooled.md's counts of AFlow ensembles whose reply named no solution
+and of Programmers that ran no program."""
 
 from __future__ import annotations
 
@@ -50,32 +51,39 @@ def test_agentprunes_pruned_edges_are_counted_and_its_decision_reads_every_agent
     assert cells[5] == "0.50-0.88" and cells[6] == "0, 1, 2 of 3"
 
 
-class Ensembles:
-    """Names ``letter`` in an ensemble call's reply, returns 6*7 from a program, solves otherwise."""
+GOOD = "```python\ndef solve():\n    return 6 * 7\n```"
+BROKEN = "```python\ndef solve():\n    return 6 * undefined_name\n```"
+
+
+class Operators:
+    """Names ``letter`` in an ensemble call's reply, writes the next of ``programs`` when asked for a program,
+    solves otherwise."""
 
     name, model, supports_logprobs, cache_scope = "ops", "m", False, "m"
 
-    def __init__(self, letter: str) -> None:
-        self.letter = letter
+    def __init__(self, letter: str, programs: Sequence[str]) -> None:
+        self.letter, self.programs = letter, list(programs)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         def reply(text: str) -> str:
             if text.startswith(ENSEMBLE):
                 return f"They agree.\nLetter: {self.letter}"
-            return "```python\ndef solve():\n    return 6 * 7\n```" if text.startswith(PROGRAM) else "It is 42."
+            return self.programs.pop(0) if text.startswith(PROGRAM) else "It is 42."
         return [Completion(reply(r.messages[-1].content), 50, 20) for r in requests]
 
 
-def test_ensembles_naming_no_solution_are_counted_per_run(tmp_path):
-    letters = {"gsm8k": "BZZ", "math": "DE"}  # GSM8K shows 5 solutions (Z none), MATH 4 (E none)
-    for bench, named in letters.items():
+def test_ensembles_naming_no_solution_and_programmers_running_none_are_counted_per_run(tmp_path):
+    runs = {"gsm8k": [("B", [GOOD]), ("Z", [BROKEN, GOOD]), ("Z", ["no code"])],  # 5 solutions shown: Z none
+            "math": [("D", [BROKEN] * 3), ("E", [BROKEN, BROKEN, GOOD])]}  # 4 shown: E none
+    for bench, questions in runs.items():
         folder = tmp_path / "runs" / f"{bench}-test" / f"aflow-{bench}"
         folder.mkdir(parents=True)
-        episodes = [run_method(f"aflow-{bench}", Example(f"q{i}", "What is 6 times 7?", "42"), Ensembles(letter),
-                               bench, EngineConfig()) for i, letter in enumerate(named)]
+        episodes = [run_method(f"aflow-{bench}", Example(f"q{i}", "What is 6 times 7?", "42"),
+                               Operators(letter, programs), bench, EngineConfig())
+                    for i, (letter, programs) in enumerate(questions)]
         (folder / "episodes.jsonl").write_text("".join(json.dumps(to_json(e)) + "\n" for e in episodes))
     with script("experiments/baselines_tables.py") as tables:
-        note = tables.unread_letters(tmp_path)
-    assert "gsm8k-test/aflow-gsm8k: 2 of 3; math-test/aflow-math: 1 of 2 calls." in note
-    with script("experiments/baselines_tables.py") as tables:
-        assert tables.unread_letters(tmp_path / "nothing") == ""  # no AFlow run: no sentence
+        note = tables.aflow_notes(tmp_path)
+        assert tables.aflow_notes(tmp_path / "nothing") == ""  # no AFlow run: no sentence
+    assert "in gsm8k-test/aflow-gsm8k: 2 of 3; math-test/aflow-math: 1 of 2 calls." in note
+    assert "in gsm8k-test/aflow-gsm8k: 1 and 0 of 3; math-test/aflow-math: 0 and 1 of 2 questions" in note

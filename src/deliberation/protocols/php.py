@@ -6,7 +6,8 @@ is asked again with every earlier answer, oldest first and repeats kept, appende
 (before the answer-format instruction) as " (Hint: The answer is near to A1, A2, ...)." until the newest
 answer equals the one before it; that answer is the team's. A hint is the answer as the response states it
 (MATH: the LaTeX of its last ``\boxed{}``), as the reference hints its cleaned answer strings; agreement
-compares voting keys. Interaction k is seeded as round k of agent 0.
+compares voting keys. A MATH answer holding a comma (a pair, an interval) reads ambiguously among the
+comma-separated hints, as it does in the reference. Interaction k is seeded as round k of agent 0.
 
 Departures, each for a reason:
 1. A cap (``--php-max-calls``, default 10): the reference loop has none (``while True``). The paper's Table

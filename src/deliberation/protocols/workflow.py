@@ -109,7 +109,7 @@ def parse(raw: Any) -> Workflow:
     answer = tuple(str(a) for a in raw["answer"])
     if not answer or any(a not in defined for a in answer):
         raise ValueError(f"answer names {answer}, not all of them defined by a step")
-    calls = sum(s.n if s.op == "custom" else ATTEMPTS if s.op == "programmer" else 1 for s in steps)
+    calls = sum(map(_most_calls, steps))
     if calls > MAX_CALLS:
         raise ValueError(f"the workflow makes {calls} calls, more than {MAX_CALLS}")
     return Workflow(steps, answer)
@@ -150,6 +150,11 @@ def run(workflow: Workflow, calls: Calls) -> str:
     return next((_text(values[a]) for a in workflow.answer if _text(values[a]).strip()), "")
 
 
+def _most_calls(step: Step) -> int:
+    """The most calls ``step`` makes: a custom step its n, a programmer its tries, an ensemble one."""
+    return step.n if step.op == "custom" else ATTEMPTS if step.op == "programmer" else 1
+
+
 def ensemble_calls(workflow: Workflow, calls: int) -> list[tuple[int, int]]:
     """(position among a run's ``calls``, solutions shown) of each ScEnsemble call that can be placed without
     knowing how many tries a Programmer took (1 to ``ATTEMPTS``): those before its first programmer step,
@@ -159,7 +164,7 @@ def ensemble_calls(workflow: Workflow, calls: int) -> list[tuple[int, int]]:
     steps = []
     for s in workflow.steps:
         shown = sum(sizes.get(v, 1) for v in s.sources) if s.op == "sc_ensemble" else 0
-        steps.append((s.op, ATTEMPTS if s.op == "programmer" else s.n if s.op == "custom" else 1, shown))
+        steps.append((s.op, _most_calls(s), shown))
         sizes[s.out] = s.n if s.op == "custom" else 1
     found = set(_placed(steps)) | {(calls - 1 - k, n) for k, n in _placed(steps[::-1])}
     return sorted(found)
@@ -176,6 +181,16 @@ def _placed(steps: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
             placed.append((at, shown))
         at += size
     return placed
+
+
+def programmer_calls(workflow: Workflow, calls: int) -> range | None:
+    """The positions, among a run's ``calls``, of the tries of the workflow's Programmer, where it has one (the
+    transferred workflows do): the calls its other steps do not make. None for no or several programmers."""
+    at = [k for k, s in enumerate(workflow.steps) if s.op == "programmer"]
+    if len(at) != 1:
+        return None
+    before, after = (sum(map(_most_calls, part)) for part in (workflow.steps[:at[0]], workflow.steps[at[0] + 1:]))
+    return range(before, calls - after)
 
 
 def _texts(value: str | list[str]) -> list[str]:
