@@ -111,23 +111,32 @@ def test_an_unreadable_letter_chooses_the_first_solution():
     assert run(backend).final_answer == "41"
 
 
-
 @pytest.mark.parametrize("reply, index", [
     ("Most say 42.\nLetter: C", 2), ("**Letter:** B", 1), ("letter: (b)", 1), ("Letter: `D`", 3),
     ("Letter: Solution B", 1), ("The letter is E.", 4), ("Letter: A\n...on reflection, Letter: C", 2),
     ("Letter: C\nLetter: Z", 2),  # Z names no solution: the last letter that does
+    ("The letter I choose is B", 1), ("Letter: $\\boxed{B}$", 1), ("Letter: $\\text{C}$", 2), ("Letter: Option B", 1),
+    ("The letter of the most frequent solution is C", 2), ("final letter: c", 2), ("**Letter: D**", 3),
+    (f"{ENSEMBLE}...\nLetter: B", 1),  # the instruction echoed: its "X" names no solution shown
 ])
 def test_the_ensembles_letter_is_read_however_the_model_writes_it(reply, index):
     assert letter_of(reply, 5) == index
 
 
-@pytest.mark.parametrize("reply", ["X the letter of a solution holding that answer", "Letter: Z", "no verdict"])
+@pytest.mark.parametrize("reply", ["X the letter of a solution holding that answer", "Letter: Z", "no verdict",
+                                   "I will write the letter. A majority says 42", "Each letter a solution",
+                                   "letter, a solution", "letter: e.g. C"])
 def test_a_reply_naming_no_solution_has_no_letter(reply):
     assert letter_of(reply, 5) is None
 
 
-@pytest.mark.parametrize("value, shown", [("1e16", "10000000000000000"), ("2e-6", "0.000002"), ("0.5", "0.5"),
-                                          ("'ten'", "ten")])
+@pytest.mark.parametrize("value, shown", [
+    ("1e16", "10000000000000000"), ("2e-6", "0.000002"), ("-1e23", "-100000000000000000000000"), ("0.5", "0.5"),
+    ("__import__('decimal').Decimal('1E+16')", "10000000000000000"), ("__import__('decimal').Decimal('1E-7')",
+                                                                      "0.0000001"),
+    ("__import__('sympy').Float(1e16)", "10000000000000000"), ("__import__('sympy').Rational(1, 3)", "1/3"),
+    ("'ten'", "ten"), ("10**20", "100000000000000000000"), ("True", "True"),
+])
 def test_a_programs_value_is_never_shown_in_exponent_notation(value, shown):
     assert run_solve(f"def solve():\n    return {value}\n") == (True, shown)
 

@@ -41,6 +41,8 @@ def test_the_selection_is_afflows_soft_mixed_probability():
     ({"steps": [{"op": "shell", "out": "s"}], "answer": ["s"]}, "needs an op"),
     ({"steps": [{"op": "custom", "out": "s"}, {"op": "sc_ensemble", "out": "b", "from": []}], "answer": ["b"]},
      "needs the variables"),
+    ({"steps": [{"op": "custom", "out": "s", "n": 11}, {"op": "sc_ensemble", "out": "b", "from": ["s", "s", "s"]}],
+      "answer": ["b"]}, "each once"),  # 33 solutions from 11: letters past Z, and the prompt's "X" one of them
     ({"steps": [{"op": "custom", "out": "s", "n": 10}, {"op": "programmer", "out": "p"}], "answer": ["p"]},
      "13 calls"),  # a programmer counts its three attempts
     ({"steps": [{"op": "custom", "out": "s"}], "answer": ["t"]}, "not all of them defined"),

@@ -14,7 +14,7 @@ Operators (one LLM call each, through the engine, seeded as call k of the questi
 
 Departures: prompts paraphrased, and the problem is shown as this project shows every method (with its answer
 format); sampling at the run's temperature (AFlow's executor decodes at temperature 0); ScEnsemble's letter is
-read from free text, however the model writes its letter line (AFlow asks for an XML field); the code is the
+read from free text, from the letter line as models write it (AFlow asks for an XML field); the code is the
 reply's last fenced block (the prompt asks for one; the reference's formatter also reads code outside a fence);
 a float ``solve()`` returns is shown rounded to 6 decimals (``7.000000000000001`` as ``7.0``), because this
 project scores a number exactly and AFlow's scorer allows a difference of 1e-6.
@@ -52,15 +52,19 @@ ATTEMPTS = 3
 """Programmer's tries (the reference's)."""
 NO_CODE = "No code generated"
 """Programmer's output when a reply holds no code (the reference's words; it stops there)."""
-_LETTER = re.compile(r"\bletter\b\W*(?:is\W+)?(?:solution\W*)?([a-z])\b", re.IGNORECASE)
-"""The letter line as models write it: ``Letter: B``, ``**Letter:** B``, ``letter: (b)``, ``Letter: `B` ``,
-``Letter: Solution B``, ``The letter is B``."""
+_FILLER = (r"(?:[\s:*`'\"(\[{$\\=-]|(?i:is|the|of|my|i|choose|chosen|final|answer|most|frequent|common|consistent|"
+           r"solution|option|boxed|text|textbf|mathbf|mathrm)\b)*")
+"""What may stand between the word "letter" and the letter: markup, punctuation that does not end a sentence, and
+the words models put there ("The letter I choose is B", "Letter: Solution B", "Letter: $\\boxed{B}$")."""
+_LETTER = re.compile(r"(?i:\bletter\b)" + _FILLER + r"(?:([A-Z])\b|([a-z])\)?[ \t*`]*$)", re.MULTILINE)
+"""A letter line: a capital letter after "letter" and filler; a small one only where it ends the line ("letter:
+(b)"), so that the words of a sentence ("each letter a solution") are not read as letters."""
 
 
 def letter_of(reply: str, count: int) -> int | None:
     """The index of the solution the ensemble's ``reply`` names among ``count`` (its last letter line naming
     one of them), or None when it names none."""
-    named = [ord(a.upper()) - ord("A") for a in _LETTER.findall(reply)]
+    named = [ord((big or small).upper()) - ord("A") for big, small in _LETTER.findall(reply)]
     return next((i for i in reversed(named) if 0 <= i < count), None)
 
 

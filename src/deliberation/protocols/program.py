@@ -10,15 +10,17 @@ import re
 _CODE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 """A fenced block untagged or tagged as Python in any of the ways models write it (py, Python, python3)."""
 OUTPUT_MARK = "__program_output__"
-_SHOW = ("_value = solve()\n_shown = str(_value)\n"
-         "if type(_value).__name__.startswith('float'):\n"
-         "    _shown = repr(round(float(_value), 6))\n"
-         "    if 'e' in _shown:\n"
-         "        _shown = format(round(float(_value), 6), 'f').rstrip('0').rstrip('.')\n"
+_SHOW = ("import decimal as _decimal, re as _re\n"
+         "_value = solve()\n"
+         "_shown = repr(round(float(_value), 6)) if type(_value).__name__.startswith('float') else str(_value)\n"
+         "if _re.fullmatch(r'-?[0-9.]+[eE][-+]?[0-9]+', _shown.strip()):\n"
+         "    _shown = format(_decimal.Decimal(_shown.strip()), 'f')\n"
+         "    _shown = _shown.rstrip('0').rstrip('.') if '.' in _shown else _shown\n"
          "print({mark!r} + _shown)")
 """What runs after the model's code: its ``solve()``'s value as text, a float rounded to 6 decimals (this
-project scores a number exactly; ``7.000000000000001`` is shown as ``7.0``) and never in exponent notation
-(``1e+16`` would be read as 16)."""
+project scores a number exactly; ``7.000000000000001`` is shown as ``7.0``), and a number never in exponent
+notation, whatever its type (a float, numpy's, sympy's ``Float``, a ``Decimal``: ``1e+16`` would be read as 16).
+"""
 
 
 def program_of(reply: str) -> str | None:

@@ -13,8 +13,8 @@ workflow is a JSON object the optimiser edits instead, so that no model-written 
 - ``custom``: ``n`` calls on the instruction followed by ``input`` (items joined by newlines; ``$problem`` is
   the question, ``$name`` a variable's text, anything else itself); ``out`` holds the reply, or the list of
   replies when ``n`` > 1;
-- ``sc_ensemble``: the solution, among the variables ``from`` (texts or lists), whose answer the model says is
-  most frequent;
+- ``sc_ensemble``: the solution, among the variables ``from`` (texts or lists, each named once), whose answer
+  the model says is most frequent;
 - ``programmer``: the output of the model's ``solve()``, given the variable ``analysis`` (or none);
 - ``answer``: the first of these variables that is not empty is the team's answer.
 At most ``MAX_CALLS`` calls (AFlow bounds a graph's complexity at 10 operators; ``n`` counts each call, a
@@ -130,8 +130,8 @@ def _step(raw: Any, defined: set[str]) -> Step:
     n = raw.get("n", 1)
     if not isinstance(n, int) or not 1 <= n <= MAX_CALLS:
         raise ValueError(f"step {raw['out']!r}: n must be a whole number from 1 to {MAX_CALLS}")
-    if raw["op"] == "sc_ensemble" and not raw.get("from"):
-        raise ValueError(f"step {raw['out']!r}: sc_ensemble needs the variables it chooses from")
+    if raw["op"] == "sc_ensemble" and (not raw.get("from") or len(set(raw["from"])) < len(raw["from"])):
+        raise ValueError(f"step {raw['out']!r}: sc_ensemble needs the variables it chooses from, each once")
     return Step(raw["op"], raw["out"], str(raw.get("instruction", "")), tuple(map(str, raw.get("input", ["$problem"]))),
                 n, tuple(map(str, raw.get("from", ()))), str(raw.get("analysis", "")))
 
