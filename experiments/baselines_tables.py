@@ -34,7 +34,6 @@ from typing import Any
 from deliberation.policy.shipped import content_hash
 from deliberation.protocols.aflow import ATTEMPTS, NO_CODE, letter_of
 from deliberation.protocols.designs import load_graph
-from deliberation.protocols.graph import reaches
 from deliberation.protocols.program import program_of, run_solve
 from deliberation.protocols.workflow import TRANSFERRED as WORKFLOWS, ensemble_calls, programmer_calls
 from deliberation.report.compare_plot import paired_plot
@@ -101,10 +100,9 @@ def final_row(path: Path) -> str:
                                 (*graph.spatial_mask, *graph.temporal_mask)) if m]
     probs = [1 / (1 + math.exp(-x)) for x in logits]
     pruned = len(graph.spatial_mask) + len(graph.temporal_mask) - len(logits)
-    feeding = range(n) if graph.layout.decision == "refer" else [i for i in range(n) if reaches(spatial, i, n)]
     return (f"| {graph.kind} | {graph.record['questions']['benchmark']} | {edges_cell(spatial, n)} | "
             f"{edges_cell(temporal, n) if graph.temporal else '-'} | {pruned} | {min(probs):.2f}-{max(probs):.2f} | "
-            f"{', '.join(map(str, feeding)) or 'none'} of {n} |\n")
+            f"{', '.join(map(str, graph.deciding())) or 'none'} of {n} |\n")
 
 
 def edges_cell(edges: tuple[tuple[int, int], ...], agents: int) -> str:

@@ -23,7 +23,7 @@ from deliberation.methods.graphs import ROUNDS
 from deliberation.engine.loop import make_context
 from deliberation.engine.prompts import initial_messages
 from deliberation.engine.spec import MethodSpec
-from deliberation.protocols.designs import PROGRAMMER, ROLES, initial
+from deliberation.protocols.designs import PROGRAMMER, ROLES, idle_note, initial
 from deliberation.protocols.graph import final, low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
 from deliberation.rl.graph_optimize import GraphOptimization, _train
@@ -45,6 +45,18 @@ def test_the_final_graph_thresholds_probabilities_not_logits():
     potential = [(0, 3), (1, 3), (2, 3)]
     kept = final(potential, [0.3, -0.1, 0.6], [True, True, False]).edges
     assert kept == ((0, 3),)  # p(0.3) = 0.57 > 0.5 although 0.3 < 0.5; (2, 3) is masked
+
+
+def test_a_final_graph_whose_decision_reads_one_agent_without_peers_notes_the_agents_called_for_nothing():
+    shape = initial("gptswarm", 3, 1)  # edges 0->1, 0->2, 1->0, 1->2, 2->0, 2->1, 0->D, 1->D, 2->D
+    lone = replace(shape, spatial_logits=(0.2, -0.1, -0.8, -0.5, 0.9, -0.5, -0.1, -0.7, 0.6))  # 0->1, 2->0, 2->D
+    assert lone.deciding() == (2,) and "depends on agent(s) 2 of 3; agent(s) 0, 1 are called" in idle_note(lone)
+    chained = replace(shape, spatial_logits=(0.1, 0.4, -0.7, -0.9, 0.1, -0.4, -0.2, -0.6, 0.8))  # 0->2->D
+    assert chained.deciding() == (0, 2) and "agent(s) 1 are called" in idle_note(chained)
+    everyone = replace(shape, spatial_logits=(1.0,) * 9)
+    assert everyone.deciding() == (0, 1, 2) and idle_note(everyone) is None
+    assert idle_note(replace(shape, spatial_logits=(-1.0,) * 9)) is None  # silent: refused elsewhere, not noted
+    assert initial("agentprune", 3, 2).deciding() == (0, 1, 2)  # its decision agent reads every agent
 
 
 def test_pruning_drops_the_lowest_logits_of_the_surviving_edges():

@@ -35,7 +35,7 @@ from typing import Any
 from deliberation.config import learned_ids
 from deliberation.errors import DelibError, existing, read_object
 from deliberation.files import write_json_atomic
-from deliberation.protocols.graph import Edge, final
+from deliberation.protocols.graph import Edge, final, reaches
 from deliberation.protocols.swarm import Layout
 from deliberation.types import from_json
 
@@ -110,12 +110,19 @@ class Graph:
     def trained_on(self) -> frozenset[str]:
         return frozenset(learned_ids(self.record) if self.record else ())
 
+    def deciding(self) -> tuple[int, ...]:
+        """The agents whose answers reach the team's answer in the final graph: AgentPrune's decision agent reads
+        every agent; GPTSwarm's decision node votes over its predecessors, which read theirs (one round). Every
+        agent is called, as the references run every node, so the others spend tokens that change nothing."""
+        if self.layout.decision != "vote":
+            return tuple(range(self.agents))
+        spatial = self.final_graphs()[0][0].edges
+        return tuple(i for i in range(self.agents) if reaches(spatial, i, self.agents))
+
     def answers(self) -> bool:
         """Whether the final graph can give an answer: AgentPrune's decision agent always does; GPTSwarm's
         decision node votes over the agents with an edge into it, and an optimisation can drop them all."""
-        if self.layout.decision != "vote":
-            return True
-        return any(spatial.predecessors(self.agents) for spatial in self.final_graphs()[0])
+        return bool(self.deciding())
 
 
 def initial(kind: str, agents: int, rounds: int) -> Graph:
@@ -178,6 +185,18 @@ def _checked(graph: Graph) -> Graph:
             raise ValueError(f"a {name} mask entry is not true or false")
     learned_ids(graph.record)
     return graph
+
+
+def idle_note(graph: Graph) -> str | None:
+    """A note for a final graph some of whose agents change nothing (``Graph.deciding``), or None: they are
+    called, and charged, on every question, which a user reading its accuracy against its tokens should know."""
+    deciding = graph.deciding()
+    idle = [i for i in range(graph.agents) if i not in deciding]
+    if not idle or not deciding:
+        return None
+    return (f"the final graph's answer depends on agent(s) {', '.join(map(str, deciding))} of {graph.agents}; "
+            f"agent(s) {', '.join(map(str, idle))} are called, and their tokens counted, for nothing, as the "
+            f"reference runs every node (optimise again with more --iterations or another --seed for another graph)")
 
 
 SILENT_FIX = "optimise again, into another --out, with more --iterations or another --seed"

@@ -23,6 +23,7 @@ Defaults are each reference's budget: GPTSwarm 200 iterations of 4 questions (``
 
 from __future__ import annotations
 
+import logging
 from contextlib import closing
 from dataclasses import dataclass, replace
 from functools import cache as once, partial
@@ -42,11 +43,13 @@ from deliberation.engine.spec import MethodSpec
 from deliberation.errors import DelibError, require_at_least, require_number
 from deliberation.files import setting_up
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, finished_already
-from deliberation.protocols.designs import DESIGNS, GRAPH_FILE, Graph, initial, load_graph, refuse_silent, save_graph
+from deliberation.protocols.designs import (DESIGNS, GRAPH_FILE, Graph, idle_note, initial, load_graph, refuse_silent,
+                                           save_graph)
 from deliberation.protocols.graph import low_rank_penalty, prune, sample
 from deliberation.protocols.swarm import run_graph
 from deliberation.trees.store import TreeStore, reading_through
 
+LOG = logging.getLogger("deliberation")
 BUDGETS = {"gptswarm": 200, "agentprune": 10}
 """Iterations of each reference (see the module docstring)."""
 
@@ -125,6 +128,8 @@ def optimize(spec: GraphOptimization, out: str, progress: bool = True) -> Optimi
     refuse_silent(trained, "the optimised graph", "nothing written: optimise again with more --iterations or another "
                   "--seed (the calls made are in the response cache)")
     save_graph(folder / GRAPH_FILE, replace(trained, record={**asked, "tokens": spent}))
+    if note := idle_note(trained):
+        LOG.warning("delib: note: %s", note)
     return Optimised(folder / GRAPH_FILE, False)
 
 
