@@ -91,8 +91,7 @@ def graph_row(path: Path, runs: dict[tuple[str, str], dict[str, Any]]) -> str:
 def final_row(path: Path) -> str:
     """The row of one optimised graph's final form (``Graph.final_graphs``): the edges it keeps (agent i -> j;
     D the decision node), how far its edge probabilities moved from the 1/2 they start at, and the agents whose
-    answer reaches its answer (GPTSwarm's decision votes over its predecessors, which read theirs; every other
-    agent is called and charged, as the reference runs every node, but changes nothing)."""
+    answers reach its answer, the only ones called (``Graph.deciding``)."""
     graph = load_graph(str(path), json.loads(path.read_text())["kind"])
     spatial, temporal = (rounds[0].edges for rounds in graph.final_graphs())
     n = graph.agents
@@ -132,8 +131,8 @@ def table(out: Path) -> str:
                "(agent i -> agent j, D the decision node; AgentPrune's decision agent reads every agent), the "
                "edges pruned, how far the learned edge probabilities moved from the 1/2 they start at (an edge is "
                "kept above 1/2, unless it would close a cycle), and the agents whose answers reach the team's "
-               "answer: the others are called, and their tokens counted, but change nothing, as in the "
-               "reference, which runs every node.\n\n" + FINAL_HEADER + "".join(finals) if finals else ""))
+               "answer, the only ones called (GPTSwarm's reference runs only the nodes from which its decision "
+               "node is reachable).\n\n" + FINAL_HEADER + "".join(finals) if finals else ""))
 
 
 def arms(results: list[RunResult], rule: str) -> tuple[dict[str, dict], dict[str, tuple[float, float]]]:
@@ -161,12 +160,14 @@ def paired_cells(p: Paired) -> str:
     return f"{100 * p.accuracy_diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {p.mcnemar_p:.3g}"
 
 
-def sampling_cells(p: Paired | None, sampling: dict[str, dict], lacking: list[str]) -> str:
+def sampling_cells(p: Paired | None, sampling: dict[str, dict], lacking: list[str], above: bool) -> str:
     """A pairing with self-consistency: difference, McNemar p, k per benchmark (marked where it is the most
-    samples run) and token ratio; dashes, naming the benchmarks ``lacking`` a k on that side, where there is
-    no pooled pairing."""
+    samples run) and token ratio; dashes, naming the benchmarks ``lacking`` a k on that side (``above`` the
+    method's tokens: it spends more than every k run; below: less than one sample), where there is no pooled
+    pairing."""
     if p is None:
-        return f"- (more than every k run on {', '.join(lacking)}) | - | - | -"
+        side = "more than every k run" if above else "less than one sample"
+        return f"- ({side} on {', '.join(lacking)}) | - | - | -"
     ks = [f"{k} (most run)" if k == max(sampling[column]) else str(k) for column, k in zip(sorted(sampling),
                                                                                               p.budget or ())]
     return f"{paired_cells(p)} | k = {'/'.join(ks)} | {p.token_ratio:.2f}"
@@ -192,17 +193,16 @@ def pooled_rows(found: dict[str, dict], spent: dict[str, tuple[float, float]], s
             raise SystemExit(f"error: {name} and {rule} answered different questions ({len(found[name])} and "
                              f"{len(questions)}); finish every run of experiments/baselines.sh, then rerun this")
         vs_rule = compare(name, rule, POOLED, found[name], found[rule])
-        (below, _), (above, lacking) = (pooled_at(name, found[name], sampling, side) for side in (False, True))
-        if below is None or any(p is not None and p.n != len(questions) for p in (below, above)):
-            raise SystemExit(f"error: {name} pairs with self-consistency at equal tokens on fewer than its "
-                             f"{len(questions)} questions (a benchmark where one sample costs more than it spends, "
-                             "or a self-consistency run that lacks questions); replay every k on every question")
+        (below, short), (above, lacking) = (pooled_at(name, found[name], sampling, side) for side in (False, True))
+        if any(p is not None and p.n != len(questions) for p in (below, above)):
+            raise SystemExit(f"error: {name} pairs with self-consistency on fewer than its {len(questions)} "
+                             "questions (a self-consistency run lacks some); replay every k on every question")
         accuracy, tokens = means(found[name])
         rows.append(f"| {name} | {len(questions)} | {100 * accuracy:.1f}% | {tokens:,.0f} | {spent[name][1]:,.0f} | "
                     f"{spent[name][0]:.2f} | "
-                    f"{paired_cells(vs_rule)} | {sampling_cells(below, sampling, [])} | "
-                    f"{sampling_cells(above, sampling, lacking)} |\n")
-        comparisons += 2 + (above is not None)
+                    f"{paired_cells(vs_rule)} | {sampling_cells(below, sampling, short, False)} | "
+                    f"{sampling_cells(above, sampling, lacking, True)} |\n")
+        comparisons += 1 + (below is not None) + (above is not None)
     return rows, comparisons
 
 
@@ -241,7 +241,9 @@ def pooled(out: Path) -> str:
             "(every sample the store holds unless SAMPLES said fewer). Where a method spends more than every k run "
             "(its next k up a dash), its equal-token pairing is the most samples run, at a token ratio above 1 that "
             "favours the method: a difference above 0 there does not show it better than sampling that spends as "
-            "much (extending the stores, `delib tree --samples N`, pairs it further). "
+            "much (extending the stores, `delib tree --samples N`, pairs it further); where it spends less than "
+            "one sample on a benchmark (a graph whose answer is one agent's shorter sample), its equal-token "
+            "pairing is a dash and its next k up is k = 1. "
             "Self-consistency's vote gives a tie to the first sample's answer, so an even k adds little over the "
             "odd k below it (k = 2 answers as k = 1 does, but where the first sample has no answer): a method above "
             "the next k up is more accurate than sampling that spends as much, one below equal tokens less accurate "

@@ -2,7 +2,9 @@
 
 - ``gptswarm`` (Zhuge et al., ICML 2024): N agents and a decision node; potential edges are every ordered
   pair of agents and every agent -> decision; one round; the final graph keeps the edges of probability
-  above 1/2; the decision node votes over its predecessors' answers (its MMLU setup's majority vote).
+  above 1/2; the decision node votes over its predecessors' answers (its MMLU setup's majority vote); an
+  agent with no path to the decision node is not run, as the reference's ``Graph.run`` runs only the nodes
+  from which an output node is reachable.
   Departures: (1) an agent with predecessors sees their solutions and answers once (in the reference's MMLU
   graph an IO agent answers the question once per output it receives, ignoring the output, so an edge adds a
   call and a vote, not information; AgentPrune's re-implementation and the GSM8K ports pass the solutions, and
@@ -35,8 +37,8 @@ from typing import Any
 from deliberation.config import learned_ids
 from deliberation.errors import DelibError, existing, read_object
 from deliberation.files import write_json_atomic
-from deliberation.protocols.graph import Edge, final, reaches
-from deliberation.protocols.swarm import Layout
+from deliberation.protocols.graph import Edge, final
+from deliberation.protocols.swarm import Layout, useful
 from deliberation.types import from_json
 
 GRAPH_FORMAT = "deliberation-graph"
@@ -111,13 +113,10 @@ class Graph:
         return frozenset(learned_ids(self.record) if self.record else ())
 
     def deciding(self) -> tuple[int, ...]:
-        """The agents whose answers reach the team's answer in the final graph: AgentPrune's decision agent reads
-        every agent; GPTSwarm's decision node votes over its predecessors, which read theirs (one round). Every
-        agent is called, as the references run every node, so the others spend tokens that change nothing."""
-        if self.layout.decision != "vote":
-            return tuple(range(self.agents))
-        spatial = self.final_graphs()[0][0].edges
-        return tuple(i for i in range(self.agents) if reaches(spatial, i, self.agents))
+        """The agents whose answers reach the team's answer in the final graph (``swarm.useful``), the only ones
+        called: AgentPrune's decision agent reads every agent; GPTSwarm's decision node votes over its
+        predecessors, which read theirs, and its reference runs no other agent."""
+        return tuple(sorted(set().union(*useful(self.layout, *self.final_graphs()))))
 
     def answers(self) -> bool:
         """Whether the final graph can give an answer: AgentPrune's decision agent always does; GPTSwarm's
@@ -188,15 +187,15 @@ def _checked(graph: Graph) -> Graph:
 
 
 def idle_note(graph: Graph) -> str | None:
-    """A note for a final graph some of whose agents change nothing (``Graph.deciding``), or None: they are
-    called, and charged, on every question, which a user reading its accuracy against its tokens should know."""
+    """A note for a final graph whose answer depends on some of its agents only (``Graph.deciding``), or None:
+    the others are never called, so the method is a smaller team than the one asked for."""
     deciding = graph.deciding()
     idle = [i for i in range(graph.agents) if i not in deciding]
     if not idle or not deciding:
         return None
     return (f"the final graph's answer depends on agent(s) {', '.join(map(str, deciding))} of {graph.agents}; "
-            f"agent(s) {', '.join(map(str, idle))} are called, and their tokens counted, for nothing, as the "
-            f"reference runs every node (optimise again with more --iterations or another --seed for another graph)")
+            f"agent(s) {', '.join(map(str, idle))} reach no answer and are not called, as in the reference "
+            f"(optimise again with more --iterations or another --seed for another graph)")
 
 
 SILENT_FIX = "optimise again, into another --out, with more --iterations or another --seed"

@@ -1,7 +1,8 @@
 """A communication graph answering one question through the engine (GPTSwarm and AgentPrune).
 
 Nodes 0..N-1 are agents; GPTSwarm's decision node is node N. Each round, the agents run in topological
-order of that round's spatial edges among them, level by level (agents of one level in one batch): an
+order of that round's spatial edges among them, level by level (agents of one level in one batch), those whose
+answers can reach the team's answer only (GPTSwarm's reference skips the others; AgentPrune's reads all): an
 agent without predecessors answers the problem alone (in round 0 without a role, this is the round-0 answer
 every method sends, seeded as agent i, so a tree store serves it), one with predecessors sees their
 solutions (this round's over spatial edges, the last round's over temporal ones) and answers afresh;
@@ -27,7 +28,7 @@ from typing import Sequence
 from deliberation.engine import prompts
 from deliberation.engine.loop import AgentRecord, Context, episode_of, generate_as, record_of, turn_of
 from deliberation.engine.prompts.common import Prompt, decision, referenced
-from deliberation.protocols.graph import Edge, Realized
+from deliberation.protocols.graph import Edge, Realized, reaches
 from deliberation.protocols.php import hinted, hints_of
 from deliberation.protocols.program import program_of, run_solve
 from deliberation.types import Completion, Episode, RequestKind, Turn
@@ -81,16 +82,33 @@ def _topological(agents: int, edges: Sequence[Edge]) -> list[int]:
     return order
 
 
+def useful(layout: Layout, spatial: Sequence[Realized], temporal: Sequence[Realized]) -> list[set[int]]:
+    """Per round, the agents whose answers can reach the team's answer: the only ones run. GPTSwarm's reference
+    runs just the nodes from which its decision node is reachable (``swarm/graph/graph.py``, ``Graph.run``), so an
+    agent with no path to it is not called; AgentPrune's decision agent reads every agent, so every agent runs."""
+    n, rounds = layout.agents, len(spatial)
+    if layout.decision != "vote":
+        return [set(range(n)) for _ in range(rounds)]
+    found: list[set[int]] = [set() for _ in range(rounds)]
+    for t in reversed(range(rounds)):
+        goals = {n} if t == rounds - 1 else {s for s, d in temporal[t + 1].edges if d in found[t + 1]}
+        found[t] = {i for i in range(n) if any(reaches(spatial[t].edges, i, goal) for goal in goals)}
+    return found
+
+
 def run_graph(ctx: Context, layout: Layout, spatial: Sequence[Realized], temporal: Sequence[Realized],
               start: float | None = None) -> Episode:
-    """One episode over the graphs of each round (``spatial[t]``, ``temporal[t]``; temporal[0] unused)."""
+    """One episode over the graphs of each round (``spatial[t]``, ``temporal[t]``; temporal[0] unused), calling
+    the agents ``useful`` names."""
     start = time.perf_counter() if start is None else start
     turns: list[Turn] = []
     last: list[AgentRecord | None] = [None] * layout.agents
-    for t, graph in enumerate(spatial):
+    for t, (graph, running) in enumerate(zip(spatial, useful(layout, spatial, temporal))):
         now: list[AgentRecord | None] = [None] * layout.agents
         before = temporal[t].edges if t > 0 else ()
-        for level in levels(layout.agents, graph.edges):
+        for level in ([i for i in level if i in running] for level in levels(layout.agents, graph.edges)):
+            if not level:
+                continue
             asked = [_prompt(ctx, layout, i, graph, before, now, last) for i in level]
             outs = generate_as(ctx, asked, level, level, [t] * len(level), t)
             outs = [_executed(out) if layout.runs_code(i) else out for i, out in zip(level, outs)]
