@@ -31,7 +31,7 @@ def test_a_decision_node_reading_one_agent_without_peers_depends_on_that_agent_a
     logits = (0.2, -0.1, -0.8, -0.5, 0.9, -0.5, -0.1, -0.7, 0.6)
     cells = row(tmp_path, replace(shape, spatial_logits=logits))
     assert cells[2:4] == ["0->1, 2->0, 2->D", "-"] and cells[4] == "0"
-    assert cells[5] == "0.31-0.71" and cells[6] == "2 of 3"  # agents 0 and 1 are called for nothing
+    assert cells[5] == "0.31-0.71" and cells[6] == "2 of 3"  # agents 0 and 1 are not called
 
 
 def test_an_edge_closing_a_cycle_is_not_kept_and_a_chain_into_the_decision_is_followed(tmp_path):
@@ -87,3 +87,18 @@ def test_ensembles_naming_no_solution_and_programmers_running_none_are_counted_p
         assert tables.aflow_notes(tmp_path / "nothing") == ""  # no AFlow run: no sentence
     assert "in gsm8k-test/aflow-gsm8k: 2 of 3; math-test/aflow-math: 1 of 2 calls." in note
     assert "in gsm8k-test/aflow-gsm8k: 1 and 0 of 3; math-test/aflow-math: 0 and 1 of 2 questions" in note
+
+
+def test_a_dash_below_a_method_stands_only_for_spending_less_than_one_sample():
+    """pooled.md pairs no self-consistency below a method's tokens only where it spends less than one sample on
+    every benchmark lacking one; a missing k = 1 run, or one lacking questions, stays an error."""
+    column = "gsm8k/test"
+    sampling = {column: {1: {"q1": (True, 100), "q2": (True, 100)}, 2: {"q1": (True, 200), "q2": (False, 200)}}}
+    cheap = {"q1": (True, 50), "q2": (False, 60)}
+    with script("experiments/baselines_tables.py") as tables:
+        assert tables.below_one_sample(cheap, sampling, [column])
+        assert not tables.below_one_sample(cheap, sampling, [])  # no benchmark named
+        assert not tables.below_one_sample({"q1": (True, 150), "q2": (True, 150)}, sampling, [column])
+        assert not tables.below_one_sample(cheap, {column: {2: sampling[column][2]}}, [column])  # no k = 1 run
+        lacking = {column: {1: {"q1": (True, 100)}, 2: sampling[column][2]}}
+        assert not tables.below_one_sample(cheap, lacking, [column])  # k = 1 lacks q2

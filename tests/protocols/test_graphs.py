@@ -71,6 +71,20 @@ def test_a_final_graph_runs_only_the_agents_whose_answers_reach_its_decision_and
                        EngineConfig(agents=3), MethodSpec("gptswarm", None, protocol=chained))
     episode = run_graph(ctx, chained.layout, *chained.final_graphs())
     assert [t.agent for t in episode.turns] == [0, 2] and backend.calls == 2  # agent 1 is not called, as in GPTSwarm
+
+
+def test_the_call_plan_and_the_context_check_count_only_the_agents_a_final_graph_calls(tmp_path):
+    from deliberation.methods import get
+    from deliberation.methods.base import MethodConfig
+    from deliberation.protocols.designs import save_graph
+
+    shape = initial("gptswarm", 3, 1)  # edges 0->1, 0->2, 1->0, 1->2, 2->0, 2->1, 0->D, 1->D, 2->D
+    lone = replace(shape, spatial_logits=(0.2, -0.1, -0.8, -0.5, 0.9, -0.5, -0.1, -0.7, 0.6),
+                   record={"questions": {"benchmark": "gsm8k", "split": "train", "ids": ["gsm8k/train/0"]}})
+    save_graph(tmp_path / "graph.json", lone)  # 0->1, 2->0, 2->D: agent 2 alone is called
+    cfg = MethodConfig(engine=EngineConfig(agents=3), graph=str(tmp_path / "graph.json"))
+    assert get("gptswarm").call_bounds(cfg).answers == (1, 1)
+    assert lone.most_shown() == 0  # agent 1 would read agent 0's solution, but neither is called
     everyone = replace(shape, spatial_logits=(1.0,) * 9)
     assert everyone.deciding() == (0, 1, 2) and idle_note(everyone) is None
     assert idle_note(replace(shape, spatial_logits=(-1.0,) * 9)) is None  # silent: refused elsewhere, not noted

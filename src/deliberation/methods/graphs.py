@@ -38,9 +38,10 @@ def graph_of(kind: str, cfg: MethodConfig) -> Graph:
 
 
 def graph_calls(kind: str, cfg: MethodConfig) -> Calls:
-    """Every agent answers once a round (``protocols/swarm.run_graph``), and AgentPrune's decision agent once."""
+    """Every agent the final graph calls answers once a round (``Graph.running``; GPTSwarm's agents with no path
+    to its decision node are not called), and AgentPrune's decision agent once."""
     graph = graph_of(kind, cfg)
-    return exactly(graph.agents * graph.rounds + (kind == "agentprune"))
+    return exactly(sum(map(len, graph.running())) + (kind == "agentprune"))
 
 
 def graph_episode(ctx: Context, rng: np.random.Generator) -> Episode:

@@ -98,15 +98,19 @@ class Graph:
         temporal = final(self.temporal, self.temporal_logits, self.temporal_mask, False, self.threshold)
         return [spatial] * self.rounds, [temporal] * self.rounds
 
+    def running(self) -> list[set[int]]:
+        """The agents the final graph calls, per round (``swarm.useful``)."""
+        return useful(self.layout, *self.final_graphs())
+
     def most_shown(self) -> int:
-        """The most solutions one prompt of the final graph shows: an agent its predecessors' over this round's
-        spatial and the last round's temporal edges (a hinted role their answers only: none counted);
+        """The most solutions one prompt of the final graph shows: an agent it calls its predecessors' over this
+        round's spatial and the last round's temporal edges (a hinted role their answers only: none counted);
         AgentPrune's decision agent every agent's."""
         spatial, temporal = self.final_graphs()
         layout = self.layout
         most = max((len([s for s in spatial[t].predecessors(i) if s < self.agents])
                     + (len(temporal[t].predecessors(i)) if t > 0 else 0)
-                    for t in range(self.rounds) for i in range(self.agents) if not layout.hints(i)), default=0)
+                    for t, called in enumerate(self.running()) for i in called if not layout.hints(i)), default=0)
         return max(most, self.agents if layout.decision == "refer" else 0)
 
     def trained_on(self) -> frozenset[str]:
@@ -116,7 +120,7 @@ class Graph:
         """The agents whose answers reach the team's answer in the final graph (``swarm.useful``), the only ones
         called: AgentPrune's decision agent reads every agent; GPTSwarm's decision node votes over its
         predecessors, which read theirs, and its reference runs no other agent."""
-        return tuple(sorted(set().union(*useful(self.layout, *self.final_graphs()))))
+        return tuple(sorted(set().union(*self.running())))
 
     def answers(self) -> bool:
         """Whether the final graph can give an answer: AgentPrune's decision agent always does; GPTSwarm's
