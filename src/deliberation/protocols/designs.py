@@ -110,7 +110,8 @@ class Graph:
         layout = self.layout
         most = max((len([s for s in spatial[t].predecessors(i) if s < self.agents])
                     + (len(temporal[t].predecessors(i)) if t > 0 else 0)
-                    for t, called in enumerate(self.running()) for i in called if not layout.hints(i)), default=0)
+                    for t, called in enumerate(useful(layout, spatial, temporal)) for i in called
+                    if not layout.hints(i)), default=0)
         return max(most, self.agents if layout.decision == "refer" else 0)
 
     def trained_on(self) -> frozenset[str]:

@@ -63,21 +63,28 @@ class Workflow:
     answer: tuple[str, ...]
     meta: Mapping[str, Any] = field(default_factory=dict)
 
+    def ensembled(self) -> list[int]:
+        """Per step, the solutions it chooses among: an ensemble all n replies of each source; any other step 0."""
+        sizes: dict[str, int] = {}
+        chosen = []
+        for s in self.steps:
+            chosen.append(sum(sizes.get(v, 1) for v in s.sources) if s.op == "sc_ensemble" else 0)
+            sizes[s.out] = s.n if s.op == "custom" else 1
+        return chosen
+
     def most_shown(self) -> int:
         """The most solutions one of its prompts shows, whole: a custom step's input variables (a variable of n
         replies shows its first), an ensemble's sources (all n), a programmer's analysis and, on a retry, its
         earlier code."""
-        sizes: dict[str, int] = {}
         most = 0
-        for s in self.steps:
+        for s, chosen in zip(self.steps, self.ensembled()):
             if s.op == "custom":
                 shown = sum(v.startswith("$") and v != "$problem" for v in s.input)
             elif s.op == "sc_ensemble":
-                shown = sum(sizes.get(v, 1) for v in s.sources)
+                shown = chosen
             else:
                 shown = bool(s.analysis) + 1
             most = max(most, shown)
-            sizes[s.out] = s.n if s.op == "custom" else 1
         return most
 
     @property
@@ -160,12 +167,7 @@ def ensemble_calls(workflow: Workflow, calls: int) -> list[tuple[int, int]]:
     knowing how many tries a Programmer took (1 to ``ATTEMPTS``): those before its first programmer step,
     counted from the start, and those after its last, counted from the end. The transferred workflows' are
     all placed, so their runs' episodes (one turn a call) tell how often the ensemble's reply named no solution."""
-    sizes: dict[str, int] = {}
-    steps = []
-    for s in workflow.steps:
-        shown = sum(sizes.get(v, 1) for v in s.sources) if s.op == "sc_ensemble" else 0
-        steps.append((s.op, _most_calls(s), shown))
-        sizes[s.out] = s.n if s.op == "custom" else 1
+    steps = [(s.op, _most_calls(s), shown) for s, shown in zip(workflow.steps, workflow.ensembled())]
     found = set(_placed(steps)) | {(calls - 1 - k, n) for k, n in _placed(steps[::-1])}
     return sorted(found)
 
