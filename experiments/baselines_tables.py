@@ -276,7 +276,21 @@ def pooled(out: Path) -> str:
             f"the next k up {sides} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|\n"
             + "".join(rows)
             + f"\nThe best rule alone: {100 * accuracy:.1f}% at {tokens:,.0f} tokens ({spent[rule][1]:,.0f} "
-              f"generated) and {spent[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n" + aflow_notes(out))
+              f"generated) and {spent[rule][0]:.2f} calls a question (n = {len(found[rule])}).\n" + php_notes(out)
+            + aflow_notes(out))
+
+
+def php_notes(out: Path) -> str:
+    """How often PHP's cap on calls (``--php-max-calls``) ended a question of each run under OUT/runs before
+    two consecutive answers agreed (``Summary.capped``), so that a reader tells its rule's answers from the cap's."""
+    counts = []
+    for path in sorted((out / "runs").glob("*/php/summary.json")):
+        summary = json.loads(path.read_text())
+        counts.append(f"{path.parent.parent.name}: {summary.get('capped', 'not recorded')} of {summary['n']}")
+    if not counts:
+        return ""
+    return (f"\nPHP's cap on calls (`--php-max-calls`) ended, before two consecutive answers agreed, "
+            f"{'; '.join(counts)} questions (each answered with its last answer).\n")
 
 
 def aflow_notes(out: Path) -> str:

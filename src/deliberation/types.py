@@ -224,6 +224,9 @@ class Episode:
     """Sum over the episode's LLM batches of the time each took when generated (from the completions'
     latencies, cached ones included): what the episode costs without a cache, comparable across methods
     that share cached requests. Backends that do not time requests (scripted) give 0."""
+    capped: bool | None = field(default=None, metadata=ADDED_LATER)
+    """Whether the method's cap ended the episode before its own stopping rule held (PHP: ``--php-max-calls``
+    reached with its last two answers differing); None (and not written) for a method without such a cap."""
 
     @property
     def prompt_tokens(self) -> int:

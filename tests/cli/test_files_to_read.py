@@ -58,7 +58,9 @@ def damaged(raw: dict, case: str) -> str:
                "unknown kind": {"kind": "dylan"}, "no rounds": {"rounds": 0}, "null agents": {"agents": None},
                "rounds beyond reason": {"rounds": 10 ** 9},
                "null logit": {"spatial_logits": [None, *raw["spatial_logits"][1:]]},
-               "null mask entry": {"spatial_mask": [None, *raw["spatial_mask"][1:]]}}
+               "null mask entry": {"spatial_mask": [None, *raw["spatial_mask"][1:]]},
+               "tokens as text": {"record": {**raw["record"], "tokens": {"prompt_tokens": "many",
+                                                                         "completion_tokens": 3}}}}
     if case in changes:
         return json.dumps({**raw, **changes[case]})
     if case in ("no record", "no format"):
@@ -80,6 +82,7 @@ def damaged(raw: dict, case: str) -> str:
     ("rounds beyond reason", "or than 100 rounds"),
     ("null logit", "a spatial logit is not a finite number"),
     ("null mask entry", "a spatial mask entry is not true or false"),
+    ("tokens as text", "its record's tokens are not whole prompt_tokens and completion_tokens"),
     ("no record", "its record names no questions it learned from"),
     ("no format", "is not a graph from `delib optimize-graph` (its format is not 'deliberation-graph')"),
     ("NaN logit", "NaN"),

@@ -89,6 +89,11 @@ def test_the_baselines_script_runs_pairs_and_counts_optimisation_tokens(tmp_path
     assert rows["php"].split(" | ")[2:5] == list(php)
     assert f"The best rule alone: {rule[0]} at {rule[1]} tokens ({rule[2]} generated)" in \
         (out / "pooled.md").read_text()
+    capped = [json.loads((out / "runs" / store / "php" / "summary.json").read_text()) for store in
+              ("gsm8k-test", "math-test")]  # how often PHP's cap, not its rule, ended a question
+    assert all(isinstance(s["capped"], int) for s in capped) and \
+        (f"gsm8k-test: {capped[0]['capped']} of 3; math-test: {capped[1]['capped']} of 2 questions"
+         in (out / "pooled.md").read_text())
     sides = [line.strip("| \n").split(" | ") for line in rows.values()]  # self-consistency on both sides
     assert any(cells[14] != "-" for cells in sides)  # a method between two k (GPTSwarm, here)
     for cells in sides:

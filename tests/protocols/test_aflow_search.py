@@ -195,3 +195,26 @@ def test_the_cli_refuses_a_search_whose_optimiser_never_wrote_a_workflow(tmp_pat
     assert "the optimiser wrote no valid new workflow in any of rounds 2-3 (round 2: 3 drafts, none usable (no " \
            "<workflow>...</workflow>)); nothing written: check --optimizer-model" in err
     assert not (tmp_path / "workflow.json").exists()
+
+
+@pytest.mark.needs_split("gsm8k/train")  # the search runs on GSM8K train questions
+def test_a_searched_workflow_runs_and_refuses_the_questions_it_was_searched_on(tmp_path, optimizer, capsys):
+    run_search(tmp_path, search_rounds=2)
+    workflow = str(tmp_path / "workflow.json")
+    args = ["run", "--method", "aflow", "--workflow", workflow, "--backend", "scripted", "--limit"]
+    assert main([*args, "3", "--split", "train", "--out", str(tmp_path / "train"), "--quiet"]) == 2
+    assert "workflow.json was searched on 3 of these questions" in capsys.readouterr().err
+    assert not (tmp_path / "train").exists()
+    assert main([*args, "2", "--out", str(tmp_path / "test"), "--quiet"]) == 0  # test questions: none searched on
+    config = json.loads((tmp_path / "test" / "config.json").read_text())
+    summary = json.loads((tmp_path / "test" / "summary.json").read_text())
+    spent = sum(sum(pair) for pair in json.loads((tmp_path / "workflow.json").read_text())["record"]["tokens"].values())
+    assert config["workflow_used"].startswith(workflow) and summary["n"] == 2 and spent > 0
+    assert summary["optimisation_tokens"] == spent  # beside its accuracy, and amortised on its line
+    assert f"optimised with {spent:,} tokens ({spent / 2:,.0f} a question over these 2)" in capsys.readouterr().out
+    damaged = json.loads((tmp_path / "workflow.json").read_text())
+    damaged["record"]["tokens"] = {"executor": "many"}
+    (tmp_path / "damaged.json").write_text(json.dumps(damaged))
+    assert main([*args[:4], str(tmp_path / "damaged.json"), *args[5:], "2", "--out", str(tmp_path / "d")]) == 2
+    assert "damaged.json is a damaged workflow: its record's tokens" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()

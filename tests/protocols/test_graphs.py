@@ -346,6 +346,9 @@ def test_an_optimised_graph_runs_and_refuses_its_training_questions(optimised, t
                      "--rounds", "3", "--out", str(tmp_path / "test")) == 0
     config = json.loads((tmp_path / "test" / "config.json").read_text())
     assert config["graph_used"].startswith(graph) and config["graph_rounds"] == (1 if kind == "gptswarm" else 2)
+    spent = json.loads((optimised / kind / "graph.json").read_text())["record"]["tokens"]
+    summary = json.loads((tmp_path / "test" / "summary.json").read_text())
+    assert summary["optimisation_tokens"] == spent["prompt_tokens"] + spent["completion_tokens"] > 0
     assert [r.getMessage() for r in caplog.records] == [  # its own rounds, whatever --rounds says, and why
         f"delib: note: method {kind} runs with the rounds of its graph; --rounds 3 does not apply "
         f"({ROUNDS[kind]})"]
@@ -368,6 +371,8 @@ def test_bad_graphs_and_settings_are_refused_in_one_line(optimised, tmp_path, ca
           "--out", str(tmp_path / "d")), "--allow-test"),
         (("optimize-graph", "--method", "debate", "--backend", "scripted", "--out", str(tmp_path / "e")),
          "no graph to optimise"),
+        (("optimize-graph", "--method", "gptswarm", "--prune-rate", "0.5", "--no-low-rank", "--backend", "scripted",
+          "--out", str(tmp_path / "f")), "--prune-rate and --no-low-rank apply to agentprune only"),
     ]
     for argv, needle in cases:
         assert delib(*argv) == 2
@@ -427,3 +432,77 @@ def test_a_graph_that_cannot_answer_is_refused_and_the_optimisation_says_so(opti
     monkeypatch.setattr(graph_optimize, "_train", lambda *a, **k: (answering, train(*a, **k)[1]))
     assert delib(*argv) == 0 and (tmp_path / "o" / "graph.json").exists()  # the --out is free for it
 
+
+
+class RemembersItself:
+    """AgentPrune's team where only agent 1 can be right, and only in round 1 reading its own round-0 solution
+    over the temporal edge (1, 1): its round-0 reply carries a mark no other reply does, and its round-1 reply
+    is right, with a second mark, only where its prompt shows the first; the decision agent is right only where
+    a solution it reads carries the second mark. Every other reply is wrong and unmarked."""
+
+    name, model, supports_logprobs, cache_scope = "remembers", "m", False, "m"
+
+    def __init__(self, gold: dict[str, str]) -> None:
+        self.gold = gold
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        return [Completion(self.reply(r), 20, 10) for r in requests]
+
+    def reply(self, r: GenerationRequest) -> str:
+        system, user = r.messages[0].content, r.messages[-1].content
+        right = f"The final answer is $\\boxed{{{self.gold[r.purpose.question]}}}$."
+        if system == ROLES[1] and "## Solutions from the last round" not in user:
+            return "FIRST-MARK. The final answer is $\\boxed{-1}$."  # round 0, or round 1 without its memory
+        if system == ROLES[1]:
+            return f"SECOND-MARK. {right}" if "FIRST-MARK" in user.split("## Solutions from the last round")[1] \
+                else "The final answer is $\\boxed{-1}$."
+        if system not in ROLES:  # the decision agent
+            return right if "SECOND-MARK" in user else "The final answer is $\\boxed{-1}$."
+        return "The final answer is $\\boxed{-1}$."
+
+
+def test_agentprune_learns_the_one_temporal_edge_that_makes_its_team_right_and_pruning_keeps_it():
+    """Round 0's temporal edges read no earlier round and are not charged; round 1's (1, 1) is the only edge
+    whose presence changes the utility, so REINFORCE raises it above every other logit, and pruning, which
+    drops the lowest, keeps it."""
+    bench = benchmarks.get("gsm8k")
+    examples = [Example(f"q{i}", f"What is {i} plus {i}?", str(2 * i)) for i in range(8)]
+    backend = RemembersItself({bench.format_question(e): e.answer for e in examples})
+    spec = GraphOptimization(method="agentprune", iterations=40, split="train", engine=EngineConfig(agents=3),
+                             low_rank=False)
+    graph, spent = _train(spec, initial("agentprune", 3, 2), examples, backend, bench)
+    self_edge = graph.temporal.index((1, 1))
+    probs = 1 / (1 + np.exp(-np.array(graph.temporal_logits)))
+    assert probs[self_edge] > 0.9 and graph.temporal_logits[self_edge] == max(
+        (*graph.spatial_logits, *graph.temporal_logits))
+    assert graph.temporal_mask[self_edge] and sum(graph.temporal_mask) == 9 - 2 and sum(graph.spatial_mask) == 6 - 2
+    assert spent["graph_runs"] == 40 * 4 and spent["llm_calls"] == 40 * 4 * (2 * 3 + 1)  # 2 rounds, the decision
+
+
+def test_agentprunes_loss_charges_no_round_0_temporal_edge_and_its_penalty_lays_out_the_spatial_matrix():
+    from deliberation.rl.graph_optimize import DELTA, _loss, _penalty
+
+    graph = initial("agentprune", 3, 2)
+    spatial = torch.tensor([0.5, -0.3, 0.2, 0.9, -1.0, 0.4], requires_grad=True)
+    temporal = torch.linspace(-1, 1, 9).requires_grad_()
+    rng = np.random.default_rng(3)
+    s = [sample(graph.spatial, spatial, graph.spatial_mask, rng) for _ in range(2)]
+    t = [sample(graph.temporal, temporal, graph.temporal_mask, rng, acyclic=False) for _ in range(2)]
+
+    class Right:
+        correct = True
+
+    _loss([(None, s, t)], [Right()]).backward(retain_graph=True)
+    charged = temporal.grad.clone()
+    temporal.grad = None
+    (-t[1].logp).backward(retain_graph=True)  # round 1's temporal edges alone
+    assert torch.allclose(charged, temporal.grad) and charged.abs().sum() > 0
+    square = np.array([[0, 0.5, -0.3], [0.2, 0, 0.9], [-1.0, 0.4, 0]])  # (s, d) in pair order (or transposed)
+    off = np.ones((3, 3)) - np.eye(3)
+    grid = temporal.detach().numpy().reshape(3, 3)
+    expected = sum(np.linalg.svd(m, compute_uv=False).sum() + max(0.0, np.linalg.norm(a - m) - DELTA)
+                   for m, a in ((square, off), (grid, np.ones((3, 3)))))
+    penalty = _penalty(GraphOptimization(method="agentprune", split="train"), graph, spatial, temporal)
+    assert float(penalty.detach()) == pytest.approx(expected, rel=1e-5)
+    assert float(_penalty(GraphOptimization(method="agentprune", split="train", low_rank=False), graph, spatial,
+                          temporal)) == 0.0

@@ -12,7 +12,8 @@ from deliberation.config import EngineConfig
 from deliberation.errors import DelibError
 from deliberation.methods import run_method
 from deliberation.methods.options import MethodOptions
-from deliberation.types import Completion, Example, GenerationRequest
+from deliberation.runs.directory import Summary, summarize
+from deliberation.types import Completion, Example, GenerationRequest, from_json, to_json
 
 EXAMPLE = Example("q1", "What is 6 times 7?", "42")
 
@@ -48,7 +49,7 @@ def user_text(request: GenerationRequest) -> str:
 def test_two_consecutive_equal_answers_stop_it_with_every_earlier_answer_as_hint():
     episode, backend = run(["40", "41", "40", "42", "42", "9"])
     assert [t.answer for t in episode.turns] == ["40", "41", "40", "42", "42"]
-    assert episode.final_answer == "42" and episode.correct and episode.rounds_run == 4
+    assert episode.final_answer == "42" and episode.correct and episode.rounds_run == 4 and episode.capped is False
     assert "Hint" not in user_text(backend.requests[0])
     assert "What is 6 times 7? (Hint: The answer is near to 40).\n\n" in user_text(backend.requests[1])
     assert "7? (Hint: The answer is near to 40, 41, 40, 42).\n\n" in user_text(backend.requests[4])  # then the format
@@ -67,6 +68,24 @@ def test_an_unparseable_answer_is_no_hint_and_never_agrees():
 def test_the_cap_ends_a_question_that_never_settles_with_its_last_answer(cap):
     episode, backend = run([str(i) for i in range(20)], php_max_calls=cap)
     assert len(backend.requests) == cap and episode.final_answer == str(cap - 1) and episode.rounds_run == cap - 1
+    assert episode.capped is True
+
+
+def test_answers_that_agree_at_the_last_call_the_cap_allows_were_not_ended_by_the_cap():
+    episode, backend = run(["1", "2", "2", "3"], php_max_calls=3)
+    assert len(backend.requests) == 3 and episode.final_answer == "2" and episode.capped is False
+
+
+def test_a_runs_summary_counts_the_questions_the_cap_ended_and_other_methods_record_no_count():
+    ended, _ = run([str(i) for i in range(20)], php_max_calls=2)
+    settled, _ = run(["42", "42"])
+    summary = summarize([ended, settled, ended], "php", "gsm8k", "test")
+    assert summary.capped == 2 and summary.notes == ", its cap ended 2 of 3 questions"
+    assert from_json(Summary, to_json(summary)).capped == 2
+    cot = run_method("cot", EXAMPLE, Sequenced(["42"]), "gsm8k", EngineConfig())
+    other = summarize([cot], "cot", "gsm8k", "test")
+    assert cot.capped is None and "capped" not in to_json(cot) and "capped" not in to_json(other)
+    assert other.notes == ""
 
 
 def test_a_cap_below_two_is_refused():

@@ -150,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     lo, hi = s.accuracy_ci95
     print(f"{s.method} on {s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] n={s.n}, "
           f"{s.tokens_per_question:.0f} tokens/question ({s.completion_tokens_per_question:.0f} generated), "
-          f"{s.llm_calls_per_question:.1f} calls/question -> {args.out}")
+          f"{s.llm_calls_per_question:.1f} calls/question{s.notes} -> {args.out}")
     return 0
 
 

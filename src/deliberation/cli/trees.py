@@ -78,6 +78,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for s in evaluate(replay, args.out, data_dir=args.data_dir, progress=not args.quiet):
         lo, hi = s.accuracy_ci95
         print(f"{method_column(s.method)}{s.benchmark}/{s.split}: accuracy {s.accuracy:.3f} [{lo:.3f}, {hi:.3f}] "
-              f"n={s.n}, {s.tokens_per_question:.0f} tokens/question")
+              f"n={s.n}, {s.tokens_per_question:.0f} tokens/question{s.notes}")
     print(f"-> {args.out}")
     return 0

@@ -17,7 +17,7 @@ from deliberation.methods.base import Method, MethodConfig, MethodRecord, fixed
 from deliberation.methods.calls import Calls
 from deliberation.protocols.aflow import ATTEMPTS
 from deliberation.policy.shipped import content_hash
-from deliberation.protocols.workflow import TRANSFERRED, Workflow, load_searched, workflow_episode
+from deliberation.protocols.workflow import TRANSFERRED, Workflow, load_searched, search_tokens, workflow_episode
 from deliberation.types import Example
 
 def _one_agent(engine):
@@ -73,5 +73,6 @@ SEARCHED = Method(spec=lambda cfg: MethodSpec(name="aflow", policy=None, protoco
                   tree_requests=False, calls=lambda cfg: workflow_calls(searched(cfg)[0]),
                   shown=lambda cfg: searched(cfg)[0].most_shown() * cfg.engine.max_tokens,
                   about="a workflow found by `delib aflow-search`, --workflow (Zhang et al. 2025)",
+                  optimised=lambda cfg: search_tokens(str(cfg.workflow)),
                   record=lambda cfg: MethodRecord(
                       workflow_used=f"{cfg.workflow} {content_hash(Path(str(cfg.workflow)))}"))

@@ -106,6 +106,10 @@ class Method:
     pinned_shown: tuple[tuple[str, str], ...] = ()
     """Where the value ``engine`` pins is not what runs (a graph runs the rounds it holds, not the engine's 0),
     what the note says the method runs with instead of ``name = value``."""
+    optimised: Callable[[MethodConfig], int | None] = lambda cfg: None
+    """The tokens (prompt plus completion) spent optimising what the method runs under ``cfg``, as its file
+    records them (a graph's, a searched workflow's): a run's summary reports them beside its accuracy. None:
+    nothing was optimised, or not by this project (AFlow's transferred workflows)."""
 
     def __post_init__(self) -> None:
         undeclared = sorted(self.options - set(OPTION_NAMES))

@@ -75,6 +75,7 @@ def graph_method(kind: str) -> Method:
                   engine=lambda e: replace(e, rounds=0), options=frozenset({"graph"}), episode=graph_episode,
                   check=check, record=record, about=ABOUT[kind], tree_requests=False,
                   calls=lambda cfg: graph_calls(kind, cfg), pinned_hints=(("rounds", ROUNDS[kind]),),
+                  optimised=lambda cfg: graph_of(kind, cfg).spent,
                   pinned_shown=(("rounds", "the rounds of its graph"),),
                   shown=lambda cfg: graph_of(kind, cfg).most_shown() * peer_tokens(cfg.engine.max_tokens))
 

@@ -114,6 +114,13 @@ class Graph:
                     if not layout.hints(i)), default=0)
         return max(most, self.agents if layout.decision == "refer" else 0)
 
+    @property
+    def spent(self) -> int | None:
+        """The tokens (prompt plus completion) its optimisation spent, as its record holds them; None for a graph
+        never optimised."""
+        tokens = self.record.get("tokens") if self.record else None  # checked when the file is read
+        return None if tokens is None else tokens["prompt_tokens"] + tokens["completion_tokens"]
+
     def trained_on(self) -> frozenset[str]:
         return frozenset(learned_ids(self.record) if self.record else ())
 
@@ -188,6 +195,10 @@ def _checked(graph: Graph) -> Graph:
         if not all(isinstance(m, bool) for m in mask):
             raise ValueError(f"a {name} mask entry is not true or false")
     learned_ids(graph.record)
+    tokens = graph.record.get("tokens") if graph.record else None
+    if tokens is not None and not (isinstance(tokens, dict) and all(
+            isinstance(tokens.get(k), int) for k in ("prompt_tokens", "completion_tokens"))):
+        raise ValueError("its record's tokens are not whole prompt_tokens and completion_tokens")
     return graph
 
 

@@ -12,8 +12,8 @@ comma-separated hints, as it does in the reference. Interaction k is seeded as r
 Departures, each for a reason:
 1. A cap (``--php-max-calls``, default 10): the reference loop has none (``while True``). The paper's Table
    8 reports 2.0-2.4 interactions on average with GPT-3.5/4, so 10 ends only loops that do not settle; a
-   question the cap ends answers with its last answer, and its episode says so (``rounds_run`` is the cap
-   less one and its last two answers differ).
+   question the cap ends answers with its last answer, and its episode says so (``Episode.capped``; a run's
+   summary counts them, ``Summary.capped``, and its line says how many).
 2. Zero-shot prompts, the project's own (the same base prompt as every method), where the reference uses 8
    few-shot exemplars with hints (its PHP prompt files); the hint sentence is the reference's.
 3. Sampling at the run's temperature (0.7 in the tree stores), where the reference decodes greedily by
@@ -66,7 +66,7 @@ def php_episode(ctx: Context, rng: np.random.Generator) -> Episode:
         [out] = generate(ctx, [asked], [0], len(records))
         records.append(record_of(ctx, out, True, asked))
         turns.append(turn_of(ctx, 0, len(records) - 1, Action.REFINE, records[-1], [out]))
-    return episode_of(ctx, records[-1:], turns, len(records) - 1, start)
+    return replace(episode_of(ctx, records[-1:], turns, len(records) - 1, start), capped=not _agree(records[-2:]))
 
 
 def _agree(last: list) -> bool:

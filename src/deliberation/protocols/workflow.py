@@ -208,21 +208,47 @@ def _input(items: tuple[str, ...], values: dict[str, str | list[str]], calls: Ca
     return "\n".join(shown)
 
 
+SEARCH_FIX = "search one with `delib aflow-search`"
+
+
+def _searched_file(path: str) -> dict[str, Any]:
+    """The JSON object of a `delib aflow-search` file; one line when missing or of another format."""
+    raw = read_object(existing(path, "workflow", SEARCH_FIX, inside=WORKFLOW_FILE), SEARCH_FIX)
+    if raw.get("format") != WORKFLOW_FORMAT:
+        raise DelibError(f"{path} is not a workflow from `delib aflow-search` (its format is not "
+                         f"{WORKFLOW_FORMAT!r}); {SEARCH_FIX}")
+    return raw
+
+
+def search_tokens(path: str) -> int | None:
+    """The tokens (prompt plus completion, executor and optimiser) a `delib aflow-search` file's search spent;
+    None where its record holds none."""
+    return _spent(_searched_file(path), path)
+
+
+def _spent(raw: dict[str, Any], path: str) -> int | None:
+    record = raw.get("record")
+    if isinstance(record, dict) and "tokens" not in record:
+        return None
+    try:
+        return sum(int(prompt) + int(completion) for prompt, completion in record["tokens"].values())
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise DelibError(f"{path} is a damaged workflow: its record's tokens are not [prompt, completion] pairs of "
+                         f"each model; {SEARCH_FIX}") from err
+
+
 def load_searched(path: str) -> tuple[Workflow, frozenset[str]]:
     """The workflow in a `delib aflow-search` file and the ids it was searched on; one line when missing or
     damaged."""
-    fix = "search one with `delib aflow-search`"
-    raw = read_object(existing(path, "workflow", fix, inside=WORKFLOW_FILE), fix)
-    if raw.get("format") != WORKFLOW_FORMAT:
-        raise DelibError(f"{path} is not a workflow from `delib aflow-search` (its format is not "
-                         f"{WORKFLOW_FORMAT!r}); {fix}")
+    raw = _searched_file(path)
     try:
         workflow, ids = parse(raw.get("workflow")), frozenset(learned_ids(raw.get("record")))
     except ValueError as err:
-        raise DelibError(f"{path} is a damaged workflow: {err}; {fix}") from err
+        raise DelibError(f"{path} is a damaged workflow: {err}; {SEARCH_FIX}") from err
+    _spent(raw, path)  # a damaged record is refused before a run, not at its end
     if _unsearched(raw["record"]):
         raise DelibError(f"{path} holds no search result: its optimiser wrote no valid workflow after round 1's "
-                         f"blank one (check --optimizer-model and its server); {fix}")
+                         f"blank one (check --optimizer-model and its server); {SEARCH_FIX}")
     return workflow, ids
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cache as once, partial
 from pathlib import Path
 from typing import Any
@@ -85,12 +85,19 @@ class GraphOptimization(LearningWorkload):
         require_at_least("--batch", self.batch)
         require_number("--lr", self.lr, 1e-6, 100)
         require_number("--prune-rate", self.prune_rate, 0, 1)
+        given = [flag for name, flag in AGENTPRUNE_ONLY.items()
+                 if getattr(self, name) != next(f.default for f in fields(self) if f.name == name)]
+        if given and self.method != "agentprune":
+            raise DelibError(f"{' and '.join(given)} apply to agentprune only ({self.method} neither prunes nor "
+                             "regularises its edges); drop them")
 
     @property
     def steps(self) -> int:
         return self.iterations or BUDGETS[self.method]
 
 
+AGENTPRUNE_ONLY = {"prune_rate": "--prune-rate", "low_rank": "--no-low-rank"}
+"""The settings only AgentPrune reads, by flag: another design refuses them rather than record them unused."""
 DELTA = 0.1
 """AgentPrune's delta, the distance to the topology its penalty tolerates (its code's default)."""
 

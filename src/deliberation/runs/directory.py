@@ -22,7 +22,7 @@ from deliberation.actions import ACTION_ORDER, ACTIONS
 from deliberation.outputs.kinds import EPISODES, RUN, refuse_other_kind
 from deliberation.outputs.lock import DirectoryLock, lock_directory, refuse_if_locked
 from deliberation.outputs.resume import BACKEND_OPTIONS, ResumeRule, check_resume, with_resume
-from deliberation.types import Episode, Turn, from_json, strict_json, to_json
+from deliberation.types import ADDED_LATER, Episode, Turn, from_json, strict_json, to_json
 
 CONFIG, SUMMARY = "config.json", "summary.json"
 RUN_MARK = frozenset({"method"})
@@ -57,6 +57,21 @@ class Summary:
     tokens_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
     """A mixed team's prompt_tokens, completion_tokens and llm_calls per model (the turns of its agents; models
     named as ``backends.team.labels`` names them); empty for a run on one model."""
+    capped: int | None = field(default=None, metadata=ADDED_LATER)
+    """Questions whose episode the method's cap ended (``Episode.capped``); None (and not written) for a
+    method without such a cap."""
+    optimisation_tokens: int | None = field(default=None, metadata=ADDED_LATER)
+    """Tokens spent once, on training questions, optimising what the method ran (``Method.optimised``); None
+    (and not written) where nothing was optimised."""
+
+    @property
+    def notes(self) -> str:
+        """The end of a run's line: how many questions a method's cap ended, and what optimising it cost, in
+        total and amortised over the run's questions; nothing for a method with neither."""
+        capped = "" if self.capped is None else f", its cap ended {self.capped} of {self.n} questions"
+        spent = self.optimisation_tokens
+        return capped + ("" if spent is None else f", optimised with {spent:,} tokens ({spent / max(self.n, 1):,.0f} "
+                         f"a question over these {self.n})")
 
 
 def wilson_ci(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -85,8 +100,14 @@ def summarize(episodes: Sequence[Episode], method: str, benchmark: str, split: s
         (prompt + completion) / n if n else 0.0, completion / n if n else 0.0, calls, calls / n if n else 0.0,
         sum(t.cached for t in turns), actions, sum(e.rounds_run for e in episodes) / n if n else 0.0,
         sum(e.wall_seconds for e in episodes), sum(e.generation_seconds for e in episodes),
-        tokens_by_model(turns, models),
+        tokens_by_model(turns, models), _capped(episodes),
     )
+
+
+def _capped(episodes: Sequence[Episode]) -> int | None:
+    """How many of ``episodes`` their method's cap ended; None where none records it (a method without one)."""
+    marked = [e.capped for e in episodes if e.capped is not None]
+    return sum(marked) if marked else None
 
 
 def tokens_by_model(turns: Sequence[Turn], models: Sequence[str]) -> dict[str, dict[str, int]]:

@@ -7,6 +7,7 @@ is checked before the directory is created, so bad input leaves nothing behind.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
+from dataclasses import replace
 from functools import partial
 from typing import Iterator
 
@@ -120,7 +121,8 @@ def finish(run_dir: RunDir, spec: RunSpec, order: list[str]) -> Summary:
     rank = {eid: i for i, eid in enumerate(order)}
     episodes = sorted(run_dir.episodes(), key=lambda e: rank.get(e.example_id, len(rank)))
     note_unasked(run_dir.path, sum(e.example_id not in rank for e in episodes), "its summary counts them too")
-    summary = summarize(episodes, spec.method, spec.benchmark, spec.split,
-                        agent_models(spec.backend, spec.backend_options))
+    summary = replace(summarize(episodes, spec.method, spec.benchmark, spec.split,
+                                agent_models(spec.backend, spec.backend_options)),
+                      optimisation_tokens=methods.get(spec.method).optimised(spec.method_config()))
     run_dir.write_summary(summary)
     return summary
