@@ -33,7 +33,7 @@ from typing import Any
 
 from deliberation.policy.shipped import content_hash
 from deliberation.protocols.aflow import ATTEMPTS, NO_CODE, letter_of
-from deliberation.protocols.designs import load_graph
+from deliberation.protocols.designs import Graph, load_graph
 from deliberation.protocols.program import program_of, run_solve
 from deliberation.protocols.workflow import TRANSFERRED as WORKFLOWS, ensemble_calls, programmer_calls
 from deliberation.report.compare_plot import paired_plot
@@ -72,13 +72,18 @@ def summaries(runs: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return found
 
 
-def graph_row(path: Path, runs: dict[tuple[str, str], dict[str, Any]]) -> str:
+def graphs(out: Path) -> dict[Path, Graph]:
+    """Each graph under OUT/graphs, read once, by its file: experiments/baselines.sh writes design D's graph of
+    benchmark B into OUT/graphs/D-B."""
+    return {p: load_graph(str(p), p.parent.name.split("-")[0]) for p in sorted((out / "graphs").glob("*/graph.json"))}
+
+
+def graph_row(path: Path, graph: Graph, runs: dict[tuple[str, str], dict[str, Any]]) -> str:
     """The row of one optimised graph: what optimising cost, and amortised over the test questions run."""
-    graph = json.loads(path.read_text())
-    record, method = graph["record"], graph["kind"]
+    record, method = graph.record, graph.kind
     bench = record["questions"]["benchmark"]
     spent = record["tokens"]
-    total = spent["prompt_tokens"] + spent["completion_tokens"]
+    total = graph.spent
     run = runs.get((method, bench))
     if run is None:
         amortised, used = "not run", "not run | not run"
@@ -88,11 +93,10 @@ def graph_row(path: Path, runs: dict[tuple[str, str], dict[str, Any]]) -> str:
             f"{spent['graph_runs']} | {total:,} | {amortised} | {used} |\n")
 
 
-def final_row(path: Path) -> str:
+def final_row(graph: Graph) -> str:
     """The row of one optimised graph's final form (``Graph.final_graphs``): the edges it keeps (agent i -> j;
     D the decision node), how far its edge probabilities moved from the 1/2 they start at, and the agents whose
     answers reach its answer, the only ones called (``Graph.deciding``)."""
-    graph = load_graph(str(path), json.loads(path.read_text())["kind"])
     spatial, temporal = (rounds[0].edges for rounds in graph.final_graphs())
     n = graph.agents
     logits = [x for x, m in zip((*graph.spatial_logits, *graph.temporal_logits),
@@ -116,14 +120,15 @@ def run_cells(run: dict[str, Any]) -> str:
 
 def table(out: Path) -> str:
     runs = summaries(out / "runs")
-    rows = [graph_row(p, runs) for p in sorted((out / "graphs").glob("*/graph.json"))]
+    found = graphs(out)
+    rows = [graph_row(p, g, runs) for p, g in found.items()]
     others = sorted((m, b) for m, b in runs if m in NOT_OPTIMISED)
     rows += [f"| {m} | {b} | - | - | - | - | {' | '.join(NOT_OPTIMISED[m])} ({runs[m, b]['n']}) | "
              f"{run_cells(runs[m, b])} |\n" for m, b in others]
     if not rows:
         raise SystemExit(f"error: no graph under {out / 'graphs'} and no run of {', '.join(NOT_OPTIMISED)} under "
                          f"{out / 'runs'}; run experiments/baselines.sh first")
-    finals = [final_row(p) for p in sorted((out / "graphs").glob("*/graph.json"))]
+    finals = [final_row(g) for g in found.values()]
     return ("# Optimisation tokens\n\nTokens are prompt plus completion tokens, as everywhere in these results; "
             "an optimisation's tokens are spent once, on training questions, and amortised here over the test "
             "questions its method answered.\n\n" + HEADER + "".join(rows)

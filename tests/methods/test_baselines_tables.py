@@ -13,7 +13,7 @@ from typing import Sequence
 from deliberation.config import EngineConfig
 from deliberation.methods import run_method
 from deliberation.protocols.aflow import ENSEMBLE, PROGRAM
-from deliberation.protocols.designs import initial, save_graph
+from deliberation.protocols.designs import initial, load_graph, save_graph
 from deliberation.types import Completion, Example, GenerationRequest, to_json
 from scripts import script
 
@@ -23,7 +23,7 @@ RECORD = {"questions": {"benchmark": "gsm8k", "split": "train", "ids": ["gsm8k/t
 def row(tmp_path: Path, graph) -> list[str]:
     save_graph(tmp_path / "graph.json", replace(graph, record=RECORD))
     with script("experiments/baselines_tables.py") as tables:
-        return tables.final_row(tmp_path / "graph.json").strip("| \n").split(" | ")
+        return tables.final_row(load_graph(str(tmp_path / "graph.json"), graph.kind)).strip("| \n").split(" | ")
 
 
 def test_a_decision_node_reading_one_agent_without_peers_depends_on_that_agent_alone(tmp_path):
