@@ -13,11 +13,17 @@ Operators (one LLM call each, through the engine, seeded as call k of the questi
   reference returns it; a reply with no code ends it at once with "No code generated" (the reference's words).
 
 Departures: prompts paraphrased, and the problem is shown as this project shows every method (with its answer
-format); sampling at the run's temperature (AFlow's executor decodes at temperature 0); ScEnsemble's letter is
-read from free text, from the letter line as models write it (AFlow asks for an XML field); the code is the
-reply's last fenced block (the prompt asks for one; the reference's formatter also reads code outside a fence);
-a float ``solve()`` returns is shown rounded to 6 decimals (``7.000000000000001`` as ``7.0``), because this
-project scores a number exactly and AFlow's scorer allows a difference of 1e-6.
+format); sampling at the run's temperature (AFlow's executor decodes at temperature 0 with gpt-4o-mini);
+ScEnsemble's letter is read from free text, from the letter line as models write it (AFlow asks for an XML
+field), and a reply naming none takes the first solution (the reference's lookup fails there, and its benchmark
+reruns the whole workflow, up to 5 times, then scores the question wrong); the code is the reply's last fenced
+block defining ``solve`` (else its last), run whole in the sandbox (the reference's formatter also reads code outside a fence,
+keeps only the imports and definitions ``solve`` reaches, and refuses code importing os, sys, subprocess,
+multiprocessing or plotting libraries as a failed try; the sandbox isolates the program instead, its memory
+capped); a failed try shows the last 1,000 characters of its error (the reference: the whole traceback), so a
+long traceback does not crowd the prompt; a float ``solve()`` returns is shown rounded to 6 decimals
+(``7.000000000000001`` as ``7.0``), because this project scores a number exactly and AFlow's scorer allows a
+difference of 1e-6.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ DETAILED_SOLUTION = ("Write a comprehensive step-by-step solution: restate the p
 GENERATE_SOLUTION = ("Solve the problem: outline the approach and formulas, show the detailed calculation and "
                      "explain each step, and put the final answer in \\boxed{}.\n\n")
 ENSEMBLE = ("Several solutions to the question below follow, each under a letter. Find the answer that occurs most "
-            "often among them: that is the most reliable one. Explain briefly, then end with the line "
-            "\"Letter: X\", X the letter of a solution holding that answer.\n\n")
+            "often among them: that is the most reliable one. Explain your thought process in detail, then end "
+            "with the line \"Letter: X\", X the letter of a solution holding that answer.\n\n")
 PROGRAM = ("Write complete, self-contained Python code that solves the problem below. Define a function "
            "solve() with no arguments that computes and returns the answer (a number or a short string); "
            "do not print, read input, or include tests. Reply with the code in one ```python block.\n\n")
