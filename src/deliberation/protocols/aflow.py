@@ -17,10 +17,10 @@ format); sampling at the run's temperature (AFlow's executor decodes at temperat
 ScEnsemble's letter is read from free text, from the letter line as models write it (AFlow asks for an XML
 field), and a reply naming none takes the first solution (the reference's lookup fails there, and its benchmark
 reruns the whole workflow, up to 5 times, then scores the question wrong); the code is the reply's last fenced
-block defining ``solve`` (else its last), run whole in the sandbox (the reference's formatter also reads code outside a fence,
-keeps only the imports and definitions ``solve`` reaches, and refuses code importing os, sys, subprocess,
-multiprocessing or plotting libraries as a failed try; the sandbox isolates the program instead, its memory
-capped); a failed try shows the last 1,000 characters of its error (the reference: the whole traceback), so a
+block defining ``solve`` (else its last), run whole in the sandbox (the reference's formatter also reads code
+outside a fence, keeps only the imports and definitions ``solve`` reaches, and refuses code importing os, sys,
+subprocess, multiprocessing or plotting libraries as a failed try; the sandbox isolates the program instead,
+its memory capped); a failed try shows the last 1,000 characters of its error (the reference: the whole traceback), so a
 long traceback does not crowd the prompt; a float ``solve()`` returns is shown rounded to 6 decimals
 (``7.000000000000001`` as ``7.0``), because this project scores a number exactly and AFlow's scorer allows a
 difference of 1e-6.
