@@ -9,7 +9,7 @@ amortised over the test questions it then answered, beside the tokens it spends 
 there. AFlow's workflows are transferred from its paper (no search ran here: their cost is unknown, not zero)
 and PHP optimises nothing: both are listed as such.
 
-OUT/pooled.md: every baseline over all the test questions (both benchmarks pooled; AFlow is its two workflows,
+OUT/pooled.md: every baseline over all the test questions (every benchmark pooled; AFlow is its two workflows,
 each on the benchmark it was found on), against the best fixed rule and against self-consistency on both sides
 of equal tokens (the most samples spending no more, the fewest spending as much), paired question by question
 (``deliberation.report.paired``, ``report.equal_tokens``). It refuses runs in which the baselines and the rule
@@ -251,30 +251,31 @@ def pooled(out: Path) -> str:
     rows, comparisons = pooled_rows(found, spent, sampling, rule)
     figure(found, sampling, rule, out)
     sides = "[95% CI] | McNemar p | its k | token ratio"
-    return ("# The baselines over every test question, pooled\n\nBoth benchmarks' test questions together (AFlow: "
-            "its GSM8K workflow on GSM8K, its MATH workflow on MATH). Differences in points, with paired bootstrap "
-            "95% intervals and exact McNemar p. Self-consistency is paired on both sides of each method's tokens: "
-            "at equal tokens, the most samples whose tokens a question do not exceed the method's (token ratio, the "
-            "method's over its self-consistency's, at least about 1), and at the next k up, the fewest samples that "
-            "spend at least as much (ratio at most about 1; dashes, naming the benchmark, where every k run spends "
-            "less); k per benchmark, in the order GSM8K/MATH, \"most run\" where it is the most samples run "
-            "(every sample the store holds unless SAMPLES said fewer). Where a method spends more than every k run "
-            "(its next k up a dash), its equal-token pairing is the most samples run, at a token ratio above 1 that "
+    columns = sorted(sampling)  # the benchmarks' columns, e.g. gsm8k/test
+    return ("# The baselines over every test question, pooled\n\n"
+            f"The test questions of {' and '.join(columns)} together (AFlow: each workflow on the benchmark it was "
+            "found on). Differences in points, with paired bootstrap 95% intervals and exact McNemar p. "
+            "Self-consistency is paired on both sides of each method's tokens: at equal tokens, the most samples "
+            "whose tokens a question do not exceed the method's (token ratio, the method's over its "
+            "self-consistency's, at least about 1), and at the next k up, the fewest samples that spend at least as "
+            "much (ratio at most about 1; dashes, naming the benchmark, where every k run spends less); k per "
+            f"benchmark, in the order {'/'.join(columns)}, \"most run\" where it is the most samples run (every "
+            "sample the store holds unless SAMPLES said fewer). Where a method spends more than every k run (its "
+            "next k up a dash), its equal-token pairing is the most samples run, at a token ratio above 1 that "
             "favours the method: a difference above 0 there does not show it better than sampling that spends as "
-            "much (extending the stores, `delib tree --samples N`, pairs it further); where it spends less than "
-            "one sample on a benchmark (a graph whose answer is one agent's shorter sample), its equal-token "
-            "pairing is a dash and its next k up is k = 1. "
-            "Self-consistency's vote gives a tie to the first sample's answer, so an even k adds little over the "
-            "odd k below it (k = 2 answers as k = 1 does, but where the first sample has no answer): a method above "
-            "the next k up is more accurate than sampling that spends as much, one below equal tokens less accurate "
-            "than sampling that spends no more. Tokens are prompt plus completion tokens; the optimisations' tokens "
-            "are not in them (optimisation.md has them, and amortised over these questions); the generated ones, the "
-            "dearer on a local machine, are beside them (a method whose prompts show other answers spends more of "
-            "its tokens reading, where self-consistency's are nearly all generated). baselines.png draws "
-            "these methods and self-consistency at every k against the best rule. AFlow's workflows were chosen by its "
-            f"authors on {AFLOW_CHOSE}, so some of these questions may "
-            "have chosen them (no optimisation of ours saw a test question). Descriptive: this comparison was "
-            f"not pre-registered and its p-values are not adjusted for its {comparisons} comparisons.\n\n"
+            "much (extending the stores, `delib tree --samples N`, pairs it further); where it spends less than one "
+            "sample on a benchmark (a graph whose answer is one agent's shorter sample), its equal-token pairing is "
+            "a dash and its next k up is k = 1. Self-consistency's vote gives a tie to the first sample's answer, so "
+            "an even k adds little over the odd k below it (k = 2 answers as k = 1 does, but where the first sample "
+            "has no answer): a method above the next k up is more accurate than sampling that spends as much, one "
+            "below equal tokens less accurate than sampling that spends no more. Tokens are prompt plus completion "
+            "tokens; the optimisations' tokens are not in them (optimisation.md has them, and amortised over these "
+            "questions); the generated ones, the dearer on a local machine, are beside them (a method whose prompts "
+            "show other answers spends more of its tokens reading, where self-consistency's are nearly all "
+            "generated). baselines.png draws these methods and self-consistency at every k against the best rule. "
+            f"AFlow's workflows were chosen by its authors on {AFLOW_CHOSE}, so some of these questions may have "
+            "chosen them (no optimisation of ours saw a test question). Descriptive: this comparison was not "
+            f"pre-registered and its p-values are not adjusted for its {comparisons} comparisons.\n\n"
             f"| method | n | accuracy | tokens a question | of them generated | LLM calls a question | "
             f"minus the best rule ({rule}) "
             f"[95% CI] | McNemar p | minus self-consistency at equal tokens {sides} | minus self-consistency at "
